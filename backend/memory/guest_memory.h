@@ -1,0 +1,103 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// A VM's memory as the vhost-user frontend shared it (VHOST_USER_SET_MEM_TABLE):
+// a set of regions, each backed by a file descriptor (a memfd) and mapped
+// into this process. This is the only way host code reaches guest memory.
+//
+// A GuestMemory is immutable once built. SET_MEM_TABLE builds a new one and
+// swaps the shared_ptr whole (RCU style): readers that still hold the old
+// table keep a valid mapping until they drop it, and the data path never
+// waits on the control path.
+#ifndef VRDMA_BACKEND_MEMORY_GUEST_MEMORY_H_
+#define VRDMA_BACKEND_MEMORY_GUEST_MEMORY_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backend/base/status.h"
+
+namespace vrdma {
+
+// One region as described by the frontend. `fd` is owned by the spec until
+// GuestMemory::Map takes it (it closes it on failure too).
+struct GuestRegionSpec {
+  uint64_t guest_phys_addr = 0;
+  uint64_t size = 0;
+  uint64_t user_addr = 0;    // the frontend's virtual address of the region
+  uint64_t mmap_offset = 0;  // offset of the region inside fd
+  int fd = -1;
+};
+
+class GuestMemory {
+ public:
+  // Where guest-physical bytes live in a backing file: what a page view maps.
+  struct FileLocation {
+    int fd;
+    uint64_t offset;            // file offset of the address
+    uint64_t bytes_to_end;      // bytes from there to the end of the region
+  };
+
+  // Validates the specs (non-empty, no overflow, no overlap in guest-physical
+  // or user address space, at most kMaxRegions) and maps every region
+  // MAP_SHARED. Takes ownership of every fd, on success and on failure.
+  static Result<std::shared_ptr<const GuestMemory>> Map(
+      std::vector<GuestRegionSpec> specs);
+
+  static constexpr size_t kMaxRegions = 8;  // VHOST_MEMORY_BASELINE_NREGIONS
+
+  ~GuestMemory();
+  GuestMemory(const GuestMemory&) = delete;
+  GuestMemory& operator=(const GuestMemory&) = delete;
+
+  // Host pointer to [gpa, gpa + len) when the whole range lies in one
+  // region; kFault otherwise (also on arithmetic overflow). len may be 0.
+  Result<uint8_t*> Translate(uint64_t gpa, uint64_t len) const;
+  // The same for a frontend virtual address (vring addresses use these).
+  Result<uint8_t*> TranslateUserAddr(uint64_t uva, uint64_t len) const;
+  // The backing file of guest-physical address gpa.
+  Result<FileLocation> Locate(uint64_t gpa) const;
+
+  size_t region_count() const { return regions_.size(); }
+  uint64_t total_bytes() const;
+
+ private:
+  struct Region {
+    GuestRegionSpec spec;
+    uint8_t* host = nullptr;    // mapping of [mmap_offset, mmap_offset+size)
+    uint8_t* map_base = nullptr;
+    size_t map_len = 0;
+  };
+  GuestMemory() = default;
+  std::vector<Region> regions_;
+};
+
+// A contiguous host view of scattered guest pages (an MR or a ring): a
+// reserved virtual range into which each run of file-contiguous pages is
+// mapped MAP_FIXED|MAP_SHARED from the guest's backing file. The view stays
+// valid across SET_MEM_TABLE because it maps the file, not the table.
+// Only the listed pages are reachable through it: nothing else of guest RAM.
+class GuestPageView {
+ public:
+  static constexpr uint64_t kPageSize = 4096;
+  // Every gpa must be kPageSize aligned and lie in guest memory.
+  static Result<GuestPageView> Map(const GuestMemory& memory,
+                                   std::span<const uint64_t> page_gpas);
+
+  GuestPageView() = default;
+  GuestPageView(GuestPageView&& other) noexcept;
+  GuestPageView& operator=(GuestPageView&& other) noexcept;
+  ~GuestPageView();
+
+  uint8_t* data() const { return base_; }
+  size_t size() const { return size_; }
+
+ private:
+  uint8_t* base_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace vrdma
+
+#endif  // VRDMA_BACKEND_MEMORY_GUEST_MEMORY_H_

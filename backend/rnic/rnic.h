@@ -1,0 +1,295 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// The host RNIC as the engine sees it: verbs on host objects, in host terms.
+// Three implementations sit behind it:
+//   - SoftRnic (backend/soft_rnic): a functional loopback fabric that moves
+//     real bytes between registered memory of QPs of any VM on the daemon;
+//   - an rdma-core (libibverbs) RNIC for hosts that have one;
+//   - a virtual-time timing model of a commodity RNIC (the isolation bench).
+// Everything here is already checked by the engine: guest input never
+// reaches an Rnic unvalidated. Implementations still fail cleanly (error
+// completions, error statuses) on anything the fabric itself decides: remote
+// keys, remote access rights, receive availability, QP states.
+//
+// Threading: control calls (Create*, Modify*, Destroy*, RegMr) and data calls
+// (Post*, PollCq) are made from one thread at a time; the engine makes data
+// calls only from the data-path thread. Data calls never allocate.
+#ifndef VRDMA_BACKEND_RNIC_RNIC_H_
+#define VRDMA_BACKEND_RNIC_RNIC_H_
+
+#include <array>
+#include <cstdint>
+#include <span>
+
+#include "backend/base/status.h"
+
+namespace vrdma {
+
+using Gid = std::array<uint8_t, 16>;
+
+// Host object identifiers chosen by the RNIC.
+struct RnicPd { uint32_t id = 0; };
+struct RnicCq { uint32_t id = 0; };
+struct RnicAh { uint32_t id = 0; };
+struct RnicSrq { uint32_t id = 0; };
+struct RnicMr { uint32_t id = 0; uint32_t lkey = 0; uint32_t rkey = 0; };
+struct RnicQp { uint32_t id = 0; uint32_t qpn = 0; };  // qpn: 24 bits
+
+enum class QpType : uint8_t { kRc = 2, kUc = 3, kUd = 4 };
+enum class QpState : uint8_t {
+  kReset = 0, kInit = 1, kRtr = 2, kRts = 3, kSqd = 4, kSqe = 5, kErr = 6,
+};
+
+// IBV_ACCESS_* values.
+enum AccessFlags : uint32_t {
+  kAccessLocalWrite = 0x1,
+  kAccessRemoteWrite = 0x2,
+  kAccessRemoteRead = 0x4,
+  kAccessRemoteAtomic = 0x8,
+};
+
+// IB_UVERBS_WR_* values (the subset the device offers).
+enum class WrOpcode : uint8_t {
+  kRdmaWrite = 0,
+  kRdmaWriteWithImm = 1,
+  kSend = 2,
+  kSendWithImm = 3,
+  kRdmaRead = 4,
+  kAtomicCmpSwp = 5,
+  kAtomicFetchAdd = 6,
+};
+
+// IBV_SEND_* values.
+enum SendFlags : uint32_t {
+  kSendFence = 0x1,
+  kSendSignaled = 0x2,
+  kSendSolicited = 0x4,
+  kSendInline = 0x8,
+};
+
+// IBV_WC_* status values.
+enum class WcStatus : uint8_t {
+  kSuccess = 0,
+  kLocLenErr = 1,
+  kLocQpOpErr = 2,
+  kLocProtErr = 4,
+  kWrFlushErr = 5,
+  kBadRespErr = 7,
+  kLocAccessErr = 8,
+  kRemInvReqErr = 9,
+  kRemAccessErr = 10,
+  kRemOpErr = 11,
+  kRetryExcErr = 12,
+  kRnrRetryExcErr = 13,
+  kFatalErr = 19,
+  kGeneralErr = 21,
+};
+
+// IB_UVERBS_WC_* opcode values.
+enum class WcOpcode : uint8_t {
+  kSend = 0,
+  kRdmaWrite = 1,
+  kRdmaRead = 2,
+  kCompSwap = 3,
+  kFetchAdd = 4,
+  kRecv = 128,
+  kRecvRdmaWithImm = 129,
+};
+
+// IBV_WC_* flag values.
+enum WcFlags : uint32_t { kWcGrh = 0x1, kWcWithImm = 0x2 };
+
+// A scatter/gather element in host terms: addr is an iova inside the MR
+// named by lkey (MRs are registered with the guest's iova).
+struct Sge {
+  uint64_t addr = 0;
+  uint32_t length = 0;
+  uint32_t lkey = 0;
+};
+
+inline constexpr int kMaxSge = 32;       // per work request, host side
+inline constexpr int kMaxInline = 512;   // bytes of inline data
+
+struct SendWr {
+  uint64_t wr_id = 0;                    // the engine's cookie, opaque here
+  WrOpcode opcode = WrOpcode::kSend;
+  uint32_t send_flags = 0;               // SendFlags
+  uint32_t imm_data = 0;                 // network order, as in the WQE
+  uint8_t num_sge = 0;
+  uint16_t inline_len = 0;               // when kSendInline: bytes in inline_data
+  std::array<Sge, kMaxSge> sge{};
+  const uint8_t* inline_data = nullptr;  // valid until PostSend returns
+  // RDMA and atomics.
+  uint64_t remote_addr = 0;
+  uint32_t rkey = 0;
+  uint64_t compare_add = 0;
+  uint64_t swap = 0;
+  // UD.
+  RnicAh ah{};
+  uint32_t remote_qpn = 0;
+  uint32_t remote_qkey = 0;
+
+  uint64_t total_length() const {
+    if (send_flags & kSendInline) return inline_len;
+    uint64_t n = 0;
+    for (int i = 0; i < num_sge; ++i) n += sge[i].length;
+    return n;
+  }
+};
+
+struct RecvWr {
+  uint64_t wr_id = 0;
+  uint8_t num_sge = 0;
+  std::array<Sge, kMaxSge> sge{};
+};
+
+struct Completion {
+  uint64_t wr_id = 0;
+  WcStatus status = WcStatus::kSuccess;
+  WcOpcode opcode = WcOpcode::kSend;
+  uint32_t byte_len = 0;
+  uint32_t imm_data = 0;                 // network order
+  uint32_t qpn = 0;                      // local QP
+  uint32_t src_qpn = 0;                  // UD: sender's QP
+  uint32_t wc_flags = 0;                 // WcFlags
+  uint64_t timestamp_ns = 0;             // completion time on the RNIC clock
+};
+
+struct QpCaps {
+  uint32_t max_send_wr = 0;
+  uint32_t max_recv_wr = 0;
+  uint32_t max_send_sge = 0;
+  uint32_t max_recv_sge = 0;
+  uint32_t max_inline_data = 0;
+};
+
+struct QpInit {
+  QpType type = QpType::kRc;
+  RnicPd pd{};
+  RnicCq send_cq{};
+  RnicCq recv_cq{};
+  bool has_srq = false;
+  RnicSrq srq{};
+  QpCaps caps{};
+  bool sq_sig_all = false;
+};
+
+// Where a QP or AH sends: the destination GID as the fabric knows it (the
+// engine has already mapped the guest's virtual GID to it) and the source
+// GID the traffic is sent from (always one of the sending VM's own GIDs).
+struct AddressVector {
+  Gid dgid{};
+  Gid sgid{};
+  uint32_t flow_label = 0;
+  uint8_t hop_limit = 64;
+  uint8_t traffic_class = 0;
+  uint8_t sl = 0;
+};
+
+// Attribute mask bits: the IBV_QP_* values the RNIC honours.
+enum QpAttrMask : uint32_t {
+  kQpState = 1u << 0,
+  kQpAccessFlags = 1u << 3,
+  kQpPkeyIndex = 1u << 4,
+  kQpPort = 1u << 5,
+  kQpQkey = 1u << 6,
+  kQpAv = 1u << 7,
+  kQpPathMtu = 1u << 8,
+  kQpTimeout = 1u << 9,
+  kQpRetryCnt = 1u << 10,
+  kQpRnrRetry = 1u << 11,
+  kQpRqPsn = 1u << 12,
+  kQpMaxQpRdAtomic = 1u << 13,
+  kQpMinRnrTimer = 1u << 15,
+  kQpSqPsn = 1u << 16,
+  kQpMaxDestRdAtomic = 1u << 17,
+  kQpDestQpn = 1u << 20,
+};
+
+struct QpAttr {
+  QpState state = QpState::kReset;
+  uint32_t access_flags = 0;
+  uint32_t qkey = 0;
+  AddressVector av{};
+  uint32_t path_mtu_bytes = 1024;
+  uint8_t timeout = 14;           // 4.096 us * 2^timeout
+  uint8_t retry_cnt = 7;
+  uint8_t rnr_retry = 7;          // 7 = infinite
+  uint8_t min_rnr_timer = 12;     // IB encoded
+  uint8_t max_rd_atomic = 1;
+  uint8_t max_dest_rd_atomic = 1;
+  uint32_t rq_psn = 0;
+  uint32_t sq_psn = 0;
+  uint32_t dest_qpn = 0;
+};
+
+struct RnicLimits {
+  uint32_t max_qp = 0;
+  uint32_t max_qp_wr = 0;
+  uint32_t max_sge = 0;
+  uint32_t max_cq = 0;
+  uint32_t max_cqe = 0;
+  uint32_t max_mr = 0;
+  uint64_t max_mr_size = 0;
+  uint32_t max_pd = 0;
+  uint32_t max_srq = 0;
+  uint32_t max_srq_wr = 0;
+  uint32_t max_inline_data = 0;
+  uint32_t max_msg_sz = 0;
+  uint32_t active_mtu_bytes = 0;
+  uint64_t node_guid = 0;
+};
+
+class Rnic {
+ public:
+  virtual ~Rnic() = default;
+
+  virtual RnicLimits limits() const = 0;
+  // The GIDs this RNIC can send from; traffic between VMs on this daemon is
+  // addressed by each VM's own GIDs, which the engine registers here.
+  virtual Status AddGid(const Gid& gid) = 0;
+  virtual Status RemoveGid(const Gid& gid) = 0;
+
+  // Control path.
+  virtual Result<RnicPd> AllocPd() = 0;
+  virtual Status DeallocPd(RnicPd pd) = 0;
+  // Registers host memory [addr, addr + length) so that the RNIC sees it as
+  // [iova, iova + length).
+  virtual Result<RnicMr> RegMr(RnicPd pd, uint8_t* addr, uint64_t length,
+                               uint64_t iova, uint32_t access) = 0;
+  virtual Status DeregMr(RnicMr mr) = 0;
+  virtual Result<RnicCq> CreateCq(uint32_t depth) = 0;
+  virtual Status DestroyCq(RnicCq cq) = 0;
+  virtual Result<RnicSrq> CreateSrq(RnicPd pd, uint32_t max_wr,
+                                    uint32_t max_sge) = 0;
+  virtual Status DestroySrq(RnicSrq srq) = 0;
+  virtual Result<RnicQp> CreateQp(const QpInit& init) = 0;
+  // Applies the attributes named by mask (QpAttrMask); validates the state
+  // transition like a real RNIC. Moving to kErr flushes outstanding work
+  // with kWrFlushErr completions.
+  virtual Status ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) = 0;
+  virtual Result<QpAttr> QueryQp(RnicQp qp) const = 0;
+  virtual Status DestroyQp(RnicQp qp) = 0;
+  virtual Result<RnicAh> CreateAh(RnicPd pd, const AddressVector& av) = 0;
+  virtual Status DestroyAh(RnicAh ah) = 0;
+
+  // Data path: never allocates, never blocks.
+  // Posts wrs in order; returns the number accepted (the first rejected one
+  // is not posted: kNoResource when the SQ is full, kBadState when the QP
+  // state does not allow posting).
+  virtual int PostSend(RnicQp qp, std::span<const SendWr> wrs,
+                       Status* first_error) = 0;
+  virtual int PostRecv(RnicQp qp, std::span<const RecvWr> wrs,
+                       Status* first_error) = 0;
+  virtual int PostSrqRecv(RnicSrq srq, std::span<const RecvWr> wrs,
+                          Status* first_error) = 0;
+  // Up to out.size() completions, oldest first.
+  virtual int PollCq(RnicCq cq, std::span<Completion> out) = 0;
+  // Lets a software RNIC do its work (move bytes, run timers). A hardware
+  // RNIC does nothing here. Returns true when it did something.
+  virtual bool Progress() = 0;
+};
+
+}  // namespace vrdma
+
+#endif  // VRDMA_BACKEND_RNIC_RNIC_H_
