@@ -1,0 +1,210 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// The host engine's API, in checked host types. The device layer
+// (vhost-rdma/device) turns guest bytes into these requests after syntax
+// checks (sizes, reserved fields, enum ranges, overflow of address + length);
+// the engine checks meaning (handles belong to the VM, quotas, state
+// machines, page lists inside guest memory) and owns every object.
+//
+// Threading: control calls (AttachVm .. QueryGid) come from the control
+// thread; the engine publishes objects to the data path through the
+// Executor. Data calls (Doorbell, PollOnce) come from the data-path thread.
+#ifndef VRDMA_BACKEND_ENGINE_ENGINE_H_
+#define VRDMA_BACKEND_ENGINE_ENGINE_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/base/executor.h"
+#include "backend/base/status.h"
+#include "backend/memory/guest_memory.h"
+#include "backend/rnic/rnic.h"
+#include "policy/scheduler_policy.h"
+
+namespace vrdma::engine {
+
+using VmId = uint32_t;
+
+struct Quotas {
+  uint32_t max_pd = 256;
+  uint32_t max_cq = 1024;
+  uint32_t max_qp = 1024;
+  uint32_t max_mr = 4096;
+  uint32_t max_ah = 1024;
+  uint32_t max_srq = 256;
+  uint64_t max_pinned_bytes = 1ull << 30;  // MR and ring pages mapped
+};
+
+struct VmConfig {
+  std::string name;
+  std::vector<Gid> gids;                   // 1 .. VIRTIO_RDMA_MAX_GIDS
+  Quotas quotas;
+  policy::TenantQos qos;
+};
+
+// Ring geometry as the guest declared it (see struct virtio_rdma_ring_desc).
+struct RingSpec {
+  uint32_t log2_num_elem = 0;
+  uint32_t log2_elem_size = 0;
+  std::vector<uint64_t> pages;             // guest-physical, page aligned
+};
+
+struct RegMrRequest {
+  uint32_t pd = 0;
+  uint32_t access = 0;                     // AccessFlags
+  uint64_t iova = 0;
+  uint64_t length = 0;
+  uint32_t first_page_offset = 0;
+  std::vector<uint64_t> pages;
+};
+struct RegMrResult { uint32_t handle; uint32_t lkey; uint32_t rkey; };
+
+struct CreateCqRequest { uint32_t cqe = 0; RingSpec ring; };
+struct CreateCqResult { uint32_t handle; uint32_t cqe; };
+
+struct CreateQpRequest {
+  uint32_t pd = 0;
+  QpType type = QpType::kRc;
+  uint32_t send_cq = 0;
+  uint32_t recv_cq = 0;
+  uint32_t srq = 0;                        // 0: none
+  bool sq_sig_all = false;
+  QpCaps caps;
+  RingSpec sq;
+  RingSpec rq;                             // empty pages when srq != 0
+};
+struct CreateQpResult { uint32_t qpn; QpCaps caps; };
+
+// Guest view of an address vector (virtual GIDs, sgid_index into the VM's
+// own GID table).
+struct GuestAh {
+  Gid dgid{};
+  uint8_t sgid_index = 0;
+  uint32_t flow_label = 0;
+  uint8_t hop_limit = 64;
+  uint8_t traffic_class = 0;
+  uint8_t sl = 0;
+  uint8_t port_num = 1;
+  bool is_global = true;
+};
+
+// ModifyQp input: mask uses the IBV_QP_* bits (QpAttrMask and the rest of
+// VIRTIO_RDMA_QP_*); only fields named by mask are meaningful.
+struct ModifyQpRequest {
+  uint32_t qpn = 0;
+  uint32_t mask = 0;
+  QpState state = QpState::kReset;
+  QpState cur_state = QpState::kReset;
+  uint32_t access_flags = 0;
+  uint16_t pkey_index = 0;
+  uint8_t port_num = 1;
+  uint32_t qkey = 0;
+  GuestAh ah;
+  uint32_t path_mtu_bytes = 1024;
+  uint8_t timeout = 0;
+  uint8_t retry_cnt = 0;
+  uint8_t rnr_retry = 0;
+  uint8_t min_rnr_timer = 0;
+  uint8_t max_rd_atomic = 0;
+  uint8_t max_dest_rd_atomic = 0;
+  uint32_t rq_psn = 0;
+  uint32_t sq_psn = 0;
+  uint32_t dest_qpn = 0;
+};
+
+struct QueryQpResult {
+  ModifyQpRequest attr;                    // mask = everything reported
+  QpCaps cap;
+};
+
+struct CreateSrqRequest {
+  uint32_t pd = 0;
+  uint32_t max_wr = 0;
+  uint32_t max_sge = 0;
+  uint32_t srq_limit = 0;
+  RingSpec ring;
+};
+struct CreateSrqResult { uint32_t handle; uint32_t max_wr; uint32_t max_sge; };
+
+struct DeviceAttr {
+  RnicLimits limits;                       // after this VM's quotas
+  uint32_t max_ah = 0;
+  uint32_t max_qp_rd_atom = 0;
+  uint32_t max_mr_pages = 0;
+};
+
+// Per-VM counters, for the daemon's stats and for tests.
+struct VmStats {
+  uint32_t pds = 0, cqs = 0, qps = 0, mrs = 0, ahs = 0, srqs = 0;
+  uint64_t pinned_bytes = 0;
+  uint64_t wqes_posted = 0;
+  uint64_t wqes_rejected = 0;              // failed validation
+  uint64_t cqes_written = 0;
+};
+
+// Where the engine reports to the device of a VM; called on the data-path
+// thread (CQ notifications, async errors) and must not block.
+class VmEventSink {
+ public:
+  virtual ~VmEventSink() = default;
+  // uint32_t type: enum virtio_rdma_event_type.
+  virtual void OnEvent(uint32_t type, uint32_t handle) = 0;
+};
+
+class Engine {
+ public:
+  // rnic and executor must outlive the engine. policy may be shared by all
+  // VMs (it is told tenants apart by VmId).
+  static std::unique_ptr<Engine> Create(Rnic& rnic, Executor& executor,
+                                        policy::SchedulerPolicy& policy);
+  virtual ~Engine() = default;
+
+  // VM lifecycle (control thread).
+  virtual Result<VmId> AttachVm(const VmConfig& config, VmEventSink* sink) = 0;
+  // Releases everything the VM owns (QPs to error and destroyed, MRs
+  // deregistered, views unmapped); other VMs are unaffected.
+  virtual void DetachVm(VmId vm) = 0;
+  virtual void SetGuestMemory(VmId vm,
+                              std::shared_ptr<const GuestMemory> memory) = 0;
+  virtual Result<VmStats> Stats(VmId vm) const = 0;
+
+  // Verbs (control thread).
+  virtual Result<DeviceAttr> QueryDevice(VmId vm) const = 0;
+  virtual Result<Gid> QueryGid(VmId vm, uint32_t index) const = 0;
+  virtual Result<uint32_t> CreatePd(VmId vm) = 0;
+  virtual Status DestroyPd(VmId vm, uint32_t pd) = 0;
+  virtual Result<RegMrResult> RegMr(VmId vm, const RegMrRequest& req) = 0;
+  virtual Status DeregMr(VmId vm, uint32_t mr) = 0;
+  virtual Result<CreateCqResult> CreateCq(VmId vm,
+                                          const CreateCqRequest& req) = 0;
+  virtual Status DestroyCq(VmId vm, uint32_t cq) = 0;
+  virtual Status ReqNotifyCq(VmId vm, uint32_t cq, bool solicited_only) = 0;
+  virtual Result<CreateQpResult> CreateQp(VmId vm,
+                                          const CreateQpRequest& req) = 0;
+  virtual Status ModifyQp(VmId vm, const ModifyQpRequest& req) = 0;
+  virtual Result<QueryQpResult> QueryQp(VmId vm, uint32_t qpn) const = 0;
+  virtual Status DestroyQp(VmId vm, uint32_t qpn) = 0;
+  virtual Result<uint32_t> CreateAh(VmId vm, uint32_t pd,
+                                    const GuestAh& ah) = 0;
+  virtual Status DestroyAh(VmId vm, uint32_t ah) = 0;
+  virtual Result<CreateSrqResult> CreateSrq(VmId vm,
+                                            const CreateSrqRequest& req) = 0;
+  virtual Status ModifySrq(VmId vm, uint32_t srq, uint32_t mask,
+                           uint32_t max_wr, uint32_t srq_limit) = 0;
+  virtual Status DestroySrq(VmId vm, uint32_t srq) = 0;
+
+  // Data path (data-path thread).
+  // A doorbell record (enum virtio_rdma_doorbell_kind, handle). Unknown or
+  // foreign handles are counted and ignored.
+  virtual void Doorbell(VmId vm, uint8_t kind, uint32_t handle) = 0;
+  // One turn of the data path: pending send queues, the scheduler stage,
+  // RNIC progress, completions. Returns true when it did any work.
+  virtual bool PollOnce() = 0;
+};
+
+}  // namespace vrdma::engine
+
+#endif  // VRDMA_BACKEND_ENGINE_ENGINE_H_
