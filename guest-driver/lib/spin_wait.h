@@ -1,0 +1,45 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// Back-off for busy-poll loops. This machine has 2 cores shared by the
+// daemon and (in tests) two guest processes that all poll, so a loop that
+// finds nothing must not monopolise a core: it pauses briefly and, after
+// many empty turns, yields the CPU so the peer it waits for can run.
+#ifndef VRDMA_GUEST_DRIVER_LIB_SPIN_WAIT_H_
+#define VRDMA_GUEST_DRIVER_LIB_SPIN_WAIT_H_
+
+#include <sched.h>
+
+#include <cstdint>
+
+namespace vrdma::guest {
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+class SpinWait {
+ public:
+  // Call when a poll found nothing.
+  void Idle() {
+    if (++empty_ < kSpinsBeforeYield) {
+      CpuRelax();
+      return;
+    }
+    empty_ = 0;
+    sched_yield();
+  }
+  // Call when a poll found work.
+  void Reset() { empty_ = 0; }
+
+ private:
+  static constexpr uint32_t kSpinsBeforeYield = 64;
+  uint32_t empty_ = 0;
+};
+
+}  // namespace vrdma::guest
+
+#endif  // VRDMA_GUEST_DRIVER_LIB_SPIN_WAIT_H_
