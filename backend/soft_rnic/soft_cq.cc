@@ -1,0 +1,59 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// Completion queues: a ring sized at creation. On overflow the CQ enters an
+// error state like hardware (IBV_EVENT_CQ_ERR): the completion is lost and so
+// is every later one; they are counted so the loss is visible.
+#include "backend/soft_rnic/soft_rnic.h"
+
+namespace vrdma {
+
+Result<RnicCq> SoftRnic::CreateCq(uint32_t depth) {
+  if (depth == 0 || depth > limits_.max_cqe) return Status::kInvalid;
+  uint32_t h = 0;
+  soft::Cq* cq = cqs_.Create(&h);
+  if (cq == nullptr) return Status::kNoResource;
+  cq->handle = h;
+  cq->ring.Init(depth);
+  return RnicCq{h};
+}
+
+Status SoftRnic::DestroyCq(RnicCq cq) {
+  soft::Cq* c = cqs_.Get(cq.id);
+  if (c == nullptr) return Status::kBadHandle;
+  if (c->refs != 0) return Status::kBusy;
+  cqs_.Destroy(cq.id);
+  return Status::kOk;
+}
+
+void SoftRnic::PushCompletion(soft::Cq* cq, const Completion& c) {
+  if (cq->overflowed) {
+    ++cq->dropped;
+    return;
+  }
+  Completion* slot = cq->ring.Push();
+  if (slot == nullptr) {
+    cq->overflowed = true;
+    ++cq->dropped;
+    return;
+  }
+  *slot = c;
+}
+
+int SoftRnic::PollCq(RnicCq cq, std::span<Completion> out) {
+  soft::Cq* c = cqs_.Get(cq.id);
+  if (c == nullptr) return 0;
+  int n = 0;
+  while (n < static_cast<int>(out.size()) && !c->ring.empty()) {
+    out[n++] = c->ring.front();
+    c->ring.Pop();
+  }
+  return n;
+}
+
+Result<SoftCqStats> SoftRnic::QueryCqStats(RnicCq cq) const {
+  const soft::Cq* c = cqs_.Get(cq.id);
+  if (c == nullptr) return Status::kBadHandle;
+  return SoftCqStats{c->overflowed, c->dropped};
+}
+
+}  // namespace vrdma

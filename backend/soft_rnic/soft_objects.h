@@ -1,0 +1,115 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// The objects a SoftRnic keeps, in one place so every concern file (MRs,
+// QP states, requester, responder, CQs) sees the same layout. All queue
+// storage is sized at creation; nothing here grows on the data path.
+#ifndef VRDMA_BACKEND_SOFT_RNIC_SOFT_OBJECTS_H_
+#define VRDMA_BACKEND_SOFT_RNIC_SOFT_OBJECTS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/rnic/rnic.h"
+#include "backend/soft_rnic/fixed_ring.h"
+
+namespace vrdma::soft {
+
+struct Pd {
+  uint32_t handle = 0;
+  uint32_t refs = 0;  // MRs, QPs, SRQs and AHs using it
+};
+
+struct Mr {
+  Pd* pd = nullptr;
+  uint8_t* host = nullptr;  // host address of iova
+  uint64_t iova = 0;
+  uint64_t length = 0;
+  uint32_t access = 0;
+  uint32_t lkey = 0;
+  uint32_t rkey = 0;        // 0 when no remote access was granted
+};
+
+struct Cq {
+  uint32_t handle = 0;
+  FixedRing<Completion> ring;
+  uint32_t refs = 0;        // QPs completing here
+  // A real CQ that overflows goes to an error state and stops accepting
+  // completions; the consumer has lost work and must find out.
+  bool overflowed = false;
+  uint64_t dropped = 0;
+};
+
+struct Srq {
+  uint32_t handle = 0;
+  Pd* pd = nullptr;
+  uint32_t max_sge = 0;
+  FixedRing<RecvWr> ring;
+  uint32_t refs = 0;        // QPs attached
+};
+
+struct Ah {
+  Pd* pd = nullptr;
+  AddressVector av{};
+};
+
+// One send queue entry: a copy of the posted WR, plus what must be
+// captured at post time because it may change or vanish later (the AH's
+// address vector; inline bytes live in Qp::inline_pool at the same ring
+// position).
+struct SqSlot {
+  SendWr wr{};
+  AddressVector ud_av{};
+};
+
+// Requester progress of the WQE at the head of the SQ.
+struct RequesterState {
+  enum class Wait : uint8_t { kNone, kRnr, kAckTimeout };
+  bool started = false;        // counters below initialised for this WQE
+  uint8_t rnr_left = 0;
+  uint8_t retry_left = 0;
+  Wait wait = Wait::kNone;
+  uint64_t wait_until_ns = 0;
+};
+
+struct Qp {
+  uint32_t qpn = 0;            // also the handle
+  QpType type = QpType::kRc;
+  Pd* pd = nullptr;
+  Cq* send_cq = nullptr;
+  Cq* recv_cq = nullptr;
+  Srq* srq = nullptr;
+  QpCaps caps{};
+  bool sq_sig_all = false;
+
+  QpState state = QpState::kReset;
+  QpAttr attr{};
+
+  FixedRing<SqSlot> sq;
+  std::vector<uint8_t> inline_pool;  // caps.max_inline_data per SQ slot
+  FixedRing<RecvWr> rq;
+  RequesterState req{};
+
+  // Intrusive list of QPs that have work for Progress().
+  bool active = false;
+  Qp* prev_active = nullptr;
+  Qp* next_active = nullptr;
+};
+
+// The completion opcode of a send queue WQE (also used for flushes, where
+// the IB spec leaves it undefined but applications like it set).
+inline WcOpcode SendWcOpcode(WrOpcode op) {
+  switch (op) {
+    case WrOpcode::kRdmaWrite:
+    case WrOpcode::kRdmaWriteWithImm: return WcOpcode::kRdmaWrite;
+    case WrOpcode::kSend:
+    case WrOpcode::kSendWithImm: return WcOpcode::kSend;
+    case WrOpcode::kRdmaRead: return WcOpcode::kRdmaRead;
+    case WrOpcode::kAtomicCmpSwp: return WcOpcode::kCompSwap;
+    case WrOpcode::kAtomicFetchAdd: return WcOpcode::kFetchAdd;
+  }
+  return WcOpcode::kSend;
+}
+
+}  // namespace vrdma::soft
+
+#endif  // VRDMA_BACKEND_SOFT_RNIC_SOFT_OBJECTS_H_

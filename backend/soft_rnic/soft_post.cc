@@ -1,0 +1,159 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// Posting: checks a real RNIC makes at post time (QP state, queue space,
+// opcode for the service type, SGE count, inline size), then a copy of the
+// WR into a preallocated ring slot. Nothing executes here: Progress() does.
+#include <cstring>
+
+#include "backend/soft_rnic/soft_rnic.h"
+
+namespace vrdma {
+namespace {
+
+bool OpcodeAllowed(QpType type, WrOpcode op) {
+  switch (op) {
+    case WrOpcode::kSend:
+    case WrOpcode::kSendWithImm:
+      return true;
+    case WrOpcode::kRdmaWrite:
+    case WrOpcode::kRdmaWriteWithImm:
+      return type != QpType::kUd;
+    case WrOpcode::kRdmaRead:
+    case WrOpcode::kAtomicCmpSwp:
+    case WrOpcode::kAtomicFetchAdd:
+      return type == QpType::kRc;
+  }
+  return false;
+}
+
+bool IsAtomic(WrOpcode op) {
+  return op == WrOpcode::kAtomicCmpSwp || op == WrOpcode::kAtomicFetchAdd;
+}
+
+// Posting is allowed from RTS on (SQD queues, SQE/ERR flush).
+bool SendPostable(QpState s) {
+  return s == QpState::kRts || s == QpState::kSqd || s == QpState::kSqe ||
+         s == QpState::kErr;
+}
+
+}  // namespace
+
+int SoftRnic::PostSend(RnicQp qp, std::span<const SendWr> wrs,
+                       Status* first_error) {
+  Status err = Status::kOk;
+  int posted = 0;
+  soft::Qp* q = qps_.Get(qp.id);
+  if (q == nullptr) {
+    err = Status::kBadHandle;
+  } else if (!SendPostable(q->state)) {
+    err = Status::kBadState;
+  }
+  for (; err == Status::kOk && posted < static_cast<int>(wrs.size());
+       ++posted) {
+    const SendWr& wr = wrs[posted];
+    bool is_inline = (wr.send_flags & kSendInline) != 0;
+    if (!OpcodeAllowed(q->type, wr.opcode) ||
+        wr.num_sge > q->caps.max_send_sge) {
+      err = Status::kInvalid;
+      break;
+    }
+    if (is_inline &&
+        (wr.inline_len > q->caps.max_inline_data ||
+         (wr.inline_len > 0 && wr.inline_data == nullptr) ||
+         wr.opcode == WrOpcode::kRdmaRead || IsAtomic(wr.opcode))) {
+      err = Status::kInvalid;
+      break;
+    }
+    // Atomics operate on exactly one 8-byte local buffer.
+    if (IsAtomic(wr.opcode) && (wr.num_sge != 1 || wr.sge[0].length != 8)) {
+      err = Status::kInvalid;
+      break;
+    }
+    const soft::Ah* ah = nullptr;
+    if (q->type == QpType::kUd) {
+      ah = ahs_.Get(wr.ah.id);
+      if (ah == nullptr || ah->pd != q->pd) {
+        err = Status::kInvalid;
+        break;
+      }
+    }
+    if (q->sq.full()) {
+      err = Status::kNoResource;
+      break;
+    }
+    uint32_t pos = q->sq.next_position();
+    soft::SqSlot* slot = q->sq.Push();
+    slot->wr = wr;
+    if (is_inline) {
+      // The caller's pointer dies when PostSend returns: keep the bytes.
+      uint8_t* buf = q->inline_pool.data() +
+                     static_cast<size_t>(pos) * q->caps.max_inline_data;
+      if (wr.inline_len > 0) std::memcpy(buf, wr.inline_data, wr.inline_len);
+      slot->wr.inline_data = buf;
+    } else {
+      slot->wr.inline_data = nullptr;
+    }
+    if (ah != nullptr) slot->ud_av = ah->av;
+  }
+  if (posted > 0) Activate(q);
+  if (first_error != nullptr) *first_error = err;
+  return posted;
+}
+
+int SoftRnic::PostRecv(RnicQp qp, std::span<const RecvWr> wrs,
+                       Status* first_error) {
+  Status err = Status::kOk;
+  int posted = 0;
+  soft::Qp* q = qps_.Get(qp.id);
+  if (q == nullptr) {
+    err = Status::kBadHandle;
+  } else if (q->srq != nullptr) {
+    err = Status::kInvalid;  // receives go to the SRQ
+  } else if (q->state == QpState::kReset) {
+    err = Status::kBadState;
+  }
+  for (; err == Status::kOk && posted < static_cast<int>(wrs.size());
+       ++posted) {
+    const RecvWr& wr = wrs[posted];
+    if (wr.num_sge > q->caps.max_recv_sge) {
+      err = Status::kInvalid;
+      break;
+    }
+    RecvWr* slot = q->rq.Push();
+    if (slot == nullptr) {
+      err = Status::kNoResource;
+      break;
+    }
+    *slot = wr;
+  }
+  // A QP in ERR flushes new receives too (in Progress, asynchronously).
+  if (posted > 0 && q->state == QpState::kErr) Activate(q);
+  if (first_error != nullptr) *first_error = err;
+  return posted;
+}
+
+int SoftRnic::PostSrqRecv(RnicSrq srq, std::span<const RecvWr> wrs,
+                          Status* first_error) {
+  Status err = Status::kOk;
+  int posted = 0;
+  soft::Srq* s = srqs_.Get(srq.id);
+  if (s == nullptr) err = Status::kBadHandle;
+  for (; err == Status::kOk && posted < static_cast<int>(wrs.size());
+       ++posted) {
+    const RecvWr& wr = wrs[posted];
+    if (wr.num_sge > s->max_sge) {
+      err = Status::kInvalid;
+      break;
+    }
+    RecvWr* slot = s->ring.Push();
+    if (slot == nullptr) {
+      err = Status::kNoResource;
+      break;
+    }
+    *slot = wr;
+  }
+  if (first_error != nullptr) *first_error = err;
+  return posted;
+}
+
+}  // namespace vrdma

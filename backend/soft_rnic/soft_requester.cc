@@ -1,0 +1,218 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// The requester (rxe's req.c and comp.c folded together, since a message
+// here is delivered whole): Progress() walks the QPs that have work, runs
+// each send queue in order, checks local SGEs, routes the message, hands it
+// to the responder and turns the reply into completions, RNR waits or
+// retransmit timeouts.
+#include "backend/soft_rnic/qp_state.h"
+#include "backend/soft_rnic/soft_rnic.h"
+
+namespace vrdma {
+namespace {
+
+// WQEs one QP may execute per Progress() call, so one busy QP cannot
+// starve the others.
+constexpr int kQpBudget = 32;
+
+uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
+  return a + b < a ? ~uint64_t{0} : a + b;
+}
+
+bool NeedsLocalWrite(WrOpcode op) {
+  return op == WrOpcode::kRdmaRead || op == WrOpcode::kAtomicCmpSwp ||
+         op == WrOpcode::kAtomicFetchAdd;
+}
+
+}  // namespace
+
+bool SoftRnic::Progress() {
+  uint64_t now = Now();
+  bool did = false;
+  // Each QP active at entry gets one turn; QPs that still have work after
+  // their turn go back to the tail for the next call.
+  uint32_t turns = active_count_;
+  for (uint32_t i = 0; i < turns && active_head_ != nullptr; ++i) {
+    soft::Qp* q = active_head_;
+    Deactivate(q);
+    if (RunQp(q, now)) did = true;
+  }
+  return did;
+}
+
+bool SoftRnic::RunQp(soft::Qp* q, uint64_t now) {
+  switch (q->state) {
+    case QpState::kErr: {
+      // Work posted after the QP entered ERR completes with flush errors.
+      bool any = !q->sq.empty() || !q->rq.empty();
+      FlushSq(q);
+      FlushRq(q);
+      return any;
+    }
+    case QpState::kSqe: {
+      bool any = !q->sq.empty();
+      FlushSq(q);
+      return any;
+    }
+    case QpState::kRts:
+      break;
+    default:
+      // SQD (and anything else): hold the queue until the QP is in RTS.
+      return false;
+  }
+  bool did = false;
+  for (int budget = kQpBudget; budget > 0 && q->state == QpState::kRts &&
+                               !q->sq.empty();
+       --budget) {
+    if (!ExecuteHead(q, now, &did)) break;
+  }
+  if (q->state == QpState::kRts && !q->sq.empty()) Activate(q);
+  return did;
+}
+
+void SoftRnic::RetireHead(soft::Qp* q, WcStatus status, uint64_t now) {
+  const SendWr& wr = q->sq.front().wr;
+  bool signaled = q->sq_sig_all || (wr.send_flags & kSendSignaled) != 0;
+  if (status != WcStatus::kSuccess || signaled) {
+    Completion c;
+    c.wr_id = wr.wr_id;
+    c.status = status;
+    c.opcode = soft::SendWcOpcode(wr.opcode);
+    if (status == WcStatus::kSuccess) {
+      c.byte_len = static_cast<uint32_t>(wr.total_length());
+    }
+    c.qpn = q->qpn;
+    c.timestamp_ns = now;
+    PushCompletion(q->send_cq, c);
+  }
+  q->sq.Pop();
+  q->req = {};
+}
+
+void SoftRnic::FailHead(soft::Qp* q, WcStatus status, uint64_t now) {
+  RetireHead(q, status, now);
+  // IBA 10.3: a send error takes an RC QP to ERR, a UC/UD QP to SQE (its
+  // receive side keeps working). Either way the rest of the SQ flushes.
+  if (q->type == QpType::kRc) {
+    EnterError(q);
+  } else {
+    EnterSqError(q);
+  }
+}
+
+soft::Qp* SoftRnic::Route(const soft::Qp* q, const soft::SqSlot& slot) const {
+  const bool ud = q->type == QpType::kUd;
+  const Gid& sgid = ud ? slot.ud_av.sgid : q->attr.av.sgid;
+  const Gid& dgid = ud ? slot.ud_av.dgid : q->attr.av.dgid;
+  if (!GidRegistered(sgid) || !GidRegistered(dgid)) return nullptr;
+  uint32_t dqpn = ud ? slot.wr.remote_qpn : q->attr.dest_qpn;
+  soft::Qp* d = qps_.Get(dqpn & 0xffffff);
+  if (d == nullptr || d->type != q->type) return nullptr;
+  if (!ud) {
+    // A connected QP only accepts its own peer on its own path.
+    if (d->attr.dest_qpn != q->qpn || d->attr.av.dgid != sgid ||
+        d->attr.av.sgid != dgid) {
+      return nullptr;
+    }
+  }
+  return d;
+}
+
+bool SoftRnic::ExecuteHead(soft::Qp* q, uint64_t now, bool* did_work) {
+  using Wait = soft::RequesterState::Wait;
+  soft::SqSlot& slot = q->sq.front();
+  soft::RequesterState& rs = q->req;
+  if (!rs.started) {
+    rs.started = true;
+    rs.rnr_left = q->attr.rnr_retry;
+    rs.retry_left = q->attr.retry_cnt;
+    rs.wait = Wait::kNone;
+  } else if (rs.wait != Wait::kNone) {
+    if (now < rs.wait_until_ns) return false;
+    if (rs.wait == Wait::kAckTimeout) {
+      if (rs.retry_left == 0) {
+        *did_work = true;
+        FailHead(q, WcStatus::kRetryExcErr, now);
+        return false;
+      }
+      --rs.retry_left;
+    }
+    rs.wait = Wait::kNone;
+  }
+  *did_work = true;
+
+  const SendWr& wr = slot.wr;
+  const uint64_t len = wr.total_length();
+  if (len > limits_.max_msg_sz ||
+      (q->type == QpType::kUd && len > limits_.active_mtu_bytes)) {
+    FailHead(q, WcStatus::kLocLenErr, now);
+    return false;
+  }
+  SegList local;
+  if (wr.send_flags & kSendInline) {
+    if (len > 0) {
+      local.segs[0] = Seg{const_cast<uint8_t*>(wr.inline_data),
+                          static_cast<uint32_t>(len)};
+      local.n = 1;
+      local.total = len;
+    }
+  } else {
+    uint32_t need = NeedsLocalWrite(wr.opcode) ? uint32_t{kAccessLocalWrite} : 0u;
+    WcStatus st = ResolveLocal(q->pd, wr.sge.data(), wr.num_sge, need, &local);
+    if (st != WcStatus::kSuccess) {
+      FailHead(q, st, now);
+      return false;
+    }
+  }
+
+  soft::Qp* d = Route(q, slot);
+  ExecResult r;
+  if (d == nullptr) {
+    r.reply = Reply::kNoResponse;
+  } else {
+    r = Respond(q, slot, d, local, now);
+  }
+  if (q->type != QpType::kRc) {
+    // Unreliable: the requester never learns what happened to the message.
+    RetireHead(q, WcStatus::kSuccess, now);
+    if (r.responder_error) EnterError(d);
+    return true;
+  }
+
+  switch (r.reply) {
+    case Reply::kAck:
+      RetireHead(q, WcStatus::kSuccess, now);
+      return true;
+    case Reply::kRnr:
+      if (q->attr.rnr_retry != soft::kInfiniteRnrRetry) {
+        if (rs.rnr_left == 0) {
+          FailHead(q, WcStatus::kRnrRetryExcErr, now);
+          return false;
+        }
+        --rs.rnr_left;
+      }
+      // The RNR NAK carries the responder's minimum RNR timer.
+      rs.wait = Wait::kRnr;
+      rs.wait_until_ns = SaturatingAdd(now, soft::RnrTimerNs(d->attr.min_rnr_timer));
+      return false;
+    case Reply::kNoResponse:
+      rs.wait = Wait::kAckTimeout;
+      rs.wait_until_ns = SaturatingAdd(now, soft::AckTimeoutNs(q->attr.timeout));
+      return false;
+    case Reply::kNakInvReq:
+    case Reply::kNakAccess:
+    case Reply::kNakRemOp: {
+      WcStatus st = r.reply == Reply::kNakInvReq  ? WcStatus::kRemInvReqErr
+                    : r.reply == Reply::kNakAccess ? WcStatus::kRemAccessErr
+                                                   : WcStatus::kRemOpErr;
+      // Requester first: if d == q the responder's ERR flush must not
+      // complete this WQE a second time.
+      FailHead(q, st, now);
+      if (r.responder_error && d->state != QpState::kErr) EnterError(d);
+      return false;
+    }
+  }
+  return false;
+}
+
+}  // namespace vrdma

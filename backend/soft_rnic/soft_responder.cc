@@ -1,0 +1,213 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// The responder side of one message, in the order of rxe's resp.c: QP state
+// -> (UD) Q_Key -> operation allowed by the QP -> receive resources -> rkey,
+// access and range -> receive buffer checks -> execute. Every check runs
+// before any byte moves. RC turns failures into NAKs (and the responder QP
+// into ERR); UC and UD drop the message silently.
+#include <cstring>
+
+#include "backend/soft_rnic/soft_rnic.h"
+
+namespace vrdma {
+namespace {
+
+constexpr uint32_t kGrhBytes = 40;
+
+bool Receiving(QpState s) {
+  return s == QpState::kRtr || s == QpState::kRts || s == QpState::kSqd ||
+         s == QpState::kSqe;
+}
+
+uint32_t RemoteAccessFor(WrOpcode op) {
+  switch (op) {
+    case WrOpcode::kRdmaWrite:
+    case WrOpcode::kRdmaWriteWithImm: return kAccessRemoteWrite;
+    case WrOpcode::kRdmaRead: return kAccessRemoteRead;
+    case WrOpcode::kAtomicCmpSwp:
+    case WrOpcode::kAtomicFetchAdd: return kAccessRemoteAtomic;
+    case WrOpcode::kSend:
+    case WrOpcode::kSendWithImm: return 0;
+  }
+  return 0;
+}
+
+// The 40-byte GRH (IPv6 layout, as RoCE delivers it) of a UD message.
+void BuildGrh(const AddressVector& av, uint32_t payload_len, uint8_t* g) {
+  std::memset(g, 0, kGrhBytes);
+  g[0] = static_cast<uint8_t>(0x60 | (av.traffic_class >> 4));
+  g[1] = static_cast<uint8_t>((av.traffic_class << 4) |
+                              ((av.flow_label >> 16) & 0xf));
+  g[2] = static_cast<uint8_t>(av.flow_label >> 8);
+  g[3] = static_cast<uint8_t>(av.flow_label);
+  g[4] = static_cast<uint8_t>(payload_len >> 8);
+  g[5] = static_cast<uint8_t>(payload_len);
+  g[6] = 0x1b;  // next header: IB transport
+  g[7] = av.hop_limit;
+  std::memcpy(g + 8, av.sgid.data(), 16);
+  std::memcpy(g + 24, av.dgid.data(), 16);
+}
+
+}  // namespace
+
+const RecvWr* SoftRnic::PeekReceive(const soft::Qp* d) {
+  const soft::FixedRing<RecvWr>& ring = d->srq ? d->srq->ring : d->rq;
+  return ring.empty() ? nullptr : &ring.front();
+}
+
+void SoftRnic::PopReceive(soft::Qp* d) {
+  if (d->srq != nullptr) {
+    d->srq->ring.Pop();
+  } else {
+    d->rq.Pop();
+  }
+}
+
+void SoftRnic::CompleteRecv(soft::Qp* d, uint64_t wr_id, WcStatus status,
+                            WcOpcode opcode, uint32_t byte_len, uint32_t flags,
+                            uint32_t imm, uint32_t src_qpn, uint64_t now) {
+  Completion c;
+  c.wr_id = wr_id;
+  c.status = status;
+  c.opcode = opcode;
+  c.byte_len = byte_len;
+  c.imm_data = imm;
+  c.qpn = d->qpn;
+  c.src_qpn = src_qpn;
+  c.wc_flags = flags;
+  c.timestamp_ns = now;
+  PushCompletion(d->recv_cq, c);
+}
+
+SoftRnic::ExecResult SoftRnic::Respond(soft::Qp* q, soft::SqSlot& slot,
+                                       soft::Qp* d, const SegList& local,
+                                       uint64_t now) {
+  const SendWr& wr = slot.wr;
+  const bool rc = q->type == QpType::kRc;
+  const bool ud = q->type == QpType::kUd;
+  const WrOpcode op = wr.opcode;
+  const bool is_send = op == WrOpcode::kSend || op == WrOpcode::kSendWithImm;
+  const bool is_atomic =
+      op == WrOpcode::kAtomicCmpSwp || op == WrOpcode::kAtomicFetchAdd;
+  const bool has_imm =
+      op == WrOpcode::kSendWithImm || op == WrOpcode::kRdmaWriteWithImm;
+  const bool needs_recv = is_send || op == WrOpcode::kRdmaWriteWithImm;
+  const uint64_t len = local.total;
+  const ExecResult drop{Reply::kAck, false};
+
+  // 1. A QP that is not receiving does not answer (RC times out).
+  if (!Receiving(d->state)) return ExecResult{Reply::kNoResponse, false};
+
+  // 2. UD: the Q_Key must match (a WR Q_Key with the high bit set means
+  // "use the sending QP's Q_Key").
+  if (ud) {
+    uint32_t qkey =
+        (wr.remote_qkey & 0x80000000u) ? q->attr.qkey : wr.remote_qkey;
+    if (qkey != d->attr.qkey) return drop;
+  }
+
+  // 3. The responder QP must allow the operation at all.
+  const uint32_t remote_access = RemoteAccessFor(op);
+  if ((d->attr.access_flags & remote_access) != remote_access ||
+      ((op == WrOpcode::kRdmaRead || is_atomic) &&
+       d->attr.max_dest_rd_atomic == 0)) {
+    return rc ? ExecResult{Reply::kNakInvReq, true} : drop;
+  }
+
+  // 4. Receive resources.
+  const RecvWr* rwr = nullptr;
+  if (needs_recv) {
+    rwr = PeekReceive(d);
+    if (rwr == nullptr) return rc ? ExecResult{Reply::kRnr, false} : drop;
+  }
+
+  // 5. Remote key, access and range; atomics need an aligned target. A
+  // zero-length RDMA names no memory and checks no key (IBA 9.4.4).
+  uint8_t* remote = nullptr;
+  if (remote_access != 0) {
+    if (is_atomic && (wr.remote_addr & 7) != 0) {
+      return ExecResult{Reply::kNakInvReq, true};
+    }
+    uint64_t rlen = is_atomic ? 8 : len;
+    if (rlen > 0) {
+      remote = ResolveRemote(d->pd, wr.rkey, wr.remote_addr, rlen,
+                             remote_access);
+      if (remote == nullptr) {
+        return rc ? ExecResult{Reply::kNakAccess, true} : drop;
+      }
+    }
+  }
+
+  // 6. The receive buffer: keys, then room (UD also needs room for the GRH).
+  SegList rsegs;
+  uint64_t recv_wr_id = 0;
+  if (needs_recv) {
+    recv_wr_id = rwr->wr_id;
+    const soft::Pd* rpd = d->srq ? d->srq->pd : d->pd;
+    int nsge = rwr->num_sge <= kMaxSge ? rwr->num_sge : kMaxSge;
+    WcStatus st =
+        ResolveLocal(rpd, rwr->sge.data(), nsge, kAccessLocalWrite, &rsegs);
+    if (st == WcStatus::kSuccess && is_send &&
+        len + (ud ? kGrhBytes : 0) > rsegs.total) {
+      st = WcStatus::kLocLenErr;
+    }
+    if (st != WcStatus::kSuccess) {
+      PopReceive(d);
+      CompleteRecv(d, recv_wr_id, st, WcOpcode::kRecv, 0, 0, 0, q->qpn, now);
+      Reply reply = st == WcStatus::kLocLenErr ? Reply::kNakInvReq
+                                               : Reply::kNakRemOp;
+      return ExecResult{rc ? reply : Reply::kAck, true};
+    }
+  }
+
+  // 7. Execute.
+  switch (op) {
+    case WrOpcode::kSend:
+    case WrOpcode::kSendWithImm: {
+      uint64_t off = 0;
+      if (ud) {
+        uint8_t grh[kGrhBytes];
+        BuildGrh(slot.ud_av, static_cast<uint32_t>(len), grh);
+        CopyInto(rsegs, 0, grh, kGrhBytes);
+        off = kGrhBytes;
+      }
+      for (int i = 0; i < local.n; ++i) {
+        CopyInto(rsegs, off, local.segs[i].ptr, local.segs[i].len);
+        off += local.segs[i].len;
+      }
+      PopReceive(d);
+      uint32_t flags = (ud ? uint32_t{kWcGrh} : 0u) | (has_imm ? uint32_t{kWcWithImm} : 0u);
+      CompleteRecv(d, recv_wr_id, WcStatus::kSuccess, WcOpcode::kRecv,
+                   static_cast<uint32_t>(off), flags,
+                   has_imm ? wr.imm_data : 0, q->qpn, now);
+      break;
+    }
+    case WrOpcode::kRdmaWrite:
+    case WrOpcode::kRdmaWriteWithImm:
+      if (remote != nullptr) CopyOut(local, remote, len);
+      if (op == WrOpcode::kRdmaWriteWithImm) {
+        PopReceive(d);
+        CompleteRecv(d, recv_wr_id, WcStatus::kSuccess,
+                     WcOpcode::kRecvRdmaWithImm, static_cast<uint32_t>(len),
+                     kWcWithImm, wr.imm_data, q->qpn, now);
+      }
+      break;
+    case WrOpcode::kRdmaRead:
+      if (remote != nullptr) CopyInto(local, 0, remote, len);
+      break;
+    case WrOpcode::kAtomicCmpSwp:
+    case WrOpcode::kAtomicFetchAdd: {
+      uint64_t orig;
+      std::memcpy(&orig, remote, 8);
+      uint64_t next = op == WrOpcode::kAtomicFetchAdd ? orig + wr.compare_add
+                      : orig == wr.compare_add        ? wr.swap
+                                                      : orig;
+      std::memcpy(remote, &next, 8);
+      CopyInto(local, 0, reinterpret_cast<const uint8_t*>(&orig), 8);
+      break;
+    }
+  }
+  return ExecResult{Reply::kAck, false};
+}
+
+}  // namespace vrdma

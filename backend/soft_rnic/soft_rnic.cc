@@ -1,0 +1,171 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// SoftRnic construction, limits, GIDs and the simple objects (PDs, AHs,
+// SRQs). MRs, CQs, QPs and the data path live in their own files.
+#include "backend/soft_rnic/soft_rnic.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace vrdma {
+namespace {
+
+constexpr uint32_t kMaxQpByQpn = 0xffff;  // qpn = index << 8 | tag, 24 bits
+
+uint64_t SteadyNowNs() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+RnicLimits Clamp(RnicLimits l) {
+  // Index of an lkey is 24 bits; the per-WR arrays are kMaxSge/kMaxInline.
+  l.max_qp = std::min(l.max_qp, kMaxQpByQpn);
+  l.max_mr = std::min<uint32_t>(l.max_mr, 0xfffffe);
+  l.max_sge = std::min<uint32_t>(l.max_sge, kMaxSge);
+  l.max_inline_data = std::min<uint32_t>(l.max_inline_data, kMaxInline);
+  if (l.active_mtu_bytes < 256 || l.active_mtu_bytes > 4096 ||
+      (l.active_mtu_bytes & (l.active_mtu_bytes - 1)) != 0) {
+    l.active_mtu_bytes = 4096;
+  }
+  return l;
+}
+
+}  // namespace
+
+RnicLimits DefaultSoftRnicLimits() {
+  RnicLimits l;
+  l.max_qp = 16384;
+  l.max_qp_wr = 16384;
+  l.max_sge = 32;
+  l.max_cq = 16384;
+  l.max_cqe = 65536;
+  l.max_mr = 65536;
+  l.max_mr_size = uint64_t{1} << 32;
+  l.max_pd = 16384;
+  l.max_srq = 4096;
+  l.max_srq_wr = 16384;
+  l.max_inline_data = 256;
+  l.max_msg_sz = uint32_t{1} << 31;
+  l.active_mtu_bytes = 4096;
+  l.node_guid = 0x02005e'fffe'000001ull;
+  return l;
+}
+
+SoftRnic::SoftRnic(RnicLimits limits, SoftRnicClock clock)
+    : limits_(Clamp(limits)),
+      clock_(clock ? std::move(clock) : SoftRnicClock(SteadyNowNs)),
+      pds_(limits_.max_pd),
+      mrs_(limits_.max_mr),
+      cqs_(limits_.max_cq),
+      srqs_(limits_.max_srq),
+      qps_(limits_.max_qp),
+      // An AH per peer per PD: bound it like QPs.
+      ahs_(limits_.max_qp) {}
+
+SoftRnic::~SoftRnic() = default;
+
+// --- GIDs -------------------------------------------------------------------
+
+bool SoftRnic::GidRegistered(const Gid& gid) const {
+  // Linear: GIDs are a handful per VM and the scan touches one array.
+  for (int i = 0; i < num_gids_; ++i) {
+    if (gids_[i] == gid) return true;
+  }
+  return false;
+}
+
+Status SoftRnic::AddGid(const Gid& gid) {
+  if (gid == Gid{}) return Status::kInvalid;
+  if (GidRegistered(gid)) return Status::kBusy;
+  if (num_gids_ == kMaxGids) return Status::kNoResource;
+  gids_[num_gids_++] = gid;
+  return Status::kOk;
+}
+
+Status SoftRnic::RemoveGid(const Gid& gid) {
+  for (int i = 0; i < num_gids_; ++i) {
+    if (gids_[i] == gid) {
+      gids_[i] = gids_[--num_gids_];
+      return Status::kOk;
+    }
+  }
+  return Status::kBadHandle;
+}
+
+// --- PDs --------------------------------------------------------------------
+
+Result<RnicPd> SoftRnic::AllocPd() {
+  uint32_t h = 0;
+  soft::Pd* pd = pds_.Create(&h);
+  if (pd == nullptr) return Status::kNoResource;
+  pd->handle = h;
+  return RnicPd{h};
+}
+
+Status SoftRnic::DeallocPd(RnicPd pd) {
+  soft::Pd* p = pds_.Get(pd.id);
+  if (p == nullptr) return Status::kBadHandle;
+  if (p->refs != 0) return Status::kBusy;
+  pds_.Destroy(pd.id);
+  return Status::kOk;
+}
+
+// --- AHs --------------------------------------------------------------------
+
+Result<RnicAh> SoftRnic::CreateAh(RnicPd pd, const AddressVector& av) {
+  soft::Pd* p = pds_.Get(pd.id);
+  if (p == nullptr) return Status::kBadHandle;
+  // Like a real RNIC's sgid_index check: only a GID of this port.
+  if (!GidRegistered(av.sgid)) return Status::kInvalid;
+  uint32_t h = 0;
+  soft::Ah* ah = ahs_.Create(&h);
+  if (ah == nullptr) return Status::kNoResource;
+  ah->pd = p;
+  ah->av = av;
+  ++p->refs;
+  return RnicAh{h};
+}
+
+Status SoftRnic::DestroyAh(RnicAh ah) {
+  soft::Ah* a = ahs_.Get(ah.id);
+  if (a == nullptr) return Status::kBadHandle;
+  // Posted UD WQEs carry a copy of the address vector, so this is safe
+  // while sends are outstanding.
+  --a->pd->refs;
+  ahs_.Destroy(ah.id);
+  return Status::kOk;
+}
+
+// --- SRQs -------------------------------------------------------------------
+
+Result<RnicSrq> SoftRnic::CreateSrq(RnicPd pd, uint32_t max_wr,
+                                    uint32_t max_sge) {
+  soft::Pd* p = pds_.Get(pd.id);
+  if (p == nullptr) return Status::kBadHandle;
+  if (max_wr == 0 || max_wr > limits_.max_srq_wr || max_sge == 0 ||
+      max_sge > limits_.max_sge) {
+    return Status::kInvalid;
+  }
+  uint32_t h = 0;
+  soft::Srq* s = srqs_.Create(&h);
+  if (s == nullptr) return Status::kNoResource;
+  s->handle = h;
+  s->pd = p;
+  s->max_sge = max_sge;
+  s->ring.Init(max_wr);
+  ++p->refs;
+  return RnicSrq{h};
+}
+
+Status SoftRnic::DestroySrq(RnicSrq srq) {
+  soft::Srq* s = srqs_.Get(srq.id);
+  if (s == nullptr) return Status::kBadHandle;
+  if (s->refs != 0) return Status::kBusy;
+  --s->pd->refs;
+  srqs_.Destroy(srq.id);
+  return Status::kOk;
+}
+
+}  // namespace vrdma

@@ -1,0 +1,187 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// SoftRnic: a functional software RNIC. A loopback fabric that really moves
+// bytes between registered memory of QPs of any VM on the daemon, with the
+// RC/UC/UD semantics of a real RNIC (modelled on Linux rxe): key and access
+// checks, RNR NAKs and retries, transport retries, error completions,
+// flushes, CQ overflow. It is the functional twin behind every host-side test.
+//
+// Work is asynchronous like hardware: PostSend only queues; Progress()
+// executes queued work requests (per QP in order, one whole message at a
+// time) and runs RNR and retransmit timers on an injectable clock, so timer
+// behaviour is testable deterministically.
+//
+// Routing: a QP's AddressVector sgid is its source GID; a message is
+// delivered only when its dgid is a GID registered with AddGid. RC/UC
+// messages go to the QP numbered dest_qpn, which must be connected back
+// (its dest_qpn is the sender and its path runs between the same two GIDs);
+// UD messages go to the QP numbered remote_qpn, which must be a UD QP.
+//
+// Resources: every table is bounded by the limits; queues and CQ rings are
+// allocated at creation. Post*, PollCq and Progress never allocate.
+#ifndef VRDMA_BACKEND_SOFT_RNIC_SOFT_RNIC_H_
+#define VRDMA_BACKEND_SOFT_RNIC_SOFT_RNIC_H_
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <span>
+
+#include "backend/base/status.h"
+#include "backend/rnic/rnic.h"
+#include "backend/soft_rnic/object_table.h"
+#include "backend/soft_rnic/soft_objects.h"
+
+namespace vrdma {
+
+// Returns nanoseconds on a monotonic clock.
+using SoftRnicClock = std::function<uint64_t()>;
+
+// Sensible defaults for a software RNIC (max_qp is capped at 65535 because a
+// QPN is index << 8 | tag in 24 bits).
+RnicLimits DefaultSoftRnicLimits();
+
+// Counters of a CQ that a real RNIC would report as an async CQ error.
+struct SoftCqStats {
+  bool overflowed = false;
+  uint64_t dropped = 0;  // completions lost since the overflow
+};
+
+class SoftRnic final : public Rnic {
+ public:
+  explicit SoftRnic(RnicLimits limits = DefaultSoftRnicLimits(),
+                    SoftRnicClock clock = {});
+  ~SoftRnic() override;
+  SoftRnic(const SoftRnic&) = delete;
+  SoftRnic& operator=(const SoftRnic&) = delete;
+
+  RnicLimits limits() const override { return limits_; }
+  Status AddGid(const Gid& gid) override;
+  Status RemoveGid(const Gid& gid) override;
+
+  Result<RnicPd> AllocPd() override;
+  Status DeallocPd(RnicPd pd) override;
+  Result<RnicMr> RegMr(RnicPd pd, uint8_t* addr, uint64_t length,
+                       uint64_t iova, uint32_t access) override;
+  Status DeregMr(RnicMr mr) override;
+  Result<RnicCq> CreateCq(uint32_t depth) override;
+  Status DestroyCq(RnicCq cq) override;
+  Result<RnicSrq> CreateSrq(RnicPd pd, uint32_t max_wr,
+                            uint32_t max_sge) override;
+  Status DestroySrq(RnicSrq srq) override;
+  Result<RnicQp> CreateQp(const QpInit& init) override;
+  Status ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) override;
+  Result<QpAttr> QueryQp(RnicQp qp) const override;
+  Status DestroyQp(RnicQp qp) override;
+  Result<RnicAh> CreateAh(RnicPd pd, const AddressVector& av) override;
+  Status DestroyAh(RnicAh ah) override;
+
+  int PostSend(RnicQp qp, std::span<const SendWr> wrs,
+               Status* first_error) override;
+  int PostRecv(RnicQp qp, std::span<const RecvWr> wrs,
+               Status* first_error) override;
+  int PostSrqRecv(RnicSrq srq, std::span<const RecvWr> wrs,
+                  Status* first_error) override;
+  int PollCq(RnicCq cq, std::span<Completion> out) override;
+  bool Progress() override;
+
+  // Not part of Rnic: overflow state of a CQ (kBadHandle if unknown).
+  Result<SoftCqStats> QueryCqStats(RnicCq cq) const;
+
+ private:
+  // Outcome of delivering one message to the responder, as the requester
+  // learns it (an ACK, a NAK of some kind, or nothing at all).
+  enum class Reply : uint8_t {
+    kAck,           // executed (or, for UC/UD, sent: maybe dropped)
+    kRnr,           // RC: no receive WQE; retry after the RNR timer
+    kNoResponse,    // RC: unreachable or not listening; retransmit later
+    kNakInvReq,     // RC: invalid request (op not allowed, length, align)
+    kNakAccess,     // RC: rkey, range or access violation
+    kNakRemOp,      // RC: responder's receive WQE was unusable
+  };
+  struct ExecResult {
+    Reply reply = Reply::kAck;
+    bool responder_error = false;  // move the responder QP to ERR
+  };
+  // A resolved scatter/gather list: host pointers, all checks done.
+  struct Seg {
+    uint8_t* ptr = nullptr;
+    uint32_t len = 0;
+  };
+  struct SegList {
+    std::array<Seg, kMaxSge> segs{};
+    int n = 0;
+    uint64_t total = 0;
+  };
+
+  // soft_rnic.cc: GIDs.
+  bool GidRegistered(const Gid& gid) const;
+
+  // soft_mr.cc: key checks and copies.
+  WcStatus ResolveLocal(const soft::Pd* pd, const Sge* sges, int n,
+                        uint32_t need_access, SegList* out) const;
+  // nullptr when rkey/pd/access/range do not allow [addr, addr + len).
+  uint8_t* ResolveRemote(const soft::Pd* pd, uint32_t rkey, uint64_t addr,
+                         uint64_t len, uint32_t need_access) const;
+  static void CopyInto(const SegList& dst, uint64_t dst_offset,
+                       const uint8_t* src, uint64_t len);
+  static void CopyOut(const SegList& src, uint8_t* dst, uint64_t len);
+
+  // soft_cq.cc
+  void PushCompletion(soft::Cq* cq, const Completion& c);
+
+  // soft_qp.cc: state changes with their side effects.
+  void EnterError(soft::Qp* qp);
+  void EnterSqError(soft::Qp* qp);
+  void FlushSq(soft::Qp* qp);
+  void FlushRq(soft::Qp* qp);
+  void Activate(soft::Qp* qp);
+  void Deactivate(soft::Qp* qp);
+
+  // soft_requester.cc
+  // Runs the QP's send queue; returns true when it did something.
+  bool RunQp(soft::Qp* qp, uint64_t now);
+  // Executes the head WQE once; returns false when the QP must wait (a
+  // timer runs) or stopped (error).
+  bool ExecuteHead(soft::Qp* qp, uint64_t now, bool* did_work);
+  // Completes the head WQE (signaled successes and every error) and pops it.
+  void RetireHead(soft::Qp* qp, WcStatus status, uint64_t now);
+  // Retires the head with an error and moves the QP to ERR (RC) or SQE.
+  void FailHead(soft::Qp* qp, WcStatus status, uint64_t now);
+  soft::Qp* Route(const soft::Qp* qp, const soft::SqSlot& slot) const;
+
+  // soft_responder.cc: the responder side of one message.
+  ExecResult Respond(soft::Qp* req_qp, soft::SqSlot& slot, soft::Qp* resp,
+                     const SegList& local, uint64_t now);
+  // The receive WQE a message would consume (RQ or SRQ), or nullptr.
+  static const RecvWr* PeekReceive(const soft::Qp* resp);
+  static void PopReceive(soft::Qp* resp);
+  void CompleteRecv(soft::Qp* resp, uint64_t wr_id, WcStatus status,
+                    WcOpcode opcode, uint32_t byte_len, uint32_t flags,
+                    uint32_t imm, uint32_t src_qpn, uint64_t now);
+
+  uint64_t Now() const { return clock_(); }
+
+  RnicLimits limits_;
+  SoftRnicClock clock_;
+
+  static constexpr int kMaxGids = 1024;
+  std::array<Gid, kMaxGids> gids_{};
+  int num_gids_ = 0;
+
+  soft::ObjectTable<soft::Pd> pds_;
+  soft::ObjectTable<soft::Mr> mrs_;
+  soft::ObjectTable<soft::Cq> cqs_;
+  soft::ObjectTable<soft::Srq> srqs_;
+  soft::ObjectTable<soft::Qp> qps_;
+  soft::ObjectTable<soft::Ah> ahs_;
+
+  // QPs with queued send work, flushes or timers pending.
+  soft::Qp* active_head_ = nullptr;
+  soft::Qp* active_tail_ = nullptr;
+  uint32_t active_count_ = 0;
+};
+
+}  // namespace vrdma
+
+#endif  // VRDMA_BACKEND_SOFT_RNIC_SOFT_RNIC_H_
