@@ -1,0 +1,537 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// Every rule below is a syntax rule: it needs nothing but the request bytes
+// and the device limits. Each Decode* function lists the rules it enforces;
+// docs/virtio-rdma.md quotes them. Any violation is Status::kInvalid.
+#include "vhost-rdma/device/command_decoder.h"
+
+#include <endian.h>
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+namespace vrdma::device {
+namespace {
+
+constexpr uint64_t kPageSize = VIRTIO_RDMA_PAGE_SIZE;
+constexpr uint64_t kPageMask = kPageSize - 1;
+constexpr uint32_t k24BitMax = (1u << 24) - 1;
+// Minimum element sizes derived from the librxe structures (see
+// docs/virtio-rdma.md section 4.3).
+constexpr uint64_t kSendWqeFixedBytes = VIRTIO_RDMA_SEND_WQE_SGE_OFFSET;  // 208
+constexpr uint64_t kRecvWqeFixedBytes = VIRTIO_RDMA_RECV_WQE_SGE_OFFSET;  // 40
+constexpr uint64_t kSgeBytes = 16;  // struct rxe_sge
+constexpr uint32_t kMinCqLog2ElemSize = VIRTIO_RDMA_MIN_CQE_LOG2_SIZE;
+
+// A cursor over the copied request. Reads are bounds-checked; a read past
+// the end fails instead of touching memory.
+class Reader {
+ public:
+  explicit Reader(std::span<const uint8_t> bytes) : bytes_(bytes) {}
+
+  template <typename T>
+  bool Read(T* out) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    if (bytes_.size() - pos_ < sizeof(T)) return false;
+    std::memcpy(out, bytes_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return true;
+  }
+  size_t remaining() const { return bytes_.size() - pos_; }
+
+  // Reads exactly n little-endian page addresses; each must be page aligned
+  // and not the last page of the 64-bit space (gpa + 4096 must not wrap).
+  bool ReadPages(uint32_t n, std::vector<uint64_t>* pages) {
+    if (remaining() / sizeof(uint64_t) < n) return false;
+    pages->resize(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      uint64_t le;
+      std::memcpy(&le, bytes_.data() + pos_, sizeof(le));
+      pos_ += sizeof(le);
+      const uint64_t gpa = le64toh(le);
+      if ((gpa & kPageMask) != 0 || gpa > UINT64_MAX - kPageSize) return false;
+      (*pages)[i] = gpa;
+    }
+    return true;
+  }
+
+ private:
+  std::span<const uint8_t> bytes_;
+  size_t pos_ = 0;
+};
+
+uint64_t Pow2(uint32_t log2) { return uint64_t{1} << log2; }
+
+enum class RingKind { kCq, kSq, kRecv };
+
+// Ring rules (struct virtio_rdma_ring_desc), for every ring:
+//  - 1 <= log2_num_elem <= 16, log2_elem_size <= 12;
+//  - element size minimum per kind: CQ >= 64 bytes (log2 >= 6); SQ >= 208 +
+//    max(16 * max_send_sge, max_inline_data); RQ/SRQ >= 40 + 16 * max_sge;
+//  - requested depth < 2^log2_num_elem (one slot stays empty);
+//  - 384 + 2^log2_num_elem * 2^log2_elem_size <= npages * 4096;
+//  - npages <= limits.max_ring_pages.
+// The page list itself is read later, in order, by ReadPages.
+Status CheckRing(const virtio_rdma_ring_desc& wire, RingKind kind,
+                 uint64_t depth, uint64_t min_elem_bytes,
+                 const DecodeLimits& limits, engine::RingSpec* out,
+                 uint32_t* npages) {
+  const uint32_t log2_num = le32toh(wire.log2_num_elem);
+  const uint32_t log2_size = le32toh(wire.log2_elem_size);
+  const uint32_t n = le32toh(wire.npages);
+  if (log2_num < kMinRingLog2NumElem || log2_num > kMaxRingLog2NumElem)
+    return Status::kInvalid;
+  if (log2_size > kMaxRingLog2ElemSize) return Status::kInvalid;
+  if (kind == RingKind::kCq && log2_size < kMinCqLog2ElemSize)
+    return Status::kInvalid;
+  if (Pow2(log2_size) < min_elem_bytes) return Status::kInvalid;
+  if (depth >= Pow2(log2_num)) return Status::kInvalid;
+  // At most 384 + 2^28: no overflow in 64 bits.
+  const uint64_t ring_bytes =
+      VIRTIO_RDMA_RING_HDR_SIZE + (Pow2(log2_num) << log2_size);
+  if (ring_bytes > uint64_t{n} * kPageSize) return Status::kInvalid;
+  if (n > limits.max_ring_pages || n > kMaxRingPagesByGeometry)
+    return Status::kInvalid;
+  out->log2_num_elem = log2_num;
+  out->log2_elem_size = log2_size;
+  *npages = n;
+  return Status::kOk;
+}
+
+// Fixed-size requests: the whole request is the header plus T, exactly.
+template <typename T>
+Status ReadExact(Reader& r, T* out) {
+  if (!r.Read(out) || r.remaining() != 0) return Status::kInvalid;
+  return Status::kOk;
+}
+
+// DESTROY_PD, DEREG_MR, DESTROY_CQ, DESTROY_QP, DESTROY_AH, DESTROY_SRQ:
+// struct virtio_rdma_req_handle, exactly; any handle value (the engine
+// decides whether it names a live object of this VM).
+template <typename Cmd, uint32_t Cmd::*kField>
+Result<Command> DecodeHandleCmd(Reader& r) {
+  virtio_rdma_req_handle w;
+  VRDMA_RETURN_IF_ERROR(ReadExact(r, &w));
+  Cmd cmd;
+  cmd.*kField = le32toh(w.handle);
+  return Command{cmd};
+}
+
+// QUERY_DEVICE, CREATE_PD: no request body.
+template <typename Cmd>
+Result<Command> DecodeEmpty(Reader& r) {
+  if (r.remaining() != 0) return Status::kInvalid;
+  return Command{Cmd{}};
+}
+
+// QUERY_PORT: port_num == 1 (one port).
+Result<Command> DecodeQueryPort(Reader& r) {
+  virtio_rdma_req_query_port w;
+  VRDMA_RETURN_IF_ERROR(ReadExact(r, &w));
+  const uint32_t port = le32toh(w.port_num);
+  if (port != 1) return Status::kInvalid;
+  return Command{QueryPortCmd{port}};
+}
+
+// QUERY_GID: port_num == 1, index < VIRTIO_RDMA_MAX_GIDS (the engine checks
+// it against the VM's own table).
+Result<Command> DecodeQueryGid(Reader& r) {
+  virtio_rdma_req_query_gid w;
+  VRDMA_RETURN_IF_ERROR(ReadExact(r, &w));
+  if (le32toh(w.port_num) != 1) return Status::kInvalid;
+  const uint32_t index = le32toh(w.index);
+  if (index >= VIRTIO_RDMA_MAX_GIDS) return Status::kInvalid;
+  return Command{QueryGidCmd{index}};
+}
+
+// REG_MR:
+//  - access_flags only VIRTIO_RDMA_ACCESS_SUPPORTED bits; REMOTE_WRITE or
+//    REMOTE_ATOMIC require LOCAL_WRITE (IB rule);
+//  - length > 0; iova + length does not wrap 2^64 (iova + length <= 2^64 - 1
+//    as a sum, i.e. the last byte is addressable and the end is
+//    representable);
+//  - first_page_offset < 4096;
+//  - 1 <= npages <= limits.max_mr_pages; first_page_offset + length <=
+//    npages * 4096 (the pages cover the MR);
+//  - exactly npages * 8 bytes of page list follow; each page 4096-aligned.
+Result<Command> DecodeRegMr(Reader& r, const DecodeLimits& limits) {
+  virtio_rdma_req_reg_mr w;
+  if (!r.Read(&w)) return Status::kInvalid;
+  RegMrCmd cmd;
+  engine::RegMrRequest& req = cmd.req;
+  req.pd = le32toh(w.pd_handle);
+  req.access = le32toh(w.access_flags);
+  req.iova = le64toh(w.iova);
+  req.length = le64toh(w.length);
+  req.first_page_offset = le32toh(w.first_page_offset);
+  const uint32_t npages = le32toh(w.npages);
+
+  if (req.access & ~uint32_t{VIRTIO_RDMA_ACCESS_SUPPORTED})
+    return Status::kInvalid;
+  if ((req.access & (VIRTIO_RDMA_ACCESS_REMOTE_WRITE |
+                     VIRTIO_RDMA_ACCESS_REMOTE_ATOMIC)) &&
+      !(req.access & VIRTIO_RDMA_ACCESS_LOCAL_WRITE))
+    return Status::kInvalid;
+  if (req.length == 0) return Status::kInvalid;
+  uint64_t end;
+  if (__builtin_add_overflow(req.iova, req.length, &end))
+    return Status::kInvalid;
+  if (req.first_page_offset >= kPageSize) return Status::kInvalid;
+  if (npages == 0 || npages > limits.max_mr_pages) return Status::kInvalid;
+  uint64_t covered;
+  if (__builtin_add_overflow(uint64_t{req.first_page_offset}, req.length,
+                             &covered))
+    return Status::kInvalid;
+  if (covered > uint64_t{npages} * kPageSize) return Status::kInvalid;
+  // Exact length: the page list is the rest, nothing more, nothing less.
+  if (r.remaining() != uint64_t{npages} * sizeof(uint64_t))
+    return Status::kInvalid;
+  if (!r.ReadPages(npages, &req.pages)) return Status::kInvalid;
+  return Command{std::move(cmd)};
+}
+
+// CREATE_CQ: ring rules with kind CQ and depth = cqe; cqe >= 1; exactly
+// ring.npages * 8 bytes of page list follow.
+Result<Command> DecodeCreateCq(Reader& r, const DecodeLimits& limits) {
+  virtio_rdma_req_create_cq w;
+  if (!r.Read(&w)) return Status::kInvalid;
+  CreateCqCmd cmd;
+  cmd.req.cqe = le32toh(w.cqe);
+  if (cmd.req.cqe == 0) return Status::kInvalid;
+  uint32_t npages = 0;
+  VRDMA_RETURN_IF_ERROR(CheckRing(w.ring, RingKind::kCq, cmd.req.cqe, 0,
+                                  limits, &cmd.req.ring, &npages));
+  if (r.remaining() != uint64_t{npages} * sizeof(uint64_t))
+    return Status::kInvalid;
+  if (!r.ReadPages(npages, &cmd.req.ring.pages)) return Status::kInvalid;
+  return Command{std::move(cmd)};
+}
+
+// CREATE_QP:
+//  - qp_type in {RC 2, UC 3, UD 4}; sq_sig_all in {0, 1};
+//  - SQ: ring rules with depth = cap.max_send_wr and element >= 208 +
+//    max(16 * cap.max_send_sge, cap.max_inline_data);
+//  - srq_handle == 0: RQ ring rules with depth = cap.max_recv_wr and
+//    element >= 40 + 16 * cap.max_recv_sge;
+//  - srq_handle != 0: rq.npages == 0 (the other rq fields are ignored);
+//  - exactly (sq.npages + rq.npages) * 8 bytes of page list follow, SQ pages
+//    first; each page 4096-aligned.
+Result<Command> DecodeCreateQp(Reader& r, const DecodeLimits& limits) {
+  virtio_rdma_req_create_qp w;
+  if (!r.Read(&w)) return Status::kInvalid;
+  CreateQpCmd cmd;
+  engine::CreateQpRequest& req = cmd.req;
+  req.pd = le32toh(w.pd_handle);
+  req.send_cq = le32toh(w.send_cq_handle);
+  req.recv_cq = le32toh(w.recv_cq_handle);
+  req.srq = le32toh(w.srq_handle);
+  switch (w.qp_type) {
+    case VIRTIO_RDMA_QPT_RC: req.type = QpType::kRc; break;
+    case VIRTIO_RDMA_QPT_UC: req.type = QpType::kUc; break;
+    case VIRTIO_RDMA_QPT_UD: req.type = QpType::kUd; break;
+    default: return Status::kInvalid;
+  }
+  if (w.sq_sig_all > 1) return Status::kInvalid;
+  req.sq_sig_all = w.sq_sig_all != 0;
+  req.caps.max_send_wr = le32toh(w.cap.max_send_wr);
+  req.caps.max_recv_wr = le32toh(w.cap.max_recv_wr);
+  req.caps.max_send_sge = le32toh(w.cap.max_send_sge);
+  req.caps.max_recv_sge = le32toh(w.cap.max_recv_sge);
+  req.caps.max_inline_data = le32toh(w.cap.max_inline_data);
+
+  const uint64_t sq_elem_min =
+      kSendWqeFixedBytes +
+      std::max<uint64_t>(kSgeBytes * req.caps.max_send_sge,
+                         req.caps.max_inline_data);
+  uint32_t sq_pages = 0;
+  VRDMA_RETURN_IF_ERROR(CheckRing(w.sq, RingKind::kSq, req.caps.max_send_wr,
+                                  sq_elem_min, limits, &req.sq, &sq_pages));
+  uint32_t rq_pages = 0;
+  if (req.srq == 0) {
+    const uint64_t rq_elem_min =
+        kRecvWqeFixedBytes + kSgeBytes * req.caps.max_recv_sge;
+    VRDMA_RETURN_IF_ERROR(CheckRing(w.rq, RingKind::kRecv,
+                                    req.caps.max_recv_wr, rq_elem_min, limits,
+                                    &req.rq, &rq_pages));
+  } else if (le32toh(w.rq.npages) != 0) {
+    return Status::kInvalid;
+  }
+  // Both counts are <= kMaxRingPagesByGeometry: the sum cannot overflow.
+  if (r.remaining() != (uint64_t{sq_pages} + rq_pages) * sizeof(uint64_t))
+    return Status::kInvalid;
+  if (!r.ReadPages(sq_pages, &req.sq.pages)) return Status::kInvalid;
+  if (!r.ReadPages(rq_pages, &req.rq.pages)) return Status::kInvalid;
+  return Command{std::move(cmd)};
+}
+
+// REQ_NOTIFY_CQ: flags is exactly NEXT_COMP (1) or SOLICITED (2).
+Result<Command> DecodeReqNotifyCq(Reader& r) {
+  virtio_rdma_req_notify_cq w;
+  VRDMA_RETURN_IF_ERROR(ReadExact(r, &w));
+  ReqNotifyCqCmd cmd;
+  cmd.cq = le32toh(w.cq_handle);
+  switch (le32toh(w.flags)) {
+    case VIRTIO_RDMA_NOTIFY_NEXT_COMP: cmd.solicited_only = false; break;
+    case VIRTIO_RDMA_NOTIFY_SOLICITED: cmd.solicited_only = true; break;
+    default: return Status::kInvalid;
+  }
+  return Command{cmd};
+}
+
+// MODIFY_QP: attr rules of DecodeQpAttr.
+Result<Command> DecodeModifyQp(Reader& r) {
+  virtio_rdma_req_modify_qp w;
+  VRDMA_RETURN_IF_ERROR(ReadExact(r, &w));
+  ModifyQpCmd cmd;
+  VRDMA_RETURN_IF_ERROR(DecodeQpAttr(w.attr, &cmd.req));
+  cmd.req.qpn = le32toh(w.qpn);
+  return Command{cmd};
+}
+
+// QUERY_QP: attr_mask only VIRTIO_RDMA_QP_ATTR_MASK_SUPPORTED bits.
+Result<Command> DecodeQueryQp(Reader& r) {
+  virtio_rdma_req_query_qp w;
+  VRDMA_RETURN_IF_ERROR(ReadExact(r, &w));
+  QueryQpCmd cmd{le32toh(w.qpn), le32toh(w.attr_mask)};
+  if (cmd.attr_mask & ~uint32_t{VIRTIO_RDMA_QP_ATTR_MASK_SUPPORTED})
+    return Status::kInvalid;
+  return Command{cmd};
+}
+
+// CREATE_AH: ah_attr rules of DecodeAhAttr.
+Result<Command> DecodeCreateAh(Reader& r) {
+  virtio_rdma_req_create_ah w;
+  VRDMA_RETURN_IF_ERROR(ReadExact(r, &w));
+  CreateAhCmd cmd;
+  cmd.pd = le32toh(w.pd_handle);
+  VRDMA_RETURN_IF_ERROR(DecodeAhAttr(w.attr, &cmd.ah));
+  return Command{cmd};
+}
+
+// CREATE_SRQ: ring rules with kind RQ, depth = max_wr and element >= 40 +
+// 16 * max_sge; exactly ring.npages * 8 bytes of page list follow.
+Result<Command> DecodeCreateSrq(Reader& r, const DecodeLimits& limits) {
+  virtio_rdma_req_create_srq w;
+  if (!r.Read(&w)) return Status::kInvalid;
+  CreateSrqCmd cmd;
+  engine::CreateSrqRequest& req = cmd.req;
+  req.pd = le32toh(w.pd_handle);
+  req.max_wr = le32toh(w.max_wr);
+  req.max_sge = le32toh(w.max_sge);
+  req.srq_limit = le32toh(w.srq_limit);
+  uint32_t npages = 0;
+  VRDMA_RETURN_IF_ERROR(CheckRing(w.ring, RingKind::kRecv, req.max_wr,
+                                  kRecvWqeFixedBytes + kSgeBytes * req.max_sge,
+                                  limits, &req.ring, &npages));
+  if (r.remaining() != uint64_t{npages} * sizeof(uint64_t))
+    return Status::kInvalid;
+  if (!r.ReadPages(npages, &req.ring.pages)) return Status::kInvalid;
+  return Command{std::move(cmd)};
+}
+
+// MODIFY_SRQ: attr_mask only VIRTIO_RDMA_SRQ_MAX_WR | VIRTIO_RDMA_SRQ_LIMIT.
+Result<Command> DecodeModifySrq(Reader& r) {
+  virtio_rdma_req_modify_srq w;
+  VRDMA_RETURN_IF_ERROR(ReadExact(r, &w));
+  ModifySrqCmd cmd{le32toh(w.srq_handle), le32toh(w.attr_mask),
+                   le32toh(w.max_wr), le32toh(w.srq_limit)};
+  if (cmd.mask & ~uint32_t{VIRTIO_RDMA_SRQ_MAX_WR | VIRTIO_RDMA_SRQ_LIMIT})
+    return Status::kInvalid;
+  return Command{cmd};
+}
+
+}  // namespace
+
+// ah_attr rules (CREATE_AH always; MODIFY_QP when VIRTIO_RDMA_QP_AV is set):
+//  - port_num == 1; sgid_index < VIRTIO_RDMA_MAX_GIDS; is_global in {0, 1};
+//  - flow_label < 2^20; sl < 16;
+//  - dlid, static_rate, dmac and reserved are ignored (the device resolves
+//    the fabric address itself, docs/virtio-rdma.md section 4.4).
+Status DecodeAhAttr(const virtio_rdma_ah_attr& w, engine::GuestAh* out) {
+  if (w.port_num != 1) return Status::kInvalid;
+  if (w.sgid_index >= VIRTIO_RDMA_MAX_GIDS) return Status::kInvalid;
+  if (w.is_global > 1) return Status::kInvalid;
+  const uint32_t flow_label = le32toh(w.flow_label);
+  if (flow_label >= (1u << 20)) return Status::kInvalid;
+  if (w.sl >= 16) return Status::kInvalid;
+  std::memcpy(out->dgid.data(), w.dgid, sizeof(w.dgid));
+  out->sgid_index = w.sgid_index;
+  out->flow_label = flow_label;
+  out->hop_limit = w.hop_limit;
+  out->traffic_class = w.traffic_class;
+  out->sl = w.sl;
+  out->port_num = w.port_num;
+  out->is_global = w.is_global != 0;
+  return Status::kOk;
+}
+
+// qp_attr rules (MODIFY_QP). attr_mask only VIRTIO_RDMA_QP_ATTR_MASK_SUPPORTED
+// bits. A field is checked and copied only when its mask bit is set (the
+// others are meaningless and ignored):
+//   STATE: qp_state <= 6 (ERR)        CUR_STATE: cur_qp_state <= 6
+//   ACCESS_FLAGS: only VIRTIO_RDMA_ACCESS_SUPPORTED bits
+//   PORT: port_num == 1               AV: ah_attr rules
+//   PATH_MTU: path_mtu in 1..5        TIMEOUT: timeout < 32
+//   RETRY_CNT: retry_cnt < 8          RNR_RETRY: rnr_retry < 8
+//   MIN_RNR_TIMER: min_rnr_timer < 32 PATH_MIG_STATE: path_mig_state < 3
+//   RQ_PSN, SQ_PSN, DEST_QPN: < 2^24
+//   PKEY_INDEX, QKEY, MAX_QP_RD_ATOMIC, MAX_DEST_RD_ATOMIC: any value
+//   EN_SQD_ASYNC_NOTIFY, ALT_PATH, CAP: passed to the engine in the mask
+//   (fields not decoded; the engine decides whether they are supported).
+Status DecodeQpAttr(const virtio_rdma_qp_attr& w,
+                    engine::ModifyQpRequest* out) {
+  const uint32_t mask = le32toh(w.attr_mask);
+  if (mask & ~uint32_t{VIRTIO_RDMA_QP_ATTR_MASK_SUPPORTED})
+    return Status::kInvalid;
+  out->mask = mask;
+  if (mask & VIRTIO_RDMA_QP_STATE) {
+    if (w.qp_state > VIRTIO_RDMA_QPS_ERR) return Status::kInvalid;
+    out->state = static_cast<QpState>(w.qp_state);
+  }
+  if (mask & VIRTIO_RDMA_QP_CUR_STATE) {
+    if (w.cur_qp_state > VIRTIO_RDMA_QPS_ERR) return Status::kInvalid;
+    out->cur_state = static_cast<QpState>(w.cur_qp_state);
+  }
+  if (mask & VIRTIO_RDMA_QP_ACCESS_FLAGS) {
+    const uint32_t access = le32toh(w.qp_access_flags);
+    if (access & ~uint32_t{VIRTIO_RDMA_ACCESS_SUPPORTED})
+      return Status::kInvalid;
+    out->access_flags = access;
+  }
+  if (mask & VIRTIO_RDMA_QP_PKEY_INDEX) out->pkey_index = le16toh(w.pkey_index);
+  if (mask & VIRTIO_RDMA_QP_PORT) {
+    if (w.port_num != 1) return Status::kInvalid;
+    out->port_num = w.port_num;
+  }
+  if (mask & VIRTIO_RDMA_QP_QKEY) out->qkey = le32toh(w.qkey);
+  if (mask & VIRTIO_RDMA_QP_AV)
+    VRDMA_RETURN_IF_ERROR(DecodeAhAttr(w.ah_attr, &out->ah));
+  if (mask & VIRTIO_RDMA_QP_PATH_MTU) {
+    if (w.path_mtu < VIRTIO_RDMA_MTU_256 || w.path_mtu > VIRTIO_RDMA_MTU_4096)
+      return Status::kInvalid;
+    out->path_mtu_bytes = 128u << w.path_mtu;
+  }
+  if (mask & VIRTIO_RDMA_QP_TIMEOUT) {
+    if (w.timeout >= 32) return Status::kInvalid;
+    out->timeout = w.timeout;
+  }
+  if (mask & VIRTIO_RDMA_QP_RETRY_CNT) {
+    if (w.retry_cnt >= 8) return Status::kInvalid;
+    out->retry_cnt = w.retry_cnt;
+  }
+  if (mask & VIRTIO_RDMA_QP_RNR_RETRY) {
+    if (w.rnr_retry >= 8) return Status::kInvalid;
+    out->rnr_retry = w.rnr_retry;
+  }
+  if (mask & VIRTIO_RDMA_QP_RQ_PSN) {
+    const uint32_t psn = le32toh(w.rq_psn);
+    if (psn > k24BitMax) return Status::kInvalid;
+    out->rq_psn = psn;
+  }
+  if (mask & VIRTIO_RDMA_QP_MAX_QP_RD_ATOMIC) out->max_rd_atomic = w.max_rd_atomic;
+  if (mask & VIRTIO_RDMA_QP_MIN_RNR_TIMER) {
+    if (w.min_rnr_timer >= 32) return Status::kInvalid;
+    out->min_rnr_timer = w.min_rnr_timer;
+  }
+  if (mask & VIRTIO_RDMA_QP_SQ_PSN) {
+    const uint32_t psn = le32toh(w.sq_psn);
+    if (psn > k24BitMax) return Status::kInvalid;
+    out->sq_psn = psn;
+  }
+  if (mask & VIRTIO_RDMA_QP_MAX_DEST_RD_ATOMIC)
+    out->max_dest_rd_atomic = w.max_dest_rd_atomic;
+  if ((mask & VIRTIO_RDMA_QP_PATH_MIG_STATE) && w.path_mig_state > 2)
+    return Status::kInvalid;
+  if (mask & VIRTIO_RDMA_QP_DEST_QPN) {
+    const uint32_t qpn = le32toh(w.dest_qp_num);
+    if (qpn > k24BitMax) return Status::kInvalid;
+    out->dest_qpn = qpn;
+  }
+  return Status::kOk;
+}
+
+uint32_t PeekCommandCode(std::span<const uint8_t> bytes) {
+  virtio_rdma_cmd_hdr hdr;
+  if (bytes.size() < sizeof(hdr)) return 0;
+  std::memcpy(&hdr, bytes.data(), sizeof(hdr));
+  return le32toh(hdr.cmd);
+}
+
+// Every command: at least a struct virtio_rdma_cmd_hdr; cmd in
+// [1, VIRTIO_RDMA_CMD_MAX]; hdr.reserved ignored; then the command's rules.
+Result<Command> DecodeCommand(std::span<const uint8_t> bytes,
+                              const DecodeLimits& limits) {
+  Reader r(bytes);
+  virtio_rdma_cmd_hdr hdr;
+  if (!r.Read(&hdr)) return Status::kInvalid;
+  switch (le32toh(hdr.cmd)) {
+    case VIRTIO_RDMA_CMD_QUERY_DEVICE: return DecodeEmpty<QueryDeviceCmd>(r);
+    case VIRTIO_RDMA_CMD_QUERY_PORT: return DecodeQueryPort(r);
+    case VIRTIO_RDMA_CMD_QUERY_GID: return DecodeQueryGid(r);
+    case VIRTIO_RDMA_CMD_CREATE_PD: return DecodeEmpty<CreatePdCmd>(r);
+    case VIRTIO_RDMA_CMD_DESTROY_PD:
+      return DecodeHandleCmd<DestroyPdCmd, &DestroyPdCmd::pd>(r);
+    case VIRTIO_RDMA_CMD_REG_MR: return DecodeRegMr(r, limits);
+    case VIRTIO_RDMA_CMD_DEREG_MR:
+      return DecodeHandleCmd<DeregMrCmd, &DeregMrCmd::mr>(r);
+    case VIRTIO_RDMA_CMD_CREATE_CQ: return DecodeCreateCq(r, limits);
+    case VIRTIO_RDMA_CMD_DESTROY_CQ:
+      return DecodeHandleCmd<DestroyCqCmd, &DestroyCqCmd::cq>(r);
+    case VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ: return DecodeReqNotifyCq(r);
+    case VIRTIO_RDMA_CMD_CREATE_QP: return DecodeCreateQp(r, limits);
+    case VIRTIO_RDMA_CMD_MODIFY_QP: return DecodeModifyQp(r);
+    case VIRTIO_RDMA_CMD_QUERY_QP: return DecodeQueryQp(r);
+    case VIRTIO_RDMA_CMD_DESTROY_QP:
+      return DecodeHandleCmd<DestroyQpCmd, &DestroyQpCmd::qpn>(r);
+    case VIRTIO_RDMA_CMD_CREATE_AH: return DecodeCreateAh(r);
+    case VIRTIO_RDMA_CMD_DESTROY_AH:
+      return DecodeHandleCmd<DestroyAhCmd, &DestroyAhCmd::ah>(r);
+    case VIRTIO_RDMA_CMD_CREATE_SRQ: return DecodeCreateSrq(r, limits);
+    case VIRTIO_RDMA_CMD_MODIFY_SRQ: return DecodeModifySrq(r);
+    case VIRTIO_RDMA_CMD_DESTROY_SRQ:
+      return DecodeHandleCmd<DestroySrqCmd, &DestroySrqCmd::srq>(r);
+    default: return Status::kInvalid;
+  }
+}
+
+uint32_t ResponseBodySize(uint32_t cmd) {
+  switch (cmd) {
+    case VIRTIO_RDMA_CMD_QUERY_DEVICE:
+      return sizeof(virtio_rdma_resp_query_device);
+    case VIRTIO_RDMA_CMD_QUERY_PORT: return sizeof(virtio_rdma_resp_query_port);
+    case VIRTIO_RDMA_CMD_QUERY_GID: return sizeof(virtio_rdma_resp_query_gid);
+    case VIRTIO_RDMA_CMD_CREATE_PD: return sizeof(virtio_rdma_resp_create_pd);
+    case VIRTIO_RDMA_CMD_REG_MR: return sizeof(virtio_rdma_resp_reg_mr);
+    case VIRTIO_RDMA_CMD_CREATE_CQ: return sizeof(virtio_rdma_resp_create_cq);
+    case VIRTIO_RDMA_CMD_CREATE_QP: return sizeof(virtio_rdma_resp_create_qp);
+    case VIRTIO_RDMA_CMD_QUERY_QP: return sizeof(virtio_rdma_resp_query_qp);
+    case VIRTIO_RDMA_CMD_CREATE_AH: return sizeof(virtio_rdma_resp_create_ah);
+    case VIRTIO_RDMA_CMD_CREATE_SRQ: return sizeof(virtio_rdma_resp_create_srq);
+    default: return 0;
+  }
+}
+
+uint64_t MaxCommandBytes(const DecodeLimits& limits) {
+  const uint64_t ring_pages =
+      std::min<uint64_t>(limits.max_ring_pages, kMaxRingPagesByGeometry);
+  const uint64_t hdr = sizeof(virtio_rdma_cmd_hdr);
+  const uint64_t mr = hdr + sizeof(virtio_rdma_req_reg_mr) +
+                      uint64_t{limits.max_mr_pages} * sizeof(uint64_t);
+  const uint64_t qp =
+      hdr + sizeof(virtio_rdma_req_create_qp) + 2 * ring_pages * sizeof(uint64_t);
+  const uint64_t fixed = hdr + sizeof(virtio_rdma_req_modify_qp);  // largest
+  return std::max({mr, qp, fixed});
+}
+
+// Doorbell: exactly 8 bytes; kind in [1, 5]; reserved ignored.
+Result<DoorbellRecord> DecodeDoorbell(std::span<const uint8_t> bytes) {
+  virtio_rdma_doorbell w;
+  if (bytes.size() != sizeof(w)) return Status::kInvalid;
+  std::memcpy(&w, bytes.data(), sizeof(w));
+  if (w.kind < VIRTIO_RDMA_DB_SQ || w.kind > VIRTIO_RDMA_DB_CQ_ARM_SOLICITED)
+    return Status::kInvalid;
+  return DoorbellRecord{le32toh(w.handle), w.kind};
+}
+
+}  // namespace vrdma::device

@@ -1,0 +1,54 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// libFuzzer: arbitrary bytes as the readable part of a control-queue chain
+// and as a doorbell record. The decoder must never crash, read out of
+// bounds, or hit undefined behaviour; whatever it accepts must satisfy the
+// invariants the engine relies on (checked below, abort on violation).
+#include <cstdint>
+#include <cstdlib>
+#include <span>
+
+#include "vhost-rdma/device/command_decoder.h"
+
+namespace {
+
+using vrdma::device::Command;
+
+void CheckPages(const std::vector<uint64_t>& pages) {
+  for (uint64_t p : pages)
+    if (p & 4095) std::abort();
+}
+
+void CheckInvariants(const Command& cmd) {
+  if (const auto* mr = std::get_if<vrdma::device::RegMrCmd>(&cmd)) {
+    const auto& r = mr->req;
+    if (r.length == 0 || r.first_page_offset >= 4096) std::abort();
+    if (r.iova + r.length < r.iova) std::abort();
+    if (r.first_page_offset + r.length > r.pages.size() * 4096) std::abort();
+    CheckPages(r.pages);
+  } else if (const auto* qp = std::get_if<vrdma::device::CreateQpCmd>(&cmd)) {
+    CheckPages(qp->req.sq.pages);
+    CheckPages(qp->req.rq.pages);
+    if (qp->req.sq.log2_num_elem > 16 || qp->req.sq.log2_elem_size > 12)
+      std::abort();
+  } else if (const auto* cq = std::get_if<vrdma::device::CreateCqCmd>(&cmd)) {
+    CheckPages(cq->req.ring.pages);
+    if (cq->req.cqe >= (1u << cq->req.ring.log2_num_elem)) std::abort();
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const vrdma::device::DecodeLimits limits{.max_mr_pages = 4096,
+                                           .max_ring_pages = 4096};
+  std::span<const uint8_t> bytes(data, size);
+  auto res = vrdma::device::DecodeCommand(bytes, limits);
+  if (res.ok()) {
+    CheckInvariants(*res);
+  } else if (res.status() != vrdma::Status::kInvalid) {
+    std::abort();
+  }
+  (void)vrdma::device::DecodeDoorbell(bytes);
+  return 0;
+}
