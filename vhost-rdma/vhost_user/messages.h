@@ -176,7 +176,12 @@ inline constexpr uint32_t kMaxPayloadSize = sizeof(VhostUserConfig) > sizeof(Vho
 // SET_VRING_NUM: index valid, 0 < num <= max_size, num a power of two.
 [[nodiscard]] Status CheckVringState(const VhostUserVringState& s, uint32_t num_queues,
                                      uint32_t max_size);
-// SET_VRING_ADDR: index valid, no unknown flags, logging not requested.
+// SET_VRING_BASE: index valid, num fits a 16-bit split-ring index.
+[[nodiscard]] Status CheckVringBase(const VhostUserVringState& s, uint32_t num_queues);
+// SET_VRING_ENABLE: index valid, num is 0 or 1.
+[[nodiscard]] Status CheckVringEnable(const VhostUserVringState& s, uint32_t num_queues);
+// SET_VRING_ADDR: index valid, no unknown flags, logging not requested,
+// ring parts aligned (desc 16, avail 2, used 4).
 [[nodiscard]] Status CheckVringAddr(const VhostUserVringAddr& a, uint32_t num_queues);
 // SET_MEM_TABLE: 1 <= nregions <= 8, payload size matches nregions, every
 // region non-empty and without address overflow.

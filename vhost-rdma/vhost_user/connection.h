@@ -1,0 +1,110 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// The backend (server) side of one vhost-user connection: reads messages
+// from the frontend, validates them in three stages (framing table in
+// message_validation.h, struct syntax in messages.h, meaning here against
+// the current state), and drives a VhostUserDevice. Runs on the control
+// thread; the device moves queues to the data-path thread itself.
+//
+// Any protocol violation or socket error ends the connection: all queues are
+// stopped, the device is Reset() and every fd is closed. A frontend can make
+// HandleMessage fail, never crash or hang the process: payload reads and
+// replies time out (kIoTimeoutMs) on a stalled peer.
+#ifndef VRDMA_VHOST_RDMA_VHOST_USER_CONNECTION_H_
+#define VRDMA_VHOST_RDMA_VHOST_USER_CONNECTION_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/base/status.h"
+#include "backend/memory/guest_memory.h"
+#include "vhost-rdma/vhost_user/device.h"
+#include "vhost-rdma/vhost_user/messages.h"
+#include "vhost-rdma/vhost_user/socket_io.h"
+#include "vhost-rdma/vhost_user/virtqueue.h"
+
+namespace vrdma::vhost {
+
+class Connection {
+ public:
+  static constexpr int kIoTimeoutMs = 2000;
+  // Protocol features offered to the frontend.
+  static constexpr uint64_t kProtocolFeatures = (1ull << kProtoMq) | (1ull << kProtoReplyAck) |
+                                                (1ull << kProtoConfig) | (1ull << kProtoStatus);
+
+  // Takes ownership of `sock`, a connected unix stream socket. `device`
+  // must outlive the connection.
+  Connection(int sock, VhostUserDevice* device);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  int fd() const { return sock_; }
+  bool closed() const { return sock_ < 0; }
+
+  // Reads and handles one message; call when fd() is readable. A non-OK
+  // result means the connection has been shut down (see Shutdown); the
+  // caller removes fd() from its loop before calling, or uses the fd value
+  // saved beforehand.
+  Status HandleMessage();
+
+  // Stops every queue, resets the device, closes every fd. Idempotent.
+  void Shutdown();
+
+  // Virtio features offered in GET_FEATURES (device's + protocol layer's).
+  uint64_t offered_features() const;
+
+  // Introspection for tests and stats.
+  uint64_t acked_features() const { return acked_features_; }
+  uint64_t acked_protocol_features() const { return protocol_features_; }
+  uint8_t device_status() const { return status_; }
+  bool queue_started(uint32_t index) const;
+  const std::shared_ptr<const GuestMemory>& memory() const { return memory_; }
+
+ private:
+  struct Queue {
+    Virtqueue vq;
+    uint16_t num = 0;
+    uint16_t base = 0;
+    VringAddrs addrs{};
+    bool has_num = false;
+    bool has_addr = false;
+    bool has_kick = false;  // SET_VRING_KICK received (fd or NOFD)
+    bool enabled = false;   // SET_VRING_ENABLE state
+    bool configured = false;  // vq.Setup done since the last stop
+    bool started = false;     // device->StartQueue succeeded
+  };
+
+  Status Dispatch(const VhostUserHeader& hdr, const uint8_t* payload, ReceivedFds& fds);
+  Status Reply(uint32_t request, const void* payload, uint32_t size);
+  Status ReplyU64(uint32_t request, uint64_t value);
+
+  Status SetFeatures(uint64_t v);
+  Status SetMemTable(const uint8_t* payload, uint32_t size, ReceivedFds& fds);
+  Status SetVringFd(Request request, uint64_t v, ReceivedFds& fds);
+  Status GetVringBase(const VhostUserVringState& s);
+  Status GetConfig(const uint8_t* payload, uint32_t size);
+  // Starts queue i when it has everything it needs (see .cc).
+  Status MaybeStart(uint32_t i);
+  void StopQueue(uint32_t i);
+  // Stops the queue if running, runs `change`, restarts it.
+  template <typename F>
+  Status WithQueuePaused(uint32_t i, F change);
+  void ResetQueues();
+  bool protocol_features_acked() const { return acked_features_ & kFProtocolFeatures; }
+
+  int sock_;
+  VhostUserDevice* device_;
+  uint32_t num_queues_;
+  std::vector<std::unique_ptr<Queue>> queues_;
+  std::shared_ptr<const GuestMemory> memory_;
+  uint64_t acked_features_ = 0;
+  uint64_t protocol_features_ = 0;
+  uint8_t status_ = 0;
+  bool owner_ = false;
+};
+
+}  // namespace vrdma::vhost
+
+#endif  // VRDMA_VHOST_RDMA_VHOST_USER_CONNECTION_H_

@@ -1,0 +1,56 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// vhost-user message I/O on a unix stream socket: one sendmsg per message
+// with its fds as SCM_RIGHTS, and a receive path that owns every fd the peer
+// sends (closing whatever it does not hand on), so a misbehaving peer can
+// never leak fds into this process. Used by both sides.
+#ifndef VRDMA_VHOST_RDMA_VHOST_USER_SOCKET_IO_H_
+#define VRDMA_VHOST_RDMA_VHOST_USER_SOCKET_IO_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "backend/base/status.h"
+#include "vhost-rdma/vhost_user/messages.h"
+
+namespace vrdma::vhost {
+
+// Up to kMaxFds received fds; closes those not taken.
+class ReceivedFds {
+ public:
+  ReceivedFds() = default;
+  ReceivedFds(const ReceivedFds&) = delete;
+  ReceivedFds& operator=(const ReceivedFds&) = delete;
+  ~ReceivedFds() { CloseAll(); }
+
+  size_t size() const { return n_; }
+  // Hands fd i to the caller (-1 if already taken or out of range).
+  int Take(size_t i);
+  void CloseAll();
+  // Returns false (and closes fd) when full.
+  bool Add(int fd);
+
+ private:
+  std::array<int, kMaxFds> fds_{};
+  size_t n_ = 0;
+};
+
+// Sends the header and payload (hdr.size must equal payload.size()) with fds.
+[[nodiscard]] Status SendMessage(int sock, const VhostUserHeader& hdr,
+                                 std::span<const uint8_t> payload, std::span<const int> fds);
+
+// Reads exactly buf.size() bytes, collecting any fds that ride along into
+// *fds (nullptr: close them; more than kMaxFds in total: error). Returns
+// kIoError on EOF, a socket error, a timeout (SO_RCVTIMEO) or truncated
+// control data.
+[[nodiscard]] Status RecvExact(int sock, std::span<uint8_t> buf, ReceivedFds* fds);
+
+// Sets SO_RCVTIMEO and SO_SNDTIMEO so a stalled peer cannot block a thread
+// forever.
+[[nodiscard]] Status SetSocketTimeouts(int sock, int timeout_ms);
+
+}  // namespace vrdma::vhost
+
+#endif  // VRDMA_VHOST_RDMA_VHOST_USER_SOCKET_IO_H_
