@@ -118,12 +118,18 @@ struct QpInitAttr {
   uint32_t doorbell_queue = 0;  // which doorbell virtqueue this QP rings
 };
 
+// IBV_SEND_* flags (the uapi headers do not name them).
+inline constexpr uint32_t kSendFence = 0x1;
+inline constexpr uint32_t kSendSignaled = 0x2;
+inline constexpr uint32_t kSendSolicited = 0x4;
+inline constexpr uint32_t kSendInline = 0x8;
+
 // A work request as the verbs user writes it (ibv_send_wr, flattened).
 struct SendWr {
   static constexpr int kMaxSge = 4;
   uint64_t wr_id = 0;
   uint32_t opcode = IB_UVERBS_WR_SEND;  // IB_UVERBS_WR_*
-  uint32_t send_flags = 0;              // IB_UVERBS_SEND_* / IBV_SEND_*
+  uint32_t send_flags = 0;              // kSend*
   uint32_t imm_data = 0;                // network order
   int num_sge = 0;
   std::array<rxe_sge, kMaxSge> sge{};

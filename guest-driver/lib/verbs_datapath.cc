@@ -12,7 +12,7 @@ namespace vrdma::guest {
 
 Status Qp::WriteSendWqe(const SendWr& wr) {
   if (wr.num_sge < 0 || wr.num_sge > SendWr::kMaxSge) return Status::kInvalid;
-  if (!(wr.send_flags & IB_UVERBS_SEND_INLINE) &&
+  if (!(wr.send_flags & kSendInline) &&
       static_cast<uint32_t>(wr.num_sge) > cap_.max_send_sge) {
     return Status::kInvalid;
   }
@@ -34,7 +34,7 @@ Status Qp::WriteSendWqe(const SendWr& wr) {
   }
   uint32_t length = 0;
   uint8_t* payload = slot + VIRTIO_RDMA_SEND_WQE_SGE_OFFSET;
-  if (wr.send_flags & IB_UVERBS_SEND_INLINE) {
+  if (wr.send_flags & kSendInline) {
     for (int i = 0; i < wr.num_sge; ++i) length += wr.sge[i].length;
     if (length > cap_.max_inline_data) {
       return Status::kInvalid;
