@@ -1,0 +1,360 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// The send engine of one NIC: WQE fetch, the round-robin ready queue, the
+// dispatcher (aggregate message-rate ceiling), processing units that hold a
+// QP for one whole WQE, segmentation into MTU packets, the TX FIFO that
+// interleaves PUs packet by packet, the link, go-back-N rewinds and the
+// retransmission timer.
+#include <algorithm>
+
+#include "backend/rnic_model/simulator.h"
+
+namespace vrdma::model {
+
+void Simulator::OnFetch(QpId qpid, uint64_t upto) {
+  Qp& q = qps_[qpid];
+  q.fetched = std::max(q.fetched, std::min(upto, q.visible));
+  MakeReady(2 * qpid);
+}
+
+bool Simulator::FlowHasWork(uint32_t flow) {
+  Qp& q = qps_[flow / 2];
+  if (flow & 1) return !q.resp.empty();
+  if (q.blocked_wait || q.blocked_reads || q.rnr_wait) return false;
+  return q.proc < q.fetched || q.rewind_pending;
+}
+
+void Simulator::MakeReady(uint32_t flow) {
+  Qp& q = qps_[flow / 2];
+  FlowState& fs = q.flow[flow & 1];
+  if (fs.queued || fs.on_pu || !FlowHasWork(flow)) return;
+  Host& h = hosts_[q.host];
+  h.ready.push_back(flow);
+  fs.queued = true;
+  TryDispatch(q.host);
+}
+
+void Simulator::OnDispatch(HostId hid) {
+  hosts_[hid].dispatch_pending = false;
+  TryDispatch(hid);
+}
+
+void Simulator::TryDispatch(HostId hid) {
+  Host& h = hosts_[hid];
+  if (h.dispatch_pending) return;
+  while (!h.ready.empty() && !h.free_pus.empty()) {
+    if (now_ < h.dispatch_free) {
+      h.dispatch_pending = true;
+      events_.Push(h.dispatch_free, kDispatch, hid, 0);
+      return;
+    }
+    uint32_t flow = h.ready.pop_front();
+    Qp& q = qps_[flow / 2];
+    q.flow[flow & 1].queued = false;
+    if (!FlowHasWork(flow)) continue;
+    uint32_t pu = h.free_pus.back();
+    h.free_pus.pop_back();
+    h.pus[pu].busy = true;
+    h.pus[pu].flow = flow;
+    q.flow[flow & 1].on_pu = true;
+    h.dispatch_free = now_ + h.p.dispatch_gap_ps;
+    StartWqe(hid, pu);
+  }
+}
+
+void Simulator::StartWqe(HostId hid, uint32_t pu) {
+  Host& h = hosts_[hid];
+  const uint32_t flow = h.pus[pu].flow;
+  const QpId qpid = flow / 2;
+  Qp& q = qps_[qpid];
+  if (flow & 1) {  // READ response: one job per PU visit, like a WQE
+    events_.Push(now_ + h.p.wqe_cost_ps, kPuPacket, hid, pu);
+    return;
+  }
+  if (q.rewind_pending) ApplyRewind(qpid);
+  while (q.proc < q.fetched && WqeAt(q, q.proc).done) {
+    ++q.proc;
+    q.proc_pkt = 0;
+  }
+  if (q.proc >= q.fetched) {
+    ReleasePu(hid, pu);
+    return;
+  }
+  Wqe& w = WqeAt(q, q.proc);
+  switch (w.wr.op) {
+    case Op::kWait:
+      if (cqs_[w.wr.wait_cq].produced >= w.wait_target) {
+        // Satisfied (always for a zero-count WAIT): complete it and give
+        // the PU up, so the NIC moves on to another QP (PeRF §3.5.2).
+        w.done = true;
+        ++q.proc;
+        Retire(qpid);
+      } else {
+        q.blocked_wait = true;
+        q.wait_wqe = q.proc;
+        cqs_[w.wr.wait_cq].waiters.push_back(qpid);
+      }
+      ReleasePu(hid, pu);
+      return;
+    case Op::kEnable: {
+      if (w.wr.enable_qp < qps_.size()) {
+        Qp& t = qps_[w.wr.enable_qp];
+        t.visible = w.wr.enable_count == 0
+                        ? t.tail
+                        : std::min(t.tail, t.visible + w.wr.enable_count);
+        events_.Push(now_ + h.p.wqe_fetch_ps, kFetch, w.wr.enable_qp, t.visible);
+      }
+      w.done = true;
+      ++q.proc;
+      Retire(qpid);
+      ReleasePu(hid, pu);
+      return;
+    }
+    case Op::kRead:
+      if (w.npkts == 0 && q.reads_outstanding >= h.p.max_rd_atomic) {
+        q.blocked_reads = true;
+        ReleasePu(hid, pu);
+        return;
+      }
+      break;
+    default:
+      break;
+  }
+  events_.Push(now_ + (q.proc_pkt == 0 ? h.p.wqe_cost_ps : h.p.seg_cost_ps),
+               kPuPacket, hid, pu);
+}
+
+void Simulator::OnPuPacket(HostId hid, uint32_t pu) {
+  Host& h = hosts_[hid];
+  const uint32_t flow = h.pus[pu].flow;
+  const QpId qpid = flow / 2;
+  Qp& q = qps_[qpid];
+  const uint32_t mtu = h.p.mtu_bytes;
+  uint32_t id = AllocPacket();
+  Packet& pk = pkts_[id];
+  pk.src = hid;
+  pk.src_qp = qpid;
+  pk.dst_qp = q.peer;
+  pk.dst = qps_[q.peer].host;
+  if (flow & 1) {
+    RespJob& job = q.resp.front();
+    pk.type = kReadResp;
+    pk.op = Op::kRead;
+    pk.wqe = job.wqe;
+    pk.idx = q.resp_pkt;
+    pk.first = q.resp_pkt == 0;
+    pk.last = q.resp_pkt + 1 == job.npkts;
+    pk.payload = std::min(mtu, job.bytes - std::min(job.bytes, q.resp_pkt * mtu));
+    pk.msg_bytes = job.bytes;
+    if (++q.resp_pkt == job.npkts) {
+      q.resp.pop_front();
+      q.resp_pkt = 0;
+    }
+  } else {
+    if (q.rewind_pending) ApplyRewind(qpid);
+    while (q.proc < q.fetched && WqeAt(q, q.proc).done) {
+      ++q.proc;
+      q.proc_pkt = 0;
+    }
+    Wqe* w = q.proc < q.fetched ? &WqeAt(q, q.proc) : nullptr;
+    if (w == nullptr || w->wr.op == Op::kWait || w->wr.op == Op::kEnable) {
+      // The rewind landed on something that is not data: start over.
+      FreePacket(id);
+      ReleasePu(hid, pu);
+      return;
+    }
+    if (w->npkts == 0) {  // first transmission: the WQE gets its PSN range
+      w->first_psn = q.max_psn;
+      w->npkts = w->wr.op == Op::kRead ? 1 : Npkts(w->wr.bytes, mtu);
+      if (w->wr.op == Op::kRead) ++q.reads_outstanding;
+    }
+    const uint32_t psn = w->first_psn + q.proc_pkt;
+    pk.type = w->wr.op == Op::kRead ? kReadReq : kData;
+    pk.op = w->wr.op;
+    pk.psn = psn;
+    pk.wqe = q.proc;
+    pk.first = q.proc_pkt == 0;
+    pk.last = q.proc_pkt + 1 == w->npkts;
+    pk.msg_bytes = w->wr.bytes;
+    pk.payload = w->wr.op == Op::kRead
+                     ? 0
+                     : std::min(mtu, w->wr.bytes - std::min(w->wr.bytes, q.proc_pkt * mtu));
+    pk.retransmit = psn < q.max_psn;
+    if (pk.retransmit) ++h.stats.retransmitted_packets;
+    q.max_psn = std::max(q.max_psn, psn + 1);
+    q.next_psn = psn + 1;
+    if (pk.last) {
+      w->sent_once = true;
+      ++q.proc;
+      q.proc_pkt = 0;
+    } else {
+      ++q.proc_pkt;
+    }
+  }
+  h.pus[pu].pkt = id;
+  h.pus[pu].holding = true;
+  PushToFifo(hid, pu);
+}
+
+void Simulator::PushToFifo(HostId hid, uint32_t pu) {
+  Host& h = hosts_[hid];
+  if (h.fifo.size() < h.p.tx_fifo_packets && h.fifo_waiters.empty()) {
+    h.fifo.push_back(h.pus[pu].pkt);
+    h.pus[pu].holding = false;
+    StartLink(hid);
+    AfterPush(hid, pu);
+  } else {
+    h.fifo_waiters.push_back(pu);
+  }
+}
+
+void Simulator::AfterPush(HostId hid, uint32_t pu) {
+  Host& h = hosts_[hid];
+  const uint32_t flow = h.pus[pu].flow;
+  Qp& q = qps_[flow / 2];
+  bool more;
+  if (flow & 1) {
+    more = q.resp_pkt != 0;   // mid-response
+  } else {
+    more = q.rewind_pending || q.proc_pkt != 0;  // mid-message
+  }
+  if (more) {
+    events_.Push(now_ + h.p.seg_cost_ps, kPuPacket, hid, pu);
+  } else {
+    ReleasePu(hid, pu);
+  }
+}
+
+void Simulator::ReleasePu(HostId hid, uint32_t pu) {
+  Host& h = hosts_[hid];
+  const uint32_t flow = h.pus[pu].flow;
+  h.pus[pu].busy = false;
+  h.free_pus.push_back(pu);
+  qps_[flow / 2].flow[flow & 1].on_pu = false;
+  MakeReady(flow);  // back to the tail of the round robin
+  TryDispatch(hid);
+}
+
+void Simulator::StartLink(HostId hid) {
+  Host& h = hosts_[hid];
+  if (h.link_busy) return;
+  uint32_t id;
+  if (!h.ctrl.empty()) {
+    id = h.ctrl.pop_front();
+  } else if (!h.fifo.empty()) {
+    id = h.fifo.pop_front();
+  } else {
+    return;
+  }
+  h.link_busy = true;
+  h.link_pkt = id;
+  events_.Push(now_ + h.p.wire_time_ps(pkts_[id].payload), kLinkDone, hid, 0);
+  // A FIFO slot is free: the longest-waiting PU gets it.
+  while (h.fifo.size() < h.p.tx_fifo_packets && !h.fifo_waiters.empty()) {
+    uint32_t pu = h.fifo_waiters.pop_front();
+    h.fifo.push_back(h.pus[pu].pkt);
+    h.pus[pu].holding = false;
+    AfterPush(hid, pu);
+  }
+}
+
+void Simulator::OnLinkDone(HostId hid) {
+  Host& h = hosts_[hid];
+  h.link_busy = false;
+  const uint32_t id = h.link_pkt;
+  Packet& pk = pkts_[id];
+  ++h.stats.tx_packets;
+  h.stats.tx_bytes += pk.payload;
+  if (pk.type == kData || pk.type == kReadReq) {
+    Qp& q = qps_[pk.src_qp];
+    if (q.cfg.transport == Transport::kUc) {
+      // UC: no ACKs; the WQE completes once its last packet is on the wire.
+      if (pk.last) {
+        WqeAt(q, pk.wqe).done = true;
+        Retire(pk.src_qp);
+      }
+    } else {
+      ArmRto(pk.src_qp);
+    }
+  }
+  events_.Push(now_ + fabric_.link_propagation_ps + fabric_.switch_latency_ps,
+               kSwitchArrive, id, 0);
+  StartLink(hid);
+}
+
+void Simulator::SendCtrl(QpId from_qp, PktType type, uint32_t psn) {
+  Qp& q = qps_[from_qp];
+  uint32_t id = AllocPacket();
+  Packet& pk = pkts_[id];
+  pk.type = type;
+  pk.src = q.host;
+  pk.src_qp = from_qp;
+  pk.dst_qp = q.peer;
+  pk.dst = qps_[q.peer].host;
+  pk.psn = psn;
+  hosts_[q.host].ctrl.push_back(id);
+  StartLink(q.host);
+}
+
+void Simulator::Rewind(QpId qpid, uint32_t psn) {
+  Qp& q = qps_[qpid];
+  if (q.rewind_pending) {
+    q.rewind_psn = std::min(q.rewind_psn, psn);
+  } else {
+    q.rewind_pending = true;
+    q.rewind_psn = psn;
+  }
+  if (!q.flow[0].on_pu) {
+    ApplyRewind(qpid);
+    MakeReady(2 * qpid);
+  }
+}
+
+void Simulator::ApplyRewind(QpId qpid) {
+  Qp& q = qps_[qpid];
+  q.rewind_pending = false;
+  const uint32_t psn = q.rewind_psn;
+  uint64_t end = std::min(q.fetched, q.proc + 1);
+  for (uint64_t i = q.head; i < end; ++i) {
+    Wqe& w = WqeAt(q, i);
+    if (w.npkts == 0 || w.done) continue;
+    if (psn >= w.first_psn && psn < w.first_psn + w.npkts) {
+      if (!(i == q.proc && psn - w.first_psn > q.proc_pkt)) {
+        q.proc = i;
+        q.proc_pkt = psn - w.first_psn;
+        if (w.wr.op == Op::kRead) q.resp_next_idx = 0;
+      }
+      return;
+    }
+  }
+}
+
+void Simulator::ArmRto(QpId qpid) {
+  Qp& q = qps_[qpid];
+  if (q.rto_armed) return;
+  q.rto_armed = true;
+  q.last_progress = now_;
+  events_.Push(now_ + hosts_[q.host].p.rto_ps, kRto, qpid, 0);
+}
+
+void Simulator::OnRto(QpId qpid) {
+  Qp& q = qps_[qpid];
+  q.rto_armed = false;
+  if (q.head >= q.proc && q.proc_pkt == 0) return;  // nothing outstanding
+  const Picos rto = hosts_[q.host].p.rto_ps;
+  if (now_ < q.last_progress + rto) {
+    q.rto_armed = true;
+    events_.Push(q.last_progress + rto, kRto, qpid, 0);
+    return;
+  }
+  Wqe& w = WqeAt(q, q.head);
+  if (w.npkts > 0 && !w.done) {
+    ++hosts_[q.host].stats.timeouts;
+    Rewind(qpid, w.first_psn);
+  }
+  q.last_progress = now_;
+  q.rto_armed = true;
+  events_.Push(now_ + rto, kRto, qpid, 0);
+}
+
+}  // namespace vrdma::model

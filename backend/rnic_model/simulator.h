@@ -1,0 +1,339 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// The RNIC timing MODEL: a deterministic discrete-event simulation of hosts
+// with commodity RNICs joined by one shared-buffer switch. It moves no
+// bytes; it decides WHEN each packet, ACK and completion happens.
+//
+// Send side (one NIC): a post rings a doorbell; after doorbell + WQE fetch
+// latency the QP's new WQEs are visible. Ready QPs wait in ONE round-robin
+// queue for a free processing unit (PU), through a shared dispatcher that
+// admits one WQE per dispatch_gap (the aggregate message-rate ceiling). A PU
+// holds its QP for one whole WQE (size-blind, PeRF §2.2), costing wqe_cost
+// for the first packet (the per-QP message-rate ceiling: a QP is on at most
+// one PU) and seg_cost for each further MTU packet. Packets enter a small TX
+// FIFO in front of the link; when it is full, waiting PUs get slots in
+// arrival order, which interleaves QPs packet by packet. The link
+// serializes at line rate. ACK/NAKs bypass the FIFO.
+//
+// Fabric: switch egress ports with a shared buffer, ECN marking above a
+// threshold (marks are counted; there is no congestion control), drops on
+// overflow, random loss. Receive side: RX PUs (one server of cost
+// rx_cost/num_rx_pus), RC responder (ACK per message, NAK on a PSN gap,
+// RNR NAK when a SEND finds no receive, READ responses scheduled on the
+// responder's own PUs and FIFO, i.e. they compete with its outbound WRITEs),
+// UC responder (drops a message with a missing packet).
+// Requester: RC go-back-N from the NAKed PSN, retransmission timeout on tail
+// loss; UC completes when the last packet leaves the link.
+// Cross-channel: WAIT (blocks the QP until n more CQEs arrive on a CQ; n = 0
+// completes at once and yields the PU) and ENABLE (makes a managed QP's
+// posted WQEs visible). Completions honour selective signaling and carry
+// the virtual time as hardware timestamp.
+#ifndef VRDMA_BACKEND_RNIC_MODEL_SIMULATOR_H_
+#define VRDMA_BACKEND_RNIC_MODEL_SIMULATOR_H_
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "backend/rnic_model/event_queue.h"
+#include "backend/rnic_model/params.h"
+#include "backend/rnic_model/ring.h"
+
+namespace vrdma::model {
+
+using HostId = uint32_t;
+using QpId = uint32_t;
+using CqId = uint32_t;
+
+enum class Transport : uint8_t { kRc, kUc };
+
+enum class Op : uint8_t {
+  kWrite, kWriteImm, kSend, kSendImm, kRead,
+  kWait,     // cross-channel: wait_count more CQEs on wait_cq
+  kEnable,   // cross-channel: enable_count (0 = all) WQEs of enable_qp
+};
+
+struct Wr {
+  uint64_t wr_id = 0;
+  Op op = Op::kWrite;
+  uint32_t bytes = 0;
+  bool signaled = true;
+  CqId wait_cq = 0;
+  uint32_t wait_count = 0;
+  QpId enable_qp = 0;
+  uint32_t enable_count = 0;
+};
+
+enum class CqeStatus : uint8_t { kSuccess, kRetryExceeded, kFlushed };
+
+struct Cqe {
+  uint64_t wr_id = 0;
+  QpId qp = 0;
+  CqId cq = 0;
+  Op op = Op::kWrite;
+  bool recv = false;
+  CqeStatus status = CqeStatus::kSuccess;
+  uint32_t bytes = 0;
+  Picos post_time = 0;   // when the WR was posted (send side)
+  Picos time = 0;        // hardware timestamp: when the CQE became visible
+};
+
+// Receives completions as they become visible, instead of the CQ ring.
+class CompletionSink {
+ public:
+  virtual ~CompletionSink() = default;
+  virtual void OnCqe(const Cqe& cqe) = 0;
+};
+// Receives timers scheduled by the user of the model (the bench's host
+// side, the scheduler stage's policy wake-ups).
+class TimerSink {
+ public:
+  virtual ~TimerSink() = default;
+  virtual void OnTimer(uint64_t cookie) = 0;
+};
+
+struct QpConfig {
+  Transport transport = Transport::kRc;
+  CqId send_cq = 0;
+  CqId recv_cq = 0;
+  uint32_t sq_depth = 1024;
+  bool managed = false;   // WQEs become visible only through ENABLE
+  bool sig_all = false;
+};
+
+struct HostStats {
+  uint64_t tx_packets = 0;
+  uint64_t tx_bytes = 0;        // payload
+  uint64_t rx_packets = 0;
+  uint64_t retransmitted_packets = 0;
+  uint64_t naks_sent = 0;
+  uint64_t rnr_naks_sent = 0;
+  uint64_t timeouts = 0;
+};
+struct FabricStats {
+  uint64_t drops_overflow = 0;
+  uint64_t drops_random = 0;
+  uint64_t ecn_marks = 0;
+  uint64_t max_port_bytes = 0;
+};
+
+class Simulator {
+ public:
+  Simulator(const FabricParams& fabric, uint64_t seed);
+  Simulator(const Simulator&) = delete;
+  Simulator& operator=(const Simulator&) = delete;
+
+  HostId AddHost(const NicParams& nic);
+  CqId CreateCq(HostId host);
+  QpId CreateQp(HostId host, const QpConfig& config);
+  // Both QPs must share a transport; each becomes the other's peer.
+  bool Connect(QpId a, QpId b);
+  void set_completion_sink(CompletionSink* sink) { sink_ = sink; }
+
+  // Returns how many were accepted (the SQ holds sq_depth uncompleted WQEs).
+  int PostSend(QpId qp, std::span<const Wr> wrs);
+  void PostRecv(QpId qp, uint64_t wr_id);
+  // Without a sink, CQEs wait here. Oldest first.
+  int PollCq(CqId cq, std::span<Cqe> out);
+  uint64_t cqe_count(CqId cq) const { return cqs_[cq].produced; }
+
+  void ScheduleTimer(Picos at, TimerSink* sink, uint64_t cookie);
+  // Runs events up to and including time t; now() becomes t.
+  void RunUntil(Picos t);
+  // Runs one event; false when none is left.
+  bool Step();
+  bool idle() const { return events_.empty(); }
+  Picos now() const { return now_; }
+
+  const NicParams& nic(HostId h) const { return hosts_[h].p; }
+  const HostStats& host_stats(HostId h) const { return hosts_[h].stats; }
+  const FabricStats& fabric_stats() const { return fstats_; }
+  uint64_t events_processed() const { return events_processed_; }
+  uint32_t sq_outstanding(QpId qp) const;
+  uint32_t rq_posted(QpId qp) const { return qps_[qp].rq_posted; }
+
+ private:
+  enum EventKind : uint32_t {
+    kFetch, kDispatch, kPuPacket, kLinkDone, kSwitchArrive, kPortDone,
+    kRxDone, kCqeVisible, kRto, kRnrRetry, kUserTimer,
+  };
+  enum PktType : uint8_t { kData, kReadReq, kReadResp, kAck, kNak, kRnrNak };
+
+  struct Packet {
+    HostId src = 0, dst = 0;
+    QpId src_qp = 0, dst_qp = 0;
+    PktType type = kData;
+    Op op = Op::kWrite;
+    bool first = false, last = false, ecn = false;
+    uint32_t payload = 0;
+    uint32_t psn = 0;          // request PSN, or PSN being (N)ACKed
+    uint32_t msg_bytes = 0;    // READ request length
+    uint64_t wqe = 0;          // READ request/response: requester WQE index
+    uint32_t idx = 0;          // READ response packet index
+    bool retransmit = false;
+  };
+
+  struct Wqe {
+    Wr wr;
+    Picos post_time = 0;
+    uint32_t first_psn = 0;
+    uint32_t npkts = 0;
+    uint64_t wait_target = 0;
+    bool done = false;
+    bool sent_once = false;
+  };
+
+  struct RespJob { uint64_t wqe = 0; uint32_t bytes = 0; uint32_t npkts = 0; };
+
+  // Flow = one schedulable stream on the send engine: a QP's SQ (flow 2q)
+  // or its READ-response queue (flow 2q+1).
+  struct FlowState {
+    bool queued = false;
+    bool on_pu = false;
+  };
+
+  struct Qp {
+    HostId host = 0;
+    QpConfig cfg;
+    QpId peer = UINT32_MAX;
+    std::vector<Wqe> sq;       // ring, power-of-two capacity
+    uint64_t mask = 0;
+    uint64_t head = 0;         // oldest uncompleted
+    uint64_t proc = 0;         // next to process
+    uint64_t fetched = 0;      // visible to the NIC
+    uint64_t visible = 0;      // managed: enabled; else == tail
+    uint64_t tail = 0;         // posted
+    uint32_t proc_pkt = 0;     // packets of sq[proc] already generated
+    uint32_t next_psn = 0;
+    uint32_t max_psn = 0;      // one past the highest PSN ever assigned
+    bool blocked_wait = false;
+    uint64_t wait_wqe = 0;     // index of the WAIT blocking the QP
+    uint32_t reads_outstanding = 0;
+    bool blocked_reads = false;
+    bool rewind_pending = false;
+    uint32_t rewind_psn = 0;
+    bool rnr_wait = false;
+    // RTO bookkeeping.
+    bool rto_armed = false;
+    Picos last_progress = 0;
+    // READ responses received for the oldest incomplete READ.
+    uint32_t resp_next_idx = 0;
+    bool resp_rerequested = false;
+    // Responder state.
+    uint32_t expected_psn = 0;
+    bool nak_sent = false;
+    bool uc_broken = false;
+    uint32_t rq_posted = 0;
+    Ring<uint64_t> rq;
+    Ring<RespJob> resp;
+    uint32_t resp_pkt = 0;     // packets of resp.front() generated
+    FlowState flow[2];
+  };
+
+  struct Cq {
+    HostId host = 0;
+    uint64_t produced = 0;
+    Ring<Cqe> ring;
+    std::vector<QpId> waiters;
+  };
+
+  struct Pu {
+    uint32_t flow = 0;
+    bool busy = false;
+    bool holding = false;      // has a packet waiting for FIFO space
+    uint32_t pkt = 0;
+  };
+
+  struct Port {                // switch egress port towards one host
+    Ring<uint32_t> q;
+    uint64_t bytes = 0;
+    bool busy = false;
+  };
+
+  struct Host {
+    NicParams p;
+    std::vector<Pu> pus;
+    std::vector<uint32_t> free_pus;
+    Ring<uint32_t> ready;      // flows waiting for a PU, round robin
+    Picos dispatch_free = 0;
+    bool dispatch_pending = false;
+    Ring<uint32_t> fifo;       // packets waiting for the link
+    Ring<uint32_t> fifo_waiters;  // PUs holding a packet
+    Ring<uint32_t> ctrl;       // ACK/NAK, ahead of the FIFO
+    bool link_busy = false;
+    uint32_t link_pkt = 0;
+    Picos rx_free = 0;
+    Port port;
+    HostStats stats;
+  };
+
+  // Events.
+  void Dispatch(Event e);
+  void OnFetch(QpId qp, uint64_t upto);
+  void OnDispatch(HostId h);
+  void OnPuPacket(HostId h, uint32_t pu);
+  void OnLinkDone(HostId h);
+  void OnSwitchArrive(uint32_t pkt);
+  void OnPortDone(HostId h);
+  void OnRxDone(uint32_t pkt);
+  void OnCqeVisible(uint64_t token);
+  void OnRto(QpId qp);
+
+  // Send engine.
+  bool FlowHasWork(uint32_t flow);
+  void MakeReady(uint32_t flow);
+  void TryDispatch(HostId h);
+  void StartWqe(HostId h, uint32_t pu);
+  void ReleasePu(HostId h, uint32_t pu);
+  void PushToFifo(HostId h, uint32_t pu);
+  void AfterPush(HostId h, uint32_t pu);
+  void StartLink(HostId h);
+  void SendCtrl(QpId from_qp, PktType type, uint32_t psn);
+  void Rewind(QpId qp, uint32_t psn);
+  void ApplyRewind(QpId qp);
+  void ArmRto(QpId qp);
+
+  // Completion side.
+  void MarkAcked(QpId qp, uint32_t psn);
+  void Retire(QpId qp);
+  void EmitCqe(const Cqe& cqe);
+  void CqeArrived(CqId cq);
+
+  // Receive side.
+  void RxRc(Packet& pk);
+  void RxUc(Packet& pk);
+  void RxRequesterResponse(Packet& pk);
+  void DeliverRecv(Qp& q, QpId qpid, const Packet& pk);
+
+  uint32_t AllocPacket();
+  void FreePacket(uint32_t id) { free_pkts_.push_back(id); }
+  Wqe& WqeAt(Qp& q, uint64_t i) { return q.sq[i & q.mask]; }
+  static uint32_t Npkts(uint32_t bytes, uint32_t mtu) {
+    return bytes == 0 ? 1 : (bytes + mtu - 1) / mtu;
+  }
+
+  FabricParams fabric_;
+  std::mt19937_64 rng_;
+  std::uniform_real_distribution<double> uni_{0.0, 1.0};
+  EventQueue events_;
+  Picos now_ = 0;
+  uint64_t events_processed_ = 0;
+  std::vector<Host> hosts_;
+  std::vector<Qp> qps_;
+  std::vector<Cq> cqs_;
+  std::vector<Packet> pkts_;
+  std::vector<uint32_t> free_pkts_;
+  std::vector<Cqe> pending_cqes_;      // slots for kCqeVisible
+  std::vector<uint32_t> free_cqe_slots_;
+  struct UserTimer { TimerSink* sink; uint64_t cookie; };
+  std::vector<UserTimer> timers_;
+  std::vector<uint32_t> free_timers_;
+  uint64_t switch_bytes_ = 0;
+  CompletionSink* sink_ = nullptr;
+  FabricStats fstats_;
+};
+
+}  // namespace vrdma::model
+
+#endif  // VRDMA_BACKEND_RNIC_MODEL_SIMULATOR_H_
