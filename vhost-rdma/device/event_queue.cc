@@ -1,0 +1,39 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+#include "vhost-rdma/device/event_queue.h"
+
+#include <endian.h>
+
+#include "vhost-rdma/abi/virtio_rdma.h"
+
+namespace vrdma::device {
+
+void EventQueue::Post(uint32_t type, uint32_t handle) {
+  if (vq_ != nullptr && vq_->ready() && !vq_->broken()) {
+    // Skip (and return unused) buffers too small for an event; bounded by
+    // the ring size.
+    for (uint32_t tries = 0; tries < vq_->size(); ++tries) {
+      auto next = vq_->Pop();
+      if (!next.has_value() || !next->ok()) break;
+      const vhost::DescChain& chain = next->value();
+      if (chain.writable_bytes() < sizeof(virtio_rdma_event)) {
+        vq_->Push(chain.head, 0);
+        continue;
+      }
+      virtio_rdma_event ev{};
+      ev.type = htole32(type);
+      ev.handle = htole32(handle);
+      ev.lost = htole32(lost_);
+      const size_t n = chain.Write(
+          0, {reinterpret_cast<const uint8_t*>(&ev), sizeof(ev)});
+      vq_->Push(chain.head, static_cast<uint32_t>(n));
+      vq_->NotifyGuest();
+      lost_ = 0;
+      ++written_;
+      return;
+    }
+    vq_->NotifyGuest();  // for any small buffers returned above
+  }
+  if (lost_ != UINT32_MAX) ++lost_;
+}
+
+}  // namespace vrdma::device

@@ -1,0 +1,240 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+#include "vhost-rdma/device/rdma_device.h"
+
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "vhost-rdma/device/command_encoder.h"
+#include "vhost-rdma/device/control_queue.h"
+
+namespace vrdma::device {
+namespace {
+
+constexpr uint64_t kOfferedFeatures =
+    (uint64_t{1} << VIRTIO_RDMA_F_SRQ) | (uint64_t{1} << VIRTIO_RDMA_F_UD);
+// Virtio reserves feature bits 0..23 for the device type.
+constexpr uint64_t kDeviceFeatureMask = (uint64_t{1} << 24) - 1;
+
+// Consumes a kick. The fd is shared with the frontend (its flags are not
+// ours to change), so check readiness instead of making it non-blocking.
+void DrainEventFd(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  if (poll(&p, 1, 0) == 1 && (p.revents & POLLIN)) {
+    uint64_t v;
+    ssize_t n = read(fd, &v, sizeof(v));
+    (void)n;
+  }
+}
+
+}  // namespace
+
+uint64_t RegisterEnginePoller(EventLoop& datapath_loop,
+                              engine::Engine& engine) {
+  return datapath_loop.AddPoller([&engine] { return engine.PollOnce(); });
+}
+
+Result<std::unique_ptr<RdmaDevice>> RdmaDevice::Create(
+    engine::Engine& engine, const engine::VmConfig& config,
+    EventLoop& control_loop, EventLoop& datapath_loop,
+    Executor& datapath_executor, const RdmaDeviceOptions& options) {
+  const uint16_t qs = options.max_queue_size;
+  if (options.num_doorbell_queues < 1 ||
+      options.num_doorbell_queues > VIRTIO_RDMA_MAX_DOORBELL_QUEUES ||
+      qs == 0 || (qs & (qs - 1)) != 0 || qs > VIRTIO_RDMA_MAX_QUEUE_SIZE ||
+      options.control_budget == 0) {
+    return Status::kInvalid;
+  }
+  std::unique_ptr<RdmaDevice> dev(new RdmaDevice(
+      engine, config, control_loop, datapath_loop, datapath_executor, options));
+  VRDMA_RETURN_IF_ERROR(dev->Attach());
+  return dev;
+}
+
+RdmaDevice::RdmaDevice(engine::Engine& engine, const engine::VmConfig& config,
+                       EventLoop& control_loop, EventLoop& datapath_loop,
+                       Executor& datapath_executor,
+                       const RdmaDeviceOptions& options)
+    : engine_(engine),
+      vm_config_(config),
+      control_loop_(control_loop),
+      datapath_loop_(datapath_loop),
+      datapath_executor_(datapath_executor),
+      options_(options),
+      doorbells_(options.num_doorbell_queues) {}
+
+RdmaDevice::~RdmaDevice() { Reset(); }
+
+Status RdmaDevice::Attach() {
+  if (vm_.has_value()) return Status::kOk;
+  Result<engine::VmId> vm = engine_.AttachVm(vm_config_, this);
+  if (!vm.ok()) return vm.status();
+  Result<engine::DeviceAttr> attr = engine_.QueryDevice(*vm);
+  if (!attr.ok()) {
+    engine_.DetachVm(*vm);
+    return attr.status();
+  }
+  vm_ = *vm;
+  limits_.max_mr_pages = attr->max_mr_pages;
+  limits_.max_ring_pages = options_.max_ring_pages;
+  config_ = EncodeConfig(*attr, vm_config_.gids, options_.num_doorbell_queues);
+  const uint32_t num_gids = static_cast<uint32_t>(
+      std::min<size_t>(vm_config_.gids.size(), VIRTIO_RDMA_MAX_GIDS));
+  handler_.emplace(engine_, *vm_, limits_, num_gids);
+  handler_->set_acked_features(acked_features_);
+  if (memory_ != nullptr) engine_.SetGuestMemory(*vm_, memory_);
+  return Status::kOk;
+}
+
+void RdmaDevice::Detach() {
+  if (!vm_.has_value()) return;
+  handler_.reset();
+  engine_.DetachVm(*vm_);
+  vm_.reset();
+}
+
+uint64_t RdmaDevice::device_features() const { return kOfferedFeatures; }
+
+uint32_t RdmaDevice::num_queues() const {
+  return VIRTIO_RDMA_VQ_DOORBELL0 + options_.num_doorbell_queues;
+}
+
+uint16_t RdmaDevice::max_queue_size() const { return options_.max_queue_size; }
+
+std::span<const uint8_t> RdmaDevice::config() const {
+  return {reinterpret_cast<const uint8_t*>(&config_), sizeof(config_)};
+}
+
+Status RdmaDevice::SetFeatures(uint64_t acked) {
+  if ((acked & kDeviceFeatureMask) & ~kOfferedFeatures) return Status::kInvalid;
+  acked_features_ = acked & kDeviceFeatureMask;
+  if (handler_.has_value()) handler_->set_acked_features(acked_features_);
+  return Status::kOk;
+}
+
+void RdmaDevice::SetMemory(std::shared_ptr<const GuestMemory> memory) {
+  memory_ = std::move(memory);
+  if (vm_.has_value()) engine_.SetGuestMemory(*vm_, memory_);
+}
+
+Status RdmaDevice::StartQueue(uint32_t index, vhost::Virtqueue& vq) {
+  if (index >= num_queues()) return Status::kInvalid;
+  if (vq.kick_fd < 0) return Status::kInvalid;  // this device needs kicks
+  StopQueue(index);
+  VRDMA_RETURN_IF_ERROR(Attach());  // after a Reset: a fresh VM
+
+  if (index == VIRTIO_RDMA_VQ_CTRL) {
+    if (!control_loop_.AddFd(vq.kick_fd, EPOLLIN, [this](uint32_t) {
+          DrainEventFd(control_kick_fd_);
+          ServeControl();
+        })) {
+      return Status::kIoError;
+    }
+    control_vq_ = &vq;
+    control_kick_fd_ = vq.kick_fd;
+    ServeControl();  // commands queued before the queue was started
+    return Status::kOk;
+  }
+
+  bool added = false;
+  if (index == VIRTIO_RDMA_VQ_EVENT) {
+    // Kicks on the event queue only say "buffers added": drain them (a
+    // level-triggered fd left readable would spin the loop).
+    datapath_executor_.RunSync([&] {
+      const int fd = vq.kick_fd;
+      added = datapath_loop_.AddFd(fd, EPOLLIN,
+                                   [fd](uint32_t) { DrainEventFd(fd); });
+      if (added) {
+        events_.Attach(&vq);
+        event_kick_fd_ = fd;
+      }
+    });
+    return added ? Status::kOk : Status::kIoError;
+  }
+
+  DoorbellSlot& slot = doorbells_[index - VIRTIO_RDMA_VQ_DOORBELL0];
+  const engine::VmId vm = *vm_;
+  datapath_executor_.RunSync([&] {
+    DoorbellQueue& q = slot.queue.emplace(vq, engine_, vm);
+    const int fd = vq.kick_fd;
+    added = datapath_loop_.AddFd(fd, EPOLLIN, [fd, &q](uint32_t) {
+      DrainEventFd(fd);
+      q.Poll();
+    });
+    if (!added) {
+      slot.queue.reset();
+      return;
+    }
+    slot.kick_fd = fd;
+    slot.poller_id = datapath_loop_.AddPoller([&q] { return q.Poll(); },
+                                              [&q] { q.Arm(); });
+    q.Poll();  // records queued before the queue was started
+  });
+  return added ? Status::kOk : Status::kIoError;
+}
+
+void RdmaDevice::StopQueue(uint32_t index) {
+  if (index >= num_queues()) return;
+  if (index == VIRTIO_RDMA_VQ_CTRL) {
+    if (control_vq_ == nullptr) return;
+    control_loop_.RemoveFd(control_kick_fd_);
+    control_vq_ = nullptr;
+    control_kick_fd_ = -1;
+    return;
+  }
+  if (index == VIRTIO_RDMA_VQ_EVENT) {
+    datapath_executor_.RunSync([this] {
+      if (event_kick_fd_ < 0) return;
+      datapath_loop_.RemoveFd(event_kick_fd_);
+      events_.Attach(nullptr);
+      event_kick_fd_ = -1;
+    });
+    return;
+  }
+  DoorbellSlot& slot = doorbells_[index - VIRTIO_RDMA_VQ_DOORBELL0];
+  datapath_executor_.RunSync([this, &slot] {
+    if (!slot.queue.has_value()) return;
+    datapath_loop_.RemoveFd(slot.kick_fd);
+    datapath_loop_.RemovePoller(slot.poller_id);
+    bad_doorbells_of_stopped_ += slot.queue->bad_records();
+    slot.queue.reset();
+    slot.kick_fd = -1;
+    slot.poller_id = 0;
+  });
+}
+
+void RdmaDevice::SetStatus(uint8_t status) { status_ = status; }
+
+void RdmaDevice::Reset() {
+  for (uint32_t i = 0; i < num_queues(); ++i) StopQueue(i);
+  Detach();
+  acked_features_ = 0;
+  status_ = 0;
+}
+
+void RdmaDevice::OnEvent(uint32_t type, uint32_t handle) {
+  events_.Post(type, handle);
+}
+
+uint64_t RdmaDevice::bad_doorbells() const {
+  uint64_t n = bad_doorbells_of_stopped_;
+  for (const DoorbellSlot& s : doorbells_)
+    if (s.queue.has_value()) n += s.queue->bad_records();
+  return n;
+}
+
+void RdmaDevice::ServeControl() {
+  if (control_vq_ == nullptr || !handler_.has_value()) return;
+  const DrainResult r = DrainControlQueue(*control_vq_, *handler_, &scratch_,
+                                          options_.control_budget);
+  if (r.more) {
+    // Yield to the other fds of the control loop (other VMs' queues and
+    // sockets) and come back: re-signal our own kick.
+    eventfd_write(control_kick_fd_, 1);
+  }
+}
+
+}  // namespace vrdma::device
