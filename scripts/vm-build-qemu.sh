@@ -4,6 +4,7 @@
 # checkout, and reuses the cached binary while the patches are unchanged.
 #
 # Usage: scripts/vm-build-qemu.sh          prints the path of qemu-system-x86_64
+#        (also reachable as $VRDMA_CACHE/qemu-current/qemu-system-x86_64)
 # Env:   VRDMA_CACHE (default /var/cache/vhost-rdma)
 #
 # Source: exactly Debian's qemu_10.0.2+ds.orig.tar.xz from bookworm-backports,
@@ -105,6 +106,7 @@ main() {
   local bin="$build/qemu-system-x86_64"
   if [ -x "$bin" ]; then
     log "reusing $bin (patch hash $h)"
+    ln -sfn "$build" "$cache/qemu-current"
     echo "$bin"; return 0
   fi
   local src="$src_root-$h"
@@ -126,6 +128,8 @@ main() {
   # Old builds of other patch revisions are dead weight.
   find "$cache" -maxdepth 1 \( -name 'qemu-build-*' -o -name 'qemu-src-*' \) \
     ! -name "*-$h" -exec rm -rf {} + 2>/dev/null || true
+  # A stable path for operators (libvirt's <emulator>).
+  ln -sfn "$build" "$cache/qemu-current"
   echo "$bin"
 }
 

@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# End-to-end test on real VMs: two TCG guests, each with a vhost-user-rdma-pci
+# device served by one vhost-rdma-daemon, run Debian's unmodified perftest
+# against each other; a third guest holding QPs and MRs is SIGKILLed during
+# the first test and the daemon must release everything it held.
+#
+# Usage: tests/vm/run-e2e.sh [--no-victim] [--rxe]
+#   --rxe  harness self-test: the guests use the kernel's Soft-RoCE (rdma_rxe)
+#          on their virtio-net link instead of vhost-rdma; no daemon, no
+#          victim. Shows the harness works and gives a baseline.
+# Env:   VRDMA_CACHE   heavy artifacts (QEMU, image, runs); /var/cache/vhost-rdma
+#        VRDMA_DAEMON  daemon binary; default build/vhost-rdma/daemon/vhost-rdma-daemon
+#                      (built with cmake into build/ when missing)
+#        VRDMA_E2E_TIMEOUT  seconds for the guests' whole test run (default 1200)
+# Every step runs under `timeout`. Exit code 0 only if every check passed.
+set -euo pipefail
+here="$(cd "$(dirname "$0")/../.." && pwd)"
+cache="${VRDMA_CACHE:-/var/cache/vhost-rdma}"
+export VRDMA_CACHE="$cache"
+victim=1 rxe=0
+for a in "$@"; do
+  case "$a" in
+    --no-victim) victim=0 ;;
+    --rxe) rxe=1 victim=0 ;;
+    *) echo "usage: $0 [--no-victim] [--rxe]" >&2; exit 2 ;;
+  esac
+done
+
+t0=$(date +%s)
+log() { printf '[e2e %4ds] %s\n' $(($(date +%s) - t0)) "$*" >&2; }
+die() { log "FAIL: $*"; exit 1; }
+
+run="$cache/e2e/run-$(date +%Y%m%d-%H%M%S)-$$"
+mkdir -p "$run"
+# Keep the last five runs only.
+ls -1dt "$cache"/e2e/run-* 2>/dev/null | tail -n +6 | xargs -r rm -rf
+log "run directory: $run"
+
+pids=()
+cleanup() {
+  local p f
+  for f in "$run"/qemu-*.pid; do [ -s "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  sleep 0.5
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+
+# ---------------------------------------------------------------- builds ---
+log "step 1/7: QEMU with vhost-user-rdma-pci (cached)"
+qemu="$(timeout 2400 "$here/scripts/vm-build-qemu.sh")" || die "QEMU build (scripts/vm-build-qemu.sh)"
+log "  $qemu"
+
+log "step 2/7: guest image, kernel, initrd and guest module (cached)"
+imgvars="$(timeout 1800 "$here/scripts/vm-build-image.sh")" || die "guest image (scripts/vm-build-image.sh)"
+KABI="" KERNEL="" INITRD="" IMAGE="" MODULE=""
+eval "$imgvars"
+log "  kernel $KABI, module ${MODULE:-<none>}"
+if ((rxe == 0)); then
+[ -n "$MODULE" ] && [ -f "$MODULE" ] ||
+  die "no guest module: guest-driver/kernel did not build (see $cache/module-$KABI/build.log)"
+
+log "step 3/7: vhost-rdma-daemon"
+daemon="${VRDMA_DAEMON:-$here/build/vhost-rdma/daemon/vhost-rdma-daemon}"
+if [ ! -x "$daemon" ] && [ -z "${VRDMA_DAEMON:-}" ]; then
+  log "  building it into $here/build"
+  timeout 600 cmake -S "$here" -B "$here/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    >"$run/cmake.log" 2>&1 || { tail -20 "$run/cmake.log" >&2; die "cmake configure"; }
+  timeout 1800 cmake --build "$here/build" --target vhost-rdma-daemon >>"$run/cmake.log" 2>&1 ||
+    { tail -20 "$run/cmake.log" >&2; die "daemon build"; }
+fi
+[ -x "$daemon" ] || die "no daemon binary at $daemon"
+source "$here/tests/vm/daemon_ctl.sh"
+
+# ---------------------------------------------------------------- daemon ---
+log "step 4/7: start the daemon and attach three VMs"
+daemon_start "$daemon" "$run" || die "daemon did not start (log: $run/daemon.log)"
+declare -A gid=([a]=10.77.0.1 [b]=10.77.0.2 [c]=10.77.0.3)
+vms=(a b); ((victim)) && vms+=(c)
+for vm in "${vms[@]}"; do
+  daemon_attach "vm-$vm" "$run/vm-$vm.sock" "${gid[$vm]}" ||
+    die "attach-vm vm-$vm failed: $(cat "$run/ctl.last" 2>/dev/null)"
+done
+else
+  log "steps 3-4/7: --rxe: no daemon, the guests use Soft-RoCE"
+fi
+
+# ---------------------------------------------------------------- guests ---
+# Each guest gets its own 9p share: the guest scripts, the module, its env
+# (role, addresses) and a results/ directory the guest fills.
+make_share() { # vm role ip peer_ip
+  local d="$run/share-$1"
+  mkdir -p "$d/results"
+  cp -r "$here/tests/vm/guest/." "$d/"
+  ((rxe)) || cp "$MODULE" "$d/vrdma.ko"
+  printf 'NAME=vm-%s\nROLE=%s\nIP=%s\nPEER_IP=%s\nPT_TIMEOUT=%s\nRXE=%s\n' \
+    "$1" "$2" "$3" "$4" "${VRDMA_PT_TIMEOUT:-240}" "$rxe" >"$d/env"
+}
+
+port_base=$((20000 + $$ % 20000))
+boot() { # vm, then extra QEMU arguments; runs in the background, pid in pids[]
+  local vm="$1"; shift
+  local rdma_args=(-chardev "socket,id=vrdma0,path=$run/vm-$vm.sock"
+                   -device vhost-user-rdma-pci,chardev=vrdma0)
+  ((rxe)) && rdma_args=()
+  timeout "${VRDMA_E2E_TIMEOUT:-1200}" "$qemu" \
+    -L /usr/share/seabios -L /usr/share/qemu \
+    -accel tcg -smp 1 -m 1G -nic none -vga none -display none -monitor none -no-reboot \
+    -serial "file:$run/console-$vm.txt" -pidfile "$run/qemu-$vm.pid" \
+    -object memory-backend-memfd,id=mem,size=1G,share=on -machine pc,memory-backend=mem \
+    -kernel "$KERNEL" -initrd "$INITRD" \
+    -append "root=LABEL=vrdmaroot ro console=ttyS0 init=/sbin/vrdma-init quiet" \
+    -drive "file=$IMAGE,format=raw,if=virtio,readonly=on" \
+    -virtfs "local,path=$run/share-$vm,mount_tag=vrdma,security_model=none,id=fs0" \
+    "${rdma_args[@]}" "$@" >"$run/qemu-$vm.log" 2>&1 &
+  pids+=($!)
+  eval "pid_$vm=$!"
+}
+
+wait_file() { # path seconds pid-that-must-stay-alive
+  local i
+  for ((i = 0; i < $2 * 2; i++)); do
+    [ -e "$1" ] && return 0
+    kill -0 "$3" 2>/dev/null || return 1
+    sleep 0.5
+  done
+  return 1
+}
+
+if ((victim)); then
+  log "step 5/7: boot the victim VM (an ib_write_bw server that waits forever)"
+  make_share c victim "" ""
+  boot c
+  wait_file "$run/share-c/results/victim.started" 180 "$pid_c" ||
+    die "victim VM did not start its server (console: $run/console-c.txt, $run/share-c/results/console.log)"
+  # The server holds PD, CQs, QP and MR once it is waiting for a client.
+  held=""
+  for ((i = 0; i < 120; i++)); do
+    if daemon_vm_holds "vm-c"; then held=1; break; fi
+    kill -0 "$pid_c" 2>/dev/null || break
+    sleep 1
+  done
+  [ -n "$held" ] || die "the daemon never showed QPs/MRs for vm-c: $(cat "$run/ctl.last" 2>/dev/null)"
+  log "  daemon holds for vm-c: $(daemon_vm_summary vm-c)"
+else
+  log "step 5/7: victim VM skipped (--no-victim)"
+fi
+
+log "step 6/7: boot vm-a (servers) and vm-b (clients), linked by a QEMU socket netdev"
+make_share a server 10.77.0.1 10.77.0.2
+make_share b client 10.77.0.2 10.77.0.1
+boot a -netdev "socket,id=n0,udp=127.0.0.1:$((port_base + 1)),localaddr=127.0.0.1:$port_base" \
+       -device virtio-net-pci,netdev=n0,mac=52:54:00:77:00:01,romfile=
+boot b -netdev "socket,id=n0,udp=127.0.0.1:$port_base,localaddr=127.0.0.1:$((port_base + 1))" \
+       -device virtio-net-pci,netdev=n0,mac=52:54:00:77:00:02,romfile=
+
+if ((victim)); then
+  # Kill the victim while vm-a and vm-b run their first test (ib_write_bw).
+  wait_file "$run/share-b/results/write_bw.started" 240 "$pid_b" ||
+    die "vm-b never started ib_write_bw (console: $run/share-b/results/console.log)"
+  sleep "${VRDMA_KILL_DELAY:-3}"
+  qpid="$(cat "$run/qemu-c.pid")"
+  log "  SIGKILL the victim's QEMU (pid $qpid) during ib_write_bw"
+  kill -9 "$qpid"
+fi
+
+log "  waiting for both guests to finish and power off"
+rc_a=0 rc_b=0
+wait "$pid_a" || rc_a=$?
+wait "$pid_b" || rc_b=$?
+((rc_a == 124 || rc_b == 124)) && log "  a guest hit the run timeout (${VRDMA_E2E_TIMEOUT:-1200} s)"
+for vm in a b; do
+  [ -s "$run/qemu-$vm.log" ] && log "  qemu-$vm.log: $(tail -3 "$run/qemu-$vm.log")"
+done
+
+# --------------------------------------------------------------- checks ----
+log "step 7/7: results"
+fails=0
+check() { # description, command...
+  if "${@:2}"; then printf '  PASS  %s\n' "$1"; else printf '  FAIL  %s\n' "$1"; fails=$((fails + 1)); fi
+}
+has_table() { # a perftest header line, then at least one numeric result row
+  awk '/#bytes/ {h = 1; next} h && /^ *[0-9]+ +[0-9]+ +[0-9.]+/ {ok = 1} END {exit !ok}' "$1" 2>/dev/null
+}
+rc_is_zero() { [ "$(cat "$1" 2>/dev/null)" = 0 ]; }
+
+tests=$(awk 'NF >= 2 && $1 !~ /^#/ && $2 ~ /^ib_/ {print $1}' "$here/tests/vm/guest/roles/tests.sh")
+summary="$run/summary.txt"
+: >"$summary"
+for t in $tests; do
+  for vm in a b; do
+    out="$run/share-$vm/results/$t.out"
+    echo "===== vm-$vm $t (rc $(cat "$run/share-$vm/results/$t.rc" 2>/dev/null || echo none)) =====" >>"$summary"
+    cat "$out" >>"$summary" 2>/dev/null || echo "(no output)" >>"$summary"
+  done
+done
+cat "$summary"
+echo
+echo "Figures (TCG guests, software paths: not hardware figures):"
+for t in $tests; do
+  b="$run/share-b/results/$t.out"
+  row=$(awk '/#bytes/ {h = 1; next} h && /^ *[0-9]+ +[0-9]+ +[0-9.]+/ {print; exit}' "$b" 2>/dev/null) || true
+  printf '  %-12s %s\n' "$t" "${row:-<no result>}"
+done
+echo
+for t in $tests; do
+  for vm in a b; do
+    check "vm-$vm $t exit code 0" rc_is_zero "$run/share-$vm/results/$t.rc"
+  done
+  check "vm-b $t printed a result table" has_table "$run/share-b/results/$t.out"
+done
+check "vm-a powered off by itself" test "$rc_a" = 0
+check "vm-b powered off by itself" test "$rc_b" = 0
+if ((victim)); then
+  released=""
+  for ((i = 0; i < 30; i++)); do
+    if daemon_vm_released "vm-c"; then released=1; break; fi
+    sleep 1
+  done
+  log "  daemon after the kill: $(daemon_vm_summary vm-c)"
+  check "daemon released every resource of the killed vm-c" test -n "$released"
+fi
+if ((fails)); then
+  log "FAILED: $fails check(s). Consoles: $run/console-*.txt, guest logs: $run/share-*/results/"
+  exit 1
+fi
+log "PASSED in $(($(date +%s) - t0)) s (run directory $run)"
