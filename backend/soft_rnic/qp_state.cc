@@ -172,7 +172,7 @@ Status CheckQpAttrValues(const QpAttr& attr, uint32_t mask,
 uint64_t RnrTimerNs(uint8_t encoded) {
   // IBA table 45, in units of 10 us (0.01 ms); entry 0 is 655.36 ms.
   static constexpr uint32_t kTable10ns[32] = {
-      65536000, 1,      2,      3,      4,      6,      8,      12,
+      65536,    1,      2,      3,      4,      6,      8,      12,
       16,       24,     32,     48,     64,     96,     128,    192,
       256,      384,    512,    768,    1024,   1536,   2048,   3072,
       4096,     6144,   8192,   12288,  16384,  24576,  32768,  49152};
