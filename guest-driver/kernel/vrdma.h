@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * virtio_rdma: guest driver for the vhost-rdma paravirtual RDMA device.
+ *
+ * The device (virtio ID 42, ABI in vhost-rdma/abi/virtio_rdma.h) executes
+ * verbs on the host. This driver registers an ib_device that speaks the
+ * Soft-RoCE (rxe) user ABI, so the distribution's unmodified librxe drives
+ * it: work and completion queues are rings that user space, this driver and
+ * the device share; control verbs become control-queue commands; a send
+ * doorbell becomes a doorbell record; completions and async errors arrive on
+ * the event queue.
+ */
+#ifndef VRDMA_H_
+#define VRDMA_H_
+
+#include <linux/stddef.h>
+#include <linux/types.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/completion.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+#include <linux/virtio.h>
+#include <linux/virtio_config.h>
+#include <rdma/ib_verbs.h>
+
+#include "virtio_rdma.h"
+
+/* librxe refuses any other uverbs ABI version (rxe's RXE_UVERBS_ABI_VERSION). */
+#define VRDMA_UVERBS_ABI_VERSION 2
+
+/* The device's single port. */
+#define VRDMA_PORT 1
+
+/* Ring geometry limits shared by every ring kind. */
+#define VRDMA_CQE_SIZE (1u << VIRTIO_RDMA_MIN_CQE_LOG2_SIZE)
+
+/* Per-vCPU doorbell queue: records stay readable until the device is done. */
+struct vrdma_dbq {
+	spinlock_t lock;          /* protects vq, free[] and nfree */
+	struct virtqueue *vq;
+	struct virtio_rdma_doorbell *recs;
+	u16 *free;                /* stack of unused record indices */
+	u32 nfree;
+};
+
+/* The control queue's DMA-able buffers, reused for every command. */
+struct vrdma_ctrl_buf {
+	struct virtio_rdma_cmd_hdr hdr;
+	u8 req[256];
+	struct virtio_rdma_resp_hdr resp_hdr;
+	u8 resp[256];
+};
+
+struct vrdma_dev {
+	struct ib_device ib;
+	struct virtio_device *vdev;
+
+	/* Config space, read once at probe and again after a port/GID event. */
+	spinlock_t cfg_lock;
+	struct virtio_rdma_config cfg;
+	/* Attributes asked once at probe (QUERY_DEVICE, QUERY_PORT). */
+	struct virtio_rdma_resp_query_device dev_attr;
+	struct virtio_rdma_resp_query_port port_attr;
+
+	/* Control queue: one command at a time (the device answers in order). */
+	struct mutex ctrl_lock;
+	struct virtqueue *ctrl_vq;
+	struct vrdma_ctrl_buf *ctrl;
+	struct completion ctrl_done;
+	bool ctrl_broken;         /* a command timed out: its buffers are the device's */
+
+	/* Event queue and the objects events name. */
+	spinlock_t event_lock;    /* event dispatch vs. unpublishing an object */
+	struct virtqueue *event_vq;
+	struct virtio_rdma_event *events;
+	u32 nevents;
+	struct xarray cqs;        /* cq handle -> struct vrdma_cq */
+	struct xarray qps;        /* qpn -> struct vrdma_qp */
+	struct xarray srqs;       /* srq handle -> struct vrdma_srq */
+	struct work_struct port_work;
+	unsigned long port_events; /* VIRTIO_RDMA_EV_* bits waiting for port_work */
+
+	u32 ndbq;
+	struct vrdma_dbq *dbq;
+	atomic_t db_dropped;      /* doorbells dropped because every queue was full */
+
+	bool ib_registered;
+};
+
+/* A ring buffer shared with user space (mmap) and with the device (pages). */
+struct vrdma_mmap_entry {
+	struct rdma_user_mmap_entry rdma;
+	void *buf;                /* vmalloc_user memory, freed by mmap_free */
+};
+
+struct vrdma_ring {
+	struct vrdma_mmap_entry *entry;
+	struct rxe_queue_buf *buf;
+	size_t size;              /* bytes, a multiple of PAGE_SIZE */
+	u32 npages;
+	u32 log2_num_elem;
+	u32 log2_elem_size;
+	bool inserted;            /* entry is in the ucontext's mmap table */
+};
+
+struct vrdma_ucontext {
+	struct ib_ucontext ibuc;
+};
+
+struct vrdma_pd {
+	struct ib_pd ibpd;
+	u32 handle;
+};
+
+struct vrdma_ah {
+	struct ib_ah ibah;
+	u32 handle;
+};
+
+struct vrdma_mr {
+	struct ib_mr ibmr;
+	struct ib_umem *umem;
+	u32 handle;
+};
+
+struct vrdma_cq {
+	struct ib_cq ibcq;
+	struct vrdma_ring ring;
+	u32 handle;
+};
+
+struct vrdma_srq {
+	struct ib_srq ibsrq;
+	struct vrdma_ring ring;
+	u32 handle;
+	u32 max_wr;
+	u32 max_sge;
+	u32 srq_limit;
+};
+
+struct vrdma_qp {
+	struct ib_qp ibqp;
+	struct vrdma_ring sq;
+	struct vrdma_ring rq;     /* unused (npages 0) when the QP has an SRQ */
+	struct ib_qp_cap cap;     /* what the rings and the device both allow */
+	u8 sq_sig_all;
+};
+
+static inline struct vrdma_dev *to_vdev(struct ib_device *ib)
+{
+	return container_of(ib, struct vrdma_dev, ib);
+}
+
+static inline struct vrdma_pd *to_vpd(struct ib_pd *pd)
+{
+	return container_of(pd, struct vrdma_pd, ibpd);
+}
+
+static inline struct vrdma_ah *to_vah(struct ib_ah *ah)
+{
+	return container_of(ah, struct vrdma_ah, ibah);
+}
+
+static inline struct vrdma_mr *to_vmr(struct ib_mr *mr)
+{
+	return container_of(mr, struct vrdma_mr, ibmr);
+}
+
+static inline struct vrdma_cq *to_vcq(struct ib_cq *cq)
+{
+	return container_of(cq, struct vrdma_cq, ibcq);
+}
+
+static inline struct vrdma_srq *to_vsrq(struct ib_srq *srq)
+{
+	return container_of(srq, struct vrdma_srq, ibsrq);
+}
+
+static inline struct vrdma_qp *to_vqp(struct ib_qp *qp)
+{
+	return container_of(qp, struct vrdma_qp, ibqp);
+}
+
+/* vrdma_ctrl.c: synchronous control-queue commands. */
+int vrdma_ctrl_init(struct vrdma_dev *dev);
+void vrdma_ctrl_cleanup(struct vrdma_dev *dev);
+void vrdma_ctrl_done(struct virtqueue *vq);
+int vrdma_exec(struct vrdma_dev *dev, u32 cmd, const void *req, size_t req_len,
+	       const __le64 *pages, u32 npages, void *resp, size_t resp_len);
+int vrdma_destroy_handle(struct vrdma_dev *dev, u32 cmd, u32 handle);
+bool vrdma_destroy_or_keep(struct vrdma_dev *dev, u32 cmd, u32 handle);
+
+/* vrdma_doorbell.c */
+int vrdma_doorbell_init(struct vrdma_dev *dev, struct virtqueue **vqs, u32 n);
+void vrdma_doorbell_cleanup(struct vrdma_dev *dev);
+void vrdma_ring_doorbell(struct vrdma_dev *dev, u32 handle, u8 kind);
+
+/* vrdma_event.c */
+int vrdma_event_init(struct vrdma_dev *dev);
+void vrdma_event_cleanup(struct vrdma_dev *dev);
+void vrdma_event_cb(struct virtqueue *vq);
+int vrdma_publish(struct vrdma_dev *dev, struct xarray *xa, u32 handle,
+		  void *obj);
+void vrdma_unpublish(struct vrdma_dev *dev, struct xarray *xa, u32 handle);
+
+/* vrdma_main.c */
+int vrdma_read_config(struct vrdma_dev *dev);
+
+/* vrdma_ring.c: rings shared by mmap and by page list. */
+int vrdma_ring_alloc(struct vrdma_ring *ring, u32 depth, u32 elem_size);
+int vrdma_ring_insert(struct vrdma_ring *ring, struct ib_udata *udata,
+		      struct mminfo *mi);
+void vrdma_ring_free(struct vrdma_ring *ring);
+void vrdma_ring_fill_pages(const struct vrdma_ring *ring, __le64 *pages);
+void vrdma_ring_desc(const struct vrdma_ring *ring,
+		     struct virtio_rdma_ring_desc *desc);
+bool vrdma_ring_empty(const struct vrdma_ring *ring);
+int vrdma_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma);
+void vrdma_mmap_free(struct rdma_user_mmap_entry *entry);
+
+/* vrdma_device.c: device, port, GIDs, registration with the RDMA core. */
+int vrdma_register_ib(struct vrdma_dev *dev);
+void vrdma_unregister_ib(struct vrdma_dev *dev);
+
+/* vrdma_pd_ah.c */
+int vrdma_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
+int vrdma_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
+int vrdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
+		    struct ib_udata *udata);
+int vrdma_destroy_ah(struct ib_ah *ibah, u32 flags);
+void vrdma_ah_attr_to_dev(const struct rdma_ah_attr *attr,
+			  struct virtio_rdma_ah_attr *dst);
+
+/* vrdma_mr.c */
+struct ib_mr *vrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				u64 virt_addr, int access, struct ib_udata *udata);
+int vrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+struct ib_mr *vrdma_get_dma_mr(struct ib_pd *ibpd, int access);
+
+/* vrdma_cq.c */
+int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		    struct ib_udata *udata);
+int vrdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int vrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+int vrdma_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
+
+/* vrdma_qp.c */
+int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		    struct ib_udata *udata);
+int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		    struct ib_udata *udata);
+int vrdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		   struct ib_qp_init_attr *init);
+int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr);
+int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad_wr);
+
+/* vrdma_srq.c */
+int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		     struct ib_udata *udata);
+int vrdma_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		     enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int vrdma_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int vrdma_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int vrdma_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad_wr);
+
+#endif /* VRDMA_H_ */
