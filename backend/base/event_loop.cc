@@ -1,0 +1,187 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+#include "backend/base/event_loop.h"
+
+#include <errno.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace vrdma {
+namespace {
+
+constexpr int kMaxEvents = 64;
+constexpr uint32_t kWakeGeneration = 0;  // generation of the loop's own wake fd
+
+uint64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+uint64_t Pack(int fd, uint32_t generation) {
+  return static_cast<uint32_t>(fd) | (static_cast<uint64_t>(generation) << 32);
+}
+
+}  // namespace
+
+std::unique_ptr<EpollEventLoop> EpollEventLoop::Create(Options options) {
+  std::unique_ptr<EpollEventLoop> loop(new EpollEventLoop(options));
+  loop->epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  loop->wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (loop->epoll_fd_ < 0 || loop->wake_fd_ < 0) return nullptr;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = Pack(loop->wake_fd_, kWakeGeneration);
+  if (epoll_ctl(loop->epoll_fd_, EPOLL_CTL_ADD, loop->wake_fd_, &ev) != 0) return nullptr;
+  return loop;
+}
+
+EpollEventLoop::~EpollEventLoop() {
+  if (epoll_fd_ >= 0) close(epoll_fd_);
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
+
+bool EpollEventLoop::AddFd(int fd, uint32_t epoll_events, FdHandler handler) {
+  if (fd < 0 || fd == wake_fd_ || fds_.count(fd) != 0 || !handler) return false;
+  // A generation per registration, so an event for a removed fd whose number
+  // was reused within the same epoll batch is not delivered to the new one.
+  uint32_t gen = next_generation_++;
+  if (next_generation_ == kWakeGeneration) ++next_generation_;
+  epoll_event ev{};
+  ev.events = epoll_events;
+  ev.data.u64 = Pack(fd, gen);
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) return false;
+  fds_[fd] = std::make_shared<FdEntry>(FdEntry{gen, std::move(handler)});
+  return true;
+}
+
+void EpollEventLoop::RemoveFd(int fd) {
+  auto it = fds_.find(fd);
+  if (it == fds_.end()) return;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+  fds_.erase(it);
+}
+
+uint64_t EpollEventLoop::AddPoller(Poller poller, ArmHook arm) {
+  const uint64_t id = next_poller_id_++;
+  pollers_.push_back(PollerEntry{id, std::move(poller), std::move(arm), false});
+  return id;
+}
+
+void EpollEventLoop::RemovePoller(uint64_t id) {
+  // Marked here, erased between turns: a poller may remove itself.
+  for (auto& p : pollers_) {
+    if (p.id == id) {
+      p.removed = true;
+      pollers_dirty_ = true;
+    }
+  }
+}
+
+void EpollEventLoop::CompactPollers() {
+  if (!pollers_dirty_) return;
+  std::erase_if(pollers_, [](const PollerEntry& p) { return p.removed; });
+  pollers_dirty_ = false;
+}
+
+bool EpollEventLoop::RunPollers() {
+  bool did = false;
+  // Index loop: a poller may add pollers (push_back may reallocate).
+  for (size_t i = 0; i < pollers_.size(); ++i) {
+    if (pollers_[i].removed) continue;
+    Poller& p = pollers_[i].poller;
+    if (p()) did = true;
+  }
+  CompactPollers();
+  return did;
+}
+
+void EpollEventLoop::ArmPollers() {
+  for (size_t i = 0; i < pollers_.size(); ++i) {
+    if (!pollers_[i].removed && pollers_[i].arm) {
+      ArmHook& arm = pollers_[i].arm;
+      arm();
+    }
+  }
+  CompactPollers();
+}
+
+bool EpollEventLoop::DispatchFds(int timeout_ms) {
+  epoll_event events[kMaxEvents];
+  int n = epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
+  if (n <= 0) return false;  // timeout or EINTR
+  bool did = false;
+  for (int i = 0; i < n; ++i) {
+    const int fd = static_cast<int>(events[i].data.u64 & 0xffffffffu);
+    const uint32_t gen = static_cast<uint32_t>(events[i].data.u64 >> 32);
+    if (fd == wake_fd_ && gen == kWakeGeneration) {
+      uint64_t v;
+      [[maybe_unused]] ssize_t r = read(wake_fd_, &v, sizeof(v));
+      did = true;
+      continue;
+    }
+    auto it = fds_.find(fd);
+    if (it == fds_.end() || it->second->generation != gen) continue;  // removed meanwhile
+    // Keep the entry alive while its handler runs (it may remove itself).
+    std::shared_ptr<FdEntry> entry = it->second;
+    entry->handler(events[i].events);
+    did = true;
+  }
+  return did;
+}
+
+bool EpollEventLoop::InLoopThread() const {
+  return loop_thread_.load(std::memory_order_acquire) == std::this_thread::get_id();
+}
+
+bool EpollEventLoop::RunOnce(int timeout_ms) {
+  loop_thread_.store(std::this_thread::get_id(), std::memory_order_release);
+  bool did = RunPollers();
+  if (DispatchFds(did ? 0 : timeout_ms)) did = true;
+  return did;
+}
+
+void EpollEventLoop::Run() {
+  loop_thread_.store(std::this_thread::get_id(), std::memory_order_release);
+  uint64_t last_work = NowNs();
+  uint32_t turns = 0;
+  while (!stop_.load(std::memory_order_acquire)) {
+    if (RunPollers()) {
+      last_work = NowNs();
+      if (++turns % options_.fd_check_interval == 0) DispatchFds(0);
+      continue;
+    }
+    if (DispatchFds(0)) {
+      last_work = NowNs();
+      continue;
+    }
+    if (NowNs() - last_work < options_.idle_spin_ns) continue;
+    // Idle: arm (re-enable kicks), poll once more to catch work that
+    // arrived before arming took effect, then sleep.
+    ArmPollers();
+    if (RunPollers()) {
+      last_work = NowNs();
+      continue;
+    }
+    if (stop_.load(std::memory_order_acquire)) break;
+    sleeps_.fetch_add(1, std::memory_order_relaxed);
+    DispatchFds(-1);
+    last_work = NowNs();
+  }
+  stop_.store(false, std::memory_order_relaxed);  // Run may be called again
+}
+
+void EpollEventLoop::Stop() {
+  stop_.store(true, std::memory_order_release);
+  Wake();
+}
+
+void EpollEventLoop::Wake() {
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t r = write(wake_fd_, &one, sizeof(one));
+}
+
+}  // namespace vrdma
