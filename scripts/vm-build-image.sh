@@ -61,6 +61,7 @@ install_host_deps() {
   done
   if ((${#missing[@]})); then
     log "installing ${missing[*]}"
+    $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
       "${missing[@]}" >/dev/null
   fi

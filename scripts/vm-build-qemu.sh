@@ -49,7 +49,8 @@ install_deps() {
   for p in "${deps[@]}"; do installed "$p" || missing+=("$p"); done
   if ((${#missing[@]})); then
     log "installing ${missing[*]}"
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   fi
   missing=()
   for p in "${backports_deps[@]}"; do installed "$p" || missing+=("$p"); done
@@ -60,24 +61,33 @@ install_deps() {
   if ((${#missing[@]})); then
     log "installing from bookworm-backports: ${missing[*]}"
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
-      -t bookworm-backports "${missing[@]}"
+      -t bookworm-backports "${missing[@]}" >/dev/null
   fi
 }
 
+# Fetches exactly $tarball through apt's deb-src mechanism and checks it
+# against the sha256 in apt's source index. Some files of the archive answer
+# 404 (e.g. several .debian.tar.xz): apt-get source may fail as a whole while
+# the one file we need arrived, so the checksum decides.
 fetch_tarball() {
+  local f="$cache/dl/$tarball" ver sum
   mkdir -p "$cache/dl"
-  [ -s "$cache/dl/$tarball" ] && return 0
-  log "fetching $tarball via apt-get source --download-only (bookworm-backports)"
-  # apt-get source downloads .dsc, orig and debian tarballs; some debian.tar.xz
-  # files of the archive answer 404, so tolerate a failure as long as the one
-  # file we need arrived.
-  (cd "$cache/dl" && timeout 600 apt-get source --download-only -qq \
-      "qemu=1:${qemu_version}+ds-*" >/dev/null 2>&1 ||
-   cd "$cache/dl" && timeout 600 apt-get source --download-only -qq -t bookworm-backports qemu \
-      >/dev/null 2>&1 || true)
-  if [ ! -s "$cache/dl/$tarball" ]; then
-    log "ERROR: $tarball is missing: the archive did not deliver it."
-    log "       Check 'apt-get source --download-only -t bookworm-backports qemu' and deb-src entries."
+  read -r ver sum < <(apt-cache showsrc qemu 2>/dev/null | awk -v t="$tarball" '
+      /^Version:/ {v = $2} /^Checksums-Sha256:/ {c = 1; next} /^[^ ]/ {c = 0}
+      c && $3 == t {print v, $1; exit}') || true
+  if [ -z "${ver:-}" ]; then
+    log "ERROR: no qemu source package with $tarball in apt's deb-src indexes."
+    log "       Needs 'deb-src' for bookworm-backports (see ensure_apt_sources) and apt-get update."
+    exit 1
+  fi
+  if [ -s "$f" ] && echo "$sum  $f" | sha256sum -c --quiet >/dev/null 2>&1; then return 0; fi
+  log "fetching $tarball (source qemu=$ver) with apt-get source --download-only"
+  rm -f "$f"
+  (cd "$cache/dl" && timeout 900 apt-get source --download-only -q "qemu=$ver") \
+    >"$cache/dl/apt-source.log" 2>&1 || true
+  if [ ! -s "$f" ] || ! echo "$sum  $f" | sha256sum -c --quiet >/dev/null 2>&1; then
+    tail -5 "$cache/dl/apt-source.log" >&2
+    log "ERROR: $tarball is missing or corrupt: the archive did not deliver it (log: $cache/dl/apt-source.log)."
     exit 1
   fi
 }
@@ -98,17 +108,18 @@ patch_hash() {
 }
 
 main() {
-  ensure_apt_sources
-  install_deps
-  fetch_tarball
   local h; h="$(patch_hash)"
   local build="$cache/qemu-build-$h"
   local bin="$build/qemu-system-x86_64"
+  # Warm path first: no apt, no network.
   if [ -x "$bin" ]; then
     log "reusing $bin (patch hash $h)"
     ln -sfn "$build" "$cache/qemu-current"
     echo "$bin"; return 0
   fi
+  ensure_apt_sources
+  install_deps
+  fetch_tarball
   local src="$src_root-$h"
   rm -rf "$src" && mkdir -p "$src"
   log "extracting $tarball"
