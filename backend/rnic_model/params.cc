@@ -28,7 +28,7 @@ NicParams ConnectX6RoCE100() {
   p.doorbell_ps = NsToPs(200);         // assumed PCIe MMIO posted write
   p.wqe_fetch_ps = NsToPs(600);        // assumed PCIe read round trip
   p.cqe_write_ps = NsToPs(300);        // assumed PCIe posted write + poll
-  p.tx_fifo_packets = 8;               // fitted: Justitia §3.1.1 4x p99 (RoCEv2)
+  p.tx_fifo_packets = 16;              // fitted: Justitia §3.1.1 4x p99 (RoCEv2)
   p.num_rx_pus = 16;                   // assumed symmetric with TX
   p.rx_cost_ps = NsToPs(1e3 / 13.0 / 2.0);  // assumed: RX never the bottleneck alone
   return p;

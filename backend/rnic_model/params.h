@@ -42,7 +42,10 @@ struct NicParams {
   Picos rx_cost_ps = NsToPs(60);         // RX PU time per packet
   Picos cqe_write_ps = NsToPs(300);      // PCIe write of a CQE seen by a poller
   Picos rnr_delay_ps = NsToPs(10000);    // min_rnr_timer used on RNR NAK
-  Picos rto_ps = NsToPs(100000);         // RC retransmission timeout (tail loss)
+  // RC retransmission timeout (tail loss). IB's timeout=14 would be 67 ms;
+  // the model uses 1 ms so tail-loss recovery shows up in short runs.
+  Picos rto_ps = NsToPs(1000000);
+  uint32_t ack_every_packets = 16;       // responder ACK coalescing (assumed)
   uint32_t max_rd_atomic = 16;           // outstanding READs per QP
 
   Picos byte_time_ps() const;            // serialization of one byte

@@ -265,6 +265,7 @@ void Simulator::OnLinkDone(HostId hid) {
   Packet& pk = pkts_[id];
   ++h.stats.tx_packets;
   h.stats.tx_bytes += pk.payload;
+  if (!pk.retransmit) qps_[pk.src_qp].tx_payload += pk.payload;
   if (pk.type == kData || pk.type == kReadReq) {
     Qp& q = qps_[pk.src_qp];
     if (q.cfg.transport == Transport::kUc) {

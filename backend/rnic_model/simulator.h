@@ -152,6 +152,9 @@ class Simulator {
   uint64_t events_processed() const { return events_processed_; }
   uint32_t sq_outstanding(QpId qp) const;
   uint32_t rq_posted(QpId qp) const { return qps_[qp].rq_posted; }
+  // Payload bytes this QP put on the wire for the first time (its requests'
+  // data, or the READ responses it served).
+  uint64_t qp_tx_bytes(QpId qp) const { return qps_[qp].tx_payload; }
 
  private:
   enum EventKind : uint32_t {
@@ -225,6 +228,7 @@ class Simulator {
     bool nak_sent = false;
     bool uc_broken = false;
     uint32_t rq_posted = 0;
+    uint64_t tx_payload = 0;
     Ring<uint64_t> rq;
     Ring<RespJob> resp;
     uint32_t resp_pkt = 0;     // packets of resp.front() generated
