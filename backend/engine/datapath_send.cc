@@ -1,0 +1,309 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// The data path's send side and its turn (PollOnce). Runs only on the
+// data-path thread.
+//
+// Send queue protocol. A doorbell puts the QP on pending_sq_ (an intrusive
+// list: no allocation, duplicates are no-ops). Each turn, for every pending
+// QP in RTS: the guest's producer index is loaded once (acquire); each new
+// WQE is copied to engine memory (header, then only the SGEs or inline
+// bytes it declares), decoded (wqe_decoder.h), checked against the VM's
+// objects (lkeys in the VM and the QP's PD, ranges inside the MR, UD AH of
+// the VM and PD), turned into a host SendWr whose wr_id is an engine cookie
+// (QP handle + ring slot, objects.h) and handed to the scheduler stage.
+// Once the stage has taken it (posted, or copied into its FIFO) the slot is
+// free for the guest and the consumer index is stored (release) once per
+// batch: librxe reads consumer_index as "space available".
+//
+// The engine remembers each consumed WQE (guest wr_id, opcode, size) by
+// slot until it is known complete. A completion for slot s retires every
+// older slot too (a signaled completion implies all earlier WRs of the SQ
+// completed), so at most sq_window WQEs are consumed and unretired: a QP
+// that never signals stops being consumed, like a real send queue.
+//
+// A WQE that fails checks completes with an error CQE, after every older
+// WR's completion, and the QP goes to ERR; everything after it is flushed
+// (kWrFlushErr), as a real RNIC does. QPs in RESET/INIT/RTR/SQD keep their
+// WQEs in the ring until RTS.
+#include <cstring>
+
+#include "backend/engine/engine_impl.h"
+
+namespace vrdma::engine {
+namespace {
+
+policy::WrKind KindOf(WrOpcode op) {
+  switch (op) {
+    case WrOpcode::kRdmaWrite:
+    case WrOpcode::kRdmaWriteWithImm: return policy::WrKind::kWrite;
+    case WrOpcode::kSend:
+    case WrOpcode::kSendWithImm: return policy::WrKind::kSend;
+    case WrOpcode::kRdmaRead: return policy::WrKind::kRead;
+    case WrOpcode::kAtomicCmpSwp:
+    case WrOpcode::kAtomicFetchAdd: return policy::WrKind::kAtomic;
+  }
+  return policy::WrKind::kSend;
+}
+
+}  // namespace
+
+void EngineImpl::Doorbell(VmId id, uint8_t kind, uint32_t handle) {
+  VmContext* vm = FindVm(id);
+  if (vm == nullptr) return;
+  switch (kind) {
+    case VIRTIO_RDMA_DB_SQ:
+      if (QpObj* qp = FindQp(*vm, handle)) {
+        pending_sq_.PushBack(qp);
+        return;
+      }
+      break;
+    case VIRTIO_RDMA_DB_RQ:
+      if (QpObj* qp = FindQp(*vm, handle); qp != nullptr && qp->srq == nullptr) {
+        ReplenishRecv(qp->rq);
+        return;
+      }
+      break;
+    case VIRTIO_RDMA_DB_SRQ:
+      if (SrqObj* srq = vm->srqs.Lookup(handle)) {
+        ReplenishRecv(srq->rq);
+        return;
+      }
+      break;
+    case VIRTIO_RDMA_DB_CQ_ARM:
+    case VIRTIO_RDMA_DB_CQ_ARM_SOLICITED:
+      if (CqObj* cq = vm->cqs.Lookup(handle)) {
+        if (kind == VIRTIO_RDMA_DB_CQ_ARM) {
+          cq->armed = CqObj::kArmNext;
+        } else if (cq->armed != CqObj::kArmNext) {
+          cq->armed = CqObj::kArmSolicited;
+        }
+        return;
+      }
+      break;
+    default:
+      break;
+  }
+  ++vm->doorbells_ignored;
+}
+
+bool EngineImpl::PollOnce() {
+  now_ = options_.clock();
+  bool did = false;
+  for (QpObj* qp = pending_sq_.front(); qp != nullptr;) {
+    QpObj* next = decltype(pending_sq_)::next(qp);
+    did |= ProcessSq(*qp, now_);
+    qp = next;
+  }
+  did |= stage_.Drain(now_);
+  did |= rnic_.Progress();
+  for (CqObj* cq = active_cq_.front(); cq != nullptr;) {
+    CqObj* next = decltype(active_cq_)::next(cq);
+    did |= PollRnicCq(*cq, /*drain=*/false);
+    cq = next;
+  }
+  // Receive queues that had completions or errors: refill or flush. Bounded
+  // in case completions keep re-adding them.
+  for (int i = 0; i < 1024 && !ready_rq_.empty(); ++i) {
+    did |= ReplenishRecv(*ready_rq_.PopFront());
+  }
+  did |= SweepRecv();
+  return did;
+}
+
+WcStatus EngineImpl::CheckSendSemantics(const QpObj& qp, DecodedSend& d) const {
+  const VmContext& vm = *qp.vm;
+  SendWr& wr = d.wr;
+  if (qp.type == QpType::kUd) {
+    const AhObj* ah = vm.ahs.Lookup(d.ah_handle);
+    if (ah == nullptr || ah->pd != qp.pd) return WcStatus::kLocQpOpErr;
+    wr.ah = ah->rnic;
+  }
+  if (wr.send_flags & kSendInline) return WcStatus::kSuccess;
+  // READ and atomics write into the local buffers.
+  const bool writes_local = wr.opcode == WrOpcode::kRdmaRead ||
+                            wr.opcode == WrOpcode::kAtomicCmpSwp ||
+                            wr.opcode == WrOpcode::kAtomicFetchAdd;
+  int kept = 0;
+  for (int i = 0; i < wr.num_sge; ++i) {
+    const Sge s = wr.sge[i];
+    if (s.length == 0) continue;  // names no memory; not passed on unchecked
+    std::optional<uint32_t> h = vm.lkey_to_mr.Find(s.lkey);
+    const MrObj* mr = h ? vm.mrs.Lookup(*h) : nullptr;
+    if (mr == nullptr || mr->pd != qp.pd) return WcStatus::kLocProtErr;
+    if (writes_local && !(mr->access & kAccessLocalWrite)) return WcStatus::kLocProtErr;
+    uint64_t end = 0;
+    if (__builtin_add_overflow(s.addr, uint64_t{s.length}, &end) || s.addr < mr->iova ||
+        end > mr->iova + mr->length) {
+      return WcStatus::kLocProtErr;
+    }
+    wr.sge[kept++] = s;
+  }
+  wr.num_sge = static_cast<uint8_t>(kept);
+  return WcStatus::kSuccess;
+}
+
+bool EngineImpl::ProcessSq(QpObj& qp, policy::Nanos now) {
+  switch (qp.state) {
+    case QpState::kRts:
+      break;
+    case QpState::kErr:
+    case QpState::kSqe:
+      return FlushSq(qp);
+    default:
+      // Not ready to send (or draining): WQEs wait in the ring; the
+      // transition to RTS puts the QP back on the list.
+      pending_sq_.Remove(&qp);
+      return false;
+  }
+  uint32_t prod = 0;
+  if (!qp.sq.LoadProducer(&prod)) {
+    RingError(qp);
+    return true;
+  }
+  VmContext& vm = *qp.vm;
+  uint32_t head = qp.sq_head;
+  uint32_t budget = options_.sq_budget;
+  bool did = false;
+  alignas(64) uint8_t header[kSendWqeHeaderBytes];
+  alignas(64) uint8_t payload[kMaxSendPayloadBytes];
+  DecodedSend& d = send_scratch_;
+  while (head != prod && budget > 0) {
+    if (qp.sq.Distance(qp.sq_done, head) >= qp.sq_window) break;  // wait for completions
+    --budget;
+    const uint8_t* elem = qp.sq.element(head);
+    std::memcpy(header, elem, kSendWqeHeaderBytes);
+    WcStatus st = DecodeSendHeader(header, qp.sq_limits, &d);
+    if (st == WcStatus::kSuccess) {
+      std::memcpy(payload, elem + kSendWqeHeaderBytes, d.payload_bytes);
+      st = DecodeSendPayload(payload, qp.sq_limits, &d);
+    }
+    if (st == WcStatus::kSuccess) st = CheckSendSemantics(qp, d);
+    if (st != WcStatus::kSuccess) {
+      ++vm.stats.wqes_rejected;
+      qp.sq_head = head;
+      FailSend(qp, d.wr.wr_id, d.wr.opcode, st, /*fifo_is_older=*/true);
+      qp.sq_head = qp.sq_done = qp.sq.Next(head);
+      qp.sq.StoreConsumer(qp.sq_head);
+      return true;  // QP in ERR and still pending: the rest is flushed next
+    }
+    SendSlot& slot = qp.slots[head];
+    slot.guest_wr_id = d.wr.wr_id;
+    slot.opcode = d.wr.opcode;
+    slot.kind = KindOf(d.wr.opcode);
+    slot.signaled = qp.sq_sig_all || (d.wr.send_flags & kSendSignaled);
+    const uint64_t bytes = d.wr.total_length();  // <= max_msg_sz (checked)
+    slot.bytes = static_cast<uint32_t>(bytes);
+    slot.admit_ns = now;
+    d.wr.wr_id = MakeCookie(qp.handle, CookieKind::kSend, head);
+    const policy::WrInfo info{vm.id, qp.handle, slot.kind, slot.bytes, slot.signaled};
+    const Status ps = stage_.Submit(qp, d.wr, info, head, now);
+    if (ps == Status::kNoResource) break;  // the QP's FIFO is full: retry next turn
+    if (ps != Status::kOk) {
+      // The RNIC refused the post (its QP left RTS on its own).
+      qp.sq_head = head;
+      FailSend(qp, slot.guest_wr_id, slot.opcode,
+               qp.state == QpState::kErr ? WcStatus::kWrFlushErr : WcStatus::kLocQpOpErr,
+               /*fifo_is_older=*/true);
+      qp.sq_head = qp.sq_done = qp.sq.Next(head);
+      qp.sq.StoreConsumer(qp.sq_head);
+      return true;
+    }
+    ++vm.stats.wqes_posted;
+    Expect(*qp.send_cq, 1);
+    head = qp.sq.Next(head);
+    did = true;
+  }
+  if (head != qp.sq_head) {
+    qp.sq_head = head;
+    qp.sq.StoreConsumer(head);  // release: the slots may be reused
+  }
+  if (head == prod) pending_sq_.Remove(&qp);  // a new doorbell brings it back
+  return did;
+}
+
+bool EngineImpl::FlushSq(QpObj& qp) {
+  DrainSendSide(qp);
+  uint32_t prod = 0;
+  if (!qp.sq.LoadProducer(&prod)) {
+    pending_sq_.Remove(&qp);  // already in ERR; nothing sane to flush
+    return false;
+  }
+  bool did = false;
+  uint32_t head = qp.sq_head;
+  // At most one pass over the ring per turn.
+  for (uint32_t n = 0; head != prod && n < qp.sq.capacity(); ++n) {
+    const uint8_t* elem = qp.sq.element(head);
+    uint64_t wr_id;
+    uint32_t op;
+    std::memcpy(&wr_id, elem + send_wqe::kWrId, sizeof(wr_id));
+    std::memcpy(&op, elem + send_wqe::kOpcode, sizeof(op));
+    const WcOpcode wc_op = op <= static_cast<uint32_t>(WrOpcode::kAtomicFetchAdd)
+                               ? SendCompletionOpcode(static_cast<WrOpcode>(op))
+                               : WcOpcode::kSend;
+    WriteErrorCqe(*qp.send_cq, wr_id, qp.qpn, wc_op, WcStatus::kWrFlushErr);
+    head = qp.sq.Next(head);
+    did = true;
+  }
+  if (head != qp.sq_head) {
+    qp.sq_head = qp.sq_done = head;
+    qp.sq.StoreConsumer(head);
+  }
+  if (head == prod) pending_sq_.Remove(&qp);
+  return did;
+}
+
+void EngineImpl::DrainSendSide(QpObj& qp) {
+  PollRnicCq(*qp.send_cq, /*drain=*/true);
+  stage_.FlushFlow(qp, [&](uint32_t slot) {
+    const SendSlot& s = qp.slots[slot];
+    WriteErrorCqe(*qp.send_cq, s.guest_wr_id, qp.qpn, SendCompletionOpcode(s.opcode),
+                  WcStatus::kWrFlushErr);
+  });
+  // Whatever the RNIC held has been flushed: close the window.
+  Retire(*qp.send_cq, qp.sq.Distance(qp.sq_done, qp.sq_head));
+  qp.sq_done = qp.sq_head;
+}
+
+void EngineImpl::FailSend(QpObj& qp, uint64_t guest_wr_id, WrOpcode op, WcStatus status,
+                          bool fifo_is_older) {
+  EnterError(qp);
+  if (fifo_is_older) {
+    DrainSendSide(qp);
+    WriteErrorCqe(*qp.send_cq, guest_wr_id, qp.qpn, SendCompletionOpcode(op), status);
+  } else {
+    PollRnicCq(*qp.send_cq, /*drain=*/true);
+    WriteErrorCqe(*qp.send_cq, guest_wr_id, qp.qpn, SendCompletionOpcode(op), status);
+    DrainSendSide(qp);
+  }
+}
+
+void EngineImpl::EnterError(QpObj& qp) {
+  if (qp.state != QpState::kErr) {
+    QpAttr attr;
+    attr.state = QpState::kErr;
+    (void)rnic_.ModifyQp(qp.rnic, attr, kQpState);  // flushes what it holds
+    qp.state = QpState::kErr;
+  }
+  pending_sq_.PushBack(&qp);
+  if (qp.srq == nullptr) ready_rq_.PushBack(&qp.rq);
+}
+
+void EngineImpl::RingError(QpObj& qp) {
+  const bool first = qp.state != QpState::kErr;
+  EnterError(qp);
+  if (first) Event(*qp.vm, VIRTIO_RDMA_EV_QP_FATAL, qp.qpn);
+}
+
+QpObj* EngineImpl::ResolveFlow(policy::TenantId tenant, policy::FlowId flow) {
+  VmContext* vm = FindVm(tenant);
+  return vm ? vm->qps.Lookup(flow) : nullptr;
+}
+
+void EngineImpl::OnQueuedPostFailed(QpObj& qp, uint32_t slot, Status) {
+  const SendSlot& s = qp.slots[slot];
+  FailSend(qp, s.guest_wr_id, s.opcode,
+           qp.state == QpState::kErr ? WcStatus::kWrFlushErr : WcStatus::kLocQpOpErr,
+           /*fifo_is_older=*/false);
+}
+
+}  // namespace vrdma::engine

@@ -1,0 +1,174 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// The engine's implementation class, shared by its source files:
+//   engine_vm.cc          VM lifecycle, PDs, MRs, AHs, queries, stats
+//   engine_queues.cc      CQs, QPs (create/modify/query/destroy), SRQs
+//   datapath_send.cc      doorbells, send queues, PollOnce
+//   datapath_recv.cc      receive queues and SRQs (lazy replenish)
+//   datapath_cq.cc        RNIC completions -> guest CQEs, notifications
+//
+// Threading: every Rnic call and every change to a VM's tables or to a
+// published object runs on the data-path thread: control verbs do their
+// checks and page-view mapping on the control thread, then run the rest in
+// one Executor::RunSync closure. This also satisfies rnic.h's "one thread
+// at a time" rule without locks. With InlineExecutor (tests) it is all one
+// thread.
+#ifndef VRDMA_BACKEND_ENGINE_ENGINE_IMPL_H_
+#define VRDMA_BACKEND_ENGINE_ENGINE_IMPL_H_
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "backend/engine/engine.h"
+#include "backend/engine/intrusive_list.h"
+#include "backend/engine/objects.h"
+#include "backend/engine/resource_table.h"
+#include "backend/engine/scheduler_stage.h"
+
+namespace vrdma::engine {
+
+struct EngineOptions {
+  // Monotonic nanoseconds for the scheduler policy; default steady_clock.
+  std::function<policy::Nanos()> clock;
+  uint32_t max_vms = 64;
+  // WQEs consumed from one SQ per turn (fairness between QPs).
+  uint32_t sq_budget = 64;
+  // Receive queues refilled by the low-watermark sweep per turn.
+  uint32_t sweep_budget = 4;
+};
+
+// Engine::Create with options (tests: a manual clock).
+std::unique_ptr<Engine> CreateEngine(Rnic& rnic, Executor& executor,
+                                     policy::SchedulerPolicy& policy,
+                                     EngineOptions options);
+
+class EngineImpl final : public Engine, private SchedulerStage::Sink {
+ public:
+  EngineImpl(Rnic& rnic, Executor& executor, policy::SchedulerPolicy& policy,
+             EngineOptions options);
+  ~EngineImpl() override;
+
+  Result<VmId> AttachVm(const VmConfig& config, VmEventSink* sink) override;
+  void DetachVm(VmId vm) override;
+  void SetGuestMemory(VmId vm, std::shared_ptr<const GuestMemory> memory) override;
+  Result<VmStats> Stats(VmId vm) const override;
+
+  Result<DeviceAttr> QueryDevice(VmId vm) const override;
+  Result<Gid> QueryGid(VmId vm, uint32_t index) const override;
+  Result<uint32_t> CreatePd(VmId vm) override;
+  Status DestroyPd(VmId vm, uint32_t pd) override;
+  Result<RegMrResult> RegMr(VmId vm, const RegMrRequest& req) override;
+  Status DeregMr(VmId vm, uint32_t mr) override;
+  Result<CreateCqResult> CreateCq(VmId vm, const CreateCqRequest& req) override;
+  Status DestroyCq(VmId vm, uint32_t cq) override;
+  Status ReqNotifyCq(VmId vm, uint32_t cq, bool solicited_only) override;
+  Result<CreateQpResult> CreateQp(VmId vm, const CreateQpRequest& req) override;
+  Status ModifyQp(VmId vm, const ModifyQpRequest& req) override;
+  Result<QueryQpResult> QueryQp(VmId vm, uint32_t qpn) const override;
+  Status DestroyQp(VmId vm, uint32_t qpn) override;
+  Result<uint32_t> CreateAh(VmId vm, uint32_t pd, const GuestAh& ah) override;
+  Status DestroyAh(VmId vm, uint32_t ah) override;
+  Result<CreateSrqResult> CreateSrq(VmId vm, const CreateSrqRequest& req) override;
+  Status ModifySrq(VmId vm, uint32_t srq, uint32_t mask, uint32_t max_wr,
+                   uint32_t srq_limit) override;
+  Status DestroySrq(VmId vm, uint32_t srq) override;
+
+  void Doorbell(VmId vm, uint8_t kind, uint32_t handle) override;
+  bool PollOnce() override;
+
+ private:
+  // --- helpers (engine_vm.cc) ---
+  VmContext* FindVm(VmId vm) const { return vms_.Lookup(vm); }
+  RnicLimits VmLimits(const VmContext& vm) const;
+  Status MapPages(const VmContext& vm, const std::vector<uint64_t>& pages,
+                  GuestPageView* view) const;
+  // Teardown of single objects, on the data-path thread.
+  void DestroyQpLocked(VmContext& vm, uint32_t handle);
+  void DestroyMrLocked(VmContext& vm, uint32_t handle);
+  void DestroyCqLocked(VmContext& vm, uint32_t handle);
+  void DestroySrqLocked(VmContext& vm, uint32_t handle);
+
+  // --- queues (engine_queues.cc) ---
+  Status ModifyQpLocked(VmContext& vm, QpObj& qp, const ModifyQpRequest& req);
+  Status InitRecvQueue(RecvQueue& rq, const RingSpec& ring, uint32_t max_sge,
+                       uint32_t depth, GuestPageView view);
+
+  // --- send path (datapath_send.cc) ---
+  QpObj* FindQp(const VmContext& vm, uint32_t qpn) const {
+    std::optional<uint32_t> h = vm.qpn_to_qp.Find(qpn);
+    return h ? vm.qps.Lookup(*h) : nullptr;
+  }
+  bool ProcessSq(QpObj& qp, policy::Nanos now);
+  // ERR or SQE: flush what the guest posted, oldest first.
+  bool FlushSq(QpObj& qp);
+  WcStatus CheckSendSemantics(const QpObj& qp, DecodedSend& d) const;
+  // A send WR failed (validation, or the RNIC refused it): QP to ERR, its
+  // error CQE after every older completion (RNIC-posted ones, and the
+  // scheduler's queued ones when fifo_is_older), the rest flushed.
+  void FailSend(QpObj& qp, uint64_t guest_wr_id, WrOpcode op, WcStatus status,
+                bool fifo_is_older);
+  // RNIC completions of the send CQ written, the QP's queued WRs flushed,
+  // the send window closed. Only with the QP in ERR.
+  void DrainSendSide(QpObj& qp);
+  // QP to ERR (the RNIC flushes what it holds); the rings are flushed by
+  // FlushSq and ReplenishRecv, which run next.
+  void EnterError(QpObj& qp);
+  // Guest wrote an impossible ring index: QP to ERR and QP_FATAL event.
+  void RingError(QpObj& qp);
+  // SchedulerStage::Sink
+  QpObj* ResolveFlow(policy::TenantId tenant, policy::FlowId flow) override;
+  void OnQueuedPostFailed(QpObj& qp, uint32_t slot, Status s) override;
+
+  // --- receive path (datapath_recv.cc) ---
+  bool ReplenishRecv(RecvQueue& rq);
+  bool FlushRecvRing(RecvQueue& rq);
+  WcStatus CheckRecvSemantics(uint32_t pd, const VmContext& vm, RecvWr& wr) const;
+  void FailRecv(RecvQueue& rq, uint32_t slot, uint64_t guest_wr_id, WcStatus status);
+  // Slot finished (completed, flushed or skipped): advance the consumer.
+  void MarkRecvDone(RecvQueue& rq, uint32_t slot);
+  void UpdateSweep(RecvQueue& rq);
+  bool SweepRecv();
+  void UnlinkRecv(RecvQueue& rq);
+  void CheckSrqLimit(SrqObj& srq);
+
+  // --- completions (datapath_cq.cc) ---
+  // Polls one batch, or until empty when drain; true when any.
+  bool PollRnicCq(CqObj& cq, bool drain);
+  void HandleCompletion(CqObj& cq, const Completion& c);
+  // The QP failed on the RNIC's side (error completion).
+  void NoteRnicError(QpObj& qp);
+  bool WriteCqe(CqObj& cq, const ib_uverbs_wc& wc, bool solicited);
+  void WriteErrorCqe(CqObj& cq, uint64_t wr_id, uint32_t qpn, WcOpcode op,
+                     WcStatus status);
+  void Expect(CqObj& cq, uint64_t n);
+  void Retire(CqObj& cq, uint64_t n);
+  void Event(VmContext& vm, uint32_t type, uint32_t handle);
+
+  Rnic& rnic_;
+  Executor& executor_;
+  policy::SchedulerPolicy& policy_;
+  EngineOptions options_;
+  RnicLimits limits_;
+  SchedulerStage stage_;
+  ResourceTable<VmContext> vms_;
+  std::vector<Gid> gids_in_use_;  // control thread: every attached VM's GIDs
+
+  // Data-path work lists.
+  IntrusiveList<QpObj, &QpObj::pending_hook> pending_sq_;
+  IntrusiveList<CqObj, &CqObj::active_hook> active_cq_;
+  IntrusiveList<RecvQueue, &RecvQueue::sweep_hook> sweep_rq_;
+  IntrusiveList<RecvQueue, &RecvQueue::ready_hook> ready_rq_;
+  policy::Nanos now_ = 0;  // this turn's clock
+  // Scratch for the data path, reused so nothing is built per WQE.
+  DecodedSend send_scratch_;
+  static constexpr int kRecvBatch = 8;
+  std::array<RecvWr, kRecvBatch> recv_batch_{};
+  static constexpr int kPollBatch = 32;
+  std::array<Completion, kPollBatch> poll_batch_{};
+};
+
+}  // namespace vrdma::engine
+
+#endif  // VRDMA_BACKEND_ENGINE_ENGINE_IMPL_H_

@@ -1,0 +1,536 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// CQs, QPs and SRQs on the control path: checks and ring mapping on the
+// control thread, RNIC calls and publication in one RunSync closure.
+#include <algorithm>
+
+#include "backend/engine/address.h"
+#include "backend/engine/engine_impl.h"
+#include "backend/engine/qp_attr_check.h"
+#include "backend/engine/ring_check.h"
+
+namespace vrdma::engine {
+namespace {
+
+bool PinnedFits(const VmContext& vm, uint64_t bytes) {
+  const uint64_t quota = vm.config.quotas.max_pinned_bytes;
+  return vm.stats.pinned_bytes <= quota && bytes <= quota - vm.stats.pinned_bytes;
+}
+
+uint64_t RingPinned(const RingSpec& r) {
+  return uint64_t{r.pages.size()} * VIRTIO_RDMA_PAGE_SIZE;
+}
+
+bool ValidQpType(QpType t) {
+  return t == QpType::kRc || t == QpType::kUc || t == QpType::kUd;
+}
+
+}  // namespace
+
+Status EngineImpl::InitRecvQueue(RecvQueue& rq, const RingSpec& ring, uint32_t max_sge,
+                                 uint32_t depth, GuestPageView view) {
+  rq.view = std::move(view);
+  rq.ring = GuestRing(rq.view.data(), ring.log2_num_elem, ring.log2_elem_size);
+  rq.limits.max_sge = max_sge;
+  rq.limits.elem_size = rq.ring.elem_size();
+  rq.depth = depth;
+  rq.low_watermark = std::max<uint32_t>(1, depth / 2);
+  rq.wr_ids.assign(rq.ring.num_elem(), 0);
+  rq.done.assign(rq.ring.num_elem(), 0);
+  rq.head = rq.consumer = rq.posted = 0;
+  return Status::kOk;
+}
+
+// ---------------------------------------------------------------- CQs
+
+Result<CreateCqResult> EngineImpl::CreateCq(VmId id, const CreateCqRequest& req) {
+  VmContext* vm = FindVm(id);
+  if (vm == nullptr) return Status::kBadHandle;
+  const RnicLimits lim = VmLimits(*vm);
+  if (req.cqe == 0 || req.cqe > lim.max_cqe) return Status::kInvalid;
+  VRDMA_RETURN_IF_ERROR(CheckRingGeometry(req.ring, CqMinElemBytes(), req.cqe));
+  if (vm->cqs.full()) return Status::kNoResource;
+  const uint64_t pinned = RingPinned(req.ring);
+  if (!PinnedFits(*vm, pinned)) return Status::kNoResource;
+  auto cq = std::make_unique<CqObj>();
+  VRDMA_RETURN_IF_ERROR(MapPages(*vm, req.ring.pages, &cq->view));
+  cq->ring = GuestRing(cq->view.data(), req.ring.log2_num_elem, req.ring.log2_elem_size);
+  cq->depth = cq->ring.capacity();
+  cq->pinned = pinned;
+
+  Result<CreateCqResult> out = Status::kNoResource;
+  executor_.RunSync([&] {
+    Result<uint32_t> h = vm->cqs.PeekNextHandle();
+    if (!h.ok()) return;
+    Result<RnicCq> r = rnic_.CreateCq(std::min(cq->depth, limits_.max_cqe));
+    if (!r.ok()) {
+      out = r.status();
+      return;
+    }
+    cq->rnic = *r;
+    cq->vm = vm;
+    cq->handle = *h;
+    cq->ring.StoreProducer(0);  // the host owns the producer index
+    const uint32_t depth = cq->depth;
+    (void)vm->cqs.Insert(std::move(cq));
+    ++vm->stats.cqs;
+    vm->stats.pinned_bytes += pinned;
+    out = CreateCqResult{*h, depth};
+  });
+  return out;
+}
+
+void EngineImpl::DestroyCqLocked(VmContext& vm, uint32_t handle) {
+  CqObj* cq = vm.cqs.Lookup(handle);
+  if (cq == nullptr) return;
+  active_cq_.Remove(cq);
+  (void)rnic_.DestroyCq(cq->rnic);
+  vm.stats.pinned_bytes -= cq->pinned;
+  --vm.stats.cqs;
+}
+
+Status EngineImpl::DestroyCq(VmId id, uint32_t cq) {
+  VmContext* vm = FindVm(id);
+  if (vm == nullptr) return Status::kBadHandle;
+  Status s = Status::kOk;
+  std::unique_ptr<CqObj> dead;
+  executor_.RunSync([&] {
+    CqObj* obj = vm->cqs.Lookup(cq);
+    if (obj == nullptr) {
+      s = Status::kBadHandle;
+      return;
+    }
+    if (obj->refs > 0) {
+      s = Status::kBusy;
+      return;
+    }
+    DestroyCqLocked(*vm, cq);
+    dead = vm->cqs.Remove(cq);
+  });
+  return s;
+}
+
+Status EngineImpl::ReqNotifyCq(VmId id, uint32_t cq, bool solicited_only) {
+  VmContext* vm = FindVm(id);
+  if (vm == nullptr) return Status::kBadHandle;
+  Status s = Status::kOk;
+  executor_.RunSync([&] {
+    CqObj* obj = vm->cqs.Lookup(cq);
+    if (obj == nullptr) {
+      s = Status::kBadHandle;
+      return;
+    }
+    // "Next completion" is the stronger request; it is never weakened.
+    if (!solicited_only) {
+      obj->armed = CqObj::kArmNext;
+    } else if (obj->armed != CqObj::kArmNext) {
+      obj->armed = CqObj::kArmSolicited;
+    }
+  });
+  return s;
+}
+
+// ---------------------------------------------------------------- QPs
+
+Result<CreateQpResult> EngineImpl::CreateQp(VmId id, const CreateQpRequest& req) {
+  VmContext* vm = FindVm(id);
+  if (vm == nullptr) return Status::kBadHandle;
+  if (!ValidQpType(req.type)) return Status::kInvalid;
+  if (vm->pds.Lookup(req.pd) == nullptr || vm->cqs.Lookup(req.send_cq) == nullptr ||
+      vm->cqs.Lookup(req.recv_cq) == nullptr ||
+      (req.srq != 0 && vm->srqs.Lookup(req.srq) == nullptr)) {
+    return Status::kBadHandle;
+  }
+  const RnicLimits lim = VmLimits(*vm);
+  const QpCaps& c = req.caps;
+  if (c.max_send_wr == 0 || c.max_send_wr > lim.max_qp_wr || c.max_send_sge > lim.max_sge ||
+      c.max_inline_data > lim.max_inline_data) {
+    return Status::kInvalid;
+  }
+  const bool has_rq = req.srq == 0;
+  if (has_rq) {
+    if (c.max_recv_wr == 0 || c.max_recv_wr > lim.max_qp_wr || c.max_recv_sge > lim.max_sge) {
+      return Status::kInvalid;
+    }
+  } else if (!req.rq.pages.empty()) {
+    return Status::kInvalid;
+  }
+  VRDMA_RETURN_IF_ERROR(CheckRingGeometry(
+      req.sq, SqMinElemBytes(c.max_send_sge, c.max_inline_data), c.max_send_wr));
+  if (has_rq) {
+    VRDMA_RETURN_IF_ERROR(
+        CheckRingGeometry(req.rq, RqMinElemBytes(c.max_recv_sge), c.max_recv_wr));
+  }
+  if (vm->qps.full()) return Status::kNoResource;
+  const uint64_t pinned = RingPinned(req.sq) + (has_rq ? RingPinned(req.rq) : 0);
+  if (!PinnedFits(*vm, pinned)) return Status::kNoResource;
+
+  auto qp = std::make_unique<QpObj>();
+  VRDMA_RETURN_IF_ERROR(MapPages(*vm, req.sq.pages, &qp->sq_view));
+  GuestPageView rq_view;
+  if (has_rq) VRDMA_RETURN_IF_ERROR(MapPages(*vm, req.rq.pages, &rq_view));
+
+  qp->type = req.type;
+  qp->pd = req.pd;
+  qp->caps = c;
+  if (!has_rq) qp->caps.max_recv_wr = qp->caps.max_recv_sge = 0;
+  qp->sq_sig_all = req.sq_sig_all;
+  qp->pinned = pinned;
+  qp->sq = GuestRing(qp->sq_view.data(), req.sq.log2_num_elem, req.sq.log2_elem_size);
+  qp->sq_window = std::min(qp->sq.capacity(), limits_.max_qp_wr);
+  qp->sq_limits.type = req.type;
+  qp->sq_limits.max_sge = c.max_send_sge;
+  qp->sq_limits.max_inline = c.max_inline_data;
+  qp->sq_limits.elem_size = qp->sq.elem_size();
+  qp->sq_limits.max_msg_sz = limits_.max_msg_sz;
+  qp->slots.assign(qp->sq.num_elem(), SendSlot{});
+  qp->flow.entries.resize(std::min(qp->sq_window, SchedulerStage::kFlowCapacity));
+  if (has_rq) {
+    (void)InitRecvQueue(qp->rq, req.rq, c.max_recv_sge,
+                        std::min(qp->rq.ring.capacity() + 0, limits_.max_qp_wr), std::move(rq_view));
+    qp->rq.depth = std::min(qp->rq.ring.capacity(), limits_.max_qp_wr);
+    qp->rq.low_watermark = std::max<uint32_t>(1, qp->rq.depth / 2);
+  }
+
+  Result<CreateQpResult> out = Status::kNoResource;
+  executor_.RunSync([&] {
+    PdObj* pd = vm->pds.Lookup(req.pd);
+    CqObj* scq = vm->cqs.Lookup(req.send_cq);
+    CqObj* rcq = vm->cqs.Lookup(req.recv_cq);
+    SrqObj* srq = has_rq ? nullptr : vm->srqs.Lookup(req.srq);
+    if (!pd || !scq || !rcq || (!has_rq && !srq)) {
+      out = Status::kBadHandle;
+      return;
+    }
+    Result<uint32_t> h = vm->qps.PeekNextHandle();
+    if (!h.ok()) return;
+    QpInit init;
+    init.type = req.type;
+    init.pd = pd->rnic;
+    init.send_cq = scq->rnic;
+    init.recv_cq = rcq->rnic;
+    init.has_srq = !has_rq;
+    if (srq) init.srq = srq->rnic;
+    init.caps.max_send_wr = qp->sq_window;
+    init.caps.max_recv_wr = has_rq ? qp->rq.depth : 0;
+    init.caps.max_send_sge = c.max_send_sge;
+    init.caps.max_recv_sge = has_rq ? c.max_recv_sge : 0;
+    init.caps.max_inline_data = c.max_inline_data;
+    init.sq_sig_all = req.sq_sig_all;
+    Result<RnicQp> r = rnic_.CreateQp(init);
+    if (!r.ok()) {
+      out = r.status();
+      return;
+    }
+    if (!vm->qpn_to_qp.Insert(r->qpn, *h)) {
+      (void)rnic_.DestroyQp(*r);
+      out = Status::kIoError;  // the RNIC reused a live QPN
+      return;
+    }
+    qp->rnic = *r;
+    qp->qpn = r->qpn;
+    qp->vm = vm;
+    qp->handle = *h;
+    qp->send_cq = scq;
+    qp->recv_cq = rcq;
+    qp->srq = srq;
+    qp->sq.StoreConsumer(0);  // the host owns the consumer index
+    if (has_rq) {
+      qp->rq.qp = qp.get();
+      qp->rq.ring.StoreConsumer(0);
+    }
+    ++pd->refs;
+    ++scq->refs;
+    ++rcq->refs;
+    if (srq) {
+      ++srq->refs;
+      ++rcq->srq_listeners;
+      active_cq_.PushBack(rcq);  // SRQ receives may land at any time
+    }
+    ++vm->stats.qps;
+    vm->stats.pinned_bytes += pinned;
+    CreateQpResult res{qp->qpn, qp->caps};
+    (void)vm->qps.Insert(std::move(qp));
+    out = res;
+  });
+  return out;
+}
+
+Status EngineImpl::ModifyQp(VmId id, const ModifyQpRequest& req) {
+  VmContext* vm = FindVm(id);
+  if (vm == nullptr) return Status::kBadHandle;
+  Status s = Status::kOk;
+  executor_.RunSync([&] {
+    std::optional<uint32_t> h = vm->qpn_to_qp.Find(req.qpn);
+    QpObj* qp = h ? vm->qps.Lookup(*h) : nullptr;
+    if (qp == nullptr) {
+      s = Status::kBadHandle;
+      return;
+    }
+    s = ModifyQpLocked(*vm, *qp, req);
+  });
+  return s;
+}
+
+Status EngineImpl::ModifyQpLocked(VmContext& vm, QpObj& qp, const ModifyQpRequest& req) {
+  // 1. Check without side effects.
+  QpCheckContext ctx;
+  ctx.type = qp.type;
+  ctx.current = qp.state;
+  ctx.num_gids = static_cast<uint32_t>(vm.config.gids.size());
+  ctx.active_mtu_bytes = limits_.active_mtu_bytes ? limits_.active_mtu_bytes : 4096;
+  QpState next = qp.state;
+  VRDMA_RETURN_IF_ERROR(CheckModifyQp(req, ctx, &next));
+
+  // 2. Translate and let the RNIC apply (it enforces its own rules too).
+  constexpr uint32_t kRnicBits =
+      kQpState | kQpAccessFlags | kQpPkeyIndex | kQpPort | kQpQkey | kQpAv | kQpPathMtu |
+      kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpRqPsn | kQpMaxQpRdAtomic |
+      kQpMinRnrTimer | kQpSqPsn | kQpMaxDestRdAtomic | kQpDestQpn;
+  QpAttr attr;
+  attr.state = next;
+  attr.access_flags = req.access_flags;
+  attr.qkey = req.qkey;
+  if (req.mask & kQpAv) attr.av = MakeAv(vm, req.ah);
+  attr.path_mtu_bytes = req.path_mtu_bytes;
+  attr.timeout = req.timeout;
+  attr.retry_cnt = req.retry_cnt;
+  attr.rnr_retry = req.rnr_retry;
+  attr.min_rnr_timer = req.min_rnr_timer;
+  attr.max_rd_atomic = req.max_rd_atomic;
+  attr.max_dest_rd_atomic = req.max_dest_rd_atomic;
+  attr.rq_psn = req.rq_psn;
+  attr.sq_psn = req.sq_psn;
+  attr.dest_qpn = req.dest_qpn;
+  VRDMA_RETURN_IF_ERROR(rnic_.ModifyQp(qp.rnic, attr, req.mask & kRnicBits));
+
+  // 3. Apply on our side.
+  ModifyQpRequest& a = qp.attrs;
+  const uint32_t m = req.mask;
+  if (m & kQpAccessFlags) a.access_flags = req.access_flags;
+  if (m & kQpPkeyIndex) a.pkey_index = req.pkey_index;
+  if (m & kQpPort) a.port_num = req.port_num;
+  if (m & kQpQkey) a.qkey = req.qkey;
+  if (m & kQpAv) a.ah = req.ah;
+  if (m & kQpPathMtu) a.path_mtu_bytes = req.path_mtu_bytes;
+  if (m & kQpTimeout) a.timeout = req.timeout;
+  if (m & kQpRetryCnt) a.retry_cnt = req.retry_cnt;
+  if (m & kQpRnrRetry) a.rnr_retry = req.rnr_retry;
+  if (m & kQpMinRnrTimer) a.min_rnr_timer = req.min_rnr_timer;
+  if (m & kQpMaxQpRdAtomic) a.max_rd_atomic = req.max_rd_atomic;
+  if (m & kQpMaxDestRdAtomic) a.max_dest_rd_atomic = req.max_dest_rd_atomic;
+  if (m & kQpRqPsn) a.rq_psn = req.rq_psn;
+  if (m & kQpSqPsn) a.sq_psn = req.sq_psn;
+  if (m & kQpDestQpn) a.dest_qpn = req.dest_qpn;
+  a.mask |= m & ~uint32_t{VIRTIO_RDMA_QP_CUR_STATE | VIRTIO_RDMA_QP_EN_SQD_ASYNC_NOTIFY};
+
+  const QpState prev = qp.state;
+  if (next == prev) return Status::kOk;
+  switch (next) {
+    case QpState::kReset: {
+      // The RNIC discarded outstanding work without completions.
+      pending_sq_.Remove(&qp);
+      stage_.FlushFlow(qp, [](uint32_t) {});
+      Retire(*qp.send_cq, qp.sq.Distance(qp.sq_done, qp.sq_head));
+      qp.sq_done = qp.sq_head;
+      if (!qp.srq) {
+        UnlinkRecv(qp.rq);
+        Retire(*qp.recv_cq, qp.rq.posted);
+        qp.rq.posted = 0;
+        qp.rq.head = qp.rq.consumer;  // those WQEs get posted again later
+        std::fill(qp.rq.done.begin(), qp.rq.done.end(), 0);
+      }
+      qp.state = next;
+      break;
+    }
+    case QpState::kErr:
+      qp.state = next;
+      EnterError(qp);  // RNIC already in ERR: drain, flush our side
+      break;
+    default:
+      qp.state = next;
+      if (next == QpState::kRtr && !qp.srq) ReplenishRecv(qp.rq);
+      if (next == QpState::kRts) pending_sq_.PushBack(&qp);  // WQEs posted early
+      break;
+  }
+  return Status::kOk;
+}
+
+Result<QueryQpResult> EngineImpl::QueryQp(VmId id, uint32_t qpn) const {
+  const VmContext* vm = FindVm(id);
+  if (vm == nullptr) return Status::kBadHandle;
+  Result<QueryQpResult> out = Status::kBadHandle;
+  executor_.RunSync([&] {
+    std::optional<uint32_t> h = vm->qpn_to_qp.Find(qpn);
+    const QpObj* qp = h ? vm->qps.Lookup(*h) : nullptr;
+    if (qp == nullptr) return;
+    Result<QpAttr> r = rnic_.QueryQp(qp->rnic);
+    if (!r.ok()) {
+      out = r.status();
+      return;
+    }
+    QueryQpResult res;
+    res.attr = qp->attrs;
+    res.attr.qpn = qp->qpn;
+    res.attr.state = r->state;
+    res.attr.cur_state = r->state;
+    res.attr.mask = qp->attrs.mask | VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_CAP;
+    res.cap = qp->caps;
+    out = res;
+  });
+  return out;
+}
+
+void EngineImpl::DestroyQpLocked(VmContext& vm, uint32_t handle) {
+  QpObj* qp = vm.qps.Lookup(handle);
+  if (qp == nullptr) return;
+  pending_sq_.Remove(qp);
+  stage_.FlushFlow(*qp, [](uint32_t) {});
+  if (!qp->srq) UnlinkRecv(qp->rq);
+  // Destroy generates no completions; any still in the RNIC CQ carry a
+  // cookie whose handle is now stale and are dropped.
+  (void)rnic_.DestroyQp(qp->rnic);
+  Retire(*qp->send_cq, qp->sq.Distance(qp->sq_done, qp->sq_head));
+  if (!qp->srq) Retire(*qp->recv_cq, qp->rq.posted);
+  if (qp->srq) {
+    --qp->srq->refs;
+    --qp->recv_cq->srq_listeners;
+  }
+  --qp->send_cq->refs;
+  --qp->recv_cq->refs;
+  if (PdObj* pd = vm.pds.Lookup(qp->pd)) --pd->refs;
+  vm.qpn_to_qp.Erase(qp->qpn);
+  vm.stats.pinned_bytes -= qp->pinned;
+  --vm.stats.qps;
+}
+
+Status EngineImpl::DestroyQp(VmId id, uint32_t qpn) {
+  VmContext* vm = FindVm(id);
+  if (vm == nullptr) return Status::kBadHandle;
+  Status s = Status::kOk;
+  std::unique_ptr<QpObj> dead;
+  executor_.RunSync([&] {
+    std::optional<uint32_t> h = vm->qpn_to_qp.Find(qpn);
+    if (!h || vm->qps.Lookup(*h) == nullptr) {
+      s = Status::kBadHandle;
+      return;
+    }
+    DestroyQpLocked(*vm, *h);
+    dead = vm->qps.Remove(*h);
+  });
+  return s;  // ring views unmapped here
+}
+
+// ---------------------------------------------------------------- SRQs
+
+Result<CreateSrqResult> EngineImpl::CreateSrq(VmId id, const CreateSrqRequest& req) {
+  VmContext* vm = FindVm(id);
+  if (vm == nullptr) return Status::kBadHandle;
+  if (vm->pds.Lookup(req.pd) == nullptr) return Status::kBadHandle;
+  const RnicLimits lim = VmLimits(*vm);
+  if (req.max_wr == 0 || req.max_wr > lim.max_srq_wr || req.max_sge == 0 ||
+      req.max_sge > lim.max_sge || req.srq_limit > req.max_wr) {
+    return Status::kInvalid;
+  }
+  VRDMA_RETURN_IF_ERROR(CheckRingGeometry(req.ring, RqMinElemBytes(req.max_sge), req.max_wr));
+  if (vm->srqs.full()) return Status::kNoResource;
+  const uint64_t pinned = RingPinned(req.ring);
+  if (!PinnedFits(*vm, pinned)) return Status::kNoResource;
+  auto srq = std::make_unique<SrqObj>();
+  GuestPageView view;
+  VRDMA_RETURN_IF_ERROR(MapPages(*vm, req.ring.pages, &view));
+  (void)InitRecvQueue(srq->rq, req.ring, req.max_sge, 0, std::move(view));
+  srq->rq.depth = std::min(srq->rq.ring.capacity(), limits_.max_srq_wr);
+  srq->rq.low_watermark = std::max<uint32_t>(1, srq->rq.depth / 2);
+  srq->pd = req.pd;
+  srq->max_wr = req.max_wr;
+  srq->max_sge = req.max_sge;
+  srq->limit = req.srq_limit;
+  srq->pinned = pinned;
+
+  Result<CreateSrqResult> out = Status::kNoResource;
+  executor_.RunSync([&] {
+    PdObj* pd = vm->pds.Lookup(req.pd);
+    Result<uint32_t> h = vm->srqs.PeekNextHandle();
+    if (pd == nullptr || !h.ok()) return;
+    Result<RnicSrq> r = rnic_.CreateSrq(pd->rnic, srq->rq.depth, req.max_sge);
+    if (!r.ok()) {
+      out = r.status();
+      return;
+    }
+    srq->rnic = *r;
+    srq->vm = vm;
+    srq->handle = *h;
+    srq->rq.srq = srq.get();
+    srq->rq.ring.StoreConsumer(0);
+    SrqObj* raw = srq.get();
+    (void)vm->srqs.Insert(std::move(srq));
+    ++pd->refs;
+    ++vm->stats.srqs;
+    vm->stats.pinned_bytes += pinned;
+    ReplenishRecv(raw->rq);  // WQEs the guest posted before creation returned
+    out = CreateSrqResult{*h, req.max_wr, req.max_sge};
+  });
+  return out;
+}
+
+Status EngineImpl::ModifySrq(VmId id, uint32_t srq, uint32_t mask, uint32_t max_wr,
+                             uint32_t srq_limit) {
+  (void)max_wr;
+  VmContext* vm = FindVm(id);
+  if (vm == nullptr) return Status::kBadHandle;
+  if (mask & ~uint32_t{VIRTIO_RDMA_SRQ_MAX_WR | VIRTIO_RDMA_SRQ_LIMIT}) return Status::kInvalid;
+  Status s = Status::kOk;
+  executor_.RunSync([&] {
+    SrqObj* obj = vm->srqs.Lookup(srq);
+    if (obj == nullptr) {
+      s = Status::kBadHandle;
+      return;
+    }
+    if (mask & VIRTIO_RDMA_SRQ_MAX_WR) {
+      s = Status::kUnsupported;  // resizing a guest ring
+      return;
+    }
+    if (mask & VIRTIO_RDMA_SRQ_LIMIT) {
+      if (srq_limit > obj->max_wr) {
+        s = Status::kInvalid;
+        return;
+      }
+      obj->limit = srq_limit;
+    }
+  });
+  return s;
+}
+
+void EngineImpl::DestroySrqLocked(VmContext& vm, uint32_t handle) {
+  SrqObj* srq = vm.srqs.Lookup(handle);
+  if (srq == nullptr) return;
+  UnlinkRecv(srq->rq);
+  (void)rnic_.DestroySrq(srq->rnic);
+  if (PdObj* pd = vm.pds.Lookup(srq->pd)) --pd->refs;
+  vm.stats.pinned_bytes -= srq->pinned;
+  --vm.stats.srqs;
+}
+
+Status EngineImpl::DestroySrq(VmId id, uint32_t srq) {
+  VmContext* vm = FindVm(id);
+  if (vm == nullptr) return Status::kBadHandle;
+  Status s = Status::kOk;
+  std::unique_ptr<SrqObj> dead;
+  executor_.RunSync([&] {
+    SrqObj* obj = vm->srqs.Lookup(srq);
+    if (obj == nullptr) {
+      s = Status::kBadHandle;
+      return;
+    }
+    if (obj->refs > 0) {
+      s = Status::kBusy;
+      return;
+    }
+    DestroySrqLocked(*vm, srq);
+    dead = vm->srqs.Remove(srq);
+  });
+  return s;
+}
+
+}  // namespace vrdma::engine

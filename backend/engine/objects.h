@@ -1,0 +1,214 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// The engine's per-VM objects. Each is built on the control thread (page
+// views mapped there), then published into its VM's tables inside
+// Executor::RunSync, after which only the data-path thread touches it (the
+// control thread changes or removes it with RunSync again). Pointers
+// between objects (QP -> CQ, PD, SRQ) stay valid because a referenced
+// object cannot be destroyed (kBusy) while it has referrers.
+#ifndef VRDMA_BACKEND_ENGINE_OBJECTS_H_
+#define VRDMA_BACKEND_ENGINE_OBJECTS_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/engine/engine.h"
+#include "backend/engine/guest_ring.h"
+#include "backend/engine/intrusive_list.h"
+#include "backend/engine/key_map.h"
+#include "backend/engine/resource_table.h"
+#include "backend/engine/wqe_decoder.h"
+#include "backend/memory/guest_memory.h"
+#include "backend/rnic/rnic.h"
+#include "policy/scheduler_policy.h"
+
+namespace vrdma::engine {
+
+struct VmContext;
+struct QpObj;
+struct SrqObj;
+
+struct PdObj {
+  RnicPd rnic;
+  uint32_t refs = 0;  // MRs, QPs, AHs, SRQs in this PD
+};
+
+struct MrObj {
+  uint32_t pd = 0;
+  RnicMr rnic;
+  GuestPageView view;
+  uint64_t iova = 0;
+  uint64_t length = 0;
+  uint32_t access = 0;
+  uint64_t pinned = 0;
+};
+
+struct AhObj {
+  uint32_t pd = 0;
+  RnicAh rnic;
+  GuestAh guest;
+};
+
+struct CqObj {
+  VmContext* vm = nullptr;
+  uint32_t handle = 0;
+  RnicCq rnic;
+  GuestPageView view;
+  GuestRing ring;
+  uint32_t depth = 0;          // usable entries reported to the guest
+  uint32_t prod = 0;           // host-owned producer index
+  uint8_t armed = 0;           // 0, kArmNext, kArmSolicited
+  bool overflowed = false;     // CQ_ERR reported; CQEs dropped since
+  uint32_t refs = 0;           // QPs using it
+  uint32_t srq_listeners = 0;  // QPs with an SRQ receiving into it
+  uint64_t expected = 0;       // WRs on the RNIC that complete here
+  uint64_t dropped = 0;
+  uint64_t pinned = 0;
+  ListHook<CqObj> active_hook;
+  static constexpr uint8_t kArmNext = 1;
+  static constexpr uint8_t kArmSolicited = 2;
+};
+
+// A receive ring (a QP's RQ or an SRQ) and what of it is on the RNIC.
+// head: next ring index to post to the RNIC; consumer: the host-owned
+// consumer index, advanced over completed WQEs in ring order (done[]), so
+// the guest never reuses a slot the RNIC may still write into.
+struct RecvQueue {
+  QpObj* qp = nullptr;         // exactly one of qp / srq
+  SrqObj* srq = nullptr;
+  GuestPageView view;
+  GuestRing ring;
+  RecvQueueLimits limits;
+  uint32_t depth = 0;          // RNIC receive queue depth (high watermark)
+  uint32_t low_watermark = 0;
+  uint32_t head = 0;
+  uint32_t consumer = 0;
+  uint32_t posted = 0;         // on the RNIC, not completed
+  std::vector<uint64_t> wr_ids;  // guest wr_id by ring slot
+  std::vector<uint8_t> done;     // completed, consumer not yet past it
+  ListHook<RecvQueue> sweep_hook;  // posted < low_watermark
+  ListHook<RecvQueue> ready_hook;  // replenish on this turn
+};
+
+struct SrqObj {
+  VmContext* vm = nullptr;
+  uint32_t handle = 0;
+  uint32_t pd = 0;
+  RnicSrq rnic;
+  uint32_t max_wr = 0;
+  uint32_t max_sge = 0;
+  uint32_t limit = 0;          // 0: not armed
+  uint32_t refs = 0;           // QPs attached
+  uint64_t pinned = 0;
+  RecvQueue rq;
+};
+
+// What the engine remembers of a send WQE it consumed, by SQ ring slot.
+struct SendSlot {
+  uint64_t guest_wr_id = 0;
+  policy::Nanos admit_ns = 0;
+  uint32_t bytes = 0;
+  WrOpcode opcode = WrOpcode::kSend;
+  policy::WrKind kind = policy::WrKind::kSend;
+  bool signaled = false;
+};
+
+// A WR the scheduler holds back, with its own copy of inline data.
+struct QueuedWr {
+  SendWr wr;
+  policy::WrInfo info;
+  uint32_t slot = 0;
+  bool post_at_head = false;   // Admit said kPostNow: post when it reaches the head
+  std::array<uint8_t, kMaxInline> inline_buf{};
+};
+
+// The per-QP FIFO of the scheduler stage: preallocated, bounded (a full
+// FIFO stops the engine from consuming more WQEs of that QP).
+struct FlowQueue {
+  std::vector<QueuedWr> entries;
+  uint32_t head = 0;
+  uint32_t count = 0;
+  bool full() const { return count == entries.size(); }
+  bool empty() const { return count == 0; }
+  QueuedWr& front() { return entries[head]; }
+  QueuedWr& PushBack() {
+    QueuedWr& e = entries[(head + count) % entries.size()];
+    ++count;
+    return e;
+  }
+  void PopFront() {
+    head = (head + 1) % entries.size();
+    --count;
+  }
+};
+
+struct QpObj {
+  VmContext* vm = nullptr;
+  uint32_t handle = 0;
+  uint32_t qpn = 0;
+  QpType type = QpType::kRc;
+  uint32_t pd = 0;
+  CqObj* send_cq = nullptr;
+  CqObj* recv_cq = nullptr;
+  SrqObj* srq = nullptr;
+  RnicQp rnic;
+  QpCaps caps;                 // as granted to the guest
+  bool sq_sig_all = false;
+  uint64_t pinned = 0;         // ring pages
+  QpState state = QpState::kReset;  // mirror of the RNIC's
+  // Last attributes set (QUERY_QP answers from these and the RNIC).
+  ModifyQpRequest attrs;
+  // Send queue.
+  GuestPageView sq_view;
+  GuestRing sq;
+  SendQueueLimits sq_limits;
+  uint32_t sq_head = 0;        // next WQE to consume == guest consumer index
+  uint32_t sq_done = 0;        // oldest slot not known complete
+  uint32_t sq_window = 0;      // max consumed-but-unretired WQEs
+  std::vector<SendSlot> slots;
+  ListHook<QpObj> pending_hook;
+  FlowQueue flow;
+  ListHook<QpObj> queued_hook;  // flow not empty
+  // Receive queue (unused with an SRQ).
+  RecvQueue rq;
+};
+
+struct VmContext {
+  explicit VmContext(const Quotas& q)
+      : pds(q.max_pd), mrs(q.max_mr), cqs(q.max_cq), qps(q.max_qp),
+        ahs(q.max_ah), srqs(q.max_srq),
+        qpn_to_qp(q.max_qp > kMaxTableCapacity ? kMaxTableCapacity : q.max_qp),
+        lkey_to_mr(q.max_mr > kMaxTableCapacity ? kMaxTableCapacity : q.max_mr) {}
+
+  VmId id = 0;
+  VmConfig config;
+  VmEventSink* sink = nullptr;
+  std::shared_ptr<const GuestMemory> memory;  // control thread only
+  ResourceTable<PdObj> pds;
+  ResourceTable<MrObj> mrs;
+  ResourceTable<CqObj> cqs;
+  ResourceTable<QpObj> qps;
+  ResourceTable<AhObj> ahs;
+  ResourceTable<SrqObj> srqs;
+  KeyMap qpn_to_qp;   // guest-visible qpn -> QP handle
+  KeyMap lkey_to_mr;  // lkey -> MR handle
+  VmStats stats;
+  uint64_t doorbells_ignored = 0;
+};
+
+// Engine cookies: the wr_id the RNIC sees. [63:32] handle of the QP (send,
+// recv) or SRQ, [31:30] kind, [29:0] ring slot.
+enum class CookieKind : uint32_t { kSend = 0, kRecv = 1, kSrqRecv = 2 };
+inline uint64_t MakeCookie(uint32_t handle, CookieKind kind, uint32_t slot) {
+  return (uint64_t{handle} << 32) | (uint64_t{static_cast<uint32_t>(kind)} << 30) | slot;
+}
+inline uint32_t CookieHandle(uint64_t c) { return static_cast<uint32_t>(c >> 32); }
+inline CookieKind CookieKindOf(uint64_t c) {
+  return static_cast<CookieKind>((c >> 30) & 3);
+}
+inline uint32_t CookieSlot(uint64_t c) { return static_cast<uint32_t>(c & 0x3fffffff); }
+
+}  // namespace vrdma::engine
+
+#endif  // VRDMA_BACKEND_ENGINE_OBJECTS_H_

@@ -1,0 +1,42 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// MODIFY_QP checks without side effects (rxe's qp_chk_attr): the state
+// transition and the attributes it requires or allows (IB spec 11.2.4.2,
+// the table of Linux ib_modify_qp_is_ok), then every attribute's range and
+// the guest-specific address rules (sgid_index only among the VM's own
+// GIDs). The RNIC still enforces its own state machine afterwards.
+#ifndef VRDMA_BACKEND_ENGINE_QP_ATTR_CHECK_H_
+#define VRDMA_BACKEND_ENGINE_QP_ATTR_CHECK_H_
+
+#include <cstdint>
+
+#include "backend/base/status.h"
+#include "backend/engine/engine.h"
+#include "vhost-rdma/abi/virtio_rdma.h"
+
+namespace vrdma::engine {
+
+inline constexpr uint32_t kMaxQpRdAtom = 16;
+
+struct QpCheckContext {
+  QpType type = QpType::kRc;
+  QpState current = QpState::kReset;
+  uint32_t num_gids = 0;             // the VM's GIDs
+  uint32_t active_mtu_bytes = 4096;  // the RNIC's
+};
+
+// Resolves the target state (current when the mask has no STATE bit).
+// kBadState: illegal transition or CUR_STATE not matching; kInvalid: a
+// required attribute missing, an attribute not allowed for the transition,
+// or a value out of range (GID index, MTU, PSNs, QPN, retry counts, access
+// bits, pkey index, port); kUnsupported: alternate paths, path migration,
+// resizing by CAP.
+Status CheckModifyQp(const ModifyQpRequest& req, const QpCheckContext& ctx,
+                     QpState* next_state);
+
+// True when a path MTU in bytes is one of 256, 512, 1024, 2048, 4096.
+bool IsValidMtu(uint32_t bytes);
+
+}  // namespace vrdma::engine
+
+#endif  // VRDMA_BACKEND_ENGINE_QP_ATTR_CHECK_H_

@@ -1,0 +1,223 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+#include "backend/engine/wqe_decoder.h"
+
+#include <cstddef>
+#include <cstring>
+
+namespace vrdma::engine {
+
+static_assert(send_wqe::kOpcode == offsetof(rxe_send_wqe, wr.opcode));
+static_assert(send_wqe::kSendFlags == offsetof(rxe_send_wqe, wr.send_flags));
+static_assert(send_wqe::kImmData == offsetof(rxe_send_wqe, wr.ex.imm_data));
+static_assert(send_wqe::kRdmaRemoteAddr == offsetof(rxe_send_wqe, wr.wr.rdma.remote_addr));
+static_assert(send_wqe::kRdmaRkey == offsetof(rxe_send_wqe, wr.wr.rdma.rkey));
+static_assert(send_wqe::kAtomicCompareAdd == offsetof(rxe_send_wqe, wr.wr.atomic.compare_add));
+static_assert(send_wqe::kAtomicSwap == offsetof(rxe_send_wqe, wr.wr.atomic.swap));
+static_assert(send_wqe::kAtomicRkey == offsetof(rxe_send_wqe, wr.wr.atomic.rkey));
+static_assert(send_wqe::kUdRemoteQpn == offsetof(rxe_send_wqe, wr.wr.ud.remote_qpn));
+static_assert(send_wqe::kUdRemoteQkey == offsetof(rxe_send_wqe, wr.wr.ud.remote_qkey));
+static_assert(send_wqe::kUdAhNum == offsetof(rxe_send_wqe, wr.wr.ud.ah_num));
+static_assert(send_wqe::kDmaLength == offsetof(rxe_send_wqe, dma.length));
+static_assert(send_wqe::kDmaNumSge == offsetof(rxe_send_wqe, dma.num_sge));
+static_assert(recv_wqe::kDmaNumSge == offsetof(rxe_recv_wqe, dma.num_sge));
+
+namespace {
+
+// Little-endian loads from a private copy (the ABI is little-endian and so
+// is every host this builds for).
+inline uint32_t Load32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+inline uint64_t Load64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+constexpr uint32_t kKnownSendFlags = kSendFence | kSendSignaled | kSendSolicited | kSendInline;
+
+bool OpcodeAllowed(uint32_t op, QpType type, bool atomics) {
+  switch (op) {
+    case IB_UVERBS_WR_SEND:
+    case IB_UVERBS_WR_SEND_WITH_IMM:
+      return true;
+    case IB_UVERBS_WR_RDMA_WRITE:
+    case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
+      return type != QpType::kUd;
+    case IB_UVERBS_WR_RDMA_READ:
+      return type == QpType::kRc;
+    case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
+    case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
+      return type == QpType::kRc && atomics;
+    default:
+      return false;
+  }
+}
+
+bool IsAtomic(WrOpcode op) {
+  return op == WrOpcode::kAtomicCmpSwp || op == WrOpcode::kAtomicFetchAdd;
+}
+bool IsRdma(WrOpcode op) {
+  return op == WrOpcode::kRdmaWrite || op == WrOpcode::kRdmaWriteWithImm ||
+         op == WrOpcode::kRdmaRead;
+}
+
+}  // namespace
+
+WcStatus DecodeSendHeader(const uint8_t* h, const SendQueueLimits& limits,
+                          DecodedSend* out) {
+  SendWr& wr = out->wr;
+  // Fields only some opcodes set: never carry them over from a previous
+  // decode into the same buffer.
+  wr.remote_addr = 0;
+  wr.rkey = 0;
+  wr.compare_add = 0;
+  wr.swap = 0;
+  wr.ah = {};
+  wr.remote_qpn = 0;
+  wr.remote_qkey = 0;
+  wr.inline_data = nullptr;
+  wr.opcode = WrOpcode::kSend;  // what an error CQE reports for a bad opcode
+  out->ah_handle = 0;
+  out->payload_bytes = 0;
+  // wr_id first: an error CQE must carry it.
+  wr.wr_id = Load64(h + send_wqe::kWrId);
+  const uint32_t op = Load32(h + send_wqe::kOpcode);
+  if (!OpcodeAllowed(op, limits.type, limits.atomics)) return WcStatus::kLocQpOpErr;
+  wr.opcode = static_cast<WrOpcode>(op);
+
+  const uint32_t flags = Load32(h + send_wqe::kSendFlags);
+  if (flags & ~kKnownSendFlags) return WcStatus::kLocQpOpErr;
+  wr.send_flags = flags;
+  wr.imm_data = (wr.opcode == WrOpcode::kSendWithImm ||
+                 wr.opcode == WrOpcode::kRdmaWriteWithImm)
+                    ? Load32(h + send_wqe::kImmData)
+                    : 0;
+
+  const uint32_t payload_room = limits.elem_size > kSendWqeHeaderBytes
+                                    ? limits.elem_size - kSendWqeHeaderBytes
+                                    : 0;
+  if (flags & kSendInline) {
+    if (wr.opcode == WrOpcode::kRdmaRead || IsAtomic(wr.opcode)) return WcStatus::kLocQpOpErr;
+    const uint32_t len = Load32(h + send_wqe::kDmaLength);
+    if (len > limits.max_inline || len > payload_room || len > kMaxInline) {
+      return WcStatus::kLocLenErr;
+    }
+    wr.inline_len = static_cast<uint16_t>(len);
+    wr.num_sge = 0;
+    out->payload_bytes = len;
+  } else {
+    const uint32_t n = Load32(h + send_wqe::kDmaNumSge);
+    if (n > limits.max_sge || n > static_cast<uint32_t>(kMaxSge) ||
+        uint64_t{n} * kWqeSgeBytes > payload_room) {
+      return WcStatus::kLocQpOpErr;
+    }
+    wr.num_sge = static_cast<uint8_t>(n);
+    wr.inline_len = 0;
+    out->payload_bytes = n * kWqeSgeBytes;
+  }
+
+  if (IsRdma(wr.opcode)) {
+    wr.remote_addr = Load64(h + send_wqe::kRdmaRemoteAddr);
+    wr.rkey = Load32(h + send_wqe::kRdmaRkey);
+    if (wr.rkey == 0) return WcStatus::kLocProtErr;
+  } else if (IsAtomic(wr.opcode)) {
+    wr.remote_addr = Load64(h + send_wqe::kAtomicRemoteAddr);
+    wr.compare_add = Load64(h + send_wqe::kAtomicCompareAdd);
+    wr.swap = Load64(h + send_wqe::kAtomicSwap);
+    wr.rkey = Load32(h + send_wqe::kAtomicRkey);
+    if (wr.rkey == 0) return WcStatus::kLocProtErr;
+    if (wr.remote_addr % 8 != 0) return WcStatus::kLocQpOpErr;
+    if (wr.num_sge != 1) return WcStatus::kLocLenErr;
+  }
+  if (limits.type == QpType::kUd) {
+    out->ah_handle = Load32(h + send_wqe::kUdAhNum);
+    wr.remote_qpn = Load32(h + send_wqe::kUdRemoteQpn);
+    wr.remote_qkey = Load32(h + send_wqe::kUdRemoteQkey);
+    if (out->ah_handle == 0 || wr.remote_qpn > 0xffffff) return WcStatus::kLocQpOpErr;
+  }
+  return WcStatus::kSuccess;
+}
+
+WcStatus DecodeSendPayload(const uint8_t* payload, const SendQueueLimits& limits,
+                           DecodedSend* out) {
+  SendWr& wr = out->wr;
+  uint64_t total = 0;
+  if (wr.send_flags & kSendInline) {
+    wr.inline_data = payload;
+    total = wr.inline_len;
+  } else {
+    for (int i = 0; i < wr.num_sge; ++i) {
+      const uint8_t* s = payload + i * kWqeSgeBytes;
+      wr.sge[i].addr = Load64(s);
+      wr.sge[i].length = Load32(s + 8);
+      wr.sge[i].lkey = Load32(s + 12);
+      total += wr.sge[i].length;  // <= 32 * 2^32: no 64-bit overflow
+    }
+  }
+  if (total > limits.max_msg_sz) return WcStatus::kLocLenErr;
+  if (IsAtomic(wr.opcode) && total != 8) return WcStatus::kLocLenErr;
+  return WcStatus::kSuccess;
+}
+
+WcStatus DecodeSendWqe(std::span<const uint8_t> wqe, const SendQueueLimits& limits,
+                       DecodedSend* out) {
+  if (wqe.size() < kSendWqeHeaderBytes) return WcStatus::kLocLenErr;
+  WcStatus s = DecodeSendHeader(wqe.data(), limits, out);
+  if (s != WcStatus::kSuccess) return s;
+  if (wqe.size() - kSendWqeHeaderBytes < out->payload_bytes) return WcStatus::kLocLenErr;
+  return DecodeSendPayload(wqe.data() + kSendWqeHeaderBytes, limits, out);
+}
+
+WcStatus DecodeRecvHeader(const uint8_t* h, const RecvQueueLimits& limits,
+                          RecvWr* wr, uint32_t* payload_bytes) {
+  wr->wr_id = Load64(h + recv_wqe::kWrId);
+  const uint32_t n = Load32(h + recv_wqe::kDmaNumSge);
+  const uint32_t room = limits.elem_size > kRecvWqeHeaderBytes
+                            ? limits.elem_size - kRecvWqeHeaderBytes
+                            : 0;
+  if (n > limits.max_sge || n > static_cast<uint32_t>(kMaxSge) ||
+      uint64_t{n} * kWqeSgeBytes > room) {
+    return WcStatus::kLocLenErr;
+  }
+  wr->num_sge = static_cast<uint8_t>(n);
+  *payload_bytes = n * kWqeSgeBytes;
+  return WcStatus::kSuccess;
+}
+
+WcStatus DecodeRecvPayload(const uint8_t* payload, RecvWr* wr) {
+  for (int i = 0; i < wr->num_sge; ++i) {
+    const uint8_t* s = payload + i * kWqeSgeBytes;
+    wr->sge[i].addr = Load64(s);
+    wr->sge[i].length = Load32(s + 8);
+    wr->sge[i].lkey = Load32(s + 12);
+  }
+  return WcStatus::kSuccess;
+}
+
+WcStatus DecodeRecvWqe(std::span<const uint8_t> wqe, const RecvQueueLimits& limits,
+                       RecvWr* wr) {
+  if (wqe.size() < kRecvWqeHeaderBytes) return WcStatus::kLocLenErr;
+  uint32_t payload_bytes = 0;
+  WcStatus s = DecodeRecvHeader(wqe.data(), limits, wr, &payload_bytes);
+  if (s != WcStatus::kSuccess) return s;
+  if (wqe.size() - kRecvWqeHeaderBytes < payload_bytes) return WcStatus::kLocLenErr;
+  return DecodeRecvPayload(wqe.data() + kRecvWqeHeaderBytes, wr);
+}
+
+WcOpcode SendCompletionOpcode(WrOpcode op) {
+  switch (op) {
+    case WrOpcode::kRdmaWrite:
+    case WrOpcode::kRdmaWriteWithImm: return WcOpcode::kRdmaWrite;
+    case WrOpcode::kSend:
+    case WrOpcode::kSendWithImm: return WcOpcode::kSend;
+    case WrOpcode::kRdmaRead: return WcOpcode::kRdmaRead;
+    case WrOpcode::kAtomicCmpSwp: return WcOpcode::kCompSwap;
+    case WrOpcode::kAtomicFetchAdd: return WcOpcode::kFetchAdd;
+  }
+  return WcOpcode::kSend;
+}
+
+}  // namespace vrdma::engine
