@@ -119,7 +119,7 @@ void Simulator::RxRc(Packet& pk) {
     if (pk.last) {
       if (NeedsRecv(pk.op)) DeliverRecv(q, qpid, pk);
       SendCtrl(qpid, kAck, pk.psn);
-    } else if (h.p.ack_every_packets > 0 && pk.psn % h.p.ack_every_packets == 0) {
+    } else if (h.p.ack_every_packets > 0 && (pk.psn + 1) % h.p.ack_every_packets == 0) {
       SendCtrl(qpid, kAck, pk.psn);  // coalesced ACK inside a long message
     }
     return;
