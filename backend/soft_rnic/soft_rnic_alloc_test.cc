@@ -1,0 +1,118 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// The data path (PostSend, PostRecv, PostSrqRecv, PollCq, Progress) must not
+// allocate: this binary replaces the global operator new with a counting one
+// and runs a mixed workload (every opcode, RNR waits, errors, flushes, CQ
+// overflow) with counting switched on only around data-path calls.
+#include <cstdlib>
+#include <new>
+
+#include "backend/soft_rnic/soft_rnic_test_util.h"
+
+namespace {
+bool g_counting = false;
+long g_allocs = 0;
+}  // namespace
+
+// GCC cannot see that these replacements pair malloc with free.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
+void* operator new(std::size_t n) {
+  if (g_counting) ++g_allocs;
+  void* p = std::malloc(n == 0 ? 1 : n);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+void* operator new[](std::size_t n) { return operator new(n); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+
+namespace vrdma::testing {
+namespace {
+
+class NoAlloc : public SoftRnicTest {
+ protected:
+  // Runs f with allocation counting on.
+  template <typename F>
+  void Counted(F f) {
+    g_counting = true;
+    f();
+    g_counting = false;
+  }
+  Completion out_[64];
+};
+
+TEST_F(NoAlloc, DataPathNeverAllocates) {
+  Connect(QpType::kRc);
+  auto srq = rnic_.CreateSrq(b_.pd, 64, 2);
+  ASSERT_TRUE(srq.ok());
+  RnicQp ua = MakeQp(a_, QpType::kUd);
+  RnicQp ub = MakeQp(b_, QpType::kUd, 64, false, &*srq);
+  BringUp(ua, QpType::kUd, a_, b_, 0);
+  BringUp(ub, QpType::kUd, b_, a_, 0);
+  AddressVector av;
+  av.sgid = a_.gid;
+  av.dgid = b_.gid;
+  auto ah = rnic_.CreateAh(a_.pd, av);
+  ASSERT_TRUE(ah.ok());
+
+  std::vector<SendWr> sends;
+  for (WrOpcode op :
+       {WrOpcode::kSend, WrOpcode::kSendWithImm, WrOpcode::kRdmaWrite,
+        WrOpcode::kRdmaWriteWithImm, WrOpcode::kRdmaRead,
+        WrOpcode::kAtomicCmpSwp, WrOpcode::kAtomicFetchAdd}) {
+    bool atomic = op == WrOpcode::kAtomicCmpSwp ||
+                  op == WrOpcode::kAtomicFetchAdd;
+    SendWr w = Wr(op, sends.size(), a_, 64, atomic ? 8 : 512);
+    w.remote_addr = b_.at(1024);
+    w.rkey = b_.mr.rkey;
+    sends.push_back(w);
+  }
+  uint8_t inline_bytes[64] = {1, 2, 3};
+  SendWr inl;
+  inl.opcode = WrOpcode::kSend;
+  inl.send_flags = kSendInline | kSendSignaled;
+  inl.inline_data = inline_bytes;
+  inl.inline_len = 64;
+  sends.push_back(inl);
+  std::vector<RecvWr> recvs(8, Rwr(0, b_, 4096, 4096));
+  SendWr ud = Wr(WrOpcode::kSend, 99, a_, 0, 100);
+  ud.ah = *ah;
+  ud.remote_qpn = ub.qpn;
+  ud.remote_qkey = Conn{}.qkey;
+  RecvWr ud_recv = Rwr(5, b_, 8192, 200);
+  SendWr bad = sends[2];
+  bad.rkey ^= 1;
+
+  Status st;
+  Counted([&] {
+    // RNR first: a send with no receive, then the receive, then the rest.
+    rnic_.PostSend(qa_, std::span<const SendWr>(sends.data(), 1), &st);
+    rnic_.Progress();
+    now_ += 10'000'000;
+    rnic_.PostRecv(qb_, recvs, &st);
+    rnic_.PostSend(qa_, std::span<const SendWr>(sends).subspan(1), &st);
+    rnic_.PostSrqRecv(*srq, std::span<const RecvWr>(&ud_recv, 1), &st);
+    rnic_.PostSend(ua, std::span<const SendWr>(&ud, 1), &st);
+    for (int i = 0; i < 10; ++i) rnic_.Progress();
+    while (rnic_.PollCq(a_.scq, out_) > 0) {}
+    while (rnic_.PollCq(b_.rcq, out_) > 0) {}
+    // A remote access error: both QPs to ERR, flushes, later posts flushed.
+    rnic_.PostSend(qa_, std::span<const SendWr>(&bad, 1), &st);
+    rnic_.PostRecv(qb_, std::span<const RecvWr>(recvs.data(), 2), &st);
+    rnic_.Progress();
+    rnic_.PostSend(qa_, std::span<const SendWr>(sends.data(), 3), &st);
+    rnic_.Progress();
+    while (rnic_.PollCq(a_.scq, out_) > 0) {}
+    while (rnic_.PollCq(b_.rcq, out_) > 0) {}
+  });
+  EXPECT_EQ(g_allocs, 0);
+  EXPECT_EQ(StateOf(qa_), QpState::kErr);
+  // The workload really ran: the UD message and the writes landed.
+  EXPECT_EQ(0, std::memcmp(&b_.buf[8192 + 40], &a_.buf[0], 100));
+}
+
+}  // namespace
+}  // namespace vrdma::testing
