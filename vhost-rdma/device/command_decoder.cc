@@ -66,7 +66,7 @@ uint64_t Pow2(uint32_t log2) { return uint64_t{1} << log2; }
 enum class RingKind { kCq, kSq, kRecv };
 
 // Ring rules (struct virtio_rdma_ring_desc), for every ring:
-//  - 1 <= log2_num_elem <= 16, log2_elem_size <= 12;
+//  - log2_num_elem <= 16, log2_elem_size <= 12;
 //  - element size minimum per kind: CQ >= 64 bytes (log2 >= 6); SQ >= 208 +
 //    max(16 * max_send_sge, max_inline_data); RQ/SRQ >= 40 + 16 * max_sge;
 //  - requested depth < 2^log2_num_elem (one slot stays empty);

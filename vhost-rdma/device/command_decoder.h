@@ -37,7 +37,8 @@ struct DecodeLimits {
 };
 
 // Ring geometry bounds (log2 of element count and element size).
-inline constexpr uint32_t kMinRingLog2NumElem = 1;   // 2 slots hold 1 entry
+// A 1-slot ring holds depth 0 (a QP that never sends or never receives).
+inline constexpr uint32_t kMinRingLog2NumElem = 0;
 inline constexpr uint32_t kMaxRingLog2NumElem = 16;  // VIRTIO_RDMA_MAX_RING_LOG2_ELEMS
 inline constexpr uint32_t kMaxRingLog2ElemSize = 12; // one page per element
 // Largest page count any geometry allowed above needs.

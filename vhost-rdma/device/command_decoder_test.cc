@@ -218,6 +218,20 @@ TEST(CommandDecoderTest, DecodesCreateQpWithSrqAndNoRqPages) {
   EXPECT_TRUE(req.rq.pages.empty());
 }
 
+// The Linux driver sizes a ring as roundup_pow_of_two(depth + 1): a QP with
+// no receives has a 1-slot RQ ring (log2_num_elem 0).
+TEST(CommandDecoderTest, AcceptsDepthZeroRings) {
+  auto q = GoodQp();
+  q.cap.max_recv_wr = 0;
+  q.rq = Ring(0, 6, 1);
+  auto res = DecodeCommand(QpBytes(q, QpPages(q)), kLimits);
+  ASSERT_TRUE(res.ok()) << StatusName(res.status());
+  EXPECT_EQ(std::get<CreateQpCmd>(*res).req.rq.log2_num_elem, 0u);
+  q.cap.max_recv_wr = 1;  // but then depth 1 does not fit
+  EXPECT_EQ(DecodeCommand(QpBytes(q, QpPages(q)), kLimits).status(),
+            Status::kInvalid);
+}
+
 TEST(CommandDecoderTest, DecodesCqSrqAndSmallCommands) {
   auto cq = DecodeCommand(CqBytes(GoodCq(), 5), kLimits);
   ASSERT_TRUE(cq.ok());
