@@ -60,6 +60,7 @@ bool DriverVirtqueue::Init(uint8_t* host, uint64_t gpa, uint16_t size,
   free_head_ = 0;
   num_free_ = size;
   avail_idx_ = published_idx_ = last_used_idx_ = 0;
+  chains_in_flight_ = 0;
   chain_len_.assign(size, 0);
   // We poll: no interrupts wanted.
   StoreRelaxed(&avail_->flags, static_cast<uint16_t>(VRING_AVAIL_F_NO_INTERRUPT));
@@ -83,6 +84,7 @@ std::optional<uint16_t> DriverVirtqueue::Add(std::span<const DriverBuf> bufs) {
   free_head_ = idx;
   num_free_ -= static_cast<uint16_t>(bufs.size());
   chain_len_[head] = static_cast<uint16_t>(bufs.size());
+  ++chains_in_flight_;
   StoreRelaxed(&avail_->ring[avail_idx_ & (size_ - 1)], head);
   ++avail_idx_;
   return head;
@@ -132,6 +134,7 @@ std::optional<UsedElem> DriverVirtqueue::PollUsed() {
   desc_[tail].next = free_head_;
   free_head_ = static_cast<uint16_t>(id);
   num_free_ += n;
+  --chains_in_flight_;
   return UsedElem{static_cast<uint16_t>(id), written};
 }
 

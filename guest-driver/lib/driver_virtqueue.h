@@ -68,7 +68,7 @@ class DriverVirtqueue {
   uint64_t used_gpa() const { return gpa_ + used_off_; }
   uint16_t num_free() const { return num_free_; }
   // Chains added but not yet returned by the device.
-  uint16_t in_flight() const { return size_ - num_free_; }
+  uint16_t in_flight() const { return chains_in_flight_; }
 
   // Adds one chain (device-readable buffers must come before writable ones;
   // the caller orders them). Returns the head id, or nullopt when there are
@@ -99,6 +99,7 @@ class DriverVirtqueue {
   uint16_t avail_idx_ = 0;       // next avail slot (shadow of avail->idx)
   uint16_t published_idx_ = 0;   // avail->idx at the last Publish()
   uint16_t last_used_idx_ = 0;
+  uint16_t chains_in_flight_ = 0;
   std::vector<uint16_t> chain_len_;  // per head: descriptors in the chain
 };
 

@@ -122,6 +122,7 @@ TEST_F(DriverVirtqueueTest, UsedReturnsHeadLengthAndFreesDescriptors) {
   auto b = vq_.Add(two);
   ASSERT_TRUE(a && b);
   EXPECT_EQ(vq_.num_free(), 0);
+  EXPECT_EQ(vq_.in_flight(), 2);  // chains, not descriptors
   EXPECT_FALSE(vq_.Add({two, 1}));  // full
   vq_.Publish();
   SpecDevice::Chain c1, c2;
@@ -140,6 +141,7 @@ TEST_F(DriverVirtqueueTest, UsedReturnsHeadLengthAndFreesDescriptors) {
   ASSERT_TRUE(u);
   EXPECT_EQ(u->head, *a);
   EXPECT_EQ(vq_.num_free(), 4);
+  EXPECT_EQ(vq_.in_flight(), 0);
   EXPECT_FALSE(vq_.PollUsed());
 }
 
