@@ -1,0 +1,256 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+#include "vhost-rdma/daemon/daemon.h"
+
+#include <errno.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include "vhost-rdma/daemon/unix_socket.h"
+#include "vhost-rdma/daemon/vm_request.h"
+
+namespace vrdma::daemon {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kMaxControlClients = 32;
+constexpr size_t kMaxRequestBytes = 64 * 1024;
+
+json Error(const std::string& message) { return json{{"ok", false}, {"error", message}}; }
+
+}  // namespace
+
+Daemon::Daemon(const DaemonDeps& deps) : deps_(deps) {}
+
+Daemon::~Daemon() {
+  while (!vms_.empty()) DestroyVm(vms_.begin()->second.get());
+  while (!clients_.empty()) CloseControlClient(clients_.begin()->first);
+  if (control_fd_ >= 0) {
+    deps_.control_loop->RemoveFd(control_fd_);
+    close(control_fd_);
+    unlink(control_path_.c_str());
+  }
+}
+
+// ---------------------------------------------------------------- control --
+
+Status Daemon::ListenControl(const std::string& path) {
+  auto fd = ListenUnix(path);
+  if (!fd.ok()) return fd.status();
+  control_fd_ = *fd;
+  control_path_ = path;
+  if (!deps_.control_loop->AddFd(control_fd_, EPOLLIN, [this](uint32_t) { AcceptControl(); })) {
+    return Status::kIoError;
+  }
+  spdlog::info("control socket {}", path);
+  return Status::kOk;
+}
+
+void Daemon::AcceptControl() {
+  for (;;) {
+    int fd = accept4(control_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    if (clients_.size() >= kMaxControlClients) {
+      close(fd);
+      continue;
+    }
+    // Replies are small, but a client that stops reading must not stall
+    // the control thread for long.
+    timeval tv{1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    clients_[fd] = ControlClient{fd, {}};
+    deps_.control_loop->AddFd(fd, EPOLLIN, [this, fd](uint32_t) { OnControlReadable(fd); });
+  }
+}
+
+void Daemon::CloseControlClient(int fd) {
+  deps_.control_loop->RemoveFd(fd);
+  close(fd);
+  clients_.erase(fd);
+}
+
+void Daemon::OnControlReadable(int fd) {
+  auto it = clients_.find(fd);
+  if (it == clients_.end()) return;
+  char buf[4096];
+  ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  if (n <= 0) {
+    CloseControlClient(fd);
+    return;
+  }
+  std::string& pending = it->second.buffer;
+  pending.append(buf, static_cast<size_t>(n));
+  size_t nl;
+  while ((nl = pending.find('\n')) != std::string::npos) {
+    std::string line = pending.substr(0, nl);
+    pending.erase(0, nl + 1);
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    json request = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    json reply = request.is_discarded() ? Error("not valid JSON") : Handle(request);
+    std::string out = reply.dump() + "\n";
+    if (send(fd, out.data(), out.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(out.size())) {
+      CloseControlClient(fd);
+      return;
+    }
+  }
+  if (pending.size() > kMaxRequestBytes) {
+    std::string out = Error("request too long").dump() + "\n";
+    send(fd, out.data(), out.size(), MSG_NOSIGNAL);
+    CloseControlClient(fd);
+  }
+}
+
+json Daemon::Handle(const json& request) {
+  if (!request.is_object()) return Error("request must be a JSON object");
+  auto cmd = request.find("cmd");
+  if (cmd == request.end() || !cmd->is_string()) return Error("missing \"cmd\"");
+  const std::string c = cmd->get<std::string>();
+  // The control path may use exceptions: nlohmann::json throws on type
+  // mismatches we did not foresee; turn them into an error reply.
+  try {
+    if (c == "attach-vm") return AttachVm(request);
+    if (c == "detach-vm") return DetachVm(request);
+    if (c == "list-vms") return ListVms();
+    if (c == "stats") return Stats();
+  } catch (const std::exception& e) {
+    return Error(std::string("bad request: ") + e.what());
+  }
+  return Error("unknown cmd: " + c);
+}
+
+// -------------------------------------------------------------------- VMs --
+
+json Daemon::AttachVm(const json& request) {
+  AttachRequest req;
+  std::string error;
+  if (!ParseAttachRequest(request, &req, &error)) return Error(error);
+  if (vms_.count(req.config.name) != 0) return Error("VM already attached: " + req.config.name);
+  for (const auto& [name, vm] : vms_) {
+    if (vm->socket_path == req.socket_path) return Error("socket in use by VM " + name);
+  }
+  auto dev = device::RdmaDevice::Create(*deps_.engine, req.config, *deps_.control_loop,
+                                        *deps_.datapath_loop, *deps_.datapath_executor,
+                                        deps_.device_options);
+  if (!dev.ok()) return Error(std::string("device: ") + StatusName(dev.status()));
+  auto fd = ListenUnix(req.socket_path);
+  if (!fd.ok()) {
+    return Error(std::string("cannot listen on ") + req.socket_path + ": " +
+                 StatusName(fd.status()));
+  }
+  auto vm = std::make_unique<Vm>();
+  vm->name = req.config.name;
+  vm->socket_path = req.socket_path;
+  vm->listen_fd = *fd;
+  vm->device = std::move(dev.value());
+  Vm* raw = vm.get();
+  if (!deps_.control_loop->AddFd(raw->listen_fd, EPOLLIN,
+                                 [this, raw](uint32_t) { AcceptVhostUser(raw); })) {
+    close(raw->listen_fd);
+    unlink(raw->socket_path.c_str());
+    return Error("control loop refused the socket");
+  }
+  vms_[raw->name] = std::move(vm);
+  spdlog::info("attached VM {} on {}", raw->name, raw->socket_path);
+  return json{{"ok", true}, {"name", raw->name}, {"socket", raw->socket_path}};
+}
+
+json Daemon::DetachVm(const json& request) {
+  auto name = request.find("name");
+  if (name == request.end() || !name->is_string()) return Error("name required");
+  auto it = vms_.find(name->get<std::string>());
+  if (it == vms_.end()) return Error("no such VM: " + name->get<std::string>());
+  DestroyVm(it->second.get());
+  return json{{"ok", true}};
+}
+
+void Daemon::DestroyVm(Vm* vm) {
+  DropConnection(vm);
+  deps_.control_loop->RemoveFd(vm->listen_fd);
+  close(vm->listen_fd);
+  unlink(vm->socket_path.c_str());
+  spdlog::info("detached VM {}", vm->name);
+  const std::string name = vm->name;
+  vms_.erase(name);  // destroys the device: it detaches the VM from the engine
+}
+
+void Daemon::AcceptVhostUser(Vm* vm) {
+  for (;;) {
+    int fd = accept4(vm->listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    if (vm->conn) {
+      // One frontend per VM: a second QEMU must not drive the same device.
+      spdlog::warn("VM {}: refusing a second vhost-user connection", vm->name);
+      close(fd);
+      continue;
+    }
+    vm->conn = std::make_unique<vhost::Connection>(fd, vm->device.get());
+    vm->conn_fd = fd;
+    ++vm->connections;
+    deps_.control_loop->AddFd(fd, EPOLLIN, [this, vm](uint32_t) { OnVhostUserReadable(vm); });
+    spdlog::info("VM {}: frontend connected", vm->name);
+  }
+}
+
+void Daemon::OnVhostUserReadable(Vm* vm) {
+  if (!vm->conn) return;
+  const Status st = vm->conn->HandleMessage();
+  if (st != Status::kOk) {
+    spdlog::info("VM {}: vhost-user connection ended ({})", vm->name, StatusName(st));
+    DropConnection(vm);
+  }
+}
+
+void Daemon::DropConnection(Vm* vm) {
+  if (!vm->conn) return;
+  // Unregister first: Shutdown closes the fd, and the number may be reused.
+  deps_.control_loop->RemoveFd(vm->conn_fd);
+  vm->conn->Shutdown();  // stops queues, resets the device (VM resources freed)
+  vm->conn.reset();
+  vm->conn_fd = -1;
+}
+
+json Daemon::ListVms() const {
+  json list = json::array();
+  for (const auto& [name, vm] : vms_) {
+    list.push_back(json{{"name", name},
+                        {"socket", vm->socket_path},
+                        {"connected", vm->conn != nullptr},
+                        {"connections", vm->connections},
+                        {"device_status", vm->device->status()}});
+  }
+  return json{{"ok", true}, {"vms", list}};
+}
+
+json Daemon::Stats() const {
+  json list = json::array();
+  for (const auto& [name, vm] : vms_) {
+    json entry{{"name", name}, {"connected", vm->conn != nullptr},
+               {"device_status", vm->device->status()},
+               {"lost_events", vm->device->lost_events()}};
+    engine::VmStats s{};
+    if (auto id = vm->device->vm(); id.has_value()) {
+      entry["vm_id"] = *id;
+      if (auto r = deps_.engine->Stats(*id); r.ok()) s = *r;
+    }
+    // Zeros when the guest holds nothing (also after a reset/disconnect).
+    entry["pds"] = s.pds;
+    entry["cqs"] = s.cqs;
+    entry["qps"] = s.qps;
+    entry["mrs"] = s.mrs;
+    entry["ahs"] = s.ahs;
+    entry["srqs"] = s.srqs;
+    entry["pinned_bytes"] = s.pinned_bytes;
+    entry["wqes_posted"] = s.wqes_posted;
+    entry["wqes_rejected"] = s.wqes_rejected;
+    entry["cqes_written"] = s.cqes_written;
+    list.push_back(std::move(entry));
+  }
+  return json{{"ok", true}, {"vms", list}};
+}
+
+}  // namespace vrdma::daemon

@@ -1,0 +1,95 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// The daemon's control-thread object: the JSON control socket and, per
+// attached VM, its vhost-user listening socket, its RdmaDevice and the one
+// vhost-user Connection QEMU holds. Everything here runs on the control
+// loop's thread; the data-path loop is reached only through the device and
+// the engine (which use the executor).
+//
+// Control protocol: one JSON object per line in, one JSON object per line
+// out. Success replies carry "ok":true; failures "ok":false and "error".
+//   {"cmd":"attach-vm", ...}   see vm_request.h
+//   {"cmd":"detach-vm","name":N}
+//   {"cmd":"list-vms"}         -> {"ok":true,"vms":[{"name","socket","connected",...}]}
+//   {"cmd":"stats"}            -> {"ok":true,"vms":[{"name",...,"pds","cqs","qps",
+//                                  "mrs","ahs","srqs","pinned_bytes",...}]}
+#ifndef VRDMA_VHOST_RDMA_DAEMON_DAEMON_H_
+#define VRDMA_VHOST_RDMA_DAEMON_DAEMON_H_
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "backend/base/event_loop.h"
+#include "backend/base/executor.h"
+#include "backend/engine/engine.h"
+#include "vhost-rdma/device/rdma_device.h"
+#include "vhost-rdma/vhost_user/connection.h"
+
+namespace vrdma::daemon {
+
+struct DaemonDeps {
+  engine::Engine* engine = nullptr;
+  EpollEventLoop* control_loop = nullptr;  // this thread's loop
+  EventLoop* datapath_loop = nullptr;
+  Executor* datapath_executor = nullptr;
+  device::RdmaDeviceOptions device_options;
+};
+
+class Daemon {
+ public:
+  explicit Daemon(const DaemonDeps& deps);
+  // Detaches every VM and closes every socket.
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // Listens for control clients on `path` (registered with the control loop).
+  Status ListenControl(const std::string& path);
+
+  // Handles one request (also used by tests without a socket).
+  nlohmann::json Handle(const nlohmann::json& request);
+
+  size_t vm_count() const { return vms_.size(); }
+
+ private:
+  struct Vm {
+    std::string name;
+    std::string socket_path;
+    int listen_fd = -1;
+    std::unique_ptr<device::RdmaDevice> device;
+    std::unique_ptr<vhost::Connection> conn;
+    int conn_fd = -1;
+    uint64_t connections = 0;  // accepted so far
+  };
+  struct ControlClient {
+    int fd = -1;
+    std::string buffer;
+  };
+
+  nlohmann::json AttachVm(const nlohmann::json& request);
+  nlohmann::json DetachVm(const nlohmann::json& request);
+  nlohmann::json ListVms() const;
+  nlohmann::json Stats() const;
+
+  void AcceptVhostUser(Vm* vm);
+  void OnVhostUserReadable(Vm* vm);
+  void DropConnection(Vm* vm);
+  void DestroyVm(Vm* vm);
+
+  void AcceptControl();
+  void OnControlReadable(int fd);
+  void CloseControlClient(int fd);
+
+  DaemonDeps deps_;
+  int control_fd_ = -1;
+  std::string control_path_;
+  std::map<int, ControlClient> clients_;
+  std::map<std::string, std::unique_ptr<Vm>> vms_;
+};
+
+}  // namespace vrdma::daemon
+
+#endif  // VRDMA_VHOST_RDMA_DAEMON_DAEMON_H_

@@ -1,0 +1,139 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// vhost-rdma-daemon: serves virtio-rdma devices to VMs over vhost-user.
+// Two threads (docs/architecture.md): this (control) thread runs the control
+// socket and every vhost-user socket; the data-path thread runs the engine,
+// doorbells and events, busy-polling while there is work.
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+#include "backend/base/event_loop.h"
+#include "backend/base/executor_mailbox.h"
+#include "backend/engine/engine.h"
+#include "backend/soft_rnic/soft_rnic.h"
+#include "policy/pass_through_policy.h"
+#include "vhost-rdma/daemon/daemon.h"
+#include "vhost-rdma/device/rdma_device.h"
+
+namespace {
+
+// Software RNIC timers (retransmission, RNR) advance in Rnic::Progress,
+// which runs only when the data-path loop turns: wake an idle loop this
+// often so they fire while nothing else happens.
+constexpr long kIdleTickNs = 10'000'000;
+
+int MakeTickFd() {
+  int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+  if (fd < 0) return -1;
+  itimerspec spec{{0, kIdleTickNs}, {0, kIdleTickNs}};
+  timerfd_settime(fd, 0, &spec, nullptr);
+  return fd;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"vhost-rdma-daemon: virtio-rdma devices for VMs over vhost-user"};
+  std::string control_path;
+  std::string rnic_kind = "soft";
+  std::string log_level = "info";
+  uint32_t doorbell_queues = 1;
+  uint16_t queue_size = 256;
+  app.add_option("--control-socket,--control", control_path,
+                 "JSON control socket (attach-vm, detach-vm, list-vms, stats)")
+      ->required();
+  app.add_option("--rnic", rnic_kind, "RNIC backend")->check(CLI::IsMember({"soft"}));
+  app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+  app.add_option("--doorbell-queues", doorbell_queues, "doorbell virtqueues per VM")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--queue-size", queue_size, "largest virtqueue size accepted")
+      ->check(CLI::Range(2, 1024));
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_level(spdlog::level::from_str(log_level));
+
+  // SIGINT/SIGTERM become an fd on the control loop; SIGPIPE never kills us
+  // (sends use MSG_NOSIGNAL, but be sure).
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);  // inherited by the data-path thread
+  int sig_fd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+
+  vrdma::SoftRnic rnic;
+  vrdma::policy::PassThroughPolicy policy;
+  auto datapath_loop = vrdma::EpollEventLoop::Create();
+  auto control_loop = vrdma::EpollEventLoop::Create();
+  if (!datapath_loop || !control_loop || sig_fd < 0) {
+    spdlog::error("cannot create event loops");
+    return 1;
+  }
+  auto executor = vrdma::MailboxExecutor::Create(*datapath_loop);
+  if (!executor) {
+    spdlog::error("cannot create the data-path mailbox");
+    return 1;
+  }
+  auto engine = vrdma::engine::Engine::Create(rnic, *executor, policy);
+  if (!engine) {
+    spdlog::error("cannot create the engine");
+    return 1;
+  }
+  // Registered before the data-path thread starts (loop calls are for the
+  // loop's own thread once it runs).
+  const uint64_t engine_poller = vrdma::device::RegisterEnginePoller(*datapath_loop, *engine);
+  int tick_fd = MakeTickFd();
+  if (tick_fd >= 0) {
+    datapath_loop->AddFd(tick_fd, EPOLLIN, [tick_fd](uint32_t) {
+      uint64_t v;
+      [[maybe_unused]] ssize_t r = read(tick_fd, &v, sizeof(v));
+    });
+  }
+  std::thread datapath([&] { datapath_loop->Run(); });
+
+  int rc = 0;
+  {
+    vrdma::daemon::DaemonDeps deps;
+    deps.engine = engine.get();
+    deps.control_loop = control_loop.get();
+    deps.datapath_loop = datapath_loop.get();
+    deps.datapath_executor = executor.get();
+    deps.device_options.num_doorbell_queues = doorbell_queues;
+    deps.device_options.max_queue_size = queue_size;
+    vrdma::daemon::Daemon daemon(deps);
+    if (daemon.ListenControl(control_path) != vrdma::Status::kOk) {
+      spdlog::error("cannot listen on {}", control_path);
+      rc = 1;
+    } else {
+      control_loop->AddFd(sig_fd, EPOLLIN, [&](uint32_t) {
+        signalfd_siginfo si;
+        [[maybe_unused]] ssize_t r = read(sig_fd, &si, sizeof(si));
+        spdlog::info("signal {}: shutting down", si.ssi_signo);
+        control_loop->Stop();
+      });
+      spdlog::info("vhost-rdma-daemon running (rnic={})", rnic_kind);
+      control_loop->Run();
+    }
+    // ~Daemon detaches every VM (through the data-path executor).
+  }
+  executor->RunSync([&] {
+    datapath_loop->RemovePoller(engine_poller);
+    if (tick_fd >= 0) datapath_loop->RemoveFd(tick_fd);
+  });
+  datapath_loop->Stop();
+  datapath.join();
+  if (tick_fd >= 0) close(tick_fd);
+  engine.reset();
+  executor.reset();
+  close(sig_fd);
+  return rc;
+}

@@ -1,0 +1,121 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// vrdma-ctl: sends one request to vhost-rdma-daemon's control socket and
+// prints the JSON reply. Exit status 0 when the reply says "ok":true.
+//
+//   vrdma-ctl -s /run/vhost-rdma/ctl.sock attach-vm --name a --socket /run/a.sock
+//             --gid ::ffff:192.0.2.10 [--max-qp 64 ...] [--weight 2]
+//   vrdma-ctl -s ... detach-vm --name a
+//   vrdma-ctl -s ... list-vms | stats
+//   vrdma-ctl -s ... raw '{"cmd":"stats"}'
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "vhost-rdma/daemon/unix_socket.h"
+
+using nlohmann::json;
+
+int main(int argc, char** argv) {
+  CLI::App app{"vrdma-ctl: control vhost-rdma-daemon"};
+  app.require_subcommand(1);
+  std::string socket_path = "/run/vhost-rdma/ctl.sock";
+  app.add_option("-s,--control-socket,--control", socket_path, "daemon control socket");
+
+  json request;
+  auto* attach = app.add_subcommand("attach-vm", "attach a VM (creates its vhost-user socket)");
+  std::string name, vm_socket;
+  std::vector<std::string> gids;
+  std::optional<uint64_t> max_pd, max_cq, max_qp, max_mr, max_ah, max_srq, max_pinned;
+  std::optional<uint64_t> weight, latency_ns, rate_bps;
+  attach->add_option("--name", name, "VM name")->required();
+  attach->add_option("--socket", vm_socket, "vhost-user socket path for QEMU")->required();
+  attach->add_option("--gid", gids, "RoCEv2 GID (IPv6 text), repeatable")->required();
+  attach->add_option("--max-pd", max_pd);
+  attach->add_option("--max-cq", max_cq);
+  attach->add_option("--max-qp", max_qp);
+  attach->add_option("--max-mr", max_mr);
+  attach->add_option("--max-ah", max_ah);
+  attach->add_option("--max-srq", max_srq);
+  attach->add_option("--max-pinned-bytes", max_pinned);
+  attach->add_option("--weight", weight);
+  attach->add_option("--latency-target-ns", latency_ns);
+  attach->add_option("--max-rate-bps", rate_bps);
+
+  auto* detach = app.add_subcommand("detach-vm", "detach a VM, releasing everything it holds");
+  detach->add_option("--name", name, "VM name")->required();
+  auto* list = app.add_subcommand("list-vms", "list attached VMs");
+  auto* stats = app.add_subcommand("stats", "per-VM resources and counters");
+  auto* raw = app.add_subcommand("raw", "send a JSON request as is");
+  std::string raw_json;
+  raw->add_option("json", raw_json)->required();
+  CLI11_PARSE(app, argc, argv);
+
+  if (*attach) {
+    request = {{"cmd", "attach-vm"}, {"name", name}, {"socket", vm_socket}, {"gids", gids}};
+    json quotas = json::object();
+    auto put = [](json& j, const char* k, const std::optional<uint64_t>& v) {
+      if (v) j[k] = *v;
+    };
+    put(quotas, "max_pd", max_pd);
+    put(quotas, "max_cq", max_cq);
+    put(quotas, "max_qp", max_qp);
+    put(quotas, "max_mr", max_mr);
+    put(quotas, "max_ah", max_ah);
+    put(quotas, "max_srq", max_srq);
+    put(quotas, "max_pinned_bytes", max_pinned);
+    if (!quotas.empty()) request["quotas"] = quotas;
+    json qos = json::object();
+    put(qos, "weight", weight);
+    put(qos, "latency_target_ns", latency_ns);
+    put(qos, "max_rate_bps", rate_bps);
+    if (!qos.empty()) request["qos"] = qos;
+  } else if (*detach) {
+    request = {{"cmd", "detach-vm"}, {"name", name}};
+  } else if (*list) {
+    request = {{"cmd", "list-vms"}};
+  } else if (*stats) {
+    request = {{"cmd", "stats"}};
+  } else if (*raw) {
+    request = json::parse(raw_json, nullptr, false);
+    if (request.is_discarded()) {
+      std::fprintf(stderr, "vrdma-ctl: not valid JSON\n");
+      return 2;
+    }
+  }
+
+  auto fd = vrdma::daemon::ConnectUnix(socket_path);
+  if (!fd.ok()) {
+    std::fprintf(stderr, "vrdma-ctl: cannot connect to %s\n", socket_path.c_str());
+    return 2;
+  }
+  timeval tv{30, 0};
+  setsockopt(*fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  const std::string line = request.dump() + "\n";
+  if (send(*fd, line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size())) {
+    std::fprintf(stderr, "vrdma-ctl: send failed\n");
+    return 2;
+  }
+  std::string reply;
+  char buf[4096];
+  while (reply.find('\n') == std::string::npos) {
+    ssize_t n = recv(*fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    reply.append(buf, static_cast<size_t>(n));
+  }
+  close(*fd);
+  json j = json::parse(reply.substr(0, reply.find('\n')), nullptr, false);
+  if (j.is_discarded()) {
+    std::fprintf(stderr, "vrdma-ctl: no valid reply\n");
+    return 2;
+  }
+  std::printf("%s\n", j.dump(2).c_str());
+  return j.value("ok", false) ? 0 : 1;
+}
