@@ -144,6 +144,7 @@ struct vrdma_qp {
 	struct vrdma_ring sq;
 	struct vrdma_ring rq;     /* unused (npages 0) when the QP has an SRQ */
 	struct ib_qp_cap cap;     /* what the rings and the device both allow */
+	bool has_srq;
 	u8 sq_sig_all;
 };
 

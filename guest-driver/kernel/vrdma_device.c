@@ -219,6 +219,13 @@ int vrdma_register_ib(struct vrdma_dev *dev)
 	ib->dev.parent = &dev->vdev->dev;
 	strscpy(ib->node_desc, "virtio-rdma", sizeof(ib->node_desc));
 	ib_set_device_ops(ib, &vrdma_dev_ops);
+	/*
+	 * The core leaves the data-path write() commands off unless a driver
+	 * asks: librxe's send doorbell is POST_SEND with no work requests, and
+	 * ibv_req_notify_cq is REQ_NOTIFY_CQ (rxe enables the same two).
+	 */
+	ib->uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POST_SEND) |
+			       BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
 
 	/*
 	 * No DMA device: user memory is described to the device by physical

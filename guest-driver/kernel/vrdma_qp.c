@@ -93,7 +93,7 @@ static void vrdma_cap_clamp(struct vrdma_qp *qp, struct ib_qp_cap *cap)
 	cap->max_send_sge = min_t(u32, cap->max_send_sge,
 				  sq_room / VRDMA_SGE_SIZE);
 	cap->max_inline_data = min_t(u32, cap->max_inline_data, sq_room);
-	if (qp->ibqp.srq) {
+	if (qp->has_srq) {
 		cap->max_recv_wr = 0;
 		cap->max_recv_sge = 0;
 		return;
@@ -187,6 +187,7 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		goto err_rings;
 
 	ibqp->qp_num = le32_to_cpu(resp.qpn);
+	qp->has_srq = init->srq != NULL;
 	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	vrdma_cap_from_dev(&resp.cap, &qp->cap);
 	vrdma_cap_clamp(qp, &qp->cap);
@@ -293,7 +294,8 @@ static void vrdma_ah_attr_from_dev(struct ib_device *ibdev,
 	union ib_gid dgid;
 
 	memset(a, 0, sizeof(*a));
-	a->type = rdma_ah_find_type(ibdev, s->port_num ? s->port_num : VRDMA_PORT);
+	/* The device's port_num is not trusted as an index into core tables. */
+	a->type = rdma_ah_find_type(ibdev, VRDMA_PORT);
 	rdma_ah_set_port_num(a, s->port_num);
 	rdma_ah_set_sl(a, s->sl);
 	rdma_ah_set_static_rate(a, s->static_rate);
@@ -368,16 +370,16 @@ out:
 }
 
 /*
- * librxe calls post_send with no work requests after filling the SQ ring:
- * that is the doorbell. Work requests from the kernel are not supported.
+ * The SQ doorbell. librxe has already written the WQEs into the SQ ring and
+ * advanced its producer index; its post_send system call only says "look
+ * again". Depending on the rdma-core version that call carries no work
+ * requests or a copy of them; like rxe for user QPs, the copy is ignored:
+ * the device reads the ring. Every QP here is a user QP (create_qp refuses
+ * kernel callers), so no kernel work request ever reaches this function.
  */
 int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr)
 {
-	if (wr) {
-		*bad_wr = wr;
-		return -EOPNOTSUPP;
-	}
 	vrdma_ring_doorbell(to_vdev(ibqp->device), ibqp->qp_num,
 			    VIRTIO_RDMA_DB_SQ);
 	return 0;
