@@ -58,6 +58,13 @@ struct FabricParams {
   uint64_t switch_buffer_bytes = 16u << 20;  // shared buffer (SN2100: 16 MB)
   uint64_t ecn_threshold_bytes = 150u << 10; // per egress port
   double random_loss = 0.0;                  // per data packet, at the switch
+  // Lossless Ethernet (PFC) / IB credits, simplified: a NIC does not start
+  // a packet towards an egress port holding more than pfc_xoff_bytes, and
+  // resumes when it drains below pfc_xon_bytes. Pausing is per NIC link and
+  // instantaneous (no pause-frame delay). false: drop on overflow.
+  bool lossless = true;
+  uint64_t pfc_xoff_bytes = 512u << 10;
+  uint64_t pfc_xon_bytes = 256u << 10;
 };
 
 // Named presets; see docs/rnic-model.md for the source of each value.

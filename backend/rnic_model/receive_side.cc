@@ -34,6 +34,7 @@ void Simulator::OnSwitchArrive(uint32_t id) {
   }
   port.q.push_back(id);
   port.bytes += wire;
+  if (port.bytes > fabric_.pfc_xoff_bytes) port.paused = true;
   switch_bytes_ += wire;
   fstats_.max_port_bytes = std::max(fstats_.max_port_bytes, port.bytes);
   if (!port.busy) {
@@ -49,6 +50,15 @@ void Simulator::OnPortDone(HostId hid) {
   const uint64_t wire = pkts_[id].payload + h.p.per_packet_overhead_bytes;
   port.bytes -= wire;
   switch_bytes_ -= wire;
+  if (port.paused && port.bytes < fabric_.pfc_xon_bytes) {
+    port.paused = false;
+    std::vector<HostId> w;
+    w.swap(port.waiters);
+    for (HostId s : w) {
+      hosts_[s].link_paused = false;
+      StartLink(s);
+    }
+  }
   // RX PUs modelled as one server of cost rx_cost / num_rx_pus; packets
   // reach the NIC in port order, so this single event keeps FIFO order.
   const Picos arrive = now_ + fabric_.link_propagation_ps;
@@ -116,6 +126,7 @@ void Simulator::RxRc(Packet& pk) {
     }
     ++q.expected_psn;
     q.nak_sent = false;
+    qps_[pk.src_qp].delivered += pk.payload;
     if (pk.last) {
       if (NeedsRecv(pk.op)) DeliverRecv(q, qpid, pk);
       SendCtrl(qpid, kAck, pk.psn);
@@ -150,6 +161,7 @@ void Simulator::RxUc(Packet& pk) {
   }
   if (pk.psn != q.expected_psn) q.uc_broken = true;  // a packet went missing
   q.expected_psn = pk.psn + 1;
+  if (!q.uc_broken) qps_[pk.src_qp].delivered += pk.payload;
   if (pk.last && !q.uc_broken && NeedsRecv(pk.op) && q.rq_posted > 0) {
     DeliverRecv(q, qpid, pk);
   }
@@ -182,6 +194,7 @@ void Simulator::RxRequesterResponse(Packet& pk) {
   Wqe& w = WqeAt(q, i);
   if (pk.idx == q.resp_next_idx) {
     ++q.resp_next_idx;
+    q.delivered += pk.payload;
     q.last_progress = now_;
     if (pk.last) {
       w.done = true;

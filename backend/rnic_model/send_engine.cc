@@ -240,8 +240,18 @@ void Simulator::StartLink(HostId hid) {
   if (h.link_busy) return;
   uint32_t id;
   if (!h.ctrl.empty()) {
-    id = h.ctrl.pop_front();
+    id = h.ctrl.pop_front();  // ACK/NAK are never paused (tiny; own credits)
   } else if (!h.fifo.empty()) {
+    Port& port = hosts_[pkts_[h.fifo.front()].dst].port;
+    if (fabric_.lossless && port.paused) {
+      // PFC: the head packet waits, and so does everything behind it.
+      if (!h.link_paused) {
+        h.link_paused = true;
+        port.waiters.push_back(hid);
+        ++fstats_.pause_events;
+      }
+      return;
+    }
     id = h.fifo.pop_front();
   } else {
     return;
@@ -265,7 +275,6 @@ void Simulator::OnLinkDone(HostId hid) {
   Packet& pk = pkts_[id];
   ++h.stats.tx_packets;
   h.stats.tx_bytes += pk.payload;
-  if (!pk.retransmit) qps_[pk.src_qp].tx_payload += pk.payload;
   if (pk.type == kData || pk.type == kReadReq) {
     Qp& q = qps_[pk.src_qp];
     if (q.cfg.transport == Transport::kUc) {

@@ -114,6 +114,7 @@ struct HostStats {
 struct FabricStats {
   uint64_t drops_overflow = 0;
   uint64_t drops_random = 0;
+  uint64_t pause_events = 0;
   uint64_t ecn_marks = 0;
   uint64_t max_port_bytes = 0;
 };
@@ -152,9 +153,9 @@ class Simulator {
   uint64_t events_processed() const { return events_processed_; }
   uint32_t sq_outstanding(QpId qp) const;
   uint32_t rq_posted(QpId qp) const { return qps_[qp].rq_posted; }
-  // Payload bytes this QP put on the wire for the first time (its requests'
-  // data, or the READ responses it served).
-  uint64_t qp_tx_bytes(QpId qp) const { return qps_[qp].tx_payload; }
+  // Goodput of a requester QP: payload bytes of its WRITE/SEND packets the
+  // responder accepted in order, plus READ response bytes it accepted.
+  uint64_t qp_delivered_bytes(QpId qp) const { return qps_[qp].delivered; }
 
  private:
   enum EventKind : uint32_t {
@@ -228,7 +229,7 @@ class Simulator {
     bool nak_sent = false;
     bool uc_broken = false;
     uint32_t rq_posted = 0;
-    uint64_t tx_payload = 0;
+    uint64_t delivered = 0;
     Ring<uint64_t> rq;
     Ring<RespJob> resp;
     uint32_t resp_pkt = 0;     // packets of resp.front() generated
@@ -253,6 +254,8 @@ class Simulator {
     Ring<uint32_t> q;
     uint64_t bytes = 0;
     bool busy = false;
+    bool paused = false;           // above xoff until below xon
+    std::vector<HostId> waiters;   // NIC links paused on this port
   };
 
   struct Host {
@@ -266,6 +269,7 @@ class Simulator {
     Ring<uint32_t> fifo_waiters;  // PUs holding a packet
     Ring<uint32_t> ctrl;       // ACK/NAK, ahead of the FIFO
     bool link_busy = false;
+    bool link_paused = false;  // PFC: waiting on a paused egress port
     uint32_t link_pkt = 0;
     Picos rx_free = 0;
     Port port;

@@ -375,5 +375,48 @@ TEST(Simulator, ZeroWaitInterleavesAnotherQpBetweenChunks) {
   EXPECT_LT(with, NsToPs(15e3));     // waits for one 64 KiB chunk at most
 }
 
+// n senders, one receiver, 1 MiB WRITEs: returns completions.
+uint64_t Incast(int n, FabricParams f, FabricStats* fs) {
+  NicParams p = ConnectX6RoCE100();
+  Simulator sim(f, 1);
+  std::vector<HostId> hs;
+  for (int i = 0; i <= n; ++i) hs.push_back(sim.AddHost(p));
+  CqId rx_cq = sim.CreateCq(hs[n]);
+  Collect sink;
+  sim.set_completion_sink(&sink);
+  for (int i = 0; i < n; ++i) {
+    CqId c = sim.CreateCq(hs[i]);
+    QpConfig qc;
+    qc.send_cq = c; qc.recv_cq = c;
+    QpId x = sim.CreateQp(hs[i], qc);
+    qc.send_cq = rx_cq; qc.recv_cq = rx_cq;
+    QpId y = sim.CreateQp(hs[n], qc);
+    sim.Connect(x, y);
+    std::vector<Wr> wrs(4, Write(i, 1 << 20));
+    sim.PostSend(x, wrs);
+  }
+  sim.RunUntil(NsToPs(50e6));
+  *fs = sim.fabric_stats();
+  return sink.cqes.size();
+}
+
+TEST(Simulator, IncastLosslessPausesLossyDropsAndRecovers) {
+  FabricParams lossless;
+  FabricStats a;
+  EXPECT_EQ(Incast(8, lossless, &a), 32u);
+  EXPECT_EQ(a.drops_overflow, 0u);
+  EXPECT_GT(a.pause_events, 0u);
+  // Overshoot: what each sender already had on the wire and in flight.
+  EXPECT_LE(a.max_port_bytes, lossless.pfc_xoff_bytes + 8 * 3 * 4178u);
+  EXPECT_GT(a.ecn_marks, 0u);
+  FabricParams lossy;
+  lossy.lossless = false;
+  lossy.switch_buffer_bytes = 1u << 20;
+  FabricStats b;
+  EXPECT_EQ(Incast(8, lossy, &b), 32u);  // go-back-N gets everything through
+  EXPECT_GT(b.drops_overflow, 0u);
+  EXPECT_EQ(b.pause_events, 0u);
+}
+
 }  // namespace
 }  // namespace vrdma::model

@@ -52,6 +52,7 @@ class Runner : public model::CompletionSink, public model::TimerSink {
         stats->retransmits += sim_.host_stats(h).retransmitted_packets;
       }
       stats->drops += sim_.fabric_stats().drops_overflow + sim_.fabric_stats().drops_random;
+      stats->pauses += sim_.fabric_stats().pause_events;
       stats->ecn_marks += sim_.fabric_stats().ecn_marks;
     }
     return Reduce();
@@ -119,11 +120,8 @@ class Runner : public model::CompletionSink, public model::TimerSink {
 
   static constexpr uint64_t kSnapshotCookie = UINT64_MAX;
 
-  // Goodput on the wire: READ data flows from the responder.
-  uint64_t WireBytes(const QpCtx& q) const {
-    return spec_.tenants[q.tenant].op == model::Op::kRead ? sim_.qp_tx_bytes(q.peer)
-                                                          : sim_.qp_tx_bytes(q.qp);
-  }
+  // Goodput: bytes the responder (or, for READ, the requester) accepted.
+  uint64_t WireBytes(const QpCtx& q) const { return sim_.qp_delivered_bytes(q.qp); }
 
   uint32_t Depth(const TenantSpec& s) const {
     return s.mode == Mode::kLatency ? 1 : std::max(s.tx_depth, s.batch);
@@ -194,7 +192,7 @@ class Runner : public model::CompletionSink, public model::TimerSink {
       r.tenant = spec_.tenants[ti].name;
       r.messages = t.messages;
       r.bytes = t.bytes;
-      // Throughput from bytes on the wire (a 1 GiB message may not complete
+      // Throughput from delivered bytes (a 1 GiB message may not complete
       // inside the window); rate and MCT from completions.
       r.gbps = wire[ti] * 8.0 / (window_us * 1e3);
       r.mmps = t.messages / window_us;

@@ -92,8 +92,9 @@ int main(int argc, char** argv) {
     }
     r.together = vb::RunScenario(r.spec, policy, &r.stats);
     const double evs = r.stats.wall_s > 0 ? r.stats.events / r.stats.wall_s : 0;
-    std::printf("%6.2f s wall, %5.1f M events/s, %llu drops\n", r.stats.wall_s, evs / 1e6,
-                static_cast<unsigned long long>(r.stats.drops));
+    std::printf("%6.2f s wall, %5.1f M events/s, %llu drops, %llu pauses\n", r.stats.wall_s,
+                evs / 1e6, static_cast<unsigned long long>(r.stats.drops),
+                static_cast<unsigned long long>(r.stats.pauses));
     csv << vb::CsvRows(r);
     csv.flush();
     total.events += r.stats.events;

@@ -198,6 +198,14 @@ ScenarioSpec Scale(int tenants, double scale) {
   return s;
 }
 
+ScenarioSpec SpeedOneSecond(double scale) {
+  ScenarioSpec s = Base("speed_1s", "speed",
+                        "issue 3: 1 simulated s of 100 Gbps / 4 KiB packets in a few wall s",
+                        1e6, scale);
+  s.tenants.push_back(BandwidthTenant("B"));
+  return s;
+}
+
 std::vector<ScenarioSpec> AllScenarios() {
   std::vector<ScenarioSpec> v;
   for (int n : {1, 2, 4, 8, 15, 16}) v.push_back(LatencyVsBandwidth(n));
@@ -221,6 +229,7 @@ std::vector<ScenarioSpec> AllScenarios() {
   v.push_back(LatencyVsInboundRead());
   v.push_back(Incast(32));
   v.push_back(Scale(1000));
+  v.push_back(SpeedOneSecond());
   return v;
 }
 

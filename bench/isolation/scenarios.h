@@ -36,6 +36,8 @@ ScenarioSpec LatencyVsMessage(double scale = 1.0);
 ScenarioSpec LatencyVsInboundRead(double scale = 1.0);
 ScenarioSpec Incast(int senders, double scale = 1.0);
 ScenarioSpec Scale(int tenants, double scale = 1.0);
+// One simulated second of a 100 Gbps card carrying 4 KiB packets (speed).
+ScenarioSpec SpeedOneSecond(double scale = 1.0);
 
 // The whole matrix, in run order.
 std::vector<ScenarioSpec> AllScenarios();

@@ -66,6 +66,7 @@ struct RunStats {
   double wall_s = 0;
   uint64_t tx_packets = 0;
   uint64_t drops = 0;
+  uint64_t pauses = 0;
   uint64_t ecn_marks = 0;
   uint64_t retransmits = 0;
 };
