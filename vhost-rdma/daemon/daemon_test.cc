@@ -1,0 +1,198 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// The daemon in-process with its real parts (SoftRnic, engine, RdmaDevice,
+// both loops on their own threads), driven through its control socket and
+// by the in-process vhost-user frontend as QEMU would.
+#include "vhost-rdma/daemon/daemon.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "backend/base/executor_mailbox.h"
+#include "backend/soft_rnic/soft_rnic.h"
+#include "gtest/gtest.h"
+#include "policy/pass_through_policy.h"
+#include "vhost-rdma/abi/virtio_rdma.h"
+#include "vhost-rdma/daemon/unix_socket.h"
+#include "vhost-rdma/vhost_user/frontend.h"
+
+namespace vrdma::daemon {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+class DaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = "/tmp/vrdma-daemon-test-" + std::to_string(getpid());
+    mkdir(dir_.c_str(), 0700);
+    datapath_loop_ = EpollEventLoop::Create();
+    control_loop_ = EpollEventLoop::Create();
+    executor_ = MailboxExecutor::Create(*datapath_loop_);
+    engine_ = engine::Engine::Create(rnic_, *executor_, policy_);
+    ASSERT_NE(engine_, nullptr);
+    poller_ = device::RegisterEnginePoller(*datapath_loop_, *engine_);
+    datapath_ = std::thread([this] { datapath_loop_->Run(); });
+    DaemonDeps deps;
+    deps.engine = engine_.get();
+    deps.control_loop = control_loop_.get();
+    deps.datapath_loop = datapath_loop_.get();
+    deps.datapath_executor = executor_.get();
+    daemon_ = std::make_unique<Daemon>(deps);
+    ASSERT_EQ(daemon_->ListenControl(dir_ + "/ctl.sock"), Status::kOk);
+    control_ = std::thread([this] { control_loop_->Run(); });
+  }
+  void TearDown() override {
+    control_loop_->Stop();
+    control_.join();
+    daemon_.reset();  // control loop stopped: safe on this thread
+    executor_->RunSync([this] { datapath_loop_->RemovePoller(poller_); });
+    datapath_loop_->Stop();
+    datapath_.join();
+    engine_.reset();
+    executor_.reset();
+    rmdir(dir_.c_str());
+  }
+
+  // One request over a fresh control connection.
+  json Request(const std::string& line) {
+    auto fd = ConnectUnix(dir_ + "/ctl.sock");
+    if (!fd.ok()) return json();
+    std::string out = line + "\n";
+    EXPECT_EQ(send(*fd, out.data(), out.size(), MSG_NOSIGNAL), static_cast<ssize_t>(out.size()));
+    std::string reply;
+    char buf[4096];
+    while (reply.find('\n') == std::string::npos) {
+      ssize_t n = recv(*fd, buf, sizeof(buf), 0);
+      if (n <= 0) break;
+      reply.append(buf, static_cast<size_t>(n));
+    }
+    close(*fd);
+    return json::parse(reply.substr(0, reply.find('\n')), nullptr, false);
+  }
+  json Request(const json& j) { return Request(j.dump()); }
+  json Request(const char* line) { return Request(std::string(line)); }
+  json Attach(const std::string& name) {
+    return Request(json{{"cmd", "attach-vm"},
+                        {"name", name},
+                        {"socket", dir_ + "/" + name + ".sock"},
+                        {"gids", {"::ffff:10.0.0.1", "fe80::2"}}});
+  }
+  json FindVm(const json& reply, const std::string& name) {
+    for (const auto& vm : reply.value("vms", json::array())) {
+      if (vm.value("name", "") == name) return vm;
+    }
+    return json();
+  }
+  bool WaitFor(const std::function<bool()>& cond) {
+    for (int i = 0; i < 2000; ++i) {
+      if (cond()) return true;
+      std::this_thread::sleep_for(2ms);
+    }
+    return false;
+  }
+
+  std::string dir_;
+  SoftRnic rnic_;
+  policy::PassThroughPolicy policy_;
+  std::unique_ptr<EpollEventLoop> datapath_loop_, control_loop_;
+  std::unique_ptr<MailboxExecutor> executor_;
+  std::unique_ptr<engine::Engine> engine_;
+  uint64_t poller_ = 0;
+  std::unique_ptr<Daemon> daemon_;
+  std::thread datapath_, control_;
+};
+
+TEST_F(DaemonTest, AttachListStatsDetach) {
+  json r = Attach("vm-a");
+  ASSERT_TRUE(r.value("ok", false)) << r.dump();
+  struct stat st;
+  EXPECT_EQ(stat((dir_ + "/vm-a.sock").c_str(), &st), 0);
+
+  EXPECT_FALSE(Attach("vm-a").value("ok", true));  // duplicate name
+  json same_socket = Request(json{{"cmd", "attach-vm"}, {"name", "vm-b"},
+                                  {"socket", dir_ + "/vm-a.sock"}, {"gids", {"::1"}}});
+  EXPECT_FALSE(same_socket.value("ok", true));
+  EXPECT_TRUE(same_socket.contains("error"));
+
+  json list = Request(R"({"cmd":"list-vms"})");
+  ASSERT_TRUE(list.value("ok", false));
+  ASSERT_EQ(list["vms"].size(), 1u);
+  EXPECT_EQ(list["vms"][0]["name"], "vm-a");
+  EXPECT_EQ(list["vms"][0]["connected"], false);
+
+  json stats = Request(R"({"cmd":"stats"})");
+  json vm = FindVm(stats, "vm-a");
+  ASSERT_TRUE(vm.is_object()) << stats.dump();
+  EXPECT_EQ(vm["qps"], 0);
+  EXPECT_EQ(vm["mrs"], 0);
+
+  EXPECT_TRUE(Request(R"({"cmd":"detach-vm","name":"vm-a"})").value("ok", false));
+  EXPECT_NE(stat((dir_ + "/vm-a.sock").c_str(), &st), 0);  // socket removed
+  EXPECT_FALSE(Request(R"({"cmd":"detach-vm","name":"vm-a"})").value("ok", true));
+  EXPECT_EQ(Request(R"({"cmd":"list-vms"})")["vms"].size(), 0u);
+}
+
+TEST_F(DaemonTest, BadControlRequestsGetErrors) {
+  const char* bad[] = {"not json", "[1]", R"({"cmd":7})", R"({"cmd":"reboot"})",
+                       R"({"cmd":"detach-vm"})", R"({"cmd":"attach-vm","name":"x"})"};
+  for (const char* line : bad) {
+    json r = Request(std::string(line));
+    EXPECT_FALSE(r.value("ok", true)) << line;
+    EXPECT_TRUE(r.contains("error")) << line;
+  }
+  // Several requests on one connection, one per line.
+  auto fd = ConnectUnix(dir_ + "/ctl.sock");
+  ASSERT_TRUE(fd.ok());
+  std::string two = "{\"cmd\":\"list-vms\"}\n{\"cmd\":\"stats\"}\n";
+  ASSERT_EQ(send(*fd, two.data(), two.size(), 0), static_cast<ssize_t>(two.size()));
+  std::string reply;
+  char buf[4096];
+  while (std::count(reply.begin(), reply.end(), '\n') < 2) {
+    ssize_t n = recv(*fd, buf, sizeof(buf), 0);
+    ASSERT_GT(n, 0);
+    reply.append(buf, static_cast<size_t>(n));
+  }
+  close(*fd);
+}
+
+TEST_F(DaemonTest, FrontendNegotiatesWithTheRealDevice) {
+  ASSERT_TRUE(Attach("vm-q").value("ok", false));
+  auto fe = vhost::VhostUserFrontend::Connect(dir_ + "/vm-q.sock", 16 << 20);
+  ASSERT_TRUE(fe.ok());
+  ASSERT_EQ((*fe)->Negotiate(~0ull), Status::kOk);
+  EXPECT_GE((*fe)->queue_num(), 3u);  // control, event, >= 1 doorbell
+  auto cfg = (*fe)->GetConfig(0, sizeof(virtio_rdma_config));
+  ASSERT_TRUE(cfg.ok());
+  virtio_rdma_config c;
+  std::memcpy(&c, cfg->data(), sizeof(c));
+  EXPECT_EQ(c.num_gids, 2);
+  const uint8_t v4[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1};
+  EXPECT_EQ(std::memcmp(c.gids[0], v4, 16), 0);
+
+  EXPECT_TRUE(WaitFor([&] { return FindVm(Request(R"({"cmd":"list-vms"})"), "vm-q")
+                                       .value("connected", false); }));
+  // A second frontend for the same VM is turned away.
+  auto second = vhost::VhostUserFrontend::Connect(dir_ + "/vm-q.sock", 1 << 20);
+  ASSERT_TRUE(second.ok());
+  EXPECT_NE((*second)->Negotiate(0), Status::kOk);
+
+  (*fe)->Disconnect();
+  EXPECT_TRUE(WaitFor([&] { return !FindVm(Request(R"({"cmd":"list-vms"})"), "vm-q")
+                                        .value("connected", true); }));
+  // QEMU may come back (VM reboot with a new QEMU): served again.
+  auto again = vhost::VhostUserFrontend::Connect(dir_ + "/vm-q.sock", 1 << 20);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)->Negotiate(~0ull), Status::kOk);
+  EXPECT_TRUE(Request(R"({"cmd":"detach-vm","name":"vm-q"})").value("ok", false));
+}
+
+}  // namespace
+}  // namespace vrdma::daemon
