@@ -1,0 +1,224 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+#include "backend/rnic_model/model_rnic.h"
+
+#include <algorithm>
+
+namespace vrdma::model {
+
+ModelRnic::ModelRnic(ModelWorld& world, const NicParams& nic) : world_(world) {
+  host_ = world_.sim().AddHost(nic);
+}
+
+RnicLimits ModelRnic::limits() const {
+  RnicLimits l;
+  l.max_qp = 1u << 16;
+  l.max_qp_wr = 1u << 15;
+  l.max_sge = kMaxSge;
+  l.max_cq = 1u << 16;
+  l.max_cqe = 1u << 22;
+  l.max_mr = 1u << 20;
+  l.max_mr_size = ~0ull;
+  l.max_pd = 1u << 16;
+  l.max_srq = 0;
+  l.max_srq_wr = 0;
+  l.max_inline_data = kMaxInline;
+  l.max_msg_sz = 1u << 31;
+  l.active_mtu_bytes = world_.sim().nic(host_).mtu_bytes;
+  l.node_guid = 0x5a00000000000000ull | host_;
+  return l;
+}
+
+Status ModelRnic::AddGid(const Gid&) { return Status::kOk; }
+Status ModelRnic::RemoveGid(const Gid&) { return Status::kOk; }
+Result<RnicPd> ModelRnic::AllocPd() { return RnicPd{next_pd_++}; }
+Status ModelRnic::DeallocPd(RnicPd) { return Status::kOk; }
+
+Result<RnicMr> ModelRnic::RegMr(RnicPd, uint8_t*, uint64_t, uint64_t, uint32_t) {
+  const uint32_t id = next_mr_++;
+  return RnicMr{id, id << 8 | 1, id << 8 | 2};
+}
+Status ModelRnic::DeregMr(RnicMr) { return Status::kOk; }
+
+Result<RnicCq> ModelRnic::CreateCq(uint32_t) {
+  cqs_.push_back(world_.sim().CreateCq(host_));
+  return RnicCq{static_cast<uint32_t>(cqs_.size())};
+}
+Status ModelRnic::DestroyCq(RnicCq cq) {
+  return cq.id >= 1 && cq.id <= cqs_.size() ? Status::kOk : Status::kBadHandle;
+}
+
+Result<RnicSrq> ModelRnic::CreateSrq(RnicPd, uint32_t, uint32_t) { return Status::kUnsupported; }
+Status ModelRnic::DestroySrq(RnicSrq) { return Status::kUnsupported; }
+
+Result<RnicQp> ModelRnic::CreateQp(const QpInit& init) {
+  if (init.type == QpType::kUd || init.has_srq) return Status::kUnsupported;
+  if (init.send_cq.id < 1 || init.send_cq.id > cqs_.size() || init.recv_cq.id < 1 ||
+      init.recv_cq.id > cqs_.size()) {
+    return Status::kBadHandle;
+  }
+  QpConfig c;
+  c.transport = init.type == QpType::kUc ? Transport::kUc : Transport::kRc;
+  c.send_cq = cqs_[init.send_cq.id - 1];
+  c.recv_cq = cqs_[init.recv_cq.id - 1];
+  c.sq_depth = std::max<uint32_t>(init.caps.max_send_wr, 1);
+  c.sig_all = init.sq_sig_all;
+  QpEntry e;
+  e.live = true;
+  e.model = world_.sim().CreateQp(host_, c);
+  e.type = init.type;
+  qps_.push_back(e);
+  // QPN = model QP id + 1: unique across every card of the world.
+  return RnicQp{static_cast<uint32_t>(qps_.size()), e.model + 1};
+}
+
+ModelRnic::QpEntry* ModelRnic::Find(RnicQp qp) {
+  if (qp.id < 1 || qp.id > qps_.size() || !qps_[qp.id - 1].live) return nullptr;
+  return &qps_[qp.id - 1];
+}
+const ModelRnic::QpEntry* ModelRnic::Find(RnicQp qp) const {
+  if (qp.id < 1 || qp.id > qps_.size() || !qps_[qp.id - 1].live) return nullptr;
+  return &qps_[qp.id - 1];
+}
+
+Status ModelRnic::ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) {
+  QpEntry* e = Find(qp);
+  if (e == nullptr) return Status::kBadHandle;
+  if (mask & kQpState) {
+    const QpState from = e->attr.state, to = attr.state;
+    const bool ok = to == QpState::kErr || to == QpState::kReset ||
+                    (from == QpState::kReset && to == QpState::kInit) ||
+                    (from == QpState::kInit && (to == QpState::kInit || to == QpState::kRtr)) ||
+                    (from == QpState::kRtr && to == QpState::kRts) ||
+                    (from == QpState::kRts && to == QpState::kRts);
+    if (!ok) return Status::kBadState;
+    if (to == QpState::kRtr) {
+      if (!(mask & kQpDestQpn) || attr.dest_qpn == 0) return Status::kInvalid;
+      if (!world_.sim().Connect(e->model, attr.dest_qpn - 1)) return Status::kInvalid;
+    }
+  }
+  const QpState keep = e->attr.state;
+  e->attr = attr;
+  if (!(mask & kQpState)) e->attr.state = keep;
+  return Status::kOk;
+}
+
+Result<QpAttr> ModelRnic::QueryQp(RnicQp qp) const {
+  const QpEntry* e = Find(qp);
+  if (e == nullptr) return Status::kBadHandle;
+  return e->attr;
+}
+
+Status ModelRnic::DestroyQp(RnicQp qp) {
+  QpEntry* e = Find(qp);
+  if (e == nullptr) return Status::kBadHandle;
+  e->live = false;
+  return Status::kOk;
+}
+
+Result<RnicAh> ModelRnic::CreateAh(RnicPd, const AddressVector&) { return Status::kUnsupported; }
+Status ModelRnic::DestroyAh(RnicAh) { return Status::kUnsupported; }
+
+bool ModelRnic::ToModelWr(const SendWr& in, Wr* out) {
+  Wr w;
+  w.wr_id = in.wr_id;
+  w.bytes = static_cast<uint32_t>(in.total_length());
+  w.signaled = (in.send_flags & kSendSignaled) != 0;
+  switch (in.opcode) {
+    case WrOpcode::kRdmaWrite: w.op = Op::kWrite; break;
+    case WrOpcode::kRdmaWriteWithImm: w.op = Op::kWriteImm; break;
+    case WrOpcode::kSend: w.op = Op::kSend; break;
+    case WrOpcode::kSendWithImm: w.op = Op::kSendImm; break;
+    case WrOpcode::kRdmaRead: w.op = Op::kRead; break;
+    default: return false;  // atomics: not modelled
+  }
+  *out = w;
+  return true;
+}
+
+int ModelRnic::PostSend(RnicQp qp, std::span<const SendWr> wrs, Status* first_error) {
+  QpEntry* e = Find(qp);
+  if (e == nullptr || e->attr.state != QpState::kRts) {
+    if (first_error) *first_error = e == nullptr ? Status::kBadHandle : Status::kBadState;
+    return 0;
+  }
+  int done = 0;
+  // Post-list semantics: one model post (one doorbell) per run of WRs.
+  constexpr int kChunk = 32;
+  Wr buf[kChunk];
+  while (done < static_cast<int>(wrs.size())) {
+    int n = 0;
+    while (n < kChunk && done + n < static_cast<int>(wrs.size())) {
+      if (!ToModelWr(wrs[done + n], &buf[n])) break;
+      ++n;
+    }
+    if (n == 0) {
+      if (first_error) *first_error = Status::kUnsupported;
+      return done;
+    }
+    const int accepted = world_.sim().PostSend(e->model, std::span<const Wr>(buf, n));
+    done += accepted;
+    if (accepted < n) {
+      if (first_error) *first_error = Status::kNoResource;
+      return done;
+    }
+  }
+  return done;
+}
+
+int ModelRnic::PostRecv(RnicQp qp, std::span<const RecvWr> wrs, Status* first_error) {
+  QpEntry* e = Find(qp);
+  if (e == nullptr || e->attr.state == QpState::kReset || e->attr.state == QpState::kErr) {
+    if (first_error) *first_error = e == nullptr ? Status::kBadHandle : Status::kBadState;
+    return 0;
+  }
+  for (const RecvWr& r : wrs) world_.sim().PostRecv(e->model, r.wr_id);
+  return static_cast<int>(wrs.size());
+}
+
+int ModelRnic::PostSrqRecv(RnicSrq, std::span<const RecvWr>, Status* first_error) {
+  if (first_error) *first_error = Status::kUnsupported;
+  return 0;
+}
+
+Completion ModelRnic::ToCompletion(const Cqe& c) {
+  Completion o;
+  o.wr_id = c.wr_id;
+  o.status = c.status == CqeStatus::kSuccess ? WcStatus::kSuccess
+             : c.status == CqeStatus::kFlushed ? WcStatus::kWrFlushErr
+                                                : WcStatus::kRetryExcErr;
+  o.byte_len = c.bytes;
+  o.qpn = c.qp + 1;
+  o.timestamp_ns = c.time / kPicosPerNano;
+  if (c.recv) {
+    o.opcode = c.op == Op::kWriteImm ? WcOpcode::kRecvRdmaWithImm : WcOpcode::kRecv;
+    if (c.op == Op::kWriteImm || c.op == Op::kSendImm) o.wc_flags |= kWcWithImm;
+  } else {
+    o.opcode = c.op == Op::kRead                              ? WcOpcode::kRdmaRead
+               : (c.op == Op::kSend || c.op == Op::kSendImm) ? WcOpcode::kSend
+                                                              : WcOpcode::kRdmaWrite;
+  }
+  return o;
+}
+
+int ModelRnic::PollCq(RnicCq cq, std::span<Completion> out) {
+  if (cq.id < 1 || cq.id > cqs_.size()) return 0;
+  Cqe tmp[16];
+  int total = 0;
+  while (total < static_cast<int>(out.size())) {
+    const int want = std::min<int>(16, static_cast<int>(out.size()) - total);
+    const int n = world_.sim().PollCq(cqs_[cq.id - 1], std::span<Cqe>(tmp, want));
+    for (int i = 0; i < n; ++i) out[total + i] = ToCompletion(tmp[i]);
+    total += n;
+    if (n < want) break;
+  }
+  return total;
+}
+
+bool ModelRnic::Progress() {
+  Simulator& sim = world_.sim();
+  const uint64_t before = sim.events_processed();
+  sim.RunUntil(sim.now() + quantum_);
+  return sim.events_processed() != before;
+}
+
+}  // namespace vrdma::model

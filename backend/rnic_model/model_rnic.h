@@ -1,0 +1,92 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// The RNIC timing MODEL behind the engine's vrdma::Rnic interface, so the
+// engine (or any Rnic user) can run on virtual time. One ModelWorld holds
+// the simulator; each ModelRnic is one host's card in it. QPNs are global in
+// the world, so ModifyQp(RTR, dest_qpn) connects to a QP of any ModelRnic.
+//
+// Virtual time: Post* act at the current virtual time; Progress() advances
+// it by progress_quantum and runs what happened meanwhile; PollCq() returns
+// CQEs that became visible, with the virtual time as hardware timestamp.
+//
+// It is a timing model: it moves no bytes and does not check keys, access
+// rights or lengths (backend/soft_rnic is the functional twin). Not modelled
+// behind this interface: UD, SRQ, atomics (kUnsupported), flush of
+// outstanding work on the move to kErr (posting then fails with kBadState,
+// but no kWrFlushErr completions are generated).
+#ifndef VRDMA_BACKEND_RNIC_MODEL_MODEL_RNIC_H_
+#define VRDMA_BACKEND_RNIC_MODEL_MODEL_RNIC_H_
+
+#include <vector>
+
+#include "backend/rnic/rnic.h"
+#include "backend/rnic_model/simulator.h"
+
+namespace vrdma::model {
+
+class ModelWorld {
+ public:
+  ModelWorld(const FabricParams& fabric, uint64_t seed) : sim_(fabric, seed) {}
+  Simulator& sim() { return sim_; }
+
+ private:
+  Simulator sim_;
+};
+
+class ModelRnic final : public Rnic {
+ public:
+  ModelRnic(ModelWorld& world, const NicParams& nic);
+
+  HostId host() const { return host_; }
+  void set_progress_quantum(Picos q) { quantum_ = q; }
+
+  RnicLimits limits() const override;
+  Status AddGid(const Gid& gid) override;
+  Status RemoveGid(const Gid& gid) override;
+  Result<RnicPd> AllocPd() override;
+  Status DeallocPd(RnicPd pd) override;
+  Result<RnicMr> RegMr(RnicPd pd, uint8_t* addr, uint64_t length, uint64_t iova,
+                       uint32_t access) override;
+  Status DeregMr(RnicMr mr) override;
+  Result<RnicCq> CreateCq(uint32_t depth) override;
+  Status DestroyCq(RnicCq cq) override;
+  Result<RnicSrq> CreateSrq(RnicPd pd, uint32_t max_wr, uint32_t max_sge) override;
+  Status DestroySrq(RnicSrq srq) override;
+  Result<RnicQp> CreateQp(const QpInit& init) override;
+  Status ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) override;
+  Result<QpAttr> QueryQp(RnicQp qp) const override;
+  Status DestroyQp(RnicQp qp) override;
+  Result<RnicAh> CreateAh(RnicPd pd, const AddressVector& av) override;
+  Status DestroyAh(RnicAh ah) override;
+  int PostSend(RnicQp qp, std::span<const SendWr> wrs, Status* first_error) override;
+  int PostRecv(RnicQp qp, std::span<const RecvWr> wrs, Status* first_error) override;
+  int PostSrqRecv(RnicSrq srq, std::span<const RecvWr> wrs, Status* first_error) override;
+  int PollCq(RnicCq cq, std::span<Completion> out) override;
+  bool Progress() override;
+
+  // Translation used by PostSend; exposed so tests can check that the
+  // adapter and the bench's direct use of the simulator agree.
+  static bool ToModelWr(const SendWr& in, Wr* out);
+  static Completion ToCompletion(const Cqe& c);
+
+ private:
+  struct QpEntry {
+    bool live = false;
+    QpId model = 0;
+    QpAttr attr;
+    QpType type = QpType::kRc;
+  };
+  QpEntry* Find(RnicQp qp);
+  const QpEntry* Find(RnicQp qp) const;
+
+  ModelWorld& world_;
+  HostId host_ = 0;
+  Picos quantum_ = NsToPs(1000);
+  uint32_t next_pd_ = 1, next_mr_ = 1, next_ah_ = 1;
+  std::vector<CqId> cqs_;          // RnicCq.id - 1 -> model CQ
+  std::vector<QpEntry> qps_;       // RnicQp.id - 1
+};
+
+}  // namespace vrdma::model
+
+#endif  // VRDMA_BACKEND_RNIC_MODEL_MODEL_RNIC_H_
