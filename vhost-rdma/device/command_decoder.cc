@@ -70,7 +70,7 @@ enum class RingKind { kCq, kSq, kRecv };
 //  - element size minimum per kind: CQ >= 64 bytes (log2 >= 6); SQ >= 208 +
 //    max(16 * max_send_sge, max_inline_data); RQ/SRQ >= 40 + 16 * max_sge;
 //  - requested depth < 2^log2_num_elem (one slot stays empty);
-//  - 384 + 2^log2_num_elem * 2^log2_elem_size <= npages * 4096;
+//  - npages == ceil((384 + 2^log2_num_elem * 2^log2_elem_size) / 4096);
 //  - npages <= limits.max_ring_pages.
 // The page list itself is read later, in order, by ReadPages.
 Status CheckRing(const virtio_rdma_ring_desc& wire, RingKind kind,
@@ -90,7 +90,10 @@ Status CheckRing(const virtio_rdma_ring_desc& wire, RingKind kind,
   // At most 384 + 2^28: no overflow in 64 bits.
   const uint64_t ring_bytes =
       VIRTIO_RDMA_RING_HDR_SIZE + (Pow2(log2_num) << log2_size);
-  if (ring_bytes > uint64_t{n} * kPageSize) return Status::kInvalid;
+  // Exactly the pages the ring spans: no page the device would map (and pin)
+  // without using it. The Linux driver allocates PAGE_ALIGN(ring bytes).
+  if (uint64_t{n} != (ring_bytes + kPageSize - 1) / kPageSize)
+    return Status::kInvalid;
   if (n > limits.max_ring_pages || n > kMaxRingPagesByGeometry)
     return Status::kInvalid;
   out->log2_num_elem = log2_num;

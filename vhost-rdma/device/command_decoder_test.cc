@@ -489,6 +489,8 @@ TEST(CommandDecoderTest, HostileCreateCq) {
       {"log2_elem_size 64", with([](auto& r) { r.ring = Ring(8, 64, 5); }, 5)},
       {"npages too small for ring",
        with([](auto& r) { r.ring = Ring(8, 6, 4); }, 4)},
+      {"npages one more than the ring spans",
+       with([](auto& r) { r.ring = Ring(8, 6, 6); }, 6)},
       {"npages above ring limit",
        with([](auto& r) { r.ring = Ring(8, 6, kLimits.max_ring_pages + 1); },
             kLimits.max_ring_pages + 1)},
