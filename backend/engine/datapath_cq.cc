@@ -113,16 +113,16 @@ void EngineImpl::HandleCompletion(CqObj& cq, const Completion& c) {
   switch (CookieKindOf(c.wr_id)) {
     case CookieKind::kSend: {
       QpObj* qp = vm.qps.Lookup(handle);
-      if (qp == nullptr || slot > qp->sq.mask()) {
+      if (qp == nullptr || slot > qp->slot_mask) {
         ++cq.dropped;  // QP destroyed since
         return;
       }
-      // Retire this slot and every older one.
-      const uint32_t outstanding = qp->sq.Distance(qp->sq_done, qp->sq_head);
-      const uint32_t pos = qp->sq.Distance(qp->sq_done, slot);
-      if (pos < outstanding) {
-        Retire(cq, pos + 1);
-        qp->sq_done = qp->sq.Next(slot);
+      // The WR's sequence number: the newest one with these low bits.
+      const uint32_t seq = qp->sq_seq - 1 - ((qp->sq_seq - 1 - slot) & qp->slot_mask);
+      // Retire it and every older one.
+      if (seq - qp->sq_done < qp->Unretired()) {
+        Retire(cq, seq - qp->sq_done + 1);
+        qp->sq_done = seq + 1;
       }
       const SendSlot& s = qp->slots[slot];
       if (s.signaled) {

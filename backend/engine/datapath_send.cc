@@ -15,11 +15,14 @@
 // free for the guest and the consumer index is stored (release) once per
 // batch: librxe reads consumer_index as "space available".
 //
-// The engine remembers each consumed WQE (guest wr_id, opcode, size) by
-// slot until it is known complete. A completion for slot s retires every
-// older slot too (a signaled completion implies all earlier WRs of the SQ
-// completed), so at most sq_window WQEs are consumed and unretired: a QP
-// that never signals stops being consumed, like a real send queue.
+// The engine remembers each consumed WQE (guest wr_id, opcode, size) under
+// a per-QP sequence number until it is known complete; the cookie carries
+// seq & slot_mask. Backpressure comes from the RNIC (PostSend refuses when
+// its send queue is full; the WR then waits at the head of the scheduler
+// FIFO) and from the FIFO (full: stop consuming), so at most RNIC depth +
+// FIFO capacity WRs are outstanding and their records are never reused
+// early. A completion retires its WR and every older one (a signaled
+// completion implies all earlier WRs of the SQ completed).
 //
 // A WQE that fails checks completes with an error CQE, after every older
 // WR's completion, and the QP goes to ERR; everything after it is flushed
@@ -168,7 +171,6 @@ bool EngineImpl::ProcessSq(QpObj& qp, policy::Nanos now) {
   alignas(64) uint8_t payload[kMaxSendPayloadBytes];
   DecodedSend& d = send_scratch_;
   while (head != prod && budget > 0) {
-    if (qp.sq.Distance(qp.sq_done, head) >= qp.sq_window) break;  // wait for completions
     --budget;
     const uint8_t* elem = qp.sq.element(head);
     std::memcpy(header, elem, kSendWqeHeaderBytes);
@@ -182,11 +184,13 @@ bool EngineImpl::ProcessSq(QpObj& qp, policy::Nanos now) {
       ++vm.stats.wqes_rejected;
       qp.sq_head = head;
       FailSend(qp, d.wr.wr_id, d.wr.opcode, st, /*fifo_is_older=*/true);
-      qp.sq_head = qp.sq_done = qp.sq.Next(head);
+      qp.sq_head = qp.sq.Next(head);
       qp.sq.StoreConsumer(qp.sq_head);
       return true;  // QP in ERR and still pending: the rest is flushed next
     }
-    SendSlot& slot = qp.slots[head];
+    const uint32_t seq = qp.sq_seq;
+    const uint32_t rec = seq & qp.slot_mask;
+    SendSlot& slot = qp.slots[rec];
     slot.guest_wr_id = d.wr.wr_id;
     slot.opcode = d.wr.opcode;
     slot.kind = KindOf(d.wr.opcode);
@@ -194,9 +198,9 @@ bool EngineImpl::ProcessSq(QpObj& qp, policy::Nanos now) {
     const uint64_t bytes = d.wr.total_length();  // <= max_msg_sz (checked)
     slot.bytes = static_cast<uint32_t>(bytes);
     slot.admit_ns = now;
-    d.wr.wr_id = MakeCookie(qp.handle, CookieKind::kSend, head);
+    d.wr.wr_id = MakeCookie(qp.handle, CookieKind::kSend, rec);
     const policy::WrInfo info{vm.id, qp.handle, slot.kind, slot.bytes, slot.signaled};
-    const Status ps = stage_.Submit(qp, d.wr, info, head, now);
+    const Status ps = stage_.Submit(qp, d.wr, info, rec, now);
     if (ps == Status::kNoResource) break;  // the QP's FIFO is full: retry next turn
     if (ps != Status::kOk) {
       // The RNIC refused the post (its QP left RTS on its own).
@@ -204,10 +208,11 @@ bool EngineImpl::ProcessSq(QpObj& qp, policy::Nanos now) {
       FailSend(qp, slot.guest_wr_id, slot.opcode,
                qp.state == QpState::kErr ? WcStatus::kWrFlushErr : WcStatus::kLocQpOpErr,
                /*fifo_is_older=*/true);
-      qp.sq_head = qp.sq_done = qp.sq.Next(head);
+      qp.sq_head = qp.sq.Next(head);
       qp.sq.StoreConsumer(qp.sq_head);
       return true;
     }
+    ++qp.sq_seq;
     ++vm.stats.wqes_posted;
     Expect(*qp.send_cq, 1);
     head = qp.sq.Next(head);
@@ -245,7 +250,7 @@ bool EngineImpl::FlushSq(QpObj& qp) {
     did = true;
   }
   if (head != qp.sq_head) {
-    qp.sq_head = qp.sq_done = head;
+    qp.sq_head = head;
     qp.sq.StoreConsumer(head);
   }
   if (head == prod) pending_sq_.Remove(&qp);
@@ -260,8 +265,8 @@ void EngineImpl::DrainSendSide(QpObj& qp) {
                   WcStatus::kWrFlushErr);
   });
   // Whatever the RNIC held has been flushed: close the window.
-  Retire(*qp.send_cq, qp.sq.Distance(qp.sq_done, qp.sq_head));
-  qp.sq_done = qp.sq_head;
+  Retire(*qp.send_cq, qp.Unretired());
+  qp.sq_done = qp.sq_seq;
 }
 
 void EngineImpl::FailSend(QpObj& qp, uint64_t guest_wr_id, WrOpcode op, WcStatus status,

@@ -183,8 +183,13 @@ Result<CreateQpResult> EngineImpl::CreateQp(VmId id, const CreateQpRequest& req)
   qp->sq_limits.max_inline = c.max_inline_data;
   qp->sq_limits.elem_size = qp->sq.elem_size();
   qp->sq_limits.max_msg_sz = limits_.max_msg_sz;
-  qp->slots.assign(qp->sq.num_elem(), SendSlot{});
   qp->flow.entries.resize(std::min(qp->sq_window, SchedulerStage::kFlowCapacity));
+  {
+    uint32_t n = 1;
+    while (n < qp->sq_window + qp->flow.entries.size() + 1) n <<= 1;
+    qp->slots.assign(n, SendSlot{});
+    qp->slot_mask = n - 1;
+  }
   if (has_rq) {
     (void)InitRecvQueue(qp->rq, req.rq, c.max_recv_sge,
                         std::min(qp->rq.ring.capacity() + 0, limits_.max_qp_wr), std::move(rq_view));
@@ -331,8 +336,8 @@ Status EngineImpl::ModifyQpLocked(VmContext& vm, QpObj& qp, const ModifyQpReques
       // The RNIC discarded outstanding work without completions.
       pending_sq_.Remove(&qp);
       stage_.FlushFlow(qp, [](uint32_t) {});
-      Retire(*qp.send_cq, qp.sq.Distance(qp.sq_done, qp.sq_head));
-      qp.sq_done = qp.sq_head;
+      Retire(*qp.send_cq, qp.Unretired());
+      qp.sq_done = qp.sq_seq;
       if (!qp.srq) {
         UnlinkRecv(qp.rq);
         Retire(*qp.recv_cq, qp.rq.posted);
@@ -390,7 +395,7 @@ void EngineImpl::DestroyQpLocked(VmContext& vm, uint32_t handle) {
   // Destroy generates no completions; any still in the RNIC CQ carry a
   // cookie whose handle is now stale and are dropped.
   (void)rnic_.DestroyQp(qp->rnic);
-  Retire(*qp->send_cq, qp->sq.Distance(qp->sq_done, qp->sq_head));
+  Retire(*qp->send_cq, qp->Unretired());
   if (!qp->srq) Retire(*qp->recv_cq, qp->rq.posted);
   if (qp->srq) {
     --qp->srq->refs;

@@ -164,9 +164,17 @@ struct QpObj {
   GuestRing sq;
   SendQueueLimits sq_limits;
   uint32_t sq_head = 0;        // next WQE to consume == guest consumer index
-  uint32_t sq_done = 0;        // oldest slot not known complete
-  uint32_t sq_window = 0;      // max consumed-but-unretired WQEs
+  uint32_t sq_window = 0;      // RNIC send queue depth
+  // Consumed WQEs by sequence number (free-running 32-bit counters):
+  // [sq_done, sq_seq) are consumed and not known complete. A WR's record is
+  // slots[seq & slot_mask]; slots has room for every WR that can be
+  // outstanding (RNIC depth + the scheduler FIFO), so a record is never
+  // reused while its WR may still complete.
+  uint32_t sq_seq = 0;
+  uint32_t sq_done = 0;
+  uint32_t slot_mask = 0;
   std::vector<SendSlot> slots;
+  uint32_t Unretired() const { return sq_seq - sq_done; }
   ListHook<QpObj> pending_hook;
   FlowQueue flow;
   ListHook<QpObj> queued_hook;  // flow not empty

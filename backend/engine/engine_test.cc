@@ -1,0 +1,895 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// Engine tests on a FakeRnic with memfd guest memory: control verbs and
+// their checks, per-VM isolation, and the data path driven through guest
+// rings written the way librxe writes them.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <deque>
+
+#include "backend/engine/engine.h"
+#include "backend/engine/engine_impl.h"
+#include "backend/engine/testing/fake_rnic.h"
+#include "backend/engine/testing/guest_env.h"
+#include "policy/pass_through_policy.h"
+
+namespace vrdma::engine {
+namespace {
+
+using testing::DrainCq;
+using testing::FakeRnic;
+using testing::GuestEnv;
+using testing::GuestRingRef;
+using testing::GuestSend;
+using testing::RecordingSink;
+
+constexpr uint32_t kLW = kAccessLocalWrite;
+constexpr uint32_t kAll = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead;
+
+Gid MakeGid(uint8_t x) {
+  Gid g{};
+  g[0] = 0xfe;
+  g[1] = 0x80;
+  g[15] = x;
+  return g;
+}
+
+// A VM with a PD, one 4-page MR, send and receive CQs and one QP.
+struct Rig {
+  VmId vm = 0;
+  uint32_t pd = 0;
+  uint64_t buf_gpa = 0;
+  uint64_t iova = 0x40000000;
+  uint32_t mr = 0, lkey = 0, rkey = 0;
+  GuestRingRef scq, rcq, sq, rq;
+  uint32_t scq_h = 0, rcq_h = 0;
+  uint32_t qpn = 0;
+};
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override { engine_ = Engine::Create(rnic_, exec_, policy_); }
+
+  VmId Attach(GuestEnv& env, std::vector<Gid> gids, RecordingSink* sink = nullptr,
+              Quotas q = {}) {
+    VmConfig c;
+    c.name = "vm";
+    c.gids = std::move(gids);
+    c.quotas = q;
+    Result<VmId> vm = engine_->AttachVm(c, sink);
+    EXPECT_TRUE(vm.ok());
+    engine_->SetGuestMemory(*vm, env.memory());
+    return *vm;
+  }
+
+  CreateCqRequest Cq(GuestRingRef& ring, GuestEnv& env, uint32_t log2_n = 5) {
+    ring = GuestRingRef(env, log2_n, 6);
+    CreateCqRequest r;
+    r.cqe = (1u << log2_n) - 1;
+    r.ring = ring.spec;
+    return r;
+  }
+
+  void ToRts(Rig& r, QpType type) {
+    ModifyQpRequest m;
+    m.qpn = r.qpn;
+    m.state = QpState::kInit;
+    m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_PKEY_INDEX | VIRTIO_RDMA_QP_PORT |
+             (type == QpType::kUd ? VIRTIO_RDMA_QP_QKEY : VIRTIO_RDMA_QP_ACCESS_FLAGS);
+    m.access_flags = kAll;
+    m.qkey = 0x1111;
+    ASSERT_EQ(engine_->ModifyQp(r.vm, m), Status::kOk);
+    m = {};
+    m.qpn = r.qpn;
+    m.state = QpState::kRtr;
+    m.mask = VIRTIO_RDMA_QP_STATE;
+    if (type != QpType::kUd) {
+      m.mask |= VIRTIO_RDMA_QP_AV | VIRTIO_RDMA_QP_PATH_MTU | VIRTIO_RDMA_QP_DEST_QPN |
+                VIRTIO_RDMA_QP_RQ_PSN;
+      if (type == QpType::kRc) {
+        m.mask |= VIRTIO_RDMA_QP_MAX_DEST_RD_ATOMIC | VIRTIO_RDMA_QP_MIN_RNR_TIMER;
+      }
+      m.ah.dgid = MakeGid(0x99);
+      m.dest_qpn = 0x77;
+    }
+    ASSERT_EQ(engine_->ModifyQp(r.vm, m), Status::kOk);
+    m = {};
+    m.qpn = r.qpn;
+    m.state = QpState::kRts;
+    m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_SQ_PSN;
+    if (type == QpType::kRc) {
+      m.mask |= VIRTIO_RDMA_QP_TIMEOUT | VIRTIO_RDMA_QP_RETRY_CNT | VIRTIO_RDMA_QP_RNR_RETRY |
+                VIRTIO_RDMA_QP_MAX_QP_RD_ATOMIC;
+    }
+    ASSERT_EQ(engine_->ModifyQp(r.vm, m), Status::kOk);
+  }
+
+  CreateQpRequest QpReq(Rig& r, GuestEnv& env, QpType type) {
+    CreateQpRequest q;
+    q.pd = r.pd;
+    q.type = type;
+    q.send_cq = r.scq_h;
+    q.recv_cq = r.rcq_h;
+    q.caps = {8, 8, 4, 4, 128};
+    r.sq = GuestRingRef(env, 4, 9);
+    r.rq = GuestRingRef(env, 4, 7);
+    q.sq = r.sq.spec;
+    q.rq = r.rq.spec;
+    return q;
+  }
+
+  Rig MakeRig(GuestEnv& env, VmId vm, QpType type = QpType::kRc, bool rts = true) {
+    Rig r;
+    r.vm = vm;
+    r.pd = *engine_->CreatePd(vm);
+    r.buf_gpa = env.AllocPages(4);
+    RegMrRequest mr;
+    mr.pd = r.pd;
+    mr.access = kAll;
+    mr.iova = r.iova;
+    mr.length = 4 * 4096;
+    mr.pages = GuestEnv::Pages(r.buf_gpa, 4);
+    Result<RegMrResult> m = engine_->RegMr(vm, mr);
+    EXPECT_TRUE(m.ok());
+    r.mr = m->handle;
+    r.lkey = m->lkey;
+    r.rkey = m->rkey;
+    r.scq_h = engine_->CreateCq(vm, Cq(r.scq, env))->handle;
+    r.rcq_h = engine_->CreateCq(vm, Cq(r.rcq, env))->handle;
+    Result<CreateQpResult> qp = engine_->CreateQp(vm, QpReq(r, env, type));
+    EXPECT_TRUE(qp.ok()) << StatusName(qp.status());
+    r.qpn = qp->qpn;
+    if (rts) ToRts(r, type);
+    return r;
+  }
+
+  void Poll(int turns = 3) {
+    for (int i = 0; i < turns; ++i) engine_->PollOnce();
+  }
+
+  FakeRnic rnic_;
+  InlineExecutor exec_;
+  policy::PassThroughPolicy policy_;
+  std::unique_ptr<Engine> engine_;
+};
+
+// ------------------------------------------------------------ VM lifecycle
+
+TEST_F(EngineTest, AttachChecksGids) {
+  GuestEnv env(1 << 20);
+  VmConfig c;
+  EXPECT_EQ(engine_->AttachVm(c, nullptr).status(), Status::kInvalid);  // no GID
+  c.gids.assign(9, MakeGid(1));
+  for (int i = 0; i < 9; ++i) c.gids[i][15] = static_cast<uint8_t>(i + 1);
+  EXPECT_EQ(engine_->AttachVm(c, nullptr).status(), Status::kInvalid);  // > 8
+  c.gids = {Gid{}};
+  EXPECT_EQ(engine_->AttachVm(c, nullptr).status(), Status::kInvalid);  // zero GID
+  c.gids = {MakeGid(1), MakeGid(1)};
+  EXPECT_EQ(engine_->AttachVm(c, nullptr).status(), Status::kInvalid);  // duplicate
+  c.gids = {MakeGid(1), MakeGid(2)};
+  Result<VmId> a = engine_->AttachVm(c, nullptr);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(rnic_.gids.size(), 2u);
+  c.gids = {MakeGid(3), MakeGid(2)};  // GID 2 belongs to the first VM
+  EXPECT_EQ(engine_->AttachVm(c, nullptr).status(), Status::kInvalid);
+  EXPECT_EQ(*engine_->QueryGid(*a, 1), MakeGid(2));
+  EXPECT_EQ(engine_->QueryGid(*a, 2).status(), Status::kInvalid);
+  engine_->DetachVm(*a);
+  EXPECT_TRUE(rnic_.gids.empty());
+  EXPECT_TRUE(engine_->AttachVm(c, nullptr).ok());  // GIDs free again
+  EXPECT_EQ(engine_->Stats(*a).status(), Status::kBadHandle);
+}
+
+TEST_F(EngineTest, QuotasAreEnforced) {
+  GuestEnv env;
+  Quotas q;
+  q.max_pd = 2;
+  q.max_cq = 1;
+  q.max_mr = 1;
+  q.max_pinned_bytes = 3 * 4096;
+  VmId vm = Attach(env, {MakeGid(1)}, nullptr, q);
+  uint32_t pd = *engine_->CreatePd(vm);
+  ASSERT_TRUE(engine_->CreatePd(vm).ok());
+  EXPECT_EQ(engine_->CreatePd(vm).status(), Status::kNoResource);
+
+  RegMrRequest mr;
+  mr.pd = pd;
+  mr.length = 3 * 4096;
+  mr.pages = GuestEnv::Pages(env.AllocPages(4), 4);
+  mr.length = 4 * 4096;
+  EXPECT_EQ(engine_->RegMr(vm, mr).status(), Status::kNoResource);  // pinned
+  mr.pages.resize(2);
+  mr.length = 2 * 4096;
+  ASSERT_TRUE(engine_->RegMr(vm, mr).ok());
+  EXPECT_EQ(engine_->RegMr(vm, mr).status(), Status::kNoResource);  // max_mr
+  GuestRingRef cq;
+  CreateCqRequest c = Cq(cq, env, 4);  // 384 + 1024: one page, 3 pinned total
+  ASSERT_TRUE(engine_->CreateCq(vm, c).ok());
+  EXPECT_EQ(engine_->CreateCq(vm, Cq(cq, env, 4)).status(), Status::kNoResource);
+  VmStats s = *engine_->Stats(vm);
+  EXPECT_EQ(s.pds, 2u);
+  EXPECT_EQ(s.mrs, 1u);
+  EXPECT_EQ(s.cqs, 1u);
+  EXPECT_EQ(s.pinned_bytes, 3u * 4096);
+}
+
+// ------------------------------------------------------------ MRs
+
+TEST_F(EngineTest, RegMrMapsExactlyTheGuestPages) {
+  GuestEnv env;
+  VmId vm = Attach(env, {MakeGid(1)});
+  uint32_t pd = *engine_->CreatePd(vm);
+  // Two pages in reverse guest order: the view must follow the list.
+  uint64_t a = env.AllocPages(1);
+  uint64_t b = env.AllocPages(1);
+  std::memset(env.host(a), 'A', 4096);
+  std::memset(env.host(b), 'B', 4096);
+  RegMrRequest r;
+  r.pd = pd;
+  r.access = kLW;
+  r.iova = 0x1000;
+  r.first_page_offset = 100;
+  r.length = 5000;
+  r.pages = {b, a};
+  Result<RegMrResult> m = engine_->RegMr(vm, r);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->rkey, 0u);  // no remote access asked
+  const FakeRnic::Mr& fm = rnic_.mrs.at(m->lkey);
+  EXPECT_EQ(fm.length, 5000u);
+  EXPECT_EQ(fm.iova, 0x1000u);
+  EXPECT_EQ(fm.access, kLW);
+  EXPECT_EQ(fm.addr[0], 'B');
+  EXPECT_EQ(fm.addr[4095 - 100], 'B');
+  EXPECT_EQ(fm.addr[4096 - 100], 'A');
+  // Writes through the registration reach guest RAM.
+  fm.addr[4096 - 100] = 'Z';
+  EXPECT_EQ(*env.host(a), 'Z');
+  ASSERT_EQ(engine_->DestroyPd(vm, pd), Status::kBusy);
+  ASSERT_EQ(engine_->DeregMr(vm, m->handle), Status::kOk);
+  EXPECT_TRUE(rnic_.mrs.empty());
+  EXPECT_EQ(engine_->DeregMr(vm, m->handle), Status::kBadHandle);  // stale
+  EXPECT_EQ(engine_->DestroyPd(vm, pd), Status::kOk);
+  EXPECT_EQ(engine_->Stats(vm)->pinned_bytes, 0u);
+}
+
+TEST_F(EngineTest, RegMrRejectsBadRequests) {
+  GuestEnv env(1 << 20);
+  GuestEnv other(1 << 20, 0x10000000);
+  VmId vm = Attach(env, {MakeGid(1)});
+  VmId vm2 = Attach(other, {MakeGid(2)});
+  uint32_t pd = *engine_->CreatePd(vm);
+  (void)*engine_->CreatePd(vm2);
+  uint32_t pd2 = *engine_->CreatePd(vm2);  // a slot VM 1 does not use
+  uint64_t page = env.AllocPages(2);
+  struct Case {
+    const char* name;
+    uint32_t pd;
+    uint32_t access;
+    uint64_t iova, length;
+    uint32_t off;
+    std::vector<uint64_t> pages;
+    Status want;
+  };
+  const Case cases[] = {
+      {"ok", pd, kLW, 0, 8192, 0, {page, page + 4096}, Status::kOk},
+      {"foreign pd", pd2, kLW, 0, 4096, 0, {page}, Status::kBadHandle},
+      {"pd 0", 0, kLW, 0, 4096, 0, {page}, Status::kBadHandle},
+      {"remote write w/o local", pd, kAccessRemoteWrite, 0, 4096, 0, {page}, Status::kInvalid},
+      {"beyond pages", pd, kLW, 0, 4097, 0, {page}, Status::kInvalid},
+      {"wrapped length", pd, kLW, 0, ~0ull, 1, {page}, Status::kInvalid},
+      {"iova wraps", pd, kLW, ~0ull, 2, 0, {page}, Status::kInvalid},
+      {"unaligned page", pd, kLW, 0, 10, 0, {page + 8}, Status::kInvalid},
+      {"page outside guest", pd, kLW, 0, 10, 0, {env.end_gpa()}, Status::kFault},
+      {"page below guest", pd, kLW, 0, 10, 0, {0}, Status::kFault},
+      {"other VM's page", pd, kLW, 0, 10, 0, {0x10000000}, Status::kFault},
+      {"page straddles end", pd, kLW, 0, 8192, 0, {page, env.end_gpa()}, Status::kFault},
+  };
+  for (const Case& c : cases) {
+    RegMrRequest r;
+    r.pd = c.pd;
+    r.access = c.access;
+    r.iova = c.iova;
+    r.length = c.length;
+    r.first_page_offset = c.off;
+    r.pages = c.pages;
+    EXPECT_EQ(engine_->RegMr(vm, r).status(), c.want) << c.name;
+  }
+  EXPECT_EQ(engine_->Stats(vm)->mrs, 1u);
+  EXPECT_EQ(engine_->Stats(vm)->pinned_bytes, 8192u);
+}
+
+// ------------------------------------------------------------ queues
+
+TEST_F(EngineTest, RingGeometryChecked) {
+  GuestEnv env;
+  VmId vm = Attach(env, {MakeGid(1)});
+  GuestRingRef ring;
+  CreateCqRequest c = Cq(ring, env, 4);
+  c.cqe = 16;  // a 16-element ring holds 15
+  EXPECT_EQ(engine_->CreateCq(vm, c).status(), Status::kInvalid);
+  c = Cq(ring, env, 4);
+  c.ring.log2_elem_size = 5;  // 32-byte CQEs
+  EXPECT_EQ(engine_->CreateCq(vm, c).status(), Status::kInvalid);
+  c = Cq(ring, env, 4);
+  c.ring.log2_num_elem = 7;  // 384 + 8192 needs 3 pages
+  EXPECT_EQ(engine_->CreateCq(vm, c).status(), Status::kInvalid);
+  c = Cq(ring, env, 4);
+  c.ring.pages = {env.end_gpa()};
+  EXPECT_EQ(engine_->CreateCq(vm, c).status(), Status::kFault);
+
+  Rig r;
+  r.vm = vm;
+  r.pd = *engine_->CreatePd(vm);
+  r.scq_h = engine_->CreateCq(vm, Cq(r.scq, env))->handle;
+  r.rcq_h = engine_->CreateCq(vm, Cq(r.rcq, env))->handle;
+  struct Case {
+    const char* name;
+    void (*mutate)(CreateQpRequest&);
+    Status want;
+  };
+  const Case cases[] = {
+      {"ok", [](CreateQpRequest&) {}, Status::kOk},
+      {"send_wr beyond ring", [](CreateQpRequest& q) { q.caps.max_send_wr = 16; }, Status::kInvalid},
+      {"send_wr 0", [](CreateQpRequest& q) { q.caps.max_send_wr = 0; }, Status::kInvalid},
+      {"16 sges fit a 512-byte element", [](CreateQpRequest& q) { q.caps.max_send_sge = 16; }, Status::kOk},
+      {"sges beyond device", [](CreateQpRequest& q) { q.caps.max_send_sge = 17; }, Status::kInvalid},
+      {"inline beyond element", [](CreateQpRequest& q) { q.caps.max_inline_data = 256 + 64; }, Status::kInvalid},
+      {"inline beyond device", [](CreateQpRequest& q) { q.caps.max_inline_data = 100000; }, Status::kInvalid},
+      {"recv sge beyond element", [](CreateQpRequest& q) { q.caps.max_recv_sge = 6; }, Status::kInvalid},
+      {"bad type", [](CreateQpRequest& q) { q.type = static_cast<QpType>(5); }, Status::kInvalid},
+      {"rq pages with srq", [](CreateQpRequest& q) { q.srq = 1; }, Status::kBadHandle},
+      {"bad send cq", [](CreateQpRequest& q) { q.send_cq = 12345; }, Status::kBadHandle},
+      {"bad pd", [](CreateQpRequest& q) { q.pd = q.pd + (1u << 16); }, Status::kBadHandle},
+      {"sq too many pages", [](CreateQpRequest& q) { q.sq.pages.push_back(q.sq.pages.back() + 4096); }, Status::kInvalid},
+  };
+  for (const Case& c : cases) {
+    CreateQpRequest q = QpReq(r, env, QpType::kRc);
+    c.mutate(q);
+    EXPECT_EQ(engine_->CreateQp(vm, q).status(), c.want) << c.name;
+  }
+  EXPECT_EQ(engine_->Stats(vm)->qps, 2u);
+  EXPECT_EQ(engine_->DestroyCq(vm, r.scq_h), Status::kBusy);
+}
+
+TEST_F(EngineTest, ForeignHandlesAreBadHandles) {
+  GuestEnv e1, e2(8u << 20, 0x10000000);
+  VmId v1 = Attach(e1, {MakeGid(1)});
+  VmId v2 = Attach(e2, {MakeGid(2)});
+  // Handles are per VM: the same number names different objects in two
+  // VMs. Fill VM 1's first slots so its rig's handles are slots VM 2 has
+  // never used.
+  GuestRingRef filler;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(engine_->CreatePd(v1).ok());
+    ASSERT_TRUE(engine_->CreateCq(v1, Cq(filler, e1, 1)).ok());
+  }
+  Rig a = MakeRig(e1, v1);
+  Rig b = MakeRig(e2, v2);
+  Poll();
+  // VM 2 names VM 1's objects.
+  CreateQpRequest q = QpReq(b, e2, QpType::kRc);
+  q.send_cq = a.scq_h;
+  EXPECT_EQ(engine_->CreateQp(v2, q).status(), Status::kBadHandle);
+  q = QpReq(b, e2, QpType::kRc);
+  q.pd = a.pd;
+  EXPECT_EQ(engine_->CreateQp(v2, q).status(), Status::kBadHandle);
+  EXPECT_EQ(engine_->DestroyCq(v2, a.rcq_h), Status::kBadHandle);
+  EXPECT_EQ(engine_->DestroyPd(v2, a.pd), Status::kBadHandle);
+  ModifyQpRequest m;
+  m.qpn = a.qpn;
+  m.mask = VIRTIO_RDMA_QP_STATE;
+  m.state = QpState::kErr;
+  EXPECT_EQ(engine_->ModifyQp(v2, m), Status::kBadHandle);
+  EXPECT_EQ(engine_->QueryQp(v2, a.qpn).status(), Status::kBadHandle);
+  EXPECT_EQ(engine_->DestroyQp(v2, a.qpn), Status::kBadHandle);
+  EXPECT_EQ(engine_->DeregMr(v2, a.mr + 1), Status::kBadHandle);
+  EXPECT_EQ(engine_->ReqNotifyCq(v2, 0xdead, false), Status::kBadHandle);
+  EXPECT_EQ(engine_->CreatePd(12345).status(), Status::kBadHandle);
+  // VM 1's QP is untouched.
+  EXPECT_EQ(rnic_.qps.at(a.qpn).attr.state, QpState::kRts);
+
+  // Doorbells naming the other VM's QP are ignored.
+  testing::PostSend(a.sq, GuestSend{.wr_id = 1, .sges = {{a.iova, 8, a.lkey}}});
+  engine_->Doorbell(v2, VIRTIO_RDMA_DB_SQ, a.qpn);
+  Poll();
+  EXPECT_TRUE(rnic_.qps.at(a.qpn).sends.empty());
+  engine_->Doorbell(v1, VIRTIO_RDMA_DB_SQ, a.qpn);
+  Poll();
+  EXPECT_EQ(rnic_.qps.at(a.qpn).sends.size(), 1u);
+
+  // A WQE naming the other VM's lkey is a protection error.
+  testing::PostSend(a.sq, GuestSend{.wr_id = 2, .sges = {{b.iova, 8, b.lkey}}});
+  engine_->Doorbell(v1, VIRTIO_RDMA_DB_SQ, a.qpn);
+  Poll();
+  std::vector<ib_uverbs_wc> wcs = DrainCq(a.scq);
+  ASSERT_EQ(wcs.size(), 2u);
+  EXPECT_EQ(wcs[0].wr_id, 1u);  // the older one, flushed first
+  EXPECT_EQ(wcs[0].status, static_cast<uint32_t>(WcStatus::kWrFlushErr));
+  EXPECT_EQ(wcs[1].wr_id, 2u);
+  EXPECT_EQ(wcs[1].status, static_cast<uint32_t>(WcStatus::kLocProtErr));
+  EXPECT_EQ(rnic_.qps.at(a.qpn).attr.state, QpState::kErr);
+  EXPECT_EQ(engine_->Stats(v1)->wqes_rejected, 1u);
+  EXPECT_EQ(rnic_.qps.at(b.qpn).attr.state, QpState::kRts);
+}
+
+// ------------------------------------------------------------ GIDs / AVs
+
+TEST_F(EngineTest, SourceGidComesFromTheVmTable) {
+  GuestEnv env;
+  VmId vm = Attach(env, {MakeGid(1), MakeGid(2)});
+  Rig r = MakeRig(env, vm, QpType::kRc, /*rts=*/false);
+  ModifyQpRequest m;
+  m.qpn = r.qpn;
+  m.state = QpState::kInit;
+  m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_PKEY_INDEX | VIRTIO_RDMA_QP_PORT |
+           VIRTIO_RDMA_QP_ACCESS_FLAGS;
+  ASSERT_EQ(engine_->ModifyQp(vm, m), Status::kOk);
+  m.state = QpState::kRtr;
+  m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_AV | VIRTIO_RDMA_QP_PATH_MTU |
+           VIRTIO_RDMA_QP_DEST_QPN | VIRTIO_RDMA_QP_RQ_PSN |
+           VIRTIO_RDMA_QP_MAX_DEST_RD_ATOMIC | VIRTIO_RDMA_QP_MIN_RNR_TIMER;
+  m.ah.dgid = MakeGid(0x42);
+  for (uint8_t spoof : {2, 3, 8, 255}) {
+    m.ah.sgid_index = spoof;
+    EXPECT_EQ(engine_->ModifyQp(vm, m), Status::kInvalid) << int{spoof};
+  }
+  m.ah.sgid_index = 1;
+  ASSERT_EQ(engine_->ModifyQp(vm, m), Status::kOk);
+  const FakeRnic::Qp& fq = rnic_.qps.at(r.qpn);
+  EXPECT_EQ(fq.attr.av.sgid, MakeGid(2));
+  EXPECT_EQ(fq.attr.av.dgid, MakeGid(0x42));
+  EXPECT_EQ(fq.attr.state, QpState::kRtr);
+  Result<QueryQpResult> qr = engine_->QueryQp(vm, r.qpn);
+  ASSERT_TRUE(qr.ok());
+  EXPECT_EQ(qr->attr.state, QpState::kRtr);
+  EXPECT_EQ(qr->attr.ah.sgid_index, 1);
+  EXPECT_EQ(qr->cap.max_send_wr, 8u);
+
+  GuestAh ah;
+  ah.dgid = MakeGid(0x43);
+  ah.sgid_index = 2;
+  EXPECT_EQ(engine_->CreateAh(vm, r.pd, ah).status(), Status::kInvalid);
+  ah.sgid_index = 0;
+  Result<uint32_t> h = engine_->CreateAh(vm, r.pd, ah);
+  ASSERT_TRUE(h.ok());
+  EXPECT_NE(*h, 0u);
+  bool found = false;
+  for (auto& [id, av] : rnic_.ah_avs) {
+    if (av.dgid == MakeGid(0x43)) {
+      EXPECT_EQ(av.sgid, MakeGid(1));
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST_F(EngineTest, IllegalTransitionsRejected) {
+  GuestEnv env;
+  VmId vm = Attach(env, {MakeGid(1)});
+  Rig r = MakeRig(env, vm, QpType::kRc, /*rts=*/false);
+  ModifyQpRequest m;
+  m.qpn = r.qpn;
+  m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_SQ_PSN | VIRTIO_RDMA_QP_TIMEOUT |
+           VIRTIO_RDMA_QP_RETRY_CNT | VIRTIO_RDMA_QP_RNR_RETRY | VIRTIO_RDMA_QP_MAX_QP_RD_ATOMIC;
+  m.state = QpState::kRts;
+  EXPECT_EQ(engine_->ModifyQp(vm, m), Status::kBadState);  // RESET -> RTS
+  EXPECT_EQ(rnic_.qps.at(r.qpn).attr.state, QpState::kReset);
+  m.mask = VIRTIO_RDMA_QP_STATE;
+  m.state = QpState::kErr;
+  EXPECT_EQ(engine_->ModifyQp(vm, m), Status::kOk);
+  m.state = QpState::kRts;
+  EXPECT_EQ(engine_->ModifyQp(vm, m), Status::kBadState);
+  m.state = QpState::kReset;
+  EXPECT_EQ(engine_->ModifyQp(vm, m), Status::kOk);
+}
+
+// ------------------------------------------------------------ data path
+
+TEST_F(EngineTest, SendPathEndToEnd) {
+  GuestEnv env;
+  RecordingSink sink;
+  VmId vm = Attach(env, {MakeGid(1)}, &sink);
+  Rig r = MakeRig(env, vm);
+  Poll();  // the RTS transition looks at the SQ once
+  ASSERT_EQ(engine_->ReqNotifyCq(vm, r.scq_h, false), Status::kOk);
+  testing::PostSend(r.sq, GuestSend{.wr_id = 0x1234,
+                                    .opcode = IB_UVERBS_WR_RDMA_WRITE,
+                                    .remote_addr = 0x9000,
+                                    .rkey = 55,
+                                    .sges = {{r.iova + 16, 100, r.lkey}, {r.iova, 0, 0xbad}}});
+  testing::PostSend(r.sq, GuestSend{.wr_id = 0x1235,
+                                    .flags = kSendSignaled | kSendInline,
+                                    .inline_data = {1, 2, 3}});
+  Poll();
+  EXPECT_TRUE(rnic_.qps.at(r.qpn).sends.empty());  // no doorbell yet
+  engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, r.qpn);
+  EXPECT_TRUE(engine_->PollOnce());
+  FakeRnic::Qp& fq = rnic_.qps.at(r.qpn);
+  ASSERT_EQ(fq.sends.size(), 2u);
+  const SendWr& w = fq.sends[0];
+  EXPECT_EQ(w.opcode, WrOpcode::kRdmaWrite);
+  EXPECT_EQ(w.remote_addr, 0x9000u);
+  EXPECT_EQ(w.rkey, 55u);
+  ASSERT_EQ(w.num_sge, 1);  // the zero-length SGE is dropped, not passed on
+  EXPECT_EQ(w.sge[0].addr, r.iova + 16);
+  EXPECT_EQ(w.sge[0].lkey, r.lkey);
+  EXPECT_NE(w.wr_id, 0x1234u);  // an engine cookie, not the guest's
+  ASSERT_EQ(fq.inline_copies.size(), 1u);
+  EXPECT_EQ(fq.inline_copies[0], (std::vector<uint8_t>{1, 2, 3}));
+  EXPECT_EQ(r.sq.consumer(), 2u);  // slots released
+  rnic_.CompleteSend(r.qpn);
+  rnic_.CompleteSend(r.qpn);
+  Poll(1);
+  std::vector<ib_uverbs_wc> wcs = DrainCq(r.scq);
+  ASSERT_EQ(wcs.size(), 2u);
+  EXPECT_EQ(wcs[0].wr_id, 0x1234u);
+  EXPECT_EQ(wcs[0].qp_num, r.qpn);
+  EXPECT_EQ(wcs[0].status, 0u);
+  EXPECT_EQ(wcs[0].byte_len, 100u);
+  EXPECT_EQ(wcs[1].wr_id, 0x1235u);
+  EXPECT_EQ(sink.Count(VIRTIO_RDMA_EV_CQ_COMP), 1);  // once, then disarmed
+  EXPECT_EQ(sink.events[0].second, r.scq_h);
+  VmStats s = *engine_->Stats(vm);
+  EXPECT_EQ(s.wqes_posted, 2u);
+  EXPECT_EQ(s.cqes_written, 2u);
+  EXPECT_EQ(s.wqes_rejected, 0u);
+}
+
+TEST_F(EngineTest, MaliciousSendWqesCompleteWithErrors) {
+  struct Case {
+    const char* name;
+    GuestSend (*make)(const Rig&);
+    WcStatus want;
+  };
+  const Case cases[] = {
+      {"unknown lkey", [](const Rig& r) { return GuestSend{.wr_id = 7, .sges = {{r.iova, 8, r.lkey + 1000}}}; }, WcStatus::kLocProtErr},
+      {"range past MR", [](const Rig& r) { return GuestSend{.wr_id = 7, .sges = {{r.iova + 4 * 4096 - 4, 8, r.lkey}}}; }, WcStatus::kLocProtErr},
+      {"range before MR", [](const Rig& r) { return GuestSend{.wr_id = 7, .sges = {{r.iova - 1, 8, r.lkey}}}; }, WcStatus::kLocProtErr},
+      {"addr wraps", [](const Rig& r) { return GuestSend{.wr_id = 7, .sges = {{~0ull - 3, 8, r.lkey}}}; }, WcStatus::kLocProtErr},
+      {"bad opcode", [](const Rig& r) { return GuestSend{.wr_id = 7, .opcode = 11, .sges = {{r.iova, 8, r.lkey}}}; }, WcStatus::kLocQpOpErr},
+      {"too many sges", [](const Rig& r) { return GuestSend{.wr_id = 7, .sges = std::vector<Sge>(5, Sge{r.iova, 1, r.lkey})}; }, WcStatus::kLocQpOpErr},
+      {"inline too long", [](const Rig&) { return GuestSend{.wr_id = 7, .flags = kSendInline, .inline_data = std::vector<uint8_t>(129)}; }, WcStatus::kLocLenErr},
+      {"unknown flag", [](const Rig& r) { return GuestSend{.wr_id = 7, .flags = 0x20, .sges = {{r.iova, 8, r.lkey}}}; }, WcStatus::kLocQpOpErr},
+      {"write without rkey", [](const Rig& r) { return GuestSend{.wr_id = 7, .opcode = IB_UVERBS_WR_RDMA_WRITE, .sges = {{r.iova, 8, r.lkey}}}; }, WcStatus::kLocProtErr},
+  };
+  for (const Case& c : cases) {
+    GuestEnv env;
+    RecordingSink sink;
+    Gid g = MakeGid(static_cast<uint8_t>(&c - cases + 1));
+    VmId vm = Attach(env, {g}, &sink);
+    Rig r = MakeRig(env, vm);
+    testing::PostSend(r.sq, c.make(r));
+    testing::PostSend(r.sq, GuestSend{.wr_id = 8, .sges = {{r.iova, 8, r.lkey}}});  // good, but after
+    engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, r.qpn);
+    Poll();
+    std::vector<ib_uverbs_wc> wcs = DrainCq(r.scq);
+    ASSERT_EQ(wcs.size(), 2u) << c.name;
+    EXPECT_EQ(wcs[0].wr_id, 7u) << c.name;
+    EXPECT_EQ(wcs[0].status, static_cast<uint32_t>(c.want)) << c.name;
+    EXPECT_EQ(wcs[1].wr_id, 8u) << c.name;
+    EXPECT_EQ(wcs[1].status, static_cast<uint32_t>(WcStatus::kWrFlushErr)) << c.name;
+    EXPECT_EQ(rnic_.qps.at(r.qpn).attr.state, QpState::kErr) << c.name;
+    EXPECT_TRUE(rnic_.qps.at(r.qpn).sends.empty()) << c.name;
+    EXPECT_EQ(r.sq.consumer(), 2u) << c.name;
+    EXPECT_EQ(engine_->Stats(vm)->wqes_rejected, 1u) << c.name;
+    // Later WQEs are flushed too.
+    testing::PostSend(r.sq, GuestSend{.wr_id = 9, .sges = {{r.iova, 8, r.lkey}}});
+    engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, r.qpn);
+    Poll();
+    wcs = DrainCq(r.scq);
+    ASSERT_EQ(wcs.size(), 1u) << c.name;
+    EXPECT_EQ(wcs[0].status, static_cast<uint32_t>(WcStatus::kWrFlushErr));
+    engine_->DetachVm(vm);
+  }
+}
+
+TEST_F(EngineTest, GuestWrittenBadIndexIsARingError) {
+  GuestEnv env;
+  RecordingSink sink;
+  VmId vm = Attach(env, {MakeGid(1)}, &sink);
+  Rig r = MakeRig(env, vm);
+  r.sq.set_producer(16);  // mask is 15
+  engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, r.qpn);
+  Poll();
+  EXPECT_EQ(sink.Count(VIRTIO_RDMA_EV_QP_FATAL), 1);
+  EXPECT_EQ(rnic_.qps.at(r.qpn).attr.state, QpState::kErr);
+  // A bad RQ producer index is a ring error as well (QP already failed:
+  // no second event), and the RQ doorbell does not crash.
+  r.rq.set_producer(0xffffffff);
+  engine_->Doorbell(vm, VIRTIO_RDMA_DB_RQ, r.qpn);
+  Poll();
+  EXPECT_EQ(sink.Count(VIRTIO_RDMA_EV_QP_FATAL), 1);
+  Rig r2 = MakeRig(env, vm);
+  r2.rq.set_producer(0x10000);
+  engine_->Doorbell(vm, VIRTIO_RDMA_DB_RQ, r2.qpn);
+  EXPECT_EQ(sink.Count(VIRTIO_RDMA_EV_QP_FATAL), 2);
+  EXPECT_EQ(sink.events.back().second, r2.qpn);
+}
+
+TEST_F(EngineTest, CqOverflowRaisesCqErrOnce) {
+  GuestEnv env;
+  RecordingSink sink;
+  VmId vm = Attach(env, {MakeGid(1)}, &sink);
+  Rig r;
+  r.vm = vm;
+  r.pd = *engine_->CreatePd(vm);
+  r.scq_h = engine_->CreateCq(vm, Cq(r.scq, env, 1))->handle;  // holds 1 CQE
+  r.rcq_h = engine_->CreateCq(vm, Cq(r.rcq, env))->handle;
+  RegMrRequest mr;
+  mr.pd = r.pd;
+  mr.access = kLW;
+  mr.iova = r.iova;
+  mr.length = 4096;
+  mr.pages = GuestEnv::Pages(env.AllocPages(1), 1);
+  r.lkey = engine_->RegMr(vm, mr)->lkey;
+  r.qpn = engine_->CreateQp(vm, QpReq(r, env, QpType::kRc))->qpn;
+  ToRts(r, QpType::kRc);
+  for (uint64_t i = 0; i < 3; ++i) {
+    testing::PostSend(r.sq, GuestSend{.wr_id = i, .sges = {{r.iova, 8, r.lkey}}});
+  }
+  engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, r.qpn);
+  Poll(1);
+  for (int i = 0; i < 3; ++i) rnic_.CompleteSend(r.qpn);
+  Poll();
+  EXPECT_EQ(sink.Count(VIRTIO_RDMA_EV_CQ_ERR), 1);
+  std::vector<ib_uverbs_wc> wcs = DrainCq(r.scq);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].wr_id, 0u);
+  EXPECT_EQ(engine_->Stats(vm)->cqes_written, 1u);
+}
+
+TEST_F(EngineTest, ImpossibleCqConsumerIndexIsAnOverflow) {
+  GuestEnv env;
+  RecordingSink sink;
+  VmId vm = Attach(env, {MakeGid(1)}, &sink);
+  Rig r = MakeRig(env, vm);
+  Poll();
+  r.scq.set_consumer(0xffffffff);
+  testing::PostSend(r.sq, GuestSend{.wr_id = 1, .sges = {{r.iova, 8, r.lkey}}});
+  engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, r.qpn);
+  Poll(1);
+  rnic_.CompleteSend(r.qpn);
+  Poll(1);
+  EXPECT_EQ(sink.Count(VIRTIO_RDMA_EV_CQ_ERR), 1);
+  EXPECT_EQ(r.scq.producer(), 0u);  // nothing written
+}
+
+TEST_F(EngineTest, UnsignaledWrsAndRnicBackpressure) {
+  GuestEnv env;
+  VmId vm = Attach(env, {MakeGid(1)});
+  rnic_.sq_capacity = 15;  // the RNIC's send queue
+  Rig r = MakeRig(env, vm);
+  Poll();
+  // 15 unsignaled WQEs fill the RNIC's send queue.
+  for (uint64_t i = 0; i < 15; ++i) {
+    testing::PostSend(r.sq, GuestSend{.wr_id = i, .flags = 0, .sges = {{r.iova, 8, r.lkey}}});
+  }
+  engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, r.qpn);
+  Poll();
+  EXPECT_EQ(rnic_.qps.at(r.qpn).sends.size(), 15u);
+  EXPECT_EQ(r.sq.consumer(), 15u);
+  // The next (signaled) one does not fit: it is taken from the ring and
+  // held, in order, until the RNIC has room.
+  testing::PostSend(r.sq, GuestSend{.wr_id = 15, .sges = {{r.iova, 8, r.lkey}}});
+  engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, r.qpn);
+  Poll();
+  EXPECT_EQ(rnic_.qps.at(r.qpn).sends.size(), 15u);
+  EXPECT_EQ(r.sq.consumer(), 0u);  // wrapped: 16 consumed
+  // The RNIC runs the unsignaled ones (no completions) and frees its queue.
+  rnic_.qps.at(r.qpn).sends.clear();
+  Poll(1);
+  ASSERT_EQ(rnic_.qps.at(r.qpn).sends.size(), 1u);
+  rnic_.CompleteSend(r.qpn);
+  Poll(1);
+  std::vector<ib_uverbs_wc> wcs = DrainCq(r.scq);
+  ASSERT_EQ(wcs.size(), 1u);  // only the signaled one reports
+  EXPECT_EQ(wcs[0].wr_id, 15u);
+  // Its completion retired all 16: the CQ is no longer polled.
+  rnic_.polls.clear();
+  Poll(5);
+  EXPECT_TRUE(rnic_.polls.empty());
+}
+
+TEST_F(EngineTest, FlushReportsUnsignaledWrsWithTheirIds) {
+  GuestEnv env;
+  VmId vm = Attach(env, {MakeGid(1)});
+  Rig r = MakeRig(env, vm);
+  Poll();
+  for (uint64_t i = 0; i < 20; ++i) {  // wraps the 16-slot ring
+    testing::PostSend(r.sq, GuestSend{.wr_id = 100 + i, .flags = 0, .sges = {{r.iova, 8, r.lkey}}});
+    engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, r.qpn);
+    Poll(1);
+  }
+  EXPECT_EQ(rnic_.qps.at(r.qpn).sends.size(), 20u);
+  ModifyQpRequest m;
+  m.qpn = r.qpn;
+  m.mask = VIRTIO_RDMA_QP_STATE;
+  m.state = QpState::kErr;
+  ASSERT_EQ(engine_->ModifyQp(vm, m), Status::kOk);
+  Poll();
+  std::vector<ib_uverbs_wc> wcs = DrainCq(r.scq);
+  ASSERT_EQ(wcs.size(), 20u);
+  for (uint64_t i = 0; i < 20; ++i) {
+    EXPECT_EQ(wcs[i].wr_id, 100 + i);
+    EXPECT_EQ(wcs[i].status, static_cast<uint32_t>(WcStatus::kWrFlushErr));
+  }
+}
+
+TEST_F(EngineTest, ReceivesArePulledLazily) {
+  GuestEnv env;
+  RecordingSink sink;
+  VmId vm = Attach(env, {MakeGid(1)}, &sink);
+  Rig r = MakeRig(env, vm, QpType::kRc, /*rts=*/false);
+  // Posted before RTR: nothing goes to the RNIC yet.
+  testing::PostRecv(r.rq, 100, {{r.iova, 512, r.lkey}});
+  testing::PostRecv(r.rq, 101, {{r.iova + 512, 512, r.lkey}});
+  Poll();
+  EXPECT_TRUE(rnic_.qps.at(r.qpn).recvs.empty());
+  ToRts(r, QpType::kRc);
+  FakeRnic::Qp& fq = rnic_.qps.at(r.qpn);
+  ASSERT_EQ(fq.recvs.size(), 2u);  // pulled at RTR
+  EXPECT_EQ(fq.recvs[0].sge[0].addr, r.iova);
+  EXPECT_EQ(r.rq.consumer(), 0u);  // not released until complete
+  ASSERT_EQ(engine_->ReqNotifyCq(vm, r.rcq_h, /*solicited_only=*/true), Status::kOk);
+  rnic_.CompleteRecv(r.qpn, 77, 0x55);
+  Poll(1);
+  std::vector<ib_uverbs_wc> wcs = DrainCq(r.rcq);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].wr_id, 100u);
+  EXPECT_EQ(wcs[0].byte_len, 77u);
+  EXPECT_EQ(wcs[0].opcode, static_cast<uint32_t>(WcOpcode::kRecv));
+  EXPECT_EQ(wcs[0].src_qp, 0x55u);
+  EXPECT_EQ(r.rq.consumer(), 1u);
+  EXPECT_EQ(sink.Count(VIRTIO_RDMA_EV_CQ_COMP), 1);
+  // Posted with no doorbell while receives are in flight: picked up by the
+  // next completion (or the sweep).
+  testing::PostRecv(r.rq, 102, {{r.iova, 64, r.lkey}});
+  Poll();
+  EXPECT_EQ(fq.recvs.size(), 2u);
+  EXPECT_EQ(fq.recvs[1].sge[0].length, 64u);
+  // A bad receive WQE (MR without LOCAL_WRITE is not possible here: use an
+  // unknown lkey): error CQE after the older receives, QP to ERR.
+  testing::PostRecv(r.rq, 103, {{r.iova, 64, 0xdeadbeef}});
+  engine_->Doorbell(vm, VIRTIO_RDMA_DB_RQ, r.qpn);
+  wcs = DrainCq(r.rcq);
+  ASSERT_EQ(wcs.size(), 3u);
+  EXPECT_EQ(wcs[0].wr_id, 101u);
+  EXPECT_EQ(wcs[0].status, static_cast<uint32_t>(WcStatus::kWrFlushErr));
+  EXPECT_EQ(wcs[1].wr_id, 102u);
+  EXPECT_EQ(wcs[2].wr_id, 103u);
+  EXPECT_EQ(wcs[2].status, static_cast<uint32_t>(WcStatus::kLocProtErr));
+  EXPECT_EQ(r.rq.consumer(), 4u);
+  EXPECT_EQ(rnic_.qps.at(r.qpn).attr.state, QpState::kErr);
+}
+
+TEST_F(EngineTest, IdleCqsAreNotPolled) {
+  GuestEnv env;
+  VmId vm = Attach(env, {MakeGid(1)});
+  Rig r = MakeRig(env, vm);  // RQ empty, no sends
+  rnic_.polls.clear();
+  Poll(10);
+  EXPECT_TRUE(rnic_.polls.empty());
+  testing::PostSend(r.sq, GuestSend{.wr_id = 1, .sges = {{r.iova, 8, r.lkey}}});
+  engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, r.qpn);
+  Poll(3);
+  EXPECT_FALSE(rnic_.polls.empty());
+  rnic_.CompleteSend(r.qpn);
+  Poll(2);
+  rnic_.polls.clear();
+  Poll(10);
+  EXPECT_TRUE(rnic_.polls.empty());  // retired: inactive again
+}
+
+TEST_F(EngineTest, DetachReleasesEverythingAndSparesOthers) {
+  GuestEnv e1, e2(8u << 20, 0x10000000);
+  VmId v1 = Attach(e1, {MakeGid(1)});
+  VmId v2 = Attach(e2, {MakeGid(2)});
+  Rig a = MakeRig(e1, v1);
+  Rig b = MakeRig(e2, v2);
+  testing::PostRecv(a.rq, 1, {{a.iova, 64, a.lkey}});
+  engine_->Doorbell(v1, VIRTIO_RDMA_DB_RQ, a.qpn);
+  testing::PostSend(a.sq, GuestSend{.wr_id = 1, .sges = {{a.iova, 8, a.lkey}}});
+  engine_->Doorbell(v1, VIRTIO_RDMA_DB_SQ, a.qpn);
+  Poll(1);
+  const size_t mrs_before = rnic_.mrs.size();
+  engine_->DetachVm(v1);
+  EXPECT_EQ(rnic_.qps.count(a.qpn), 0u);
+  EXPECT_EQ(rnic_.qps.count(b.qpn), 1u);
+  EXPECT_EQ(rnic_.mrs.size(), mrs_before - 1);
+  EXPECT_EQ(rnic_.mrs.count(b.lkey), 1u);
+  EXPECT_EQ(rnic_.gids.count(MakeGid(1)), 0u);
+  EXPECT_EQ(rnic_.gids.count(MakeGid(2)), 1u);
+  EXPECT_EQ(engine_->Stats(v1).status(), Status::kBadHandle);
+  engine_->Doorbell(v1, VIRTIO_RDMA_DB_SQ, a.qpn);  // stale VM: ignored
+  Poll();
+  // VM 2 still works.
+  testing::PostSend(b.sq, GuestSend{.wr_id = 5, .sges = {{b.iova, 8, b.lkey}}});
+  engine_->Doorbell(v2, VIRTIO_RDMA_DB_SQ, b.qpn);
+  Poll(1);
+  rnic_.CompleteSend(b.qpn);
+  Poll(1);
+  std::vector<ib_uverbs_wc> wcs = DrainCq(b.scq);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].wr_id, 5u);
+  VmStats s = *engine_->Stats(v2);
+  EXPECT_EQ(s.qps, 1u);
+  EXPECT_EQ(s.mrs, 1u);
+}
+
+// A policy that queues everything and releases one WR per Next().
+class QueueAllPolicy : public policy::SchedulerPolicy {
+ public:
+  void OnTenantAdded(policy::TenantId, const policy::TenantQos&) override {}
+  void OnTenantRemoved(policy::TenantId) override {}
+  policy::Verdict Admit(policy::Nanos, const policy::WrInfo& wr) override {
+    queued.push_back(wr);
+    return policy::Verdict::kQueue;
+  }
+  policy::Decision Next(policy::Nanos) override {
+    policy::Decision d;
+    if (queued.empty() || releases == 0) return d;
+    --releases;
+    d.kind = policy::Decision::Kind::kPost;
+    d.tenant = queued.front().tenant;
+    d.flow = queued.front().flow;
+    queued.pop_front();
+    return d;
+  }
+  void OnPosted(policy::Nanos, const policy::WrInfo&, uint32_t bytes) override { posted += bytes; }
+  void OnCompleted(policy::Nanos, const policy::WrInfo&, policy::Nanos latency) override {
+    latencies.push_back(latency);
+  }
+  std::deque<policy::WrInfo> queued;
+  int releases = 0;
+  uint64_t posted = 0;
+  std::vector<policy::Nanos> latencies;
+};
+
+TEST_F(EngineTest, SchedulerQueuesAndReleasesInOrder) {
+  QueueAllPolicy pol;
+  policy::Nanos now = 1000;
+  EngineOptions o;
+  o.clock = [&] { return now; };
+  engine_ = CreateEngine(rnic_, exec_, pol, o);
+  GuestEnv env;
+  VmId vm = Attach(env, {MakeGid(1)});
+  Rig r = MakeRig(env, vm);
+  for (uint64_t i = 0; i < 3; ++i) {
+    testing::PostSend(r.sq, GuestSend{.wr_id = i, .sges = {{r.iova, 10 + static_cast<uint32_t>(i), r.lkey}}});
+  }
+  engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, r.qpn);
+  Poll();
+  EXPECT_TRUE(rnic_.qps.at(r.qpn).sends.empty());  // held back
+  EXPECT_EQ(r.sq.consumer(), 3u);                  // but copied out of the ring
+  pol.releases = 2;
+  Poll(1);
+  ASSERT_EQ(rnic_.qps.at(r.qpn).sends.size(), 2u);
+  EXPECT_EQ(rnic_.qps.at(r.qpn).sends[0].sge[0].length, 10u);
+  EXPECT_EQ(rnic_.qps.at(r.qpn).sends[1].sge[0].length, 11u);
+  EXPECT_EQ(pol.posted, 21u);
+  now = 5000;
+  rnic_.CompleteSend(r.qpn);
+  Poll(1);
+  ASSERT_EQ(pol.latencies.size(), 1u);
+  EXPECT_EQ(pol.latencies[0], 4000u);
+  // Flushing the QP drops the queued one with a flush CQE, in order.
+  ModifyQpRequest m;
+  m.qpn = r.qpn;
+  m.mask = VIRTIO_RDMA_QP_STATE;
+  m.state = QpState::kErr;
+  ASSERT_EQ(engine_->ModifyQp(vm, m), Status::kOk);
+  Poll();
+  std::vector<ib_uverbs_wc> wcs = DrainCq(r.scq);
+  ASSERT_EQ(wcs.size(), 3u);
+  EXPECT_EQ(wcs[0].wr_id, 0u);
+  EXPECT_EQ(wcs[0].status, 0u);
+  EXPECT_EQ(wcs[1].wr_id, 1u);
+  EXPECT_EQ(wcs[1].status, static_cast<uint32_t>(WcStatus::kWrFlushErr));
+  EXPECT_EQ(wcs[2].wr_id, 2u);
+  EXPECT_EQ(wcs[2].status, static_cast<uint32_t>(WcStatus::kWrFlushErr));
+  engine_.reset();  // before the policy it uses goes away
+}
+
+}  // namespace
+}  // namespace vrdma::engine

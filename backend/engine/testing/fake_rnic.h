@@ -1,0 +1,220 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// A fake RNIC for engine unit tests: records every call, completes work
+// only when the test says so (or, with auto_complete, every signaled send
+// on Progress), flushes on ERR like a real RNIC. Small enough to read in a
+// minute; allocation is fine here (it is a test double).
+#ifndef VRDMA_BACKEND_ENGINE_TESTING_FAKE_RNIC_H_
+#define VRDMA_BACKEND_ENGINE_TESTING_FAKE_RNIC_H_
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "backend/rnic/rnic.h"
+
+namespace vrdma::engine::testing {
+
+class FakeRnic : public Rnic {
+ public:
+  struct Mr { uint32_t pd; uint8_t* addr; uint64_t length; uint64_t iova; uint32_t access; };
+  struct Qp {
+    QpInit init;
+    QpAttr attr;
+    uint32_t last_mask = 0;
+    std::deque<SendWr> sends;       // posted, not completed
+    std::deque<RecvWr> recvs;
+    std::vector<std::vector<uint8_t>> inline_copies;
+  };
+  struct Srq { std::deque<RecvWr> recvs; };
+
+  RnicLimits lim;
+  bool auto_complete = false;
+  uint32_t sq_capacity = 1u << 20;  // PostSend says kNoResource beyond
+  std::set<Gid> gids;
+  std::map<uint32_t, Mr> mrs;       // by lkey
+  std::map<uint32_t, Qp> qps;       // by qpn (== id)
+  std::map<uint32_t, std::deque<Completion>> cqs;
+  std::map<uint32_t, Srq> srqs;
+  std::set<uint32_t> pds, ahs;
+  std::map<uint32_t, AddressVector> ah_avs;
+  uint64_t posts = 0;
+
+  FakeRnic() {
+    lim.max_qp = 1024;
+    lim.max_qp_wr = 4096;
+    lim.max_sge = 16;
+    lim.max_cq = 1024;
+    lim.max_cqe = 65535;
+    lim.max_mr = 4096;
+    lim.max_mr_size = 1ull << 32;
+    lim.max_pd = 1024;
+    lim.max_srq = 64;
+    lim.max_srq_wr = 4096;
+    lim.max_inline_data = 256;
+    lim.max_msg_sz = 1u << 30;
+    lim.active_mtu_bytes = 4096;
+  }
+
+  RnicLimits limits() const override { return lim; }
+  Status AddGid(const Gid& g) override { return gids.insert(g).second ? Status::kOk : Status::kInvalid; }
+  Status RemoveGid(const Gid& g) override { return gids.erase(g) ? Status::kOk : Status::kInvalid; }
+  Result<RnicPd> AllocPd() override { pds.insert(next_); return RnicPd{next_++}; }
+  Status DeallocPd(RnicPd pd) override { return pds.erase(pd.id) ? Status::kOk : Status::kBadHandle; }
+  Result<RnicMr> RegMr(RnicPd pd, uint8_t* addr, uint64_t length, uint64_t iova,
+                       uint32_t access) override {
+    uint32_t key = next_++;
+    mrs[key] = Mr{pd.id, addr, length, iova, access};
+    return RnicMr{key, key, key | 0x800000};
+  }
+  Status DeregMr(RnicMr mr) override { return mrs.erase(mr.lkey) ? Status::kOk : Status::kBadHandle; }
+  Result<RnicCq> CreateCq(uint32_t) override { cqs[next_]; return RnicCq{next_++}; }
+  Status DestroyCq(RnicCq cq) override { return cqs.erase(cq.id) ? Status::kOk : Status::kBadHandle; }
+  Result<RnicSrq> CreateSrq(RnicPd, uint32_t, uint32_t) override { srqs[next_]; return RnicSrq{next_++}; }
+  Status DestroySrq(RnicSrq s) override { return srqs.erase(s.id) ? Status::kOk : Status::kBadHandle; }
+  Result<RnicQp> CreateQp(const QpInit& init) override {
+    uint32_t n = next_++;
+    qps[n].init = init;
+    return RnicQp{n, n};
+  }
+  Status ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) override {
+    auto it = qps.find(qp.id);
+    if (it == qps.end()) return Status::kBadHandle;
+    Qp& q = it->second;
+    q.last_mask = mask;
+    if (mask & kQpAv) q.attr.av = attr.av;
+    if (mask & kQpState) {
+      q.attr.state = attr.state;
+      if (attr.state == QpState::kErr) Flush(qp.id);
+      if (attr.state == QpState::kReset) { q.sends.clear(); q.recvs.clear(); }
+    }
+    return Status::kOk;
+  }
+  Result<QpAttr> QueryQp(RnicQp qp) const override {
+    auto it = qps.find(qp.id);
+    if (it == qps.end()) return Status::kBadHandle;
+    return it->second.attr;
+  }
+  Status DestroyQp(RnicQp qp) override { return qps.erase(qp.id) ? Status::kOk : Status::kBadHandle; }
+  Result<RnicAh> CreateAh(RnicPd, const AddressVector& av) override {
+    ahs.insert(next_);
+    ah_avs[next_] = av;
+    return RnicAh{next_++};
+  }
+  Status DestroyAh(RnicAh ah) override { return ahs.erase(ah.id) ? Status::kOk : Status::kBadHandle; }
+
+  int PostSend(RnicQp qp, std::span<const SendWr> wrs, Status* err) override {
+    Qp& q = qps.at(qp.id);
+    int n = 0;
+    for (const SendWr& wr : wrs) {
+      if (q.attr.state != QpState::kRts) { *err = Status::kBadState; break; }
+      if (q.sends.size() >= sq_capacity) { *err = Status::kNoResource; break; }
+      q.sends.push_back(wr);
+      if (wr.send_flags & kSendInline) {
+        q.inline_copies.emplace_back(wr.inline_data, wr.inline_data + wr.inline_len);
+      }
+      ++n;
+      ++posts;
+    }
+    return n;
+  }
+  int PostRecv(RnicQp qp, std::span<const RecvWr> wrs, Status*) override {
+    Qp& q = qps.at(qp.id);
+    for (const RecvWr& wr : wrs) q.recvs.push_back(wr);
+    return static_cast<int>(wrs.size());
+  }
+  int PostSrqRecv(RnicSrq srq, std::span<const RecvWr> wrs, Status*) override {
+    for (const RecvWr& wr : wrs) srqs.at(srq.id).recvs.push_back(wr);
+    return static_cast<int>(wrs.size());
+  }
+  int PollCq(RnicCq cq, std::span<Completion> out) override {
+    ++polls[cq.id];
+    auto& q = cqs.at(cq.id);
+    int n = 0;
+    while (n < static_cast<int>(out.size()) && !q.empty()) {
+      out[n++] = q.front();
+      q.pop_front();
+    }
+    return n;
+  }
+  bool Progress() override {
+    if (!auto_complete) return false;
+    bool did = false;
+    for (auto& [qpn, q] : qps) {
+      while (!q.sends.empty()) {
+        did = true;
+        SendWr wr = q.sends.front();
+        q.sends.pop_front();
+        if ((wr.send_flags & kSendSignaled) || q.init.sq_sig_all) {
+          Completion c;
+          c.wr_id = wr.wr_id;
+          c.qpn = qpn;
+          c.byte_len = static_cast<uint32_t>(wr.total_length());
+          cqs.at(q.init.send_cq.id).push_back(c);
+        }
+      }
+    }
+    return did;
+  }
+
+  // Test controls.
+  // Completes the oldest posted send of qpn (signaled or not: a test can
+  // also complete an unsignaled one to check how the engine treats it).
+  void CompleteSend(uint32_t qpn, WcStatus status = WcStatus::kSuccess) {
+    Qp& q = qps.at(qpn);
+    SendWr wr = q.sends.front();
+    q.sends.pop_front();
+    Completion c;
+    c.wr_id = wr.wr_id;
+    c.status = status;
+    c.opcode = WcOpcode::kSend;
+    c.qpn = qpn;
+    c.byte_len = static_cast<uint32_t>(wr.total_length());
+    cqs.at(q.init.send_cq.id).push_back(c);
+    if (status != WcStatus::kSuccess) { q.attr.state = QpState::kErr; Flush(qpn); }
+  }
+  // A message arrived for the oldest posted receive of qpn.
+  void CompleteRecv(uint32_t qpn, uint32_t byte_len, uint32_t src_qpn = 0) {
+    Qp& q = qps.at(qpn);
+    RecvWr wr = q.recvs.front();
+    q.recvs.pop_front();
+    Completion c;
+    c.wr_id = wr.wr_id;
+    c.opcode = WcOpcode::kRecv;
+    c.qpn = qpn;
+    c.byte_len = byte_len;
+    c.src_qpn = src_qpn;
+    cqs.at(q.init.recv_cq.id).push_back(c);
+  }
+
+  std::map<uint32_t, uint64_t> polls;  // PollCq calls by CQ id
+
+ private:
+  void Flush(uint32_t qpn) {
+    Qp& q = qps.at(qpn);
+    for (const SendWr& wr : q.sends) {
+      Completion c;
+      c.wr_id = wr.wr_id;
+      c.status = WcStatus::kWrFlushErr;
+      c.qpn = qpn;
+      cqs.at(q.init.send_cq.id).push_back(c);
+    }
+    q.sends.clear();
+    for (const RecvWr& wr : q.recvs) {
+      Completion c;
+      c.wr_id = wr.wr_id;
+      c.status = WcStatus::kWrFlushErr;
+      c.opcode = WcOpcode::kRecv;
+      c.qpn = qpn;
+      cqs.at(q.init.recv_cq.id).push_back(c);
+    }
+    q.recvs.clear();
+  }
+  uint32_t next_ = 0x11;
+};
+
+}  // namespace vrdma::engine::testing
+
+#endif  // VRDMA_BACKEND_ENGINE_TESTING_FAKE_RNIC_H_
