@@ -24,6 +24,9 @@ constexpr uint64_t kDeviceFeatures = (1ull << VIRTIO_RDMA_F_SRQ) |
 // buffer.
 constexpr uint64_t kCmdScratch = 64 * 1024;
 constexpr uint64_t kCmdRespArea = 1024;
+// Idle polls of a command's completion before kicking again (~1 ms or more
+// with the SpinWait back-off).
+constexpr uint32_t kRekickSpins = 4096;
 
 // Deadline checks are cheap but not free: look at the clock every so often.
 class Deadline {
@@ -192,10 +195,18 @@ Status VirtioRdmaDriver::Command(uint32_t cmd, std::span<const uint8_t> req,
     SpinWait spin;
     Deadline deadline(options_.timeout_ms);
     std::optional<UsedElem> used;
+    uint32_t idle = 0;
     while (!(used = ctrl_.vq.PollUsed())) {
       if (deadline.Expired()) {
         result = Status::kIoError;
         break;
+      }
+      // A device that never re-arms notifications (with EVENT_IDX it must
+      // keep avail_event current) would leave the command unseen: kick
+      // again after a while. Extra kicks are always harmless.
+      if ((++idle % kRekickSpins) == 0) {
+        ++rekicks_;
+        Kick(ctrl_);
       }
       spin.Idle();
     }

@@ -81,6 +81,9 @@ class VirtioRdmaDriver {
   // The next event the device wrote, if any (its buffer is reposted).
   std::optional<virtio_rdma_event> PollEvent();
   uint64_t events_seen() const { return events_seen_; }
+  // Control commands that needed a second kick (the device did not ask for
+  // one but did not answer either): a device notification bug if nonzero.
+  uint64_t rekicks() const { return rekicks_; }
 
   vhost::VhostUserFrontend& frontend() { return *frontend_; }
 
@@ -113,6 +116,7 @@ class VirtioRdmaDriver {
   std::vector<std::unique_ptr<Queue>> doorbells_;
   GuestBuffer cmd_buf_;  // request + page list + response scratch
   uint64_t events_seen_ = 0;
+  uint64_t rekicks_ = 0;
 };
 
 }  // namespace vrdma::guest

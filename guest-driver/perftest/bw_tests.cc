@@ -37,7 +37,10 @@ RunResult BwClient(Context& ctx, TcpChannel& ch) {
   const uint64_t total_target = timed ? ~0ull : o.iters * nq;
   std::vector<BwSample> samples;
   samples.reserve(64);
-  const uint64_t sample_every = std::max<uint64_t>(1, timed ? 256 : total_target / 50);
+  // A window shorter than the pipeline depth measures completion bursts,
+  // not bandwidth: every window spans at least tx_depth messages per QP.
+  const uint64_t sample_every = std::max<uint64_t>(
+      uint64_t{o.tx_depth} * nq, timed ? 256 : total_target / 50);
   std::array<guest::SendWr, kBatch> wrs;
   std::array<ib_uverbs_wc, kPollBatch> wcs;
   guest::SpinWait spin;
@@ -261,7 +264,9 @@ RunResult SendBwServer(Context& ctx, TcpChannel& ch) {
         return res;
       }
       ++total;
-      if (total % 256 == 0) samples.push_back({NowNs(start), total});
+      if (total % std::max<uint64_t>(256, uint64_t{o.tx_depth} * nq) == 0) {
+        samples.push_back({NowNs(start), total});
+      }
     }
   }
   const uint64_t total_ns = total > 0 ? NowNs(start) : 0;
