@@ -17,6 +17,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "vhost-rdma/device/fake_event_loop.h"
 #include "vhost-rdma/device/mock_engine.h"
 #include "vhost-rdma/vhost_user/test_guest_ram.h"
 #include "vhost-rdma/vhost_user/vring.h"
@@ -28,42 +29,12 @@ using ::testing::_;
 using ::testing::Field;
 using ::testing::NiceMock;
 using ::testing::Return;
+using testing::FakeLoop;
 using testing::MockEngine;
 using vhost::kVringDescFNext;
 using vhost::kVringDescFWrite;
 using vhost::testing::TestGuestRam;
 using vhost::testing::TestRing;
-
-// Records registrations; the test fires them.
-class FakeLoop : public EventLoop {
- public:
-  bool AddFd(int fd, uint32_t, FdHandler handler) override {
-    if (fds.count(fd)) return false;
-    fds[fd] = std::move(handler);
-    return true;
-  }
-  void RemoveFd(int fd) override { fds.erase(fd); }
-  uint64_t AddPoller(Poller poller, ArmHook arm) override {
-    pollers[++next_id] = {std::move(poller), std::move(arm)};
-    return next_id;
-  }
-  void RemovePoller(uint64_t id) override { pollers.erase(id); }
-
-  void Fire(int fd) { fds.at(fd)(EPOLLIN); }
-  bool PollAll() {
-    bool any = false;
-    for (auto& [id, p] : pollers) any |= p.first();
-    return any;
-  }
-  void ArmAll() {
-    for (auto& [id, p] : pollers)
-      if (p.second) p.second();
-  }
-
-  std::map<int, FdHandler> fds;
-  std::map<uint64_t, std::pair<Poller, ArmHook>> pollers;
-  uint64_t next_id = 0;
-};
 
 constexpr engine::VmId kVm = 7;
 constexpr uint64_t kRam = 4 << 20;
