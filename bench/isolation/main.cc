@@ -105,8 +105,11 @@ int main(int argc, char** argv) {
   std::printf("total: %.1f s wall, %.1f M events, %.1f M events/s\n", total.wall_s,
               total.events / 1e6, total.wall_s > 0 ? total.events / total.wall_s / 1e6 : 0);
   std::printf("wrote %s/results.csv and %s/results.md\n", out_dir.c_str(), out_dir.c_str());
+  std::fflush(stdout);
   if (!no_plots) {
-    const std::string cmd = fmt::format("python3 {} {}", VRDMA_ISOLATION_PLOT_SCRIPT, out_dir);
+    // Debian's interpreter has python3-matplotlib; a pyenv on PATH may not.
+    const char* py = std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+    const std::string cmd = fmt::format("{} {} {}", py, VRDMA_ISOLATION_PLOT_SCRIPT, out_dir);
     if (std::system(cmd.c_str()) != 0) std::printf("plots skipped (python3-matplotlib missing?)\n");
   }
   return 0;
