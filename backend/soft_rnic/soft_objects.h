@@ -89,10 +89,45 @@ struct Qp {
   FixedRing<RecvWr> rq;
   RequesterState req{};
 
-  // Intrusive list of QPs that have work for Progress().
-  bool active = false;
-  Qp* prev_active = nullptr;
-  Qp* next_active = nullptr;
+  // Which scheduling list of the SoftRnic the QP is on (at most one).
+  enum class List : uint8_t { kNone, kActive, kTimer };
+  List list = List::kNone;
+  Qp* prev = nullptr;
+  Qp* next = nullptr;
+};
+
+// An intrusive doubly linked list of QPs: O(1) insert and removal, so a
+// QP destroyed or moved to ERR leaves its list at once.
+struct QpList {
+  Qp* head = nullptr;
+  Qp* tail = nullptr;
+  uint32_t count = 0;
+
+  void PushBack(Qp* q) {
+    q->next = nullptr;
+    q->prev = tail;
+    if (tail != nullptr) {
+      tail->next = q;
+    } else {
+      head = q;
+    }
+    tail = q;
+    ++count;
+  }
+  void Remove(Qp* q) {
+    if (q->prev != nullptr) {
+      q->prev->next = q->next;
+    } else {
+      head = q->next;
+    }
+    if (q->next != nullptr) {
+      q->next->prev = q->prev;
+    } else {
+      tail = q->prev;
+    }
+    q->prev = q->next = nullptr;
+    --count;
+  }
 };
 
 // The completion opcode of a send queue WQE (also used for flushes, where

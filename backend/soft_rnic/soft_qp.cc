@@ -175,34 +175,27 @@ void SoftRnic::EnterSqError(soft::Qp* q) {
 }
 
 void SoftRnic::Activate(soft::Qp* q) {
-  if (q->active) return;
-  q->active = true;
-  q->next_active = nullptr;
-  q->prev_active = active_tail_;
-  if (active_tail_ != nullptr) {
-    active_tail_->next_active = q;
-  } else {
-    active_head_ = q;
+  if (q->list != soft::Qp::List::kNone) return;
+  q->list = soft::Qp::List::kActive;
+  active_.PushBack(q);
+}
+
+void SoftRnic::Park(soft::Qp* q) {
+  Deactivate(q);
+  q->list = soft::Qp::List::kTimer;
+  timers_.PushBack(q);
+  if (q->req.wait_until_ns < next_deadline_ns_) {
+    next_deadline_ns_ = q->req.wait_until_ns;
   }
-  active_tail_ = q;
-  ++active_count_;
 }
 
 void SoftRnic::Deactivate(soft::Qp* q) {
-  if (!q->active) return;
-  if (q->prev_active != nullptr) {
-    q->prev_active->next_active = q->next_active;
-  } else {
-    active_head_ = q->next_active;
+  switch (q->list) {
+    case soft::Qp::List::kActive: active_.Remove(q); break;
+    case soft::Qp::List::kTimer: timers_.Remove(q); break;
+    case soft::Qp::List::kNone: break;
   }
-  if (q->next_active != nullptr) {
-    q->next_active->prev_active = q->prev_active;
-  } else {
-    active_tail_ = q->prev_active;
-  }
-  q->active = false;
-  q->prev_active = q->next_active = nullptr;
-  --active_count_;
+  q->list = soft::Qp::List::kNone;
 }
 
 }  // namespace vrdma

@@ -29,11 +29,27 @@ bool NeedsLocalWrite(WrOpcode op) {
 bool SoftRnic::Progress() {
   uint64_t now = Now();
   bool did = false;
+  if (now >= next_deadline_ns_) {
+    // Some timer expired: move every expired QP to the active list and
+    // find the next deadline. Deadlines are rare events (RNR, lost peer).
+    uint64_t next = ~uint64_t{0};
+    for (soft::Qp* q = timers_.head; q != nullptr;) {
+      soft::Qp* after = q->next;
+      if (q->req.wait_until_ns <= now) {
+        Deactivate(q);
+        Activate(q);
+      } else if (q->req.wait_until_ns < next) {
+        next = q->req.wait_until_ns;
+      }
+      q = after;
+    }
+    next_deadline_ns_ = next;
+  }
   // Each QP active at entry gets one turn; QPs that still have work after
   // their turn go back to the tail for the next call.
-  uint32_t turns = active_count_;
-  for (uint32_t i = 0; i < turns && active_head_ != nullptr; ++i) {
-    soft::Qp* q = active_head_;
+  uint32_t turns = active_.count;
+  for (uint32_t i = 0; i < turns && active_.head != nullptr; ++i) {
+    soft::Qp* q = active_.head;
     Deactivate(q);
     if (RunQp(q, now)) did = true;
   }
@@ -66,7 +82,14 @@ bool SoftRnic::RunQp(soft::Qp* q, uint64_t now) {
        --budget) {
     if (!ExecuteHead(q, now, &did)) break;
   }
-  if (q->state == QpState::kRts && !q->sq.empty()) Activate(q);
+  if (q->state == QpState::kRts && !q->sq.empty()) {
+    if (q->req.wait != soft::RequesterState::Wait::kNone &&
+        now < q->req.wait_until_ns) {
+      Park(q);
+    } else {
+      Activate(q);
+    }
+  }
   return did;
 }
 

@@ -135,7 +135,11 @@ class SoftRnic final : public Rnic {
   void EnterSqError(soft::Qp* qp);
   void FlushSq(soft::Qp* qp);
   void FlushRq(soft::Qp* qp);
+  // Puts the QP on the active list unless it is on a list already.
   void Activate(soft::Qp* qp);
+  // Puts the QP on the timer list (its head WQE waits until wait_until_ns).
+  void Park(soft::Qp* qp);
+  // Takes the QP off whichever list it is on.
   void Deactivate(soft::Qp* qp);
 
   // soft_requester.cc
@@ -177,9 +181,12 @@ class SoftRnic final : public Rnic {
   soft::ObjectTable<soft::Ah> ahs_;
 
   // QPs with queued send work, flushes or timers pending.
-  soft::Qp* active_head_ = nullptr;
-  soft::Qp* active_tail_ = nullptr;
-  uint32_t active_count_ = 0;
+  // QPs with work Progress() can do now (queued WQEs, flushes) ...
+  soft::QpList active_;
+  // ... and QPs whose head WQE waits for an RNR or ACK timer, with the
+  // earliest deadline among them, so an idle wait costs Progress nothing.
+  soft::QpList timers_;
+  uint64_t next_deadline_ns_ = ~uint64_t{0};
 };
 
 }  // namespace vrdma

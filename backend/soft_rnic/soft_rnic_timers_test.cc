@@ -98,6 +98,33 @@ TEST_F(Timers, RnrBlocksLaterWorkOnTheSameQp) {
   EXPECT_EQ(0, std::memcmp(&b_.buf[1000], &a_.buf[100], 32));
 }
 
+TEST_F(Timers, WaitingQpDoesNotBlockOthers) {
+  Connect(QpType::kRc);
+  RnicQp qa2 = MakeQp(a_, QpType::kRc);
+  RnicQp qb2 = MakeQp(b_, QpType::kRc);
+  BringUp(qa2, QpType::kRc, a_, b_, qb2.qpn);
+  BringUp(qb2, QpType::kRc, b_, a_, qa2.qpn);
+  ASSERT_EQ(Post(qa_, Wr(WrOpcode::kSend, 1, a_, 0, 32)), Status::kOk);
+  rnic_.Progress();  // qa_ now waits for its RNR timer
+  for (int i = 0; i < 5; ++i) {
+    SendWr w = Wr(WrOpcode::kRdmaWrite, 10 + i, a_, 100 * i, 50);
+    w.remote_addr = b_.at(5000 + 100 * i);
+    w.rkey = b_.mr.rkey;
+    ASSERT_EQ(Post(qa2, w), Status::kOk);
+    EXPECT_TRUE(rnic_.Progress());
+  }
+  auto sc = Poll(a_.scq);
+  ASSERT_EQ(sc.size(), 5u);
+  for (auto& c : sc) EXPECT_EQ(c.qpn, qa2.qpn);
+  EXPECT_FALSE(rnic_.Progress());  // only a timer left
+  ASSERT_EQ(PostR(qb_, Rwr(1, b_, 0, 64)), Status::kOk);
+  now_ += kRnr12;
+  EXPECT_TRUE(rnic_.Progress());
+  sc = Poll(a_.scq);
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].qpn, qa_.qpn);
+}
+
 // Transport retries: with retry_cnt = n the head WR is sent n + 1 times,
 // one ACK timeout apart, and fails one timeout after the last attempt.
 class Retries : public SoftRnicTest {
