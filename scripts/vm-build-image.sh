@@ -19,7 +19,7 @@ cache="${VRDMA_CACHE:-/var/cache/vhost-rdma}"
 mirror="http://deb.debian.org/debian"
 log() { echo "[vm-build-image] $*" >&2; }
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
-installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
+installed() { [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" == *"ok installed" ]]; }
 
 guest_packages=(rdma-core ibverbs-utils ibverbs-providers perftest iproute2 kmod udev)
 # Modules the small initrd carries: enough to mount an ext4 root on virtio-blk.
@@ -46,8 +46,9 @@ resolve_kabi() {
   if [ "$kabi" != "$main" ]; then
     log "WARNING: guest kernel ABI $kabi differs from bookworm main's $main"
   fi
-  if ! apt-cache madison "linux-image-$kabi" | grep -q " bookworm/main " ||
-     ! apt-cache madison "linux-headers-$kabi" | grep -q " bookworm/main "; then
+  # (no `| grep -q`: with pipefail, apt-cache's SIGPIPE would fail the test)
+  if [[ "$(apt-cache madison "linux-image-$kabi")" != *" bookworm/main "* ]] ||
+     [[ "$(apt-cache madison "linux-headers-$kabi")" != *" bookworm/main "* ]]; then
     log "ERROR: linux-image-$kabi / linux-headers-$kabi not in bookworm main"
     exit 1
   fi
@@ -153,7 +154,11 @@ build_module() {
     return 0
   fi
   rm -rf "$out_dir" && mkdir -p "$out_dir/guest-driver" "$out_dir/vhost-rdma"
-  cp -r "$srcdir" "$out_dir/guest-driver/kernel"
+  # Sources only: objects someone built in the checkout must not leak in.
+  mkdir -p "$out_dir/guest-driver/kernel"
+  tar -C "$srcdir" --exclude='*.o' --exclude='*.ko' --exclude='*.mod' --exclude='*.mod.c' \
+      --exclude='.*.cmd' --exclude=Module.symvers --exclude=modules.order -cf - . |
+    tar -C "$out_dir/guest-driver/kernel" -xf -
   cp -r "$here/vhost-rdma/abi" "$out_dir/vhost-rdma/abi"
   log "building the guest module for $kabi"
   if ! timeout 300 make -C "$out_dir/guest-driver/kernel" KVER="$kabi" modules \

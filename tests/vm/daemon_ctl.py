@@ -3,21 +3,19 @@
 
   daemon_ctl.py SOCK request '<json>'       one request, prints the reply
   daemon_ctl.py SOCK holds VM               exit 0 if VM holds >= 1 QP and >= 1 MR
-  daemon_ctl.py SOCK released VM            exit 0 if VM holds no resource at all
+  daemon_ctl.py SOCK released VM            exit 0 if VM holds nothing at all
   daemon_ctl.py SOCK summary VM             prints VM's resource counts
 
-The reply to {"cmd":"stats"} is searched for the object whose "name" is VM;
-its resource counters are the numeric fields named after verbs objects
-(qp, mr, cq, pd, srq, ah; singular or plural, optionally with a prefix or
-suffix such as "num_qps" or "qp_count"). A VM missing from the stats counts
-as released (detached).
+{"cmd":"stats"} answers {"ok":true,"vms":[{"name":..,"connected":..,
+"pds":..,"cqs":..,"qps":..,"mrs":..,"ahs":..,"srqs":..,"pinned_bytes":..},..]}
+(vhost-rdma/daemon/daemon.cc). A VM missing from the list counts as released.
 """
 import json
-import re
 import socket
 import sys
 
-RESOURCE = re.compile(r"(^|_)(qp|mr|cq|pd|srq|ah|mw)s?($|_)")
+# Everything a guest can make the daemon hold on its behalf.
+HELD = ("pds", "cqs", "qps", "mrs", "ahs", "srqs", "pinned_bytes")
 
 
 def request(path, obj, timeout=10.0):
@@ -41,42 +39,15 @@ def request(path, obj, timeout=10.0):
     return json.loads(buf) if buf else None
 
 
-def find_vm(node, name):
-    if isinstance(node, dict):
-        if node.get("name") == name or node.get("vm") == name:
-            return node
-        for key, value in node.items():
-            if key == name and isinstance(value, dict):
-                return value
-            found = find_vm(value, name)
-            if found is not None:
-                return found
-    elif isinstance(node, list):
-        for value in node:
-            found = find_vm(value, name)
-            if found is not None:
-                return found
+def find_vm(stats, name):
+    for vm in (stats or {}).get("vms", []):
+        if vm.get("name") == name:
+            return vm
     return None
 
 
-def counters(vm):
-    out = {}
-
-    def walk(node, prefix):
-        for key, value in node.items():
-            full = f"{prefix}{key}"
-            if isinstance(value, dict):
-                walk(value, full + ".")
-            elif isinstance(value, (int, float)) and not isinstance(value, bool) \
-                    and RESOURCE.search(key.lower()):
-                out[full] = value
-    walk(vm, "")
-    return out
-
-
-def count(c, kind):
-    return sum(v for k, v in c.items()
-               if re.search(rf"(^|[._]){kind}s?($|_)", k.lower()))
+def held(vm):
+    return {k: vm[k] for k in HELD if k in vm}
 
 
 def main():
@@ -85,15 +56,24 @@ def main():
         print(json.dumps(request(path, json.loads(sys.argv[3]))))
         return 0
     stats = request(path, {"cmd": "stats"})
+    if not stats or not stats.get("ok"):
+        print(f"stats failed: {stats}", file=sys.stderr)
+        return 2
     vm = find_vm(stats, sys.argv[3])
-    c = counters(vm) if vm is not None else {}
     if verb == "summary":
-        print("detached" if vm is None else json.dumps(c, sort_keys=True))
+        print("not attached" if vm is None else json.dumps(
+            dict(held(vm), connected=vm.get("connected")), sort_keys=True))
         return 0
     if verb == "holds":
-        return 0 if vm is not None and count(c, "qp") > 0 and count(c, "mr") > 0 else 1
+        return 0 if vm is not None and vm.get("qps", 0) > 0 and vm.get("mrs", 0) > 0 else 1
     if verb == "released":
-        return 0 if vm is None or all(v == 0 for v in c.values()) else 1
+        if vm is None:
+            return 0
+        missing = [k for k in HELD if k not in vm]
+        if missing:  # a stats format we do not understand must not pass
+            print(f"stats lack {missing}", file=sys.stderr)
+            return 1
+        return 0 if all(v == 0 for v in held(vm).values()) and not vm.get("connected") else 1
     print(f"unknown verb {verb}", file=sys.stderr)
     return 2
 
