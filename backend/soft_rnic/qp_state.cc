@@ -17,9 +17,12 @@ struct Rule {
 
 int ServiceIndex(QpType t) {
   switch (t) {
-    case QpType::kUd: return 0;
-    case QpType::kUc: return 1;
-    case QpType::kRc: return 2;
+    case QpType::kUd:
+      return 0;
+    case QpType::kUc:
+      return 1;
+    case QpType::kRc:
+      return 2;
   }
   return -1;
 }
@@ -30,8 +33,8 @@ struct Table {
 
 constexpr Table BuildTable() {
   Table t{};
-  constexpr int kReset = 0, kInit = 1, kRtr = 2, kRts = 3, kSqd = 4,
-                kSqe = 5, kErr = 6;
+  constexpr int kReset = 0, kInit = 1, kRtr = 2, kRts = 3, kSqd = 4, kSqe = 5,
+                kErr = 6;
   // Any state may go to RESET and ERR with no attributes.
   for (int s = 0; s < kNumStates; ++s) {
     t.r[s][kReset].valid = true;
@@ -58,8 +61,8 @@ constexpr Table BuildTable() {
     Rule& x = t.r[kInit][kRtr];
     x.valid = true;
     x.req[1] = kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn;
-    x.req[2] = kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
-               kQpMaxDestRdAtomic | kQpMinRnrTimer;
+    x.req[2] = kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpMaxDestRdAtomic |
+               kQpMinRnrTimer;
     x.opt[0] = kQpPkeyIndex | kQpQkey;
     x.opt[1] = kQpAltPath | kQpAccessFlags | kQpPkeyIndex;
     x.opt[2] = kQpAltPath | kQpAccessFlags | kQpPkeyIndex;
@@ -70,8 +73,8 @@ constexpr Table BuildTable() {
     x.valid = true;
     x.req[0] = kQpSqPsn;
     x.req[1] = kQpSqPsn;
-    x.req[2] = kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpSqPsn |
-               kQpMaxQpRdAtomic;
+    x.req[2] =
+        kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpSqPsn | kQpMaxQpRdAtomic;
     x.opt[0] = kQpCurState | kQpQkey;
     x.opt[1] = kQpCurState | kQpAltPath | kQpAccessFlags | kQpPathMigState;
     x.opt[2] = kQpCurState | kQpAltPath | kQpAccessFlags | kQpMinRnrTimer |
@@ -104,12 +107,11 @@ constexpr Table BuildTable() {
     Rule& x = t.r[kSqd][kSqd];
     x.valid = true;
     x.opt[0] = kQpPkeyIndex | kQpQkey;
-    x.opt[1] = kQpAv | kQpAltPath | kQpAccessFlags | kQpPkeyIndex |
-               kQpPathMigState;
+    x.opt[1] =
+        kQpAv | kQpAltPath | kQpAccessFlags | kQpPkeyIndex | kQpPathMigState;
     x.opt[2] = kQpPort | kQpAv | kQpTimeout | kQpRetryCnt | kQpRnrRetry |
                kQpMaxQpRdAtomic | kQpMaxDestRdAtomic | kQpAltPath |
-               kQpAccessFlags | kQpPkeyIndex | kQpMinRnrTimer |
-               kQpPathMigState;
+               kQpAccessFlags | kQpPkeyIndex | kQpMinRnrTimer | kQpPathMigState;
   }
   return t;
 }
@@ -171,12 +173,14 @@ Status CheckQpAttrValues(const QpAttr& attr, uint32_t mask,
 
 uint64_t RnrTimerNs(uint8_t encoded) {
   // IBA table 45, in units of 10 us (0.01 ms); entry 0 is 655.36 ms.
-  static constexpr uint32_t kTable10ns[32] = {
-      65536,    1,      2,      3,      4,      6,      8,      12,
-      16,       24,     32,     48,     64,     96,     128,    192,
-      256,      384,    512,    768,    1024,   1536,   2048,   3072,
-      4096,     6144,   8192,   12288,  16384,  24576,  32768,  49152};
-  return static_cast<uint64_t>(kTable10ns[encoded & 31]) * 10000;
+  // clang-format off
+  static constexpr uint32_t kTable10us[32] = {
+      65536, 1,    2,    3,     4,     6,     8,     12,
+      16,    24,   32,   48,    64,    96,    128,   192,
+      256,   384,  512,  768,   1024,  1536,  2048,  3072,
+      4096,  6144, 8192, 12288, 16384, 24576, 32768, 49152};
+  // clang-format on
+  return static_cast<uint64_t>(kTable10us[encoded & 31]) * 10000;
 }
 
 uint64_t AckTimeoutNs(uint8_t timeout) {

@@ -23,8 +23,7 @@ inline constexpr uint32_t kQpPathMigState = 1u << 18;
 // kOk when moving a `type` QP from `cur` to `next` with attribute `mask`
 // (kQpState included or not) is legal; kBadState for a transition the spec
 // does not have, kInvalid for a missing required or a disallowed attribute.
-Status CheckQpTransition(QpType type, QpState cur, QpState next,
-                         uint32_t mask);
+Status CheckQpTransition(QpType type, QpState cur, QpState next, uint32_t mask);
 
 // Value checks on the attributes named by mask (ranges of the IB encodings).
 Status CheckQpAttrValues(const QpAttr& attr, uint32_t mask,

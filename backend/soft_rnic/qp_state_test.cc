@@ -19,8 +19,8 @@ constexpr uint32_t kRcInit = kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags;
 constexpr uint32_t kUdInit = kQpState | kQpPkeyIndex | kQpPort | kQpQkey;
 constexpr uint32_t kRcRtr = kQpState | kQpAv | kQpPathMtu | kQpDestQpn |
                             kQpRqPsn | kQpMaxDestRdAtomic | kQpMinRnrTimer;
-constexpr uint32_t kUcRtr = kQpState | kQpAv | kQpPathMtu | kQpDestQpn |
-                            kQpRqPsn;
+constexpr uint32_t kUcRtr =
+    kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn;
 constexpr uint32_t kRcRts = kQpState | kQpTimeout | kQpRetryCnt | kQpRnrRetry |
                             kQpSqPsn | kQpMaxQpRdAtomic;
 
@@ -86,12 +86,9 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"ErrInit", T::kUd, S::kErr, S::kInit, kUdInit, Status::kBadState},
         Case{"SqdRtr", T::kRc, S::kSqd, S::kRtr, kQpState, Status::kBadState},
         Case{"RtsSqe", T::kUd, S::kRts, S::kSqe, kQpState, Status::kBadState},
-        Case{"RcSqeRts", T::kRc, S::kSqe, S::kRts, kQpState,
-             Status::kBadState},
-        Case{"InitSqd", T::kRc, S::kInit, S::kSqd, kQpState,
-             Status::kBadState},
-        Case{"ResetReset", T::kRc, S::kReset, S::kReset, kQpState,
-             Status::kOk},
+        Case{"RcSqeRts", T::kRc, S::kSqe, S::kRts, kQpState, Status::kBadState},
+        Case{"InitSqd", T::kRc, S::kInit, S::kSqd, kQpState, Status::kBadState},
+        Case{"ResetReset", T::kRc, S::kReset, S::kReset, kQpState, Status::kOk},
         // Missing required attributes.
         Case{"RcInitNoAccess", T::kRc, S::kReset, S::kInit,
              kRcInit & ~kQpAccessFlags, Status::kInvalid},
@@ -118,8 +115,8 @@ INSTANTIATE_TEST_SUITE_P(
              kUcRtr | kQpMinRnrTimer, Status::kInvalid},
         Case{"UcRtsWithTimeout", T::kUc, S::kRtr, S::kRts,
              kQpState | kQpSqPsn | kQpTimeout, Status::kInvalid},
-        Case{"RtsRtsWithDest", T::kRc, S::kRts, S::kRts,
-             kQpState | kQpDestQpn, Status::kInvalid},
+        Case{"RtsRtsWithDest", T::kRc, S::kRts, S::kRts, kQpState | kQpDestQpn,
+             Status::kInvalid},
         Case{"ErrWithAttr", T::kRc, S::kRts, S::kErr, kQpState | kQpQkey,
              Status::kInvalid},
         Case{"UnknownBit", T::kRc, S::kReset, S::kInit, kRcInit | (1u << 30),
@@ -216,10 +213,10 @@ TEST_F(ModifyQp, PostingDependsOnState) {
   EXPECT_EQ(Post(qp, w), Status::kBadState);   // RESET
   EXPECT_EQ(PostR(qp, r), Status::kBadState);  // RESET
   ASSERT_EQ(ToInit(qp, QpType::kRc), Status::kOk);
-  EXPECT_EQ(Post(qp, w), Status::kBadState);   // INIT
-  EXPECT_EQ(PostR(qp, r), Status::kOk);        // receives from INIT on
+  EXPECT_EQ(Post(qp, w), Status::kBadState);  // INIT
+  EXPECT_EQ(PostR(qp, r), Status::kOk);       // receives from INIT on
   ASSERT_EQ(ToRtr(qp, QpType::kRc, a_.gid, b_.gid, 1234), Status::kOk);
-  EXPECT_EQ(Post(qp, w), Status::kBadState);   // RTR
+  EXPECT_EQ(Post(qp, w), Status::kBadState);  // RTR
   ASSERT_EQ(ToRts(qp, QpType::kRc), Status::kOk);
   EXPECT_EQ(Post(qp, w), Status::kOk);
   // Too many SGEs for the QP's caps.
@@ -227,7 +224,8 @@ TEST_F(ModifyQp, PostingDependsOnState) {
   EXPECT_EQ(Post(qp, w), Status::kInvalid);
   Status st;
   EXPECT_EQ(rnic_.PostSend(RnicQp{0x12345, 0x12345},
-                           std::span<const SendWr>(&w, 1), &st), 0);
+                           std::span<const SendWr>(&w, 1), &st),
+            0);
   EXPECT_EQ(st, Status::kBadHandle);
 }
 

@@ -26,13 +26,13 @@ struct Mr {
   uint64_t length = 0;
   uint32_t access = 0;
   uint32_t lkey = 0;
-  uint32_t rkey = 0;        // 0 when no remote access was granted
+  uint32_t rkey = 0;  // 0 when no remote access was granted
 };
 
 struct Cq {
   uint32_t handle = 0;
   FixedRing<Completion> ring;
-  uint32_t refs = 0;        // QPs completing here
+  uint32_t refs = 0;  // QPs completing here
   // A real CQ that overflows goes to an error state and stops accepting
   // completions; the consumer has lost work and must find out.
   bool overflowed = false;
@@ -44,7 +44,7 @@ struct Srq {
   Pd* pd = nullptr;
   uint32_t max_sge = 0;
   FixedRing<RecvWr> ring;
-  uint32_t refs = 0;        // QPs attached
+  uint32_t refs = 0;  // QPs attached
 };
 
 struct Ah {
@@ -64,7 +64,7 @@ struct SqSlot {
 // Requester progress of the WQE at the head of the SQ.
 struct RequesterState {
   enum class Wait : uint8_t { kNone, kRnr, kAckTimeout };
-  bool started = false;        // counters below initialised for this WQE
+  bool started = false;  // counters below initialised for this WQE
   uint8_t rnr_left = 0;
   uint8_t retry_left = 0;
   Wait wait = Wait::kNone;
@@ -72,7 +72,7 @@ struct RequesterState {
 };
 
 struct Qp {
-  uint32_t qpn = 0;            // also the handle
+  uint32_t qpn = 0;  // also the handle
   QpType type = QpType::kRc;
   Pd* pd = nullptr;
   Cq* send_cq = nullptr;
@@ -135,12 +135,17 @@ struct QpList {
 inline WcOpcode SendWcOpcode(WrOpcode op) {
   switch (op) {
     case WrOpcode::kRdmaWrite:
-    case WrOpcode::kRdmaWriteWithImm: return WcOpcode::kRdmaWrite;
+    case WrOpcode::kRdmaWriteWithImm:
+      return WcOpcode::kRdmaWrite;
     case WrOpcode::kSend:
-    case WrOpcode::kSendWithImm: return WcOpcode::kSend;
-    case WrOpcode::kRdmaRead: return WcOpcode::kRdmaRead;
-    case WrOpcode::kAtomicCmpSwp: return WcOpcode::kCompSwap;
-    case WrOpcode::kAtomicFetchAdd: return WcOpcode::kFetchAdd;
+    case WrOpcode::kSendWithImm:
+      return WcOpcode::kSend;
+    case WrOpcode::kRdmaRead:
+      return WcOpcode::kRdmaRead;
+    case WrOpcode::kAtomicCmpSwp:
+      return WcOpcode::kCompSwap;
+    case WrOpcode::kAtomicFetchAdd:
+      return WcOpcode::kFetchAdd;
   }
   return WcOpcode::kSend;
 }

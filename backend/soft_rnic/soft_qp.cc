@@ -191,9 +191,14 @@ void SoftRnic::Park(soft::Qp* q) {
 
 void SoftRnic::Deactivate(soft::Qp* q) {
   switch (q->list) {
-    case soft::Qp::List::kActive: active_.Remove(q); break;
-    case soft::Qp::List::kTimer: timers_.Remove(q); break;
-    case soft::Qp::List::kNone: break;
+    case soft::Qp::List::kActive:
+      active_.Remove(q);
+      break;
+    case soft::Qp::List::kTimer:
+      timers_.Remove(q);
+      break;
+    case soft::Qp::List::kNone:
+      break;
   }
   q->list = soft::Qp::List::kNone;
 }

@@ -77,9 +77,8 @@ bool SoftRnic::RunQp(soft::Qp* q, uint64_t now) {
       return false;
   }
   bool did = false;
-  for (int budget = kQpBudget; budget > 0 && q->state == QpState::kRts &&
-                               !q->sq.empty();
-       --budget) {
+  for (int budget = kQpBudget;
+       budget > 0 && q->state == QpState::kRts && !q->sq.empty(); --budget) {
     if (!ExecuteHead(q, now, &did)) break;
   }
   if (q->state == QpState::kRts && !q->sq.empty()) {
@@ -174,13 +173,14 @@ bool SoftRnic::ExecuteHead(soft::Qp* q, uint64_t now, bool* did_work) {
   SegList local;
   if (wr.send_flags & kSendInline) {
     if (len > 0) {
-      local.segs[0] = Seg{const_cast<uint8_t*>(wr.inline_data),
-                          static_cast<uint32_t>(len)};
+      local.segs[0] =
+          Seg{const_cast<uint8_t*>(wr.inline_data), static_cast<uint32_t>(len)};
       local.n = 1;
       local.total = len;
     }
   } else {
-    uint32_t need = NeedsLocalWrite(wr.opcode) ? uint32_t{kAccessLocalWrite} : 0u;
+    uint32_t need =
+        NeedsLocalWrite(wr.opcode) ? uint32_t{kAccessLocalWrite} : 0u;
     WcStatus st = ResolveLocal(q->pd, wr.sge.data(), wr.num_sge, need, &local);
     if (st != WcStatus::kSuccess) {
       FailHead(q, st, now);
@@ -216,16 +216,18 @@ bool SoftRnic::ExecuteHead(soft::Qp* q, uint64_t now, bool* did_work) {
       }
       // The RNR NAK carries the responder's minimum RNR timer.
       rs.wait = Wait::kRnr;
-      rs.wait_until_ns = SaturatingAdd(now, soft::RnrTimerNs(d->attr.min_rnr_timer));
+      rs.wait_until_ns =
+          SaturatingAdd(now, soft::RnrTimerNs(d->attr.min_rnr_timer));
       return false;
     case Reply::kNoResponse:
       rs.wait = Wait::kAckTimeout;
-      rs.wait_until_ns = SaturatingAdd(now, soft::AckTimeoutNs(q->attr.timeout));
+      rs.wait_until_ns =
+          SaturatingAdd(now, soft::AckTimeoutNs(q->attr.timeout));
       return false;
     case Reply::kNakInvReq:
     case Reply::kNakAccess:
     case Reply::kNakRemOp: {
-      WcStatus st = r.reply == Reply::kNakInvReq  ? WcStatus::kRemInvReqErr
+      WcStatus st = r.reply == Reply::kNakInvReq   ? WcStatus::kRemInvReqErr
                     : r.reply == Reply::kNakAccess ? WcStatus::kRemAccessErr
                                                    : WcStatus::kRemOpErr;
       // Requester first: if d == q the responder's ERR flush must not

@@ -22,12 +22,16 @@ bool Receiving(QpState s) {
 uint32_t RemoteAccessFor(WrOpcode op) {
   switch (op) {
     case WrOpcode::kRdmaWrite:
-    case WrOpcode::kRdmaWriteWithImm: return kAccessRemoteWrite;
-    case WrOpcode::kRdmaRead: return kAccessRemoteRead;
+    case WrOpcode::kRdmaWriteWithImm:
+      return kAccessRemoteWrite;
+    case WrOpcode::kRdmaRead:
+      return kAccessRemoteRead;
     case WrOpcode::kAtomicCmpSwp:
-    case WrOpcode::kAtomicFetchAdd: return kAccessRemoteAtomic;
+    case WrOpcode::kAtomicFetchAdd:
+      return kAccessRemoteAtomic;
     case WrOpcode::kSend:
-    case WrOpcode::kSendWithImm: return 0;
+    case WrOpcode::kSendWithImm:
+      return 0;
   }
   return 0;
 }
@@ -130,8 +134,8 @@ SoftRnic::ExecResult SoftRnic::Respond(soft::Qp* q, soft::SqSlot& slot,
     }
     uint64_t rlen = is_atomic ? 8 : len;
     if (rlen > 0) {
-      remote = ResolveRemote(d->pd, wr.rkey, wr.remote_addr, rlen,
-                             remote_access);
+      remote =
+          ResolveRemote(d->pd, wr.rkey, wr.remote_addr, rlen, remote_access);
       if (remote == nullptr) {
         return rc ? ExecResult{Reply::kNakAccess, true} : drop;
       }
@@ -154,8 +158,8 @@ SoftRnic::ExecResult SoftRnic::Respond(soft::Qp* q, soft::SqSlot& slot,
     if (st != WcStatus::kSuccess) {
       PopReceive(d);
       CompleteRecv(d, recv_wr_id, st, WcOpcode::kRecv, 0, 0, 0, q->qpn, now);
-      Reply reply = st == WcStatus::kLocLenErr ? Reply::kNakInvReq
-                                               : Reply::kNakRemOp;
+      Reply reply =
+          st == WcStatus::kLocLenErr ? Reply::kNakInvReq : Reply::kNakRemOp;
       return ExecResult{rc ? reply : Reply::kAck, true};
     }
   }
@@ -176,10 +180,11 @@ SoftRnic::ExecResult SoftRnic::Respond(soft::Qp* q, soft::SqSlot& slot,
         off += local.segs[i].len;
       }
       PopReceive(d);
-      uint32_t flags = (ud ? uint32_t{kWcGrh} : 0u) | (has_imm ? uint32_t{kWcWithImm} : 0u);
+      uint32_t flags =
+          (ud ? uint32_t{kWcGrh} : 0u) | (has_imm ? uint32_t{kWcWithImm} : 0u);
       CompleteRecv(d, recv_wr_id, WcStatus::kSuccess, WcOpcode::kRecv,
-                   static_cast<uint32_t>(off), flags,
-                   has_imm ? wr.imm_data : 0, q->qpn, now);
+                   static_cast<uint32_t>(off), flags, has_imm ? wr.imm_data : 0,
+                   q->qpn, now);
       break;
     }
     case WrOpcode::kRdmaWrite:

@@ -61,8 +61,8 @@ class SoftRnic final : public Rnic {
 
   Result<RnicPd> AllocPd() override;
   Status DeallocPd(RnicPd pd) override;
-  Result<RnicMr> RegMr(RnicPd pd, uint8_t* addr, uint64_t length,
-                       uint64_t iova, uint32_t access) override;
+  Result<RnicMr> RegMr(RnicPd pd, uint8_t* addr, uint64_t length, uint64_t iova,
+                       uint32_t access) override;
   Status DeregMr(RnicMr mr) override;
   Result<RnicCq> CreateCq(uint32_t depth) override;
   Status DestroyCq(RnicCq cq) override;
@@ -92,12 +92,12 @@ class SoftRnic final : public Rnic {
   // Outcome of delivering one message to the responder, as the requester
   // learns it (an ACK, a NAK of some kind, or nothing at all).
   enum class Reply : uint8_t {
-    kAck,           // executed (or, for UC/UD, sent: maybe dropped)
-    kRnr,           // RC: no receive WQE; retry after the RNR timer
-    kNoResponse,    // RC: unreachable or not listening; retransmit later
-    kNakInvReq,     // RC: invalid request (op not allowed, length, align)
-    kNakAccess,     // RC: rkey, range or access violation
-    kNakRemOp,      // RC: responder's receive WQE was unusable
+    kAck,         // executed (or, for UC/UD, sent: maybe dropped)
+    kRnr,         // RC: no receive WQE; retry after the RNR timer
+    kNoResponse,  // RC: unreachable or not listening; retransmit later
+    kNakInvReq,   // RC: invalid request (op not allowed, length, align)
+    kNakAccess,   // RC: rkey, range or access violation
+    kNakRemOp,    // RC: responder's receive WQE was unusable
   };
   struct ExecResult {
     Reply reply = Reply::kAck;

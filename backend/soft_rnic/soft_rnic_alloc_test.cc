@@ -63,8 +63,8 @@ TEST_F(NoAlloc, DataPathNeverAllocates) {
        {WrOpcode::kSend, WrOpcode::kSendWithImm, WrOpcode::kRdmaWrite,
         WrOpcode::kRdmaWriteWithImm, WrOpcode::kRdmaRead,
         WrOpcode::kAtomicCmpSwp, WrOpcode::kAtomicFetchAdd}) {
-    bool atomic = op == WrOpcode::kAtomicCmpSwp ||
-                  op == WrOpcode::kAtomicFetchAdd;
+    bool atomic =
+        op == WrOpcode::kAtomicCmpSwp || op == WrOpcode::kAtomicFetchAdd;
     SendWr w = Wr(op, sends.size(), a_, 64, atomic ? 8 : 512);
     w.remote_addr = b_.at(1024);
     w.rkey = b_.mr.rkey;
@@ -97,16 +97,20 @@ TEST_F(NoAlloc, DataPathNeverAllocates) {
     rnic_.PostSrqRecv(*srq, std::span<const RecvWr>(&ud_recv, 1), &st);
     rnic_.PostSend(ua, std::span<const SendWr>(&ud, 1), &st);
     for (int i = 0; i < 10; ++i) rnic_.Progress();
-    while (rnic_.PollCq(a_.scq, out_) > 0) {}
-    while (rnic_.PollCq(b_.rcq, out_) > 0) {}
+    while (rnic_.PollCq(a_.scq, out_) > 0) {
+    }
+    while (rnic_.PollCq(b_.rcq, out_) > 0) {
+    }
     // A remote access error: both QPs to ERR, flushes, later posts flushed.
     rnic_.PostSend(qa_, std::span<const SendWr>(&bad, 1), &st);
     rnic_.PostRecv(qb_, std::span<const RecvWr>(recvs.data(), 2), &st);
     rnic_.Progress();
     rnic_.PostSend(qa_, std::span<const SendWr>(sends.data(), 3), &st);
     rnic_.Progress();
-    while (rnic_.PollCq(a_.scq, out_) > 0) {}
-    while (rnic_.PollCq(b_.rcq, out_) > 0) {}
+    while (rnic_.PollCq(a_.scq, out_) > 0) {
+    }
+    while (rnic_.PollCq(b_.rcq, out_) > 0) {
+    }
   });
   EXPECT_EQ(g_allocs, 0);
   EXPECT_EQ(StateOf(qa_), QpState::kErr);

@@ -42,8 +42,8 @@ TEST_P(LocalErrors, FailWithLocProtErrAndFlush) {
       // Deregister and register again: same slot or not, the old key is dead.
       RnicMr old = a_.mr;
       ASSERT_EQ(rnic_.DeregMr(old), Status::kOk);
-      auto mr = rnic_.RegMr(a_.pd, a_.buf.data(), a_.buf.size(), a_.iova,
-                            kAllAccess);
+      auto mr =
+          rnic_.RegMr(a_.pd, a_.buf.data(), a_.buf.size(), a_.iova, kAllAccess);
       ASSERT_TRUE(mr.ok());
       EXPECT_NE(mr->lkey, old.lkey);
       a_.mr = *mr;

@@ -210,9 +210,9 @@ TEST(SoftRnicClock, DefaultClockStampsCompletions) {
   r.wr_id = 4;
   QpAttr a;
   a.state = QpState::kInit;
-  ASSERT_EQ(rnic.ModifyQp(*qp, a, kQpState | kQpPkeyIndex | kQpPort |
-                                      kQpAccessFlags),
-            Status::kOk);
+  ASSERT_EQ(
+      rnic.ModifyQp(*qp, a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags),
+      Status::kOk);
   Status st;
   ASSERT_EQ(rnic.PostRecv(*qp, std::span<const RecvWr>(&r, 1), &st), 1);
   a.state = QpState::kErr;

@@ -34,7 +34,7 @@ struct Vm {
 // Connection attributes a test can tweak before BringUp.
 struct Conn {
   uint32_t access = kAllAccess;
-  uint8_t timeout = 10;        // 4.096 us << 10 = ~4.2 ms
+  uint8_t timeout = 10;  // 4.096 us << 10 = ~4.2 ms
   uint8_t retry_cnt = 3;
   uint8_t rnr_retry = 3;
   uint8_t min_rnr_timer = 12;  // 0.64 ms
@@ -66,8 +66,8 @@ class SoftRnicTest : public ::testing::Test {
       vm->buf[i] = static_cast<uint8_t>(i * 7 + id * 31);
     }
     vm->iova = uint64_t{id} << 32;
-    auto mr = rnic_.RegMr(vm->pd, vm->buf.data(), kBufSize, vm->iova,
-                          kAllAccess);
+    auto mr =
+        rnic_.RegMr(vm->pd, vm->buf.data(), kBufSize, vm->iova, kAllAccess);
     ASSERT_TRUE(mr.ok());
     vm->mr = *mr;
   }

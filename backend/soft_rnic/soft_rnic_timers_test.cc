@@ -44,14 +44,14 @@ TEST_F(Timers, RnrRetryExhausted) {
   uint64_t t0 = now_;
   ASSERT_EQ(Post(qa_, Wr(WrOpcode::kSend, 1, a_, 0, 32)), Status::kOk);
   ASSERT_EQ(Post(qa_, Wr(WrOpcode::kSend, 2, a_, 0, 32, 0)), Status::kOk);
-  rnic_.Progress();             // first attempt at t0
+  rnic_.Progress();  // first attempt at t0
   now_ = t0 + kRnr12;
-  rnic_.Progress();             // retry 1
+  rnic_.Progress();  // retry 1
   now_ = t0 + 2 * kRnr12 - 1;
   rnic_.Progress();
   EXPECT_TRUE(Poll(a_.scq).empty());
   now_ = t0 + 2 * kRnr12;
-  rnic_.Progress();             // retry 2: NAK with no retries left
+  rnic_.Progress();  // retry 2: NAK with no retries left
   auto sc = Poll(a_.scq);
   ASSERT_EQ(sc.size(), 2u);
   EXPECT_EQ(sc[0].status, WcStatus::kRnrRetryExcErr);
