@@ -92,6 +92,10 @@ void EngineImpl::Doorbell(VmId id, uint8_t kind, uint32_t handle) {
 bool EngineImpl::PollOnce() {
   now_ = options_.clock();
   bool did = false;
+  // Receives first: a WQE the guest posted before this turn is on the RNIC
+  // before this turn's sends are delivered (UD drops a message that finds
+  // no receive).
+  did |= SweepRecv();
   for (QpObj* qp = pending_sq_.front(); qp != nullptr;) {
     QpObj* next = decltype(pending_sq_)::next(qp);
     did |= ProcessSq(*qp, now_);
@@ -109,7 +113,6 @@ bool EngineImpl::PollOnce() {
   for (int i = 0; i < 1024 && !ready_rq_.empty(); ++i) {
     did |= ReplenishRecv(*ready_rq_.PopFront());
   }
-  did |= SweepRecv();
   return did;
 }
 

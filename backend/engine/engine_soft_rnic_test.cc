@@ -1,0 +1,323 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// End to end through the engine and SoftRnic: VMs with memfd guest RAM,
+// WQEs written into their rings by hand (rdma_user_rxe.h layouts, as librxe
+// writes them), doorbells, PollOnce, then the CQEs in the guest CQ rings
+// and the bytes in the guests' memory.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+
+#include "backend/engine/engine.h"
+#include "backend/engine/testing/guest_env.h"
+#include "backend/soft_rnic/soft_rnic.h"
+#include "policy/pass_through_policy.h"
+
+namespace vrdma::engine {
+namespace {
+
+using testing::DrainCq;
+using testing::GuestEnv;
+using testing::GuestRingRef;
+using testing::GuestSend;
+using testing::RecordingSink;
+
+constexpr uint32_t kAll = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead |
+                          kAccessRemoteAtomic;
+constexpr uint32_t kBufPages = 4;
+
+Gid MakeGid(uint8_t x) {
+  Gid g{};
+  g[0] = 0xfe;
+  g[1] = 0x80;
+  g[15] = x;
+  return g;
+}
+
+// One guest: its RAM, a PD, a registered buffer, CQs and one QP.
+struct Guest {
+  explicit Guest(uint64_t gpa_base) : env(8u << 20, gpa_base) {}
+  GuestEnv env;
+  RecordingSink sink;
+  Gid gid{};
+  VmId vm = 0;
+  uint32_t pd = 0;
+  uint64_t buf_gpa = 0;
+  uint64_t iova = 0;
+  uint32_t lkey = 0, rkey = 0;
+  GuestRingRef scq, rcq, sq, rq;
+  uint32_t scq_h = 0, rcq_h = 0;
+  uint32_t qpn = 0;
+  uint8_t* buf() { return env.host(buf_gpa); }
+};
+
+class EngineSoftRnicTest : public ::testing::Test {
+ protected:
+  void SetUp() override { engine_ = Engine::Create(rnic_, exec_, policy_); }
+
+  void AddGuest(Guest& g, uint8_t id, QpType type = QpType::kRc) {
+    g.gid = MakeGid(id);
+    VmConfig c;
+    c.name = "vm" + std::to_string(id);
+    c.gids = {g.gid};
+    Result<VmId> vm = engine_->AttachVm(c, &g.sink);
+    ASSERT_TRUE(vm.ok());
+    g.vm = *vm;
+    engine_->SetGuestMemory(g.vm, g.env.memory());
+    g.pd = *engine_->CreatePd(g.vm);
+    g.buf_gpa = g.env.AllocPages(kBufPages);
+    for (uint32_t i = 0; i < kBufPages * 4096; ++i) g.buf()[i] = static_cast<uint8_t>(i * 3 + id);
+    g.iova = uint64_t{id} << 36;
+    RegMrRequest mr;
+    mr.pd = g.pd;
+    mr.access = kAll;
+    mr.iova = g.iova;
+    mr.length = kBufPages * 4096;
+    mr.pages = GuestEnv::Pages(g.buf_gpa, kBufPages);
+    Result<RegMrResult> m = engine_->RegMr(g.vm, mr);
+    ASSERT_TRUE(m.ok());
+    g.lkey = m->lkey;
+    g.rkey = m->rkey;
+    for (auto [ring, h] : {std::pair{&g.scq, &g.scq_h}, std::pair{&g.rcq, &g.rcq_h}}) {
+      *ring = GuestRingRef(g.env, 6, 6);
+      CreateCqRequest cq;
+      cq.cqe = 63;
+      cq.ring = ring->spec;
+      Result<CreateCqResult> r = engine_->CreateCq(g.vm, cq);
+      ASSERT_TRUE(r.ok());
+      *h = r->handle;
+    }
+    CreateQpRequest q;
+    q.pd = g.pd;
+    q.type = type;
+    q.send_cq = g.scq_h;
+    q.recv_cq = g.rcq_h;
+    q.caps = {32, 32, 4, 4, 128};
+    g.sq = GuestRingRef(g.env, 6, 9);
+    g.rq = GuestRingRef(g.env, 6, 7);
+    q.sq = g.sq.spec;
+    q.rq = g.rq.spec;
+    Result<CreateQpResult> r = engine_->CreateQp(g.vm, q);
+    ASSERT_TRUE(r.ok()) << StatusName(r.status());
+    g.qpn = r->qpn;
+  }
+
+  void BringUp(Guest& g, QpType type, const Guest* peer) {
+    ModifyQpRequest m;
+    m.qpn = g.qpn;
+    m.state = QpState::kInit;
+    m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_PKEY_INDEX | VIRTIO_RDMA_QP_PORT |
+             (type == QpType::kUd ? VIRTIO_RDMA_QP_QKEY : VIRTIO_RDMA_QP_ACCESS_FLAGS);
+    m.access_flags = kAll;
+    m.qkey = 0x1111;
+    ASSERT_EQ(engine_->ModifyQp(g.vm, m), Status::kOk);
+    m = {};
+    m.qpn = g.qpn;
+    m.state = QpState::kRtr;
+    m.mask = VIRTIO_RDMA_QP_STATE;
+    if (type == QpType::kRc) {
+      m.mask |= VIRTIO_RDMA_QP_AV | VIRTIO_RDMA_QP_PATH_MTU | VIRTIO_RDMA_QP_DEST_QPN |
+                VIRTIO_RDMA_QP_RQ_PSN | VIRTIO_RDMA_QP_MAX_DEST_RD_ATOMIC |
+                VIRTIO_RDMA_QP_MIN_RNR_TIMER;
+      m.ah.dgid = peer->gid;
+      m.ah.sgid_index = 0;
+      m.dest_qpn = peer->qpn;
+      m.path_mtu_bytes = 1024;
+      m.max_dest_rd_atomic = 4;
+      m.min_rnr_timer = 1;
+    }
+    ASSERT_EQ(engine_->ModifyQp(g.vm, m), Status::kOk);
+    m = {};
+    m.qpn = g.qpn;
+    m.state = QpState::kRts;
+    m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_SQ_PSN;
+    if (type == QpType::kRc) {
+      m.mask |= VIRTIO_RDMA_QP_TIMEOUT | VIRTIO_RDMA_QP_RETRY_CNT | VIRTIO_RDMA_QP_RNR_RETRY |
+                VIRTIO_RDMA_QP_MAX_QP_RD_ATOMIC;
+      m.timeout = 1;
+      m.retry_cnt = 2;
+      m.rnr_retry = 7;
+      m.max_rd_atomic = 4;
+    }
+    ASSERT_EQ(engine_->ModifyQp(g.vm, m), Status::kOk);
+  }
+
+  // Runs the data path until pred holds (bounded).
+  bool RunUntil(const std::function<bool()>& pred, int max_turns = 100000) {
+    for (int i = 0; i < max_turns; ++i) {
+      if (pred()) return true;
+      engine_->PollOnce();
+    }
+    return pred();
+  }
+
+  // Collects CQEs as the guest polls them.
+  static std::function<bool()> Collect(GuestRingRef& cq, std::vector<ib_uverbs_wc>& out,
+                                       size_t n) {
+    return [&cq, &out, n] {
+      for (const ib_uverbs_wc& wc : DrainCq(cq)) out.push_back(wc);
+      return out.size() >= n;
+    };
+  }
+
+  SoftRnic rnic_;
+  InlineExecutor exec_;
+  policy::PassThroughPolicy policy_;
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(EngineSoftRnicTest, RcSendWriteReadBetweenTwoVms) {
+  Guest a(0x100000), b(0x40000000);
+  AddGuest(a, 1);
+  AddGuest(b, 2);
+  BringUp(a, QpType::kRc, &b);
+  BringUp(b, QpType::kRc, &a);
+
+  // SEND: B posts a receive (no doorbell, like librxe), A sends 300 bytes.
+  testing::PostRecv(b.rq, 0xb0, {{b.iova + 1000, 512, b.lkey}});
+  testing::PostSend(a.sq, GuestSend{.wr_id = 0xa0, .opcode = IB_UVERBS_WR_SEND_WITH_IMM,
+                                    .imm = 0x01020304, .sges = {{a.iova + 10, 300, a.lkey}}});
+  engine_->Doorbell(a.vm, VIRTIO_RDMA_DB_SQ, a.qpn);
+  std::vector<ib_uverbs_wc> sa, rb;
+  ASSERT_TRUE(RunUntil([&] { return Collect(a.scq, sa, 1)() && Collect(b.rcq, rb, 1)(); }));
+  EXPECT_EQ(sa[0].wr_id, 0xa0u);
+  EXPECT_EQ(sa[0].status, 0u);
+  EXPECT_EQ(sa[0].qp_num, a.qpn);
+  EXPECT_EQ(rb[0].wr_id, 0xb0u);
+  EXPECT_EQ(rb[0].status, 0u);
+  EXPECT_EQ(rb[0].byte_len, 300u);
+  EXPECT_EQ(rb[0].opcode, static_cast<uint32_t>(WcOpcode::kRecv));
+  EXPECT_EQ(rb[0].ex.imm_data, 0x01020304u);
+  EXPECT_TRUE(rb[0].wc_flags & kWcWithImm);
+  EXPECT_EQ(rb[0].qp_num, b.qpn);
+  EXPECT_EQ(std::memcmp(b.buf() + 1000, a.buf() + 10, 300), 0);
+  EXPECT_EQ(b.rq.consumer(), 1u);
+
+  // RDMA WRITE with B's rkey, then READ back into A.
+  testing::PostSend(a.sq, GuestSend{.wr_id = 0xa1, .opcode = IB_UVERBS_WR_RDMA_WRITE,
+                                    .remote_addr = b.iova + 8192, .rkey = b.rkey,
+                                    .sges = {{a.iova + 4096, 2048, a.lkey}}});
+  testing::PostSend(a.sq, GuestSend{.wr_id = 0xa2, .opcode = IB_UVERBS_WR_RDMA_READ,
+                                    .remote_addr = b.iova + 100, .rkey = b.rkey,
+                                    .sges = {{a.iova + 12000, 64, a.lkey}}});
+  engine_->Doorbell(a.vm, VIRTIO_RDMA_DB_SQ, a.qpn);
+  sa.clear();
+  ASSERT_TRUE(RunUntil(Collect(a.scq, sa, 2)));
+  EXPECT_EQ(sa[0].wr_id, 0xa1u);
+  EXPECT_EQ(sa[0].status, 0u);
+  EXPECT_EQ(sa[1].wr_id, 0xa2u);
+  EXPECT_EQ(sa[1].status, 0u);
+  EXPECT_EQ(sa[1].opcode, static_cast<uint32_t>(WcOpcode::kRdmaRead));
+  EXPECT_EQ(std::memcmp(b.buf() + 8192, a.buf() + 4096, 2048), 0);
+  EXPECT_EQ(std::memcmp(a.buf() + 12000, b.buf() + 100, 64), 0);
+  EXPECT_EQ(engine_->Stats(a.vm)->wqes_posted, 3u);
+  EXPECT_EQ(engine_->Stats(b.vm)->cqes_written, 1u);
+}
+
+TEST_F(EngineSoftRnicTest, RemoteKeyAbuseFailsOnTheFabric) {
+  Guest a(0x100000), b(0x40000000);
+  AddGuest(a, 1);
+  AddGuest(b, 2);
+  BringUp(a, QpType::kRc, &b);
+  BringUp(b, QpType::kRc, &a);
+  const std::vector<uint8_t> before(b.buf(), b.buf() + kBufPages * 4096);
+  // A writes past the end of B's MR: the responder refuses.
+  testing::PostSend(a.sq, GuestSend{.wr_id = 1, .opcode = IB_UVERBS_WR_RDMA_WRITE,
+                                    .remote_addr = b.iova + kBufPages * 4096 - 8, .rkey = b.rkey,
+                                    .sges = {{a.iova, 64, a.lkey}}});
+  engine_->Doorbell(a.vm, VIRTIO_RDMA_DB_SQ, a.qpn);
+  std::vector<ib_uverbs_wc> sa;
+  ASSERT_TRUE(RunUntil(Collect(a.scq, sa, 1)));
+  EXPECT_EQ(sa[0].wr_id, 1u);
+  EXPECT_EQ(sa[0].status, static_cast<uint32_t>(WcStatus::kRemAccessErr));
+  EXPECT_EQ(std::memcmp(before.data(), b.buf(), before.size()), 0);
+  // After the error A's QP is in ERR: later WQEs are flushed.
+  testing::PostSend(a.sq, GuestSend{.wr_id = 2, .sges = {{a.iova, 8, a.lkey}}});
+  engine_->Doorbell(a.vm, VIRTIO_RDMA_DB_SQ, a.qpn);
+  sa.clear();
+  ASSERT_TRUE(RunUntil(Collect(a.scq, sa, 1)));
+  EXPECT_EQ(sa[0].wr_id, 2u);
+  EXPECT_EQ(sa[0].status, static_cast<uint32_t>(WcStatus::kWrFlushErr));
+  EXPECT_EQ(engine_->QueryQp(a.vm, a.qpn)->attr.state, QpState::kErr);
+}
+
+TEST_F(EngineSoftRnicTest, UdSendThroughAnAh) {
+  Guest a(0x100000), b(0x40000000);
+  AddGuest(a, 1, QpType::kUd);
+  AddGuest(b, 2, QpType::kUd);
+  BringUp(a, QpType::kUd, nullptr);
+  BringUp(b, QpType::kUd, nullptr);
+  GuestAh ah;
+  ah.dgid = b.gid;
+  Result<uint32_t> h = engine_->CreateAh(a.vm, a.pd, ah);
+  ASSERT_TRUE(h.ok());
+  testing::PostRecv(b.rq, 7, {{b.iova, 40 + 256, b.lkey}});
+  testing::PostSend(a.sq, GuestSend{.wr_id = 9, .ud_qpn = b.qpn, .ud_qkey = 0x1111, .ah = *h,
+                                    .sges = {{a.iova + 5, 100, a.lkey}}});
+  engine_->Doorbell(a.vm, VIRTIO_RDMA_DB_SQ, a.qpn);
+  std::vector<ib_uverbs_wc> rb, sa0;
+  ASSERT_TRUE(RunUntil(Collect(a.scq, sa0, 1)));
+  EXPECT_EQ(sa0[0].status, 0u);
+  ASSERT_TRUE(RunUntil(Collect(b.rcq, rb, 1)));
+  EXPECT_EQ(rb[0].status, 0u);
+  EXPECT_EQ(rb[0].src_qp, a.qpn);
+  EXPECT_EQ(rb[0].byte_len, 140u);  // GRH + payload
+  EXPECT_EQ(std::memcmp(b.buf() + 40, a.buf() + 5, 100), 0);
+  // A UD WQE naming an AH handle of another VM (or none) fails locally.
+  Result<uint32_t> bh = engine_->CreateAh(b.vm, b.pd, GuestAh{.dgid = a.gid});
+  ASSERT_TRUE(bh.ok());
+  testing::PostSend(a.sq, GuestSend{.wr_id = 10, .ud_qpn = b.qpn, .ud_qkey = 0x1111,
+                                    .ah = *bh + (1u << 16), .sges = {{a.iova, 8, a.lkey}}});
+  engine_->Doorbell(a.vm, VIRTIO_RDMA_DB_SQ, a.qpn);
+  std::vector<ib_uverbs_wc> sa;
+  ASSERT_TRUE(RunUntil([&] {
+    Collect(a.scq, sa, 2)();
+    return !sa.empty() && sa.back().wr_id == 10;
+  }));
+  EXPECT_EQ(sa.back().status, static_cast<uint32_t>(WcStatus::kLocQpOpErr));
+}
+
+TEST_F(EngineSoftRnicTest, DetachMidTrafficLeavesOthersWorking) {
+  Guest a(0x100000), b(0x40000000), c(0x80000000);
+  AddGuest(a, 1);
+  AddGuest(b, 2);
+  AddGuest(c, 3);
+  // Pair A -> B and pair C -> B2 (a second QP of B would need more rig;
+  // use C <-> A's former peer role instead: C talks to B after A leaves).
+  BringUp(a, QpType::kRc, &b);
+  BringUp(b, QpType::kRc, &a);
+  // A streams writes into B; detach A with WQEs in flight.
+  for (uint64_t i = 0; i < 20; ++i) {
+    testing::PostSend(a.sq, GuestSend{.wr_id = i, .opcode = IB_UVERBS_WR_RDMA_WRITE,
+                                      .remote_addr = b.iova, .rkey = b.rkey,
+                                      .sges = {{a.iova, 1024, a.lkey}}});
+  }
+  engine_->Doorbell(a.vm, VIRTIO_RDMA_DB_SQ, a.qpn);
+  engine_->PollOnce();
+  engine_->DetachVm(a.vm);
+  EXPECT_EQ(engine_->Stats(a.vm).status(), Status::kBadHandle);
+  for (int i = 0; i < 1000; ++i) engine_->PollOnce();  // nothing of A is touched
+  // B's QP lost its peer: reset it and connect it to C; traffic flows.
+  ModifyQpRequest m;
+  m.qpn = b.qpn;
+  m.mask = VIRTIO_RDMA_QP_STATE;
+  m.state = QpState::kReset;
+  ASSERT_EQ(engine_->ModifyQp(b.vm, m), Status::kOk);
+  BringUp(c, QpType::kRc, &b);
+  BringUp(b, QpType::kRc, &c);
+  testing::PostRecv(b.rq, 0xb1, {{b.iova + 4096, 256, b.lkey}});
+  testing::PostSend(c.sq, GuestSend{.wr_id = 0xc1, .sges = {{c.iova, 200, c.lkey}}});
+  engine_->Doorbell(c.vm, VIRTIO_RDMA_DB_SQ, c.qpn);
+  std::vector<ib_uverbs_wc> sc, rb;
+  ASSERT_TRUE(RunUntil([&] { return Collect(c.scq, sc, 1)() && Collect(b.rcq, rb, 1)(); }));
+  EXPECT_EQ(sc[0].status, 0u);
+  ASSERT_FALSE(rb.empty());
+  EXPECT_EQ(rb.back().wr_id, 0xb1u);
+  EXPECT_EQ(rb.back().status, 0u);
+  EXPECT_EQ(std::memcmp(b.buf() + 4096, c.buf(), 200), 0);
+  EXPECT_EQ(engine_->Stats(b.vm)->qps, 1u);
+}
+
+}  // namespace
+}  // namespace vrdma::engine
