@@ -233,6 +233,177 @@ TEST_F(DeviceEngineTest, VerbsLifecycleThroughTheControlQueue) {
   EXPECT_FALSE(engine_->Stats(vm).ok());
 }
 
+// The whole device path of an RDMA WRITE to the VM's own QP: doorbells on a
+// doorbell virtqueue (CQ arm, then SQ), the engine's data-path turn as a
+// poller, the completion in the guest's CQ ring and a CQ_COMP event on the
+// event virtqueue.
+TEST_F(DeviceEngineTest, WriteThroughDoorbellQueueCompletesAndRaisesEvent) {
+  constexpr uint64_t kEvDesc = 0x5000, kEvAvail = 0x6000, kEvUsed = 0x7000;
+  constexpr uint64_t kDbDesc = 0x8000, kDbAvail = 0x9000, kDbUsed = 0xa000;
+  constexpr uint64_t kEvBuf = 0x20000, kDbBuf = 0x21000;
+  TestRing ev_ring(ram_, kQsize, kEvDesc, kEvAvail, kEvUsed);
+  TestRing db_ring(ram_, kQsize, kDbDesc, kDbAvail, kDbUsed);
+  vhost::Virtqueue ev_vq, db_vq;
+  ev_vq.kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  db_vq.kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  ASSERT_EQ(ev_vq.Setup(memory_, kQsize, ev_ring.addrs(), 0, false), Status::kOk);
+  ASSERT_EQ(db_vq.Setup(memory_, kQsize, db_ring.addrs(), 0, false), Status::kOk);
+  ASSERT_EQ(dev_->StartQueue(VIRTIO_RDMA_VQ_EVENT, ev_vq), Status::kOk);
+  ASSERT_EQ(dev_->StartQueue(VIRTIO_RDMA_VQ_DOORBELL0, db_vq), Status::kOk);
+  const uint64_t engine_poller = RegisterEnginePoller(datapath_, *engine_);
+  ev_ring.SetDesc(0, kEvBuf, sizeof(virtio_rdma_event), kVringDescFWrite);
+  ev_ring.Publish(0);
+
+  // PD, two one-page MRs (source, remotely writable destination), CQ, QP.
+  virtio_rdma_resp_create_pd pd{};
+  ASSERT_EQ(Run(VIRTIO_RDMA_CMD_CREATE_PD, nullptr, 0, {}, &pd, sizeof(pd)),
+            VIRTIO_RDMA_OK);
+  auto reg = [&](uint64_t page, uint64_t iova, uint32_t access) {
+    virtio_rdma_req_reg_mr mr{};
+    mr.pd_handle = pd.pd_handle;
+    mr.access_flags = htole32(access);
+    mr.iova = htole64(iova);
+    mr.length = htole64(4096);
+    mr.npages = htole32(1);
+    virtio_rdma_resp_reg_mr out{};
+    EXPECT_EQ(Run(VIRTIO_RDMA_CMD_REG_MR, mr, &out, {page}), VIRTIO_RDMA_OK);
+    return out;
+  };
+  const uint64_t kSrc = kMrPages, kDst = kMrPages + 0x1000;
+  const auto src = reg(kSrc, 0x1000'0000, VIRTIO_RDMA_ACCESS_LOCAL_WRITE);
+  const auto dst = reg(kDst, 0x2000'0000,
+                       VIRTIO_RDMA_ACCESS_LOCAL_WRITE |
+                           VIRTIO_RDMA_ACCESS_REMOTE_WRITE);
+
+  // Rings as the driver lays them out: header, then elements at 384.
+  auto init_ring = [&](uint64_t at, uint32_t log2_num, uint32_t log2_size) {
+    const uint32_t hdr[2] = {log2_size, (1u << log2_num) - 1};
+    std::memcpy(ram_.at(at), hdr, sizeof(hdr));
+  };
+  init_ring(kCqRing, 4, 6);
+  init_ring(kSqRing, 4, 8);
+  init_ring(kRqRing, 4, 6);
+  virtio_rdma_req_create_cq cq{};
+  cq.ring = {htole32(4), htole32(6), htole32(1), 0};
+  cq.cqe = htole32(15);
+  virtio_rdma_resp_create_cq cq_out{};
+  ASSERT_EQ(Run(VIRTIO_RDMA_CMD_CREATE_CQ, cq, &cq_out, {kCqRing}),
+            VIRTIO_RDMA_OK);
+  virtio_rdma_req_create_qp qp{};
+  qp.pd_handle = pd.pd_handle;
+  qp.send_cq_handle = cq_out.cq_handle;
+  qp.recv_cq_handle = cq_out.cq_handle;
+  qp.qp_type = VIRTIO_RDMA_QPT_RC;
+  qp.cap = {htole32(15), htole32(15), htole32(1), htole32(1), 0, 0};
+  qp.sq = {htole32(4), htole32(8), htole32(2), 0};
+  qp.rq = {htole32(4), htole32(6), htole32(1), 0};
+  std::vector<uint64_t> qp_pages = Pages(kSqRing, 2);
+  qp_pages.push_back(kRqRing);
+  virtio_rdma_resp_create_qp qp_out{};
+  ASSERT_EQ(Run(VIRTIO_RDMA_CMD_CREATE_QP, qp, &qp_out, qp_pages),
+            VIRTIO_RDMA_OK);
+  const uint32_t qpn = le32toh(qp_out.qpn);
+
+  // RESET -> INIT -> RTR (to itself, by the VM's own GID) -> RTS.
+  virtio_rdma_req_modify_qp m{};
+  m.qpn = htole32(qpn);
+  m.attr.attr_mask = htole32(VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_PKEY_INDEX |
+                             VIRTIO_RDMA_QP_PORT | VIRTIO_RDMA_QP_ACCESS_FLAGS);
+  m.attr.qp_state = VIRTIO_RDMA_QPS_INIT;
+  m.attr.port_num = 1;
+  m.attr.qp_access_flags = htole32(VIRTIO_RDMA_ACCESS_REMOTE_WRITE);
+  ASSERT_EQ(Run(VIRTIO_RDMA_CMD_MODIFY_QP, m), VIRTIO_RDMA_OK);
+  m = {};
+  m.qpn = htole32(qpn);
+  m.attr.attr_mask = htole32(
+      VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_AV | VIRTIO_RDMA_QP_PATH_MTU |
+      VIRTIO_RDMA_QP_DEST_QPN | VIRTIO_RDMA_QP_RQ_PSN |
+      VIRTIO_RDMA_QP_MAX_DEST_RD_ATOMIC | VIRTIO_RDMA_QP_MIN_RNR_TIMER);
+  m.attr.qp_state = VIRTIO_RDMA_QPS_RTR;
+  m.attr.path_mtu = VIRTIO_RDMA_MTU_1024;
+  m.attr.dest_qp_num = htole32(qpn);
+  m.attr.max_dest_rd_atomic = 1;
+  m.attr.min_rnr_timer = 12;
+  std::memcpy(m.attr.ah_attr.dgid, config_.gids[0].data(), 16);
+  m.attr.ah_attr.port_num = 1;
+  m.attr.ah_attr.is_global = 1;
+  m.attr.ah_attr.hop_limit = 64;
+  ASSERT_EQ(Run(VIRTIO_RDMA_CMD_MODIFY_QP, m), VIRTIO_RDMA_OK);
+  m = {};
+  m.qpn = htole32(qpn);
+  m.attr.attr_mask = htole32(VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_SQ_PSN |
+                             VIRTIO_RDMA_QP_TIMEOUT | VIRTIO_RDMA_QP_RETRY_CNT |
+                             VIRTIO_RDMA_QP_RNR_RETRY |
+                             VIRTIO_RDMA_QP_MAX_QP_RD_ATOMIC);
+  m.attr.qp_state = VIRTIO_RDMA_QPS_RTS;
+  m.attr.timeout = 14;
+  m.attr.retry_cnt = 7;
+  m.attr.rnr_retry = 7;
+  m.attr.max_rd_atomic = 1;
+  ASSERT_EQ(Run(VIRTIO_RDMA_CMD_MODIFY_QP, m), VIRTIO_RDMA_OK);
+
+  // One signaled RDMA WRITE of 64 bytes in SQ slot 0.
+  for (int i = 0; i < 64; ++i) ram_.at(kSrc)[i] = static_cast<uint8_t>(i + 1);
+  uint8_t* wqe = ram_.at(kSqRing + VIRTIO_RDMA_RING_HDR_SIZE);
+  rxe_send_wqe w{};
+  w.wr.wr_id = 0xabcdef;
+  w.wr.opcode = IB_UVERBS_WR_RDMA_WRITE;
+  w.wr.send_flags = kSendSignaled;  // IBV_SEND_SIGNALED
+  w.wr.wr.rdma.remote_addr = 0x2000'0000 + 128;
+  w.wr.wr.rdma.rkey = le32toh(dst.rkey);
+  w.dma.length = 64;
+  w.dma.resid = 64;
+  w.dma.num_sge = 1;
+  std::memcpy(wqe, &w, offsetof(rxe_send_wqe, dma) + 24);
+  const rxe_sge sge{0x1000'0000, 64, le32toh(src.lkey)};
+  std::memcpy(wqe + VIRTIO_RDMA_SEND_WQE_SGE_OFFSET, &sge, sizeof(sge));
+  __atomic_store_n(reinterpret_cast<uint32_t*>(ram_.at(kSqRing + 128)), 1u,
+                   __ATOMIC_RELEASE);
+
+  // Doorbells: arm the CQ, then ring the SQ.
+  auto ring_db = [&](uint16_t d, uint32_t handle, uint8_t kind) {
+    virtio_rdma_doorbell rec{};
+    rec.handle = htole32(handle);
+    rec.kind = kind;
+    std::memcpy(ram_.at(kDbBuf + d * 8), &rec, sizeof(rec));
+    db_ring.SetDesc(d, kDbBuf + d * 8, sizeof(rec));
+    db_ring.Publish(d);
+  };
+  ring_db(0, le32toh(cq_out.cq_handle), VIRTIO_RDMA_DB_CQ_ARM);
+  ring_db(1, qpn, VIRTIO_RDMA_DB_SQ);
+  const auto* cq_prod =
+      reinterpret_cast<const uint32_t*>(ram_.at(kCqRing + 128));
+  for (int turn = 0; turn < 1000 && __atomic_load_n(cq_prod, __ATOMIC_ACQUIRE) == 0;
+       ++turn) {
+    datapath_.PollAll();
+  }
+  EXPECT_EQ(db_ring.used()->idx, 2);
+  EXPECT_EQ(dev_->bad_doorbells(), 0u);
+  ASSERT_EQ(__atomic_load_n(cq_prod, __ATOMIC_ACQUIRE), 1u);
+
+  ib_uverbs_wc wc;
+  std::memcpy(&wc, ram_.at(kCqRing + VIRTIO_RDMA_RING_HDR_SIZE), sizeof(wc));
+  EXPECT_EQ(wc.wr_id, 0xabcdefu);
+  EXPECT_EQ(wc.status, 0u);  // IBV_WC_SUCCESS
+  EXPECT_EQ(wc.opcode, static_cast<uint32_t>(IB_UVERBS_WC_RDMA_WRITE));
+  EXPECT_EQ(wc.qp_num, qpn);
+  EXPECT_EQ(std::memcmp(ram_.at(kDst + 128), ram_.at(kSrc), 64), 0);
+
+  // The armed CQ raised one CQ_COMP event into the driver's buffer.
+  ASSERT_EQ(ev_ring.used()->idx, 1);
+  virtio_rdma_event ev;
+  std::memcpy(&ev, ram_.at(kEvBuf), sizeof(ev));
+  EXPECT_EQ(le32toh(ev.type), VIRTIO_RDMA_EV_CQ_COMP);
+  EXPECT_EQ(ev.handle, cq_out.cq_handle);
+  EXPECT_EQ(ev.lost, 0u);
+
+  datapath_.RemovePoller(engine_poller);
+  dev_->StopQueue(VIRTIO_RDMA_VQ_DOORBELL0);
+  dev_->StopQueue(VIRTIO_RDMA_VQ_EVENT);
+  close(ev_vq.kick_fd);
+  close(db_vq.kick_fd);
+}
+
 TEST_F(DeviceEngineTest, QueryGidReturnsTheVmsOwnGid) {
   virtio_rdma_resp_query_gid g{};
   ASSERT_EQ(Run(VIRTIO_RDMA_CMD_QUERY_GID,

@@ -28,7 +28,11 @@ class DoorbellQueue {
 
   // Serves at most one ring's worth of records; true when it did work.
   bool Poll();
-  // The loop is about to sleep: ask the guest to kick again.
+  // The loop is about to sleep: ask the guest to kick again. Arm must not
+  // poll itself: a record found here would turn kicks off again right
+  // before the loop sleeps. The loop's own poll after arming (EventLoop
+  // contract) catches a record published before the re-enable, and keeps
+  // the loop busy if it finds one.
   void Arm();
 
   uint64_t records() const { return records_; }
