@@ -15,6 +15,9 @@
 #include <vector>
 
 #include "bench/isolation/bench_run.h"
+#ifdef VRDMA_HAVE_ENGINE_STAGE
+#include "bench/isolation/engine_stage_run.h"
+#endif
 #include "bench/isolation/report.h"
 #include "bench/isolation/scenarios.h"
 
@@ -44,6 +47,11 @@ int main(int argc, char** argv) {
   app.add_option("--out", out_dir, "output directory");
   app.add_option("--scale", scale, "multiply simulated durations (e.g. 0.25 for a quick run)");
   app.add_flag("--no-plots", no_plots, "skip the PNG plots");
+  std::string stage = "direct";
+  app.add_option("--stage", stage,
+                 "direct: the bench's stage posting to the simulator (fast); engine: the "
+                 "engine's SchedulerStage posting through vrdma::Rnic (single source host)")
+      ->check(CLI::IsMember({"direct", "engine"}));
   CLI11_PARSE(app, argc, argv);
 
   std::vector<vb::ScenarioSpec> matrix = vb::AllScenarios();
@@ -69,6 +77,18 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
 
   const vb::PolicyFactory policy = vb::PassThrough();
+  auto run = [&](const vb::ScenarioSpec& spec, vb::RunStats* st) {
+#ifdef VRDMA_HAVE_ENGINE_STAGE
+    if (stage == "engine") return vb::RunScenarioEngineStage(spec, policy, 100.0, st);
+#endif
+    return vb::RunScenario(spec, policy, st);
+  };
+#ifndef VRDMA_HAVE_ENGINE_STAGE
+  if (stage == "engine") {
+    std::fprintf(stderr, "built without the engine library: --stage engine unavailable\n");
+    return 2;
+  }
+#endif
   std::map<std::string, vb::TenantResult> alone_cache;
   std::vector<vb::ScenarioResult> results;
   vb::RunStats total;
@@ -84,13 +104,21 @@ int main(int argc, char** argv) {
       const std::string key = AloneKey(r.spec, r.spec.tenants[t]);
       auto it = alone_cache.find(key);
       if (it == alone_cache.end()) {
-        it = alone_cache.emplace(key, vb::RunAlone(r.spec, t, policy, &r.stats)).first;
+        vb::ScenarioSpec one = r.spec;
+        one.tenants = {r.spec.tenants[t]};
+        std::vector<vb::TenantResult> a = run(one, &r.stats);
+        if (a.empty()) break;
+        it = alone_cache.emplace(key, a.front()).first;
       }
       vb::TenantResult a = it->second;
       a.tenant = r.spec.tenants[t].name;
       r.alone.push_back(a);
     }
-    r.together = vb::RunScenario(r.spec, policy, &r.stats);
+    r.together = run(r.spec, &r.stats);
+    if (r.together.empty() || r.alone.size() != r.together.size()) {
+      std::printf("skipped (needs one source host for --stage engine)\n");
+      continue;
+    }
     const double evs = r.stats.wall_s > 0 ? r.stats.events / r.stats.wall_s : 0;
     std::printf("%6.2f s wall, %5.1f M events/s, %llu drops, %llu pauses\n", r.stats.wall_s,
                 evs / 1e6, static_cast<unsigned long long>(r.stats.drops),
