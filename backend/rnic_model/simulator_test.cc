@@ -83,6 +83,36 @@ TEST(Simulator, SegmentsIntoMtuPacketsAndSerializesAtLineRate) {
   EXPECT_LT(sink.cqes[0].time - sink.cqes[0].post_time, ser + NsToPs(5000));
 }
 
+TEST(Simulator, SelectiveSignalingAndSigAll) {
+  NicParams p = ConnectX6RoCE100();
+  Pair t(p, FabricParams{});
+  Collect sink;
+  t.sim.set_completion_sink(&sink);
+  std::vector<Wr> wrs;
+  for (int i = 0; i < 10; ++i) wrs.push_back(Write(i, 256, i % 5 == 4));
+  t.sim.PostSend(t.qa, wrs);
+  t.sim.RunUntil(NsToPs(100e3));
+  ASSERT_EQ(sink.cqes.size(), 2u);
+  EXPECT_EQ(sink.cqes[0].wr_id, 4u);
+  EXPECT_EQ(sink.cqes[1].wr_id, 9u);
+  EXPECT_EQ(t.sim.sq_outstanding(t.qa), 0u);  // unsignaled WQEs retired too
+  // sig_all: every WQE completes visibly.
+  Simulator sim(FabricParams{}, 1);
+  HostId a = sim.AddHost(p), b = sim.AddHost(p);
+  QpConfig c;
+  c.send_cq = sim.CreateCq(a);
+  c.sig_all = true;
+  QpId x = sim.CreateQp(a, c);
+  c.send_cq = sim.CreateCq(b);
+  QpId y = sim.CreateQp(b, c);
+  sim.Connect(x, y);
+  Collect all;
+  sim.set_completion_sink(&all);
+  sim.PostSend(x, wrs);
+  sim.RunUntil(NsToPs(100e3));
+  EXPECT_EQ(all.cqes.size(), 10u);
+}
+
 TEST(Simulator, MtuChangesPacketCount) {
   NicParams p = ConnectX6RoCE100();
   p.mtu_bytes = 1024;

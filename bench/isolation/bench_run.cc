@@ -15,6 +15,11 @@ PolicyFactory PassThrough() {
   return [] { return std::make_unique<policy::PassThroughPolicy>(); };
 }
 
+PolicyFactory PolicyByName(const std::string& name) {
+  if (name == "pass-through") return PassThrough();
+  return {};
+}
+
 namespace {
 
 constexpr uint64_t kRecvTag = 1ull << 63;

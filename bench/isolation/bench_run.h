@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "bench/isolation/workload.h"
@@ -18,6 +19,8 @@ using PolicyFactory = std::function<std::unique_ptr<policy::SchedulerPolicy>()>;
 
 // The pass-through policy (native RDMA).
 PolicyFactory PassThrough();
+// By name ("pass-through"); later policies register here. Empty if unknown.
+PolicyFactory PolicyByName(const std::string& name);
 
 // Runs the scenario with all its tenants together. stats may be null.
 std::vector<TenantResult> RunScenario(const ScenarioSpec& spec,

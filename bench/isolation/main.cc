@@ -47,6 +47,8 @@ int main(int argc, char** argv) {
   app.add_option("--out", out_dir, "output directory");
   app.add_option("--scale", scale, "multiply simulated durations (e.g. 0.25 for a quick run)");
   app.add_flag("--no-plots", no_plots, "skip the PNG plots");
+  std::string policy_name = "pass-through";
+  app.add_option("--policy", policy_name, "scheduler policy (pass-through)");
   std::string stage = "direct";
   app.add_option("--stage", stage,
                  "direct: the bench's stage posting to the simulator (fast); engine: the "
@@ -76,7 +78,11 @@ int main(int argc, char** argv) {
   std::string command = "vrdma-isolation-bench";
   for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
 
-  const vb::PolicyFactory policy = vb::PassThrough();
+  const vb::PolicyFactory policy = vb::PolicyByName(policy_name);
+  if (!policy) {
+    std::fprintf(stderr, "unknown policy %s\n", policy_name.c_str());
+    return 2;
+  }
   auto run = [&](const vb::ScenarioSpec& spec, vb::RunStats* st) {
 #ifdef VRDMA_HAVE_ENGINE_STAGE
     if (stage == "engine") return vb::RunScenarioEngineStage(spec, policy, 100.0, st);
@@ -129,7 +135,7 @@ int main(int argc, char** argv) {
     total.wall_s += r.stats.wall_s;
     results.push_back(std::move(r));
   }
-  std::ofstream(out_dir + "/results.md") << vb::MarkdownTable(results, command);
+  std::ofstream(out_dir + "/results.md") << vb::MarkdownTable(results, command, policy_name);
   std::printf("total: %.1f s wall, %.1f M events, %.1f M events/s\n", total.wall_s,
               total.events / 1e6, total.wall_s > 0 ? total.events / total.wall_s / 1e6 : 0);
   std::printf("wrote %s/results.csv and %s/results.md\n", out_dir.c_str(), out_dir.c_str());

@@ -34,10 +34,11 @@ std::string CsvRows(const ScenarioResult& r) {
   return out;
 }
 
-std::string MarkdownTable(const std::vector<ScenarioResult>& results, const std::string& command) {
+std::string MarkdownTable(const std::vector<ScenarioResult>& results, const std::string& command,
+                          const std::string& policy) {
   std::string out =
       "# Isolation bench on the RNIC MODEL (not hardware)\n\n"
-      "Produced by `" + command + "`. Pass-through policy (native RDMA). "
+      "Produced by `" + command + "`. Policy: " + policy + ". "
       "Alone = the tenant by itself on the same model card; together = the whole mix. "
       "MCT = message completion time (post to CQE).\n\n"
       "| scenario | card | tenant | alone Gbps | alone Mmps | alone avg/p99 us | "

@@ -22,7 +22,7 @@ struct ScenarioResult {
 std::string CsvHeader();
 std::string CsvRows(const ScenarioResult& r);
 std::string MarkdownTable(const std::vector<ScenarioResult>& results,
-                          const std::string& command);
+                          const std::string& command, const std::string& policy);
 
 }  // namespace vrdma::bench
 
