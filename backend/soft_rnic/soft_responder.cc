@@ -83,7 +83,7 @@ void SoftRnic::CompleteRecv(soft::Qp* d, uint64_t wr_id, WcStatus status,
   PushCompletion(d->recv_cq, c);
 }
 
-SoftRnic::ExecResult SoftRnic::Respond(soft::Qp* q, soft::SqSlot& slot,
+SoftRnic::ExecResult SoftRnic::Respond(soft::Qp* q, const soft::SqSlot& slot,
                                        soft::Qp* d, const SegList& local,
                                        uint64_t now) {
   const SendWr& wr = slot.wr;

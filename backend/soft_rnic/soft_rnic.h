@@ -155,7 +155,7 @@ class SoftRnic final : public Rnic {
   soft::Qp* Route(const soft::Qp* qp, const soft::SqSlot& slot) const;
 
   // soft_responder.cc: the responder side of one message.
-  ExecResult Respond(soft::Qp* req_qp, soft::SqSlot& slot, soft::Qp* resp,
+  ExecResult Respond(soft::Qp* req_qp, const soft::SqSlot& slot, soft::Qp* resp,
                      const SegList& local, uint64_t now);
   // The receive WQE a message would consume (RQ or SRQ), or nullptr.
   static const RecvWr* PeekReceive(const soft::Qp* resp);

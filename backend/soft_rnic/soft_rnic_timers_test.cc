@@ -125,6 +125,32 @@ TEST_F(Timers, WaitingQpDoesNotBlockOthers) {
   EXPECT_EQ(sc[0].qpn, qa_.qpn);
 }
 
+TEST_F(Timers, DestroyingScheduledQpsIsSafe) {
+  Connect(QpType::kRc);
+  RnicQp qa2 = MakeQp(a_, QpType::kRc);
+  RnicQp qb2 = MakeQp(b_, QpType::kRc);
+  BringUp(qa2, QpType::kRc, a_, b_, qb2.qpn);
+  BringUp(qb2, QpType::kRc, b_, a_, qa2.qpn);
+  ASSERT_EQ(Post(qa_, Wr(WrOpcode::kSend, 1, a_, 0, 32)), Status::kOk);
+  rnic_.Progress();  // qa_ waits on its RNR timer
+  ASSERT_EQ(Post(qa2, Wr(WrOpcode::kSend, 2, a_, 0, 32)), Status::kOk);
+  // qa_ is on the timer list, qa2 on the active list: destroy both.
+  ASSERT_EQ(rnic_.DestroyQp(qa_), Status::kOk);
+  ASSERT_EQ(rnic_.DestroyQp(qa2), Status::kOk);
+  now_ += 100 * kRnr12;
+  EXPECT_FALSE(rnic_.Progress());
+  EXPECT_TRUE(Poll(a_.scq).empty());
+  // The slots are reused by new QPs that work normally.
+  Connect(QpType::kRc);
+  ASSERT_EQ(PostR(qb_, Rwr(1, b_, 0, 64)), Status::kOk);
+  ASSERT_EQ(Post(qa_, Wr(WrOpcode::kSend, 3, a_, 0, 32)), Status::kOk);
+  Drain();
+  auto sc = Poll(a_.scq);
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].wr_id, 3u);
+  EXPECT_EQ(sc[0].status, WcStatus::kSuccess);
+}
+
 // Transport retries: with retry_cnt = n the head WR is sent n + 1 times,
 // one ACK timeout apart, and fails one timeout after the last attempt.
 class Retries : public SoftRnicTest {
