@@ -160,7 +160,10 @@ SoftRnic::ExecResult SoftRnic::Respond(soft::Qp* q, const soft::SqSlot& slot,
       CompleteRecv(d, recv_wr_id, st, WcOpcode::kRecv, 0, 0, 0, q->qpn, now);
       Reply reply =
           st == WcStatus::kLocLenErr ? Reply::kNakInvReq : Reply::kNakRemOp;
-      return ExecResult{rc ? reply : Reply::kAck, true};
+      // A UD QP hears from anyone: a sender's oversized message costs the
+      // receiver one WQE, not its QP. Its own bad WQE still breaks it.
+      bool responder_error = !(ud && st == WcStatus::kLocLenErr);
+      return ExecResult{rc ? reply : Reply::kAck, responder_error};
     }
   }
 

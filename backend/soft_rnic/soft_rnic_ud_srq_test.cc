@@ -129,7 +129,33 @@ TEST_F(Ud, ReceiveWithoutRoomForGrhIsLengthError) {
   EXPECT_EQ(Poll(a_.scq)[0].status, WcStatus::kSuccess);
   auto rc = Poll(b_.rcq);
   ASSERT_EQ(rc.size(), 1u);
+  EXPECT_EQ(rc[0].wr_id, 1u);
   EXPECT_EQ(rc[0].status, WcStatus::kLocLenErr);
+  // Another sender's oversized message must not take the receiver's QP down.
+  EXPECT_EQ(StateOf(ub_), QpState::kRts);
+  ASSERT_EQ(PostR(ub_, Rwr(2, b_, 0, 100)), Status::kOk);
+  ASSERT_EQ(Post(ua_, UdSend(8, 0, 60)), Status::kOk);
+  Drain();
+  rc = Poll(b_.rcq);
+  ASSERT_EQ(rc.size(), 1u);
+  EXPECT_EQ(rc[0].wr_id, 2u);
+  EXPECT_EQ(rc[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(rc[0].byte_len, 100u);
+}
+
+TEST_F(Ud, BadReceiveSgeBreaksTheReceiver) {
+  RecvWr r = Rwr(1, b_, 0, 200);
+  r.sge[0].lkey = a_.mr.lkey;  // not the receiver's PD
+  ASSERT_EQ(PostR(ub_, r), Status::kOk);
+  ASSERT_EQ(PostR(ub_, Rwr(2, b_, 0, 200)), Status::kOk);
+  ASSERT_EQ(Post(ua_, UdSend(7, 0, 10)), Status::kOk);
+  Drain();
+  EXPECT_EQ(Poll(a_.scq)[0].status, WcStatus::kSuccess);
+  auto rc = Poll(b_.rcq);
+  ASSERT_EQ(rc.size(), 2u);
+  EXPECT_EQ(rc[0].status, WcStatus::kLocProtErr);
+  EXPECT_EQ(rc[1].status, WcStatus::kWrFlushErr);
+  EXPECT_EQ(StateOf(ub_), QpState::kErr);
 }
 
 TEST_F(Ud, NoReceiveOrNoRouteIsDropped) {
