@@ -179,8 +179,12 @@ bool EngineImpl::ProcessSq(QpObj& qp, policy::Nanos now) {
     std::memcpy(header, elem, kSendWqeHeaderBytes);
     WcStatus st = DecodeSendHeader(header, qp.sq_limits, &d);
     if (st == WcStatus::kSuccess) {
-      std::memcpy(payload, elem + kSendWqeHeaderBytes, d.payload_bytes);
-      st = DecodeSendPayload(payload, qp.sq_limits, &d);
+      // One read of the guest's payload, into the WR itself for SGEs.
+      uint8_t* dst = (d.wr.send_flags & kSendInline)
+                         ? payload
+                         : reinterpret_cast<uint8_t*>(d.wr.sge.data());
+      std::memcpy(dst, elem + kSendWqeHeaderBytes, d.payload_bytes);
+      st = DecodeSendPayload(dst, qp.sq_limits, &d);
     }
     if (st == WcStatus::kSuccess) st = CheckSendSemantics(qp, d);
     if (st != WcStatus::kSuccess) {

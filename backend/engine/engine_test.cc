@@ -817,6 +817,92 @@ TEST_F(EngineTest, DetachReleasesEverythingAndSparesOthers) {
   EXPECT_EQ(s.mrs, 1u);
 }
 
+TEST_F(EngineTest, SharedReceiveQueue) {
+  GuestEnv env;
+  RecordingSink sink;
+  VmId vm = Attach(env, {MakeGid(1)}, &sink);
+  Rig r = MakeRig(env, vm, QpType::kRc, /*rts=*/false);
+  GuestRingRef ring(env, 4, 7);  // 15 WQEs of up to 5 SGEs
+  CreateSrqRequest req;
+  req.pd = r.pd;
+  req.max_wr = 15;
+  req.max_sge = 4;
+  req.srq_limit = 0;
+  req.ring = ring.spec;
+  struct Case {
+    const char* name;
+    void (*mutate)(CreateSrqRequest&);
+    Status want;
+  };
+  const Case bad[] = {
+      {"max_wr 0", [](CreateSrqRequest& q) { q.max_wr = 0; }, Status::kInvalid},
+      {"max_wr beyond ring", [](CreateSrqRequest& q) { q.max_wr = 16; }, Status::kInvalid},
+      {"sge beyond element", [](CreateSrqRequest& q) { q.max_sge = 6; }, Status::kInvalid},
+      {"sge 0", [](CreateSrqRequest& q) { q.max_sge = 0; }, Status::kInvalid},
+      {"limit above max_wr", [](CreateSrqRequest& q) { q.srq_limit = 16; }, Status::kInvalid},
+      {"bad pd", [](CreateSrqRequest& q) { q.pd = 0; }, Status::kBadHandle},
+  };
+  for (const Case& c : bad) {
+    CreateSrqRequest q = req;
+    c.mutate(q);
+    EXPECT_EQ(engine_->CreateSrq(vm, q).status(), c.want) << c.name;
+  }
+  // WQEs posted before the SRQ exists are picked up at creation.
+  testing::PostRecv(ring, 500, {{r.iova, 128, r.lkey}});
+  Result<CreateSrqResult> srq = engine_->CreateSrq(vm, req);
+  ASSERT_TRUE(srq.ok());
+  EXPECT_EQ(engine_->ModifySrq(vm, srq->handle, VIRTIO_RDMA_SRQ_MAX_WR, 20, 0),
+            Status::kUnsupported);
+  EXPECT_EQ(engine_->ModifySrq(vm, srq->handle, VIRTIO_RDMA_SRQ_LIMIT, 0, 16), Status::kInvalid);
+  ASSERT_EQ(engine_->ModifySrq(vm, srq->handle, VIRTIO_RDMA_SRQ_LIMIT, 0, 2), Status::kOk);
+  ASSERT_EQ(rnic_.srqs.size(), 1u);
+  FakeRnic::Srq& fs = rnic_.srqs.begin()->second;
+  EXPECT_EQ(fs.recvs.size(), 1u);
+
+  CreateQpRequest q = QpReq(r, env, QpType::kRc);
+  q.srq = srq->handle;
+  EXPECT_EQ(engine_->CreateQp(vm, q).status(), Status::kInvalid);  // RQ pages with an SRQ
+  q.rq = {};
+  Result<CreateQpResult> qp = engine_->CreateQp(vm, q);
+  ASSERT_TRUE(qp.ok());
+  EXPECT_EQ(qp->caps.max_recv_wr, 0u);
+  EXPECT_EQ(engine_->DestroySrq(vm, srq->handle), Status::kBusy);
+
+  // More WQEs, one of them bad: the bad one is skipped, not posted.
+  testing::PostRecv(ring, 501, {{r.iova, 64, r.lkey}});
+  testing::PostRecv(ring, 502, {{r.iova, 64, 0xdeadbeef}});
+  testing::PostRecv(ring, 503, {{r.iova + 64, 64, r.lkey}});
+  engine_->Doorbell(vm, VIRTIO_RDMA_DB_SRQ, srq->handle);
+  ASSERT_EQ(fs.recvs.size(), 4u - 1);
+  EXPECT_EQ(engine_->Stats(vm)->wqes_rejected, 1u);
+  EXPECT_EQ(ring.consumer(), 0u);  // 500 not complete yet
+
+  rnic_.CompleteSrqRecv(qp->qpn, 10);
+  Poll(2);
+  std::vector<ib_uverbs_wc> wcs = DrainCq(r.rcq);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].wr_id, 500u);
+  EXPECT_EQ(wcs[0].qp_num, qp->qpn);
+  EXPECT_EQ(ring.consumer(), 1u);
+  EXPECT_EQ(sink.Count(VIRTIO_RDMA_EV_SRQ_LIMIT_REACHED), 0);  // 3 left >= 2
+  rnic_.CompleteSrqRecv(qp->qpn, 11);  // 501
+  Poll(2);
+  // 501 done; 502 (skipped) done too: the consumer passes both.
+  EXPECT_EQ(ring.consumer(), 3u);
+  EXPECT_EQ(sink.Count(VIRTIO_RDMA_EV_SRQ_LIMIT_REACHED), 1);  // 1 left < 2
+  EXPECT_EQ(sink.events.back().second, srq->handle);
+  rnic_.CompleteSrqRecv(qp->qpn, 12);
+  Poll(2);
+  EXPECT_EQ(sink.Count(VIRTIO_RDMA_EV_SRQ_LIMIT_REACHED), 1);  // disarmed
+  wcs = DrainCq(r.rcq);
+  ASSERT_EQ(wcs.size(), 2u);
+  EXPECT_EQ(wcs[0].wr_id, 501u);
+  EXPECT_EQ(wcs[1].wr_id, 503u);
+  ASSERT_EQ(engine_->DestroyQp(vm, qp->qpn), Status::kOk);
+  EXPECT_EQ(engine_->DestroySrq(vm, srq->handle), Status::kOk);
+  EXPECT_TRUE(rnic_.srqs.empty());
+}
+
 // A policy that queues everything and releases one WR per Next().
 class QueueAllPolicy : public policy::SchedulerPolicy {
  public:

@@ -20,6 +20,11 @@ static_assert(send_wqe::kUdAhNum == offsetof(rxe_send_wqe, wr.wr.ud.ah_num));
 static_assert(send_wqe::kDmaLength == offsetof(rxe_send_wqe, dma.length));
 static_assert(send_wqe::kDmaNumSge == offsetof(rxe_send_wqe, dma.num_sge));
 static_assert(recv_wqe::kDmaNumSge == offsetof(rxe_recv_wqe, dma.num_sge));
+// SGEs are copied whole from the WQE into Sge.
+static_assert(sizeof(Sge) == sizeof(rxe_sge));
+static_assert(offsetof(Sge, addr) == offsetof(rxe_sge, addr));
+static_assert(offsetof(Sge, length) == offsetof(rxe_sge, length));
+static_assert(offsetof(Sge, lkey) == offsetof(rxe_sge, lkey));
 
 namespace {
 
@@ -149,11 +154,14 @@ WcStatus DecodeSendPayload(const uint8_t* payload, const SendQueueLimits& limits
     wr.inline_data = payload;
     total = wr.inline_len;
   } else {
+    // struct rxe_sge and Sge share their layout: one copy, and no split
+    // stores for the checks that read the SGEs next to stall on.
+    // The data path copies guest SGEs straight into wr.sge (its private
+    // copy); then there is nothing to move.
+    if (payload != reinterpret_cast<const uint8_t*>(wr.sge.data())) {
+      std::memcpy(wr.sge.data(), payload, size_t{wr.num_sge} * kWqeSgeBytes);
+    }
     for (int i = 0; i < wr.num_sge; ++i) {
-      const uint8_t* s = payload + i * kWqeSgeBytes;
-      wr.sge[i].addr = Load64(s);
-      wr.sge[i].length = Load32(s + 8);
-      wr.sge[i].lkey = Load32(s + 12);
       total += wr.sge[i].length;  // <= 32 * 2^32: no 64-bit overflow
     }
   }
@@ -188,12 +196,7 @@ WcStatus DecodeRecvHeader(const uint8_t* h, const RecvQueueLimits& limits,
 }
 
 WcStatus DecodeRecvPayload(const uint8_t* payload, RecvWr* wr) {
-  for (int i = 0; i < wr->num_sge; ++i) {
-    const uint8_t* s = payload + i * kWqeSgeBytes;
-    wr->sge[i].addr = Load64(s);
-    wr->sge[i].length = Load32(s + 8);
-    wr->sge[i].lkey = Load32(s + 12);
-  }
+  std::memcpy(wr->sge.data(), payload, size_t{wr->num_sge} * kWqeSgeBytes);
   return WcStatus::kSuccess;
 }
 

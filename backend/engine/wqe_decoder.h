@@ -85,6 +85,8 @@ WcStatus DecodeSendHeader(const uint8_t* header, const SendQueueLimits& limits,
                           DecodedSend* out);
 // Step 2: out->payload_bytes bytes of a private copy. For inline sends
 // out->wr.inline_data points into `payload`, which must outlive the WR.
+// SGEs may already have been copied into out->wr.sge (pass its address as
+// payload): struct rxe_sge and Sge share their layout.
 WcStatus DecodeSendPayload(const uint8_t* payload, const SendQueueLimits& limits,
                            DecodedSend* out);
 // Both steps on one buffer (tests, fuzzing); kLocLenErr when the buffer is

@@ -189,6 +189,20 @@ class FakeRnic : public Rnic {
     cqs.at(q.init.recv_cq.id).push_back(c);
   }
 
+  // A message arrived for qpn, which takes the oldest receive of its SRQ.
+  void CompleteSrqRecv(uint32_t qpn, uint32_t byte_len) {
+    Qp& q = qps.at(qpn);
+    Srq& srq = srqs.at(q.init.srq.id);
+    RecvWr wr = srq.recvs.front();
+    srq.recvs.pop_front();
+    Completion c;
+    c.wr_id = wr.wr_id;
+    c.opcode = WcOpcode::kRecv;
+    c.qpn = qpn;
+    c.byte_len = byte_len;
+    cqs.at(q.init.recv_cq.id).push_back(c);
+  }
+
   std::map<uint32_t, uint64_t> polls;  // PollCq calls by CQ id
 
  private:
