@@ -177,6 +177,10 @@ class Qp {
   // Several WRs, one doorbell.
   Status PostSend(std::span<const SendWr> wrs);
   Status PostRecv(const RecvWr& wr);
+  // The ABI's optional RQ doorbell ("look at my receive ring now"). librxe
+  // never sends it; a driver may, e.g. before UD traffic, where a receive
+  // the device has not yet picked up means a silently dropped datagram.
+  Status RingRqDoorbell();
   uint32_t sq_free() const;
 
  private:

@@ -99,6 +99,10 @@ Status Qp::PostRecv(const RecvWr& wr) {
   return Status::kOk;
 }
 
+Status Qp::RingRqDoorbell() {
+  return dev_->driver().Doorbell(VIRTIO_RDMA_DB_RQ, qpn_, doorbell_queue_);
+}
+
 int Cq::Poll(std::span<ib_uverbs_wc> out) {
   int n = 0;
   while (static_cast<size_t>(n) < out.size() && !ring_.Empty()) {

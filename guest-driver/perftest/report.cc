@@ -32,10 +32,18 @@ BwResult ComputeBw(uint64_t msg_bytes, uint64_t msgs, uint64_t total_ns,
   r.gbits = gbits;
   r.bw_avg = Rate(static_cast<double>(msg_bytes) * msgs, static_cast<double>(total_ns), gbits);
   r.msg_rate_mpps = total_ns > 0 ? msgs * 1e3 / static_cast<double>(total_ns) : 0;
+  // Completions arrive in bursts (a batch of ACKs, a replenished receive
+  // queue), so short windows measure bursts, not bandwidth: every window
+  // lasts at least 1/20 of the run.
+  const uint64_t min_window = total_ns / 20;
   double peak = r.bw_avg;
-  for (size_t i = 1; i < samples.size(); ++i) {
-    const uint64_t dt = samples[i].t_ns - samples[i - 1].t_ns;
-    const uint64_t dm = samples[i].msgs - samples[i - 1].msgs;
+  size_t j = 0;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    if (j <= i) j = i + 1;
+    while (j < samples.size() && samples[j].t_ns - samples[i].t_ns < min_window) ++j;
+    if (j >= samples.size()) break;
+    const uint64_t dt = samples[j].t_ns - samples[i].t_ns;
+    const uint64_t dm = samples[j].msgs - samples[i].msgs;
     if (dt == 0 || dm == 0) continue;
     peak = std::max(peak, Rate(static_cast<double>(msg_bytes) * dm, static_cast<double>(dt), gbits));
   }

@@ -2,7 +2,7 @@
 //
 // Results in perftest's table format (and as JSON for --out_json).
 //   bw:  BW average = all bytes / whole run; BW peak = the best rate over
-//        the progress samples the runner took (windows of ~1/50 run);
+//        windows of at least 1/20 of the run between progress samples;
 //        MB = 2^20 bytes, Gb = 10^9 bits (as perftest).
 //   lat: per-iteration samples in microseconds; ping-pong tests report half
 //        the round trip, read_lat the whole read (as perftest).

@@ -1,0 +1,247 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// Every opcode between two VMs through the real daemon (device, engine,
+// software RNIC), payloads verified byte for byte, completions checked
+// field by field as a verbs application would read them.
+#include <arpa/inet.h>
+
+#include <cstring>
+
+#include "guest-driver/perftest/pattern.h"
+#include "tests/integration/two_vm_fixture.h"
+
+namespace vrdma::integration {
+namespace {
+
+using guest::RecvWr;
+using guest::SendWr;
+using perftest::CheckPattern;
+using perftest::FillPattern;
+
+constexpr uint32_t kLen = 3000;  // spans MTUs (1024) and pages of the MR
+
+SendWr MakeWr(uint32_t opcode, const guest::Mr& mr, uint64_t offset, uint32_t len,
+              uint64_t wr_id) {
+  SendWr wr;
+  wr.wr_id = wr_id;
+  wr.opcode = opcode;
+  wr.send_flags = guest::kSendSignaled;
+  wr.num_sge = 1;
+  wr.sge[0] = {mr.iova() + offset, len, mr.lkey()};
+  return wr;
+}
+
+RecvWr MakeRecv(const guest::Mr& mr, uint64_t offset, uint32_t len, uint64_t wr_id) {
+  RecvWr wr;
+  wr.wr_id = wr_id;
+  wr.num_sge = 1;
+  wr.sge[0] = {mr.iova() + offset, len, mr.lkey()};
+  return wr;
+}
+
+class OpcodeTest : public TwoVmTest {
+ protected:
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(TwoVmTest::SetUp());
+    qa_ = a_.CreateQp(VIRTIO_RDMA_QPT_RC);
+    qb_ = b_.CreateQp(VIRTIO_RDMA_QPT_RC);
+    ASSERT_TRUE(qa_ && qb_);
+    ASSERT_NO_FATAL_FAILURE(Connect(*qa_, a_.gid, *qb_, b_.gid));
+  }
+  void TearDown() override {
+    qa_.reset();
+    qb_.reset();
+    TwoVmTest::TearDown();
+  }
+  std::unique_ptr<guest::Qp> qa_, qb_;
+};
+
+TEST_F(OpcodeTest, RcSendRecv) {
+  ASSERT_EQ(qb_->PostRecv(MakeRecv(*b_.mr, 4096, 8192, 77)), Status::kOk);
+  FillPattern(a_.mr->data() + 100, kLen, 1, 1);
+  ASSERT_EQ(qa_->PostSend(MakeWr(IB_UVERBS_WR_SEND, *a_.mr, 100, kLen, 11)), Status::kOk);
+  auto rwc = PollOne(*b_.cq);
+  ASSERT_TRUE(rwc);
+  EXPECT_EQ(rwc->status, 0u);
+  EXPECT_EQ(rwc->wr_id, 77u);
+  EXPECT_EQ(rwc->opcode, kWcRecv);
+  EXPECT_EQ(rwc->byte_len, kLen);
+  EXPECT_EQ(rwc->qp_num, qb_->qpn());
+  EXPECT_EQ(CheckPattern(b_.mr->data() + 4096, kLen, 1, 1), kLen);
+  auto swc = PollOne(*a_.cq);
+  ASSERT_TRUE(swc);
+  EXPECT_EQ(swc->status, 0u);
+  EXPECT_EQ(swc->wr_id, 11u);
+  EXPECT_EQ(swc->opcode, static_cast<uint32_t>(IB_UVERBS_WC_SEND));
+}
+
+TEST_F(OpcodeTest, RcSendWithImmAndManyInOrder) {
+  for (uint32_t i = 0; i < 20; ++i) {
+    ASSERT_EQ(qb_->PostRecv(MakeRecv(*b_.mr, i * 1024, 1024, 1000 + i)), Status::kOk);
+  }
+  for (uint32_t i = 0; i < 20; ++i) {
+    FillPattern(a_.mr->data() + i * 1024, 500 + i, 2, i);
+    SendWr wr = MakeWr(IB_UVERBS_WR_SEND_WITH_IMM, *a_.mr, i * 1024, 500 + i, i);
+    wr.imm_data = htonl(0xabc00 + i);
+    ASSERT_EQ(qa_->PostSend(wr), Status::kOk);
+  }
+  for (uint32_t i = 0; i < 20; ++i) {
+    auto wc = PollOne(*b_.cq);
+    ASSERT_TRUE(wc) << i;
+    EXPECT_EQ(wc->status, 0u);
+    EXPECT_EQ(wc->wr_id, 1000u + i);  // receives complete in order
+    EXPECT_EQ(wc->byte_len, 500u + i);
+    EXPECT_TRUE(wc->wc_flags & kWcFlagWithImm);
+    EXPECT_EQ(ntohl(wc->ex.imm_data), 0xabc00u + i);
+    EXPECT_EQ(CheckPattern(b_.mr->data() + i * 1024, 500 + i, 2, i), 500u + i);
+  }
+  for (uint32_t i = 0; i < 20; ++i) {
+    auto wc = PollOne(*a_.cq);
+    ASSERT_TRUE(wc);
+    EXPECT_EQ(wc->status, 0u);
+    EXPECT_EQ(wc->wr_id, i);
+  }
+}
+
+TEST_F(OpcodeTest, RcWrite) {
+  FillPattern(a_.mr->data(), kLen, 3, 7);
+  std::memset(b_.mr->data() + 8000, 0xee, kLen + 16);
+  SendWr wr = MakeWr(IB_UVERBS_WR_RDMA_WRITE, *a_.mr, 0, kLen, 5);
+  wr.remote_addr = b_.mr->iova() + 8008;
+  wr.rkey = b_.mr->rkey();
+  ASSERT_EQ(qa_->PostSend(wr), Status::kOk);
+  auto wc = PollOne(*a_.cq);
+  ASSERT_TRUE(wc);
+  EXPECT_EQ(wc->status, 0u);
+  EXPECT_EQ(wc->opcode, static_cast<uint32_t>(IB_UVERBS_WC_RDMA_WRITE));
+  EXPECT_EQ(CheckPattern(b_.mr->data() + 8008, kLen, 3, 7), kLen);
+  // Exactly the target range was written.
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(b_.mr->data()[8000 + i], 0xee);
+    EXPECT_EQ(b_.mr->data()[8008 + kLen + i], 0xee);
+  }
+  // A plain WRITE consumes no receive and makes no completion at the target.
+  ib_uverbs_wc none;
+  EXPECT_EQ(b_.cq->Poll({&none, 1}), 0);
+}
+
+TEST_F(OpcodeTest, RcWriteWithImm) {
+  ASSERT_EQ(qb_->PostRecv(MakeRecv(*b_.mr, 0, 0, 42)), Status::kOk);
+  FillPattern(a_.mr->data(), kLen, 4, 1);
+  SendWr wr = MakeWr(IB_UVERBS_WR_RDMA_WRITE_WITH_IMM, *a_.mr, 0, kLen, 6);
+  wr.remote_addr = b_.mr->iova() + 20000;
+  wr.rkey = b_.mr->rkey();
+  wr.imm_data = htonl(0x12345678);
+  ASSERT_EQ(qa_->PostSend(wr), Status::kOk);
+  auto rwc = PollOne(*b_.cq);
+  ASSERT_TRUE(rwc);
+  EXPECT_EQ(rwc->status, 0u);
+  EXPECT_EQ(rwc->wr_id, 42u);
+  EXPECT_EQ(rwc->opcode, kWcRecvRdmaWithImm);
+  EXPECT_TRUE(rwc->wc_flags & kWcFlagWithImm);
+  EXPECT_EQ(ntohl(rwc->ex.imm_data), 0x12345678u);
+  EXPECT_EQ(rwc->byte_len, kLen);
+  EXPECT_EQ(CheckPattern(b_.mr->data() + 20000, kLen, 4, 1), kLen);
+  auto swc = PollOne(*a_.cq);
+  ASSERT_TRUE(swc);
+  EXPECT_EQ(swc->status, 0u);
+  EXPECT_EQ(swc->opcode, static_cast<uint32_t>(IB_UVERBS_WC_RDMA_WRITE));
+}
+
+TEST_F(OpcodeTest, RcRead) {
+  FillPattern(b_.mr->data() + 1234, kLen, 5, 9);
+  std::memset(a_.mr->data(), 0, kLen);
+  SendWr wr = MakeWr(IB_UVERBS_WR_RDMA_READ, *a_.mr, 0, kLen, 8);
+  wr.remote_addr = b_.mr->iova() + 1234;
+  wr.rkey = b_.mr->rkey();
+  ASSERT_EQ(qa_->PostSend(wr), Status::kOk);
+  auto wc = PollOne(*a_.cq);
+  ASSERT_TRUE(wc);
+  EXPECT_EQ(wc->status, 0u);
+  EXPECT_EQ(wc->wr_id, 8u);
+  EXPECT_EQ(wc->opcode, static_cast<uint32_t>(IB_UVERBS_WC_RDMA_READ));
+  EXPECT_EQ(wc->byte_len, kLen);
+  EXPECT_EQ(CheckPattern(a_.mr->data(), kLen, 5, 9), kLen);
+}
+
+TEST_F(TwoVmTest, UdSendCarriesGrhWithTheSendersGid) {
+  auto ua = a_.CreateQp(VIRTIO_RDMA_QPT_UD);
+  auto ub = b_.CreateQp(VIRTIO_RDMA_QPT_UD);
+  ASSERT_TRUE(ua && ub);
+  ASSERT_NO_FATAL_FAILURE(Connect(*ua, a_.gid, *ub, b_.gid));
+  auto ah = a_.dev->CreateAh(*a_.pd, b_.gid);
+  ASSERT_TRUE(ah.ok()) << StatusName(ah.status());
+  constexpr uint32_t kUd = 512;
+  ASSERT_EQ(ub->PostRecv(MakeRecv(*b_.mr, 0, 40 + kUd, 3)), Status::kOk);
+  // UD has no RNR retry: make sure the device has picked the receive up.
+  ASSERT_EQ(ub->RingRqDoorbell(), Status::kOk);
+  FillPattern(a_.mr->data(), kUd, 6, 0);
+  SendWr wr = MakeWr(IB_UVERBS_WR_SEND, *a_.mr, 0, kUd, 4);
+  wr.ah = (*ah)->handle();
+  wr.remote_qpn = ub->qpn();
+  wr.remote_qkey = 0x11111111;  // the qkey ToInit gives UD QPs
+  ASSERT_EQ(ua->PostSend(wr), Status::kOk);
+  auto rwc = PollOne(*b_.cq);
+  if (!rwc) {
+    auto swc = PollOne(*a_.cq, 100);
+    ADD_FAILURE() << "no UD receive; send completion: "
+                  << (swc ? std::to_string(swc->status) : std::string("none"))
+                  << "; stats " << daemon_.Control({{"cmd", "stats"}}).dump();
+  }
+  ASSERT_TRUE(rwc);
+  EXPECT_EQ(rwc->status, 0u);
+  EXPECT_EQ(rwc->opcode, kWcRecv);
+  EXPECT_EQ(rwc->src_qp, ua->qpn());
+  EXPECT_EQ(rwc->byte_len, 40 + kUd);
+  EXPECT_TRUE(rwc->wc_flags & kWcFlagGrh);
+  // The GRH is IPv6-shaped: source GID at byte 8, destination at 24. The
+  // source must be the sending VM's own GID (it cannot spoof another's).
+  EXPECT_EQ(std::memcmp(b_.mr->data() + 8, a_.gid.data(), 16), 0);
+  EXPECT_EQ(std::memcmp(b_.mr->data() + 24, b_.gid.data(), 16), 0);
+  EXPECT_EQ(CheckPattern(b_.mr->data() + 40, kUd, 6, 0), kUd);
+  auto swc = PollOne(*a_.cq);
+  ASSERT_TRUE(swc);
+  EXPECT_EQ(swc->status, 0u);
+  // A wrong qkey is dropped silently (UD): nothing arrives.
+  ASSERT_EQ(ub->PostRecv(MakeRecv(*b_.mr, 4096, 40 + kUd, 5)), Status::kOk);
+  ASSERT_EQ(ub->RingRqDoorbell(), Status::kOk);
+  wr.remote_qkey = 0x22222222;
+  wr.wr_id = 9;
+  ASSERT_EQ(ua->PostSend(wr), Status::kOk);
+  auto swc2 = PollOne(*a_.cq);
+  ASSERT_TRUE(swc2);
+  EXPECT_EQ(swc2->status, 0u);  // UD sends complete locally either way
+  EXPECT_FALSE(PollOne(*b_.cq, 200));
+  ah->reset();
+}
+
+// librxe posts receives with no doorbell at all. The engine picks receive
+// WQEs up lazily (on RTR, after receive completions, in a periodic sweep),
+// so a datagram that arrives before the sweep found its receive is dropped
+// (legal for UD, but a real RNIC reads the RQ at arrival). Disabled until
+// the engine picks up receives before delivering a UD message; run with
+// --gtest_also_run_disabled_tests to see it.
+TEST_F(TwoVmTest, DISABLED_UdReceivePostedLikeLibrxeIsDelivered) {
+  auto ua = a_.CreateQp(VIRTIO_RDMA_QPT_UD);
+  auto ub = b_.CreateQp(VIRTIO_RDMA_QPT_UD);
+  ASSERT_TRUE(ua && ub);
+  ASSERT_NO_FATAL_FAILURE(Connect(*ua, a_.gid, *ub, b_.gid));
+  auto ah = a_.dev->CreateAh(*a_.pd, b_.gid);
+  ASSERT_TRUE(ah.ok());
+  int delivered = 0;
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(ub->PostRecv(MakeRecv(*b_.mr, 0, 40 + 64, i)), Status::kOk);
+    SendWr wr = MakeWr(IB_UVERBS_WR_SEND, *a_.mr, 0, 64, i);
+    wr.ah = (*ah)->handle();
+    wr.remote_qpn = ub->qpn();
+    wr.remote_qkey = 0x11111111;
+    ASSERT_EQ(ua->PostSend(wr), Status::kOk);
+    ASSERT_TRUE(PollOne(*a_.cq));
+    if (PollOne(*b_.cq, 200)) ++delivered;
+  }
+  EXPECT_EQ(delivered, 20);
+  ah->reset();
+}
+
+}  // namespace
+}  // namespace vrdma::integration
