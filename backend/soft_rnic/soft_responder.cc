@@ -142,17 +142,17 @@ SoftRnic::ExecResult SoftRnic::Respond(soft::Qp* q, const soft::SqSlot& slot,
     }
   }
 
-  // 6. The receive buffer: keys, then room (UD also needs room for the GRH).
+  // 6. The receive buffer of a SEND: keys, then room (UD also needs room for
+  // the GRH). WRITE_WITH_IMM consumes a WQE but never touches its buffers,
+  // so its SGEs are not looked at (applications post zero-SGE receives).
   SegList rsegs;
-  uint64_t recv_wr_id = 0;
-  if (needs_recv) {
-    recv_wr_id = rwr->wr_id;
+  const uint64_t recv_wr_id = rwr != nullptr ? rwr->wr_id : 0;
+  if (is_send) {
     const soft::Pd* rpd = d->srq ? d->srq->pd : d->pd;
     int nsge = rwr->num_sge <= kMaxSge ? rwr->num_sge : kMaxSge;
     WcStatus st =
         ResolveLocal(rpd, rwr->sge.data(), nsge, kAccessLocalWrite, &rsegs);
-    if (st == WcStatus::kSuccess && is_send &&
-        len + (ud ? kGrhBytes : 0) > rsegs.total) {
+    if (st == WcStatus::kSuccess && len + (ud ? kGrhBytes : 0) > rsegs.total) {
       st = WcStatus::kLocLenErr;
     }
     if (st != WcStatus::kSuccess) {

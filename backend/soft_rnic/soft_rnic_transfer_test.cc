@@ -165,6 +165,32 @@ TEST_F(Transfer, RdmaWriteWithImmConsumesReceive) {
   EXPECT_EQ(0, std::memcmp(&b_.buf[8000], &a_.buf[100], 1500));
 }
 
+TEST_F(Transfer, RdmaWriteWithImmIgnoresReceiveSges) {
+  Connect(QpType::kRc);
+  RecvWr none;  // the usual zero-SGE receive for WRITE_WITH_IMM
+  none.wr_id = 1;
+  RecvWr junk = Rwr(2, b_, 0, 4);
+  junk.sge[0].lkey = 0xbad00;  // never used: the data goes to the rkey
+  ASSERT_EQ(PostR(qb_, none), Status::kOk);
+  ASSERT_EQ(PostR(qb_, junk), Status::kOk);
+  for (uint64_t id : {10, 11}) {
+    SendWr w = Wr(WrOpcode::kRdmaWriteWithImm, id, a_, id * 100, 100);
+    w.remote_addr = b_.at(id * 1000);
+    w.rkey = b_.mr.rkey;
+    ASSERT_EQ(Post(qa_, w), Status::kOk);
+  }
+  Drain();
+  auto rc = Poll(b_.rcq);
+  ASSERT_EQ(rc.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(rc[i].wr_id, 1u + i);
+    EXPECT_EQ(rc[i].status, WcStatus::kSuccess);
+    EXPECT_EQ(rc[i].opcode, WcOpcode::kRecvRdmaWithImm);
+  }
+  EXPECT_EQ(0, std::memcmp(&b_.buf[11000], &a_.buf[1100], 100));
+  EXPECT_EQ(StateOf(qb_), QpState::kRts);
+}
+
 TEST_F(Transfer, RdmaReadFillsLocalSges) {
   Connect(QpType::kRc);
   SendWr r;
