@@ -152,6 +152,8 @@ class Simulator {
   const FabricStats& fabric_stats() const { return fstats_; }
   uint64_t events_processed() const { return events_processed_; }
   uint32_t sq_outstanding(QpId qp) const;
+  // WQEs the SQ can still take.
+  uint32_t sq_room(QpId qp) const { return qps_[qp].cfg.sq_depth - sq_outstanding(qp); }
   uint32_t rq_posted(QpId qp) const { return qps_[qp].rq_posted; }
   // Goodput of a requester QP: payload bytes of its WRITE/SEND packets the
   // responder accepted in order, plus READ response bytes it accepted.

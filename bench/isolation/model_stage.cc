@@ -29,29 +29,26 @@ policy::WrInfo ModelStage::Info(const Flow& f, policy::FlowId id, const model::W
 
 void ModelStage::PostNow(Flow& f, policy::FlowId id, std::span<const model::Wr> wrs) {
   if (wrs.empty()) return;
-  int n = sim_.PostSend(f.qp, wrs);
+  const int n = sim_.PostSend(f.qp, wrs);
   const policy::Nanos now = now_ns();
   for (int i = 0; i < n; ++i) policy_.OnPosted(now, Info(f, id, wrs[i]), wrs[i].bytes);
-  // The bench never exceeds the SQ depth; anything refused waits at the head.
-  for (size_t i = n; i < wrs.size(); ++i) {
-    f.q.push_back(Entry{wrs[i], true});
-    ++queued_total_;
-  }
 }
 
 void ModelStage::Submit(policy::FlowId id, std::span<const model::Wr> wrs) {
   Flow& f = flows_[id];
   const policy::Nanos now = now_ns();
   scratch_.clear();
+  uint32_t room = sim_.sq_room(f.qp);
   for (const model::Wr& wr : wrs) {
     const policy::Verdict v = policy_.Admit(now, Info(f, id, wr));
-    if (v == policy::Verdict::kPostNow && f.q.empty()) {
+    if (v == policy::Verdict::kPostNow && f.q.empty() && scratch_.size() < room) {
       scratch_.push_back(wr);  // same post list, same doorbell
       continue;
     }
     PostNow(f, id, scratch_);
+    room -= static_cast<uint32_t>(scratch_.size());
     scratch_.clear();
-    f.q.push_back(Entry{wr, v == policy::Verdict::kPostNow});
+    f.q.push_back(Entry{wr, v == policy::Verdict::kPostNow, 0});
     ++queued_total_;
   }
   PostNow(f, id, scratch_);
@@ -63,33 +60,43 @@ void ModelStage::Submit(policy::FlowId id, std::span<const model::Wr> wrs) {
 }
 
 void ModelStage::PostMarkedHeads(Flow& f, policy::FlowId id) {
+  uint32_t room = sim_.sq_room(f.qp);
   scratch_.clear();
-  while (!f.q.empty() && f.q.front().post_at_head) {
+  while (!f.q.empty() && f.q.front().post_at_head && scratch_.size() < room) {
+    Entry& e = f.q.front();
+    const bool splittable = e.wr.op == Op::kWrite || e.wr.op == Op::kRead;
+    if (e.piece_bytes != 0 && e.piece_bytes < e.wr.bytes && splittable) {
+      model::Wr piece = e.wr;
+      piece.bytes = e.piece_bytes;
+      piece.signaled = false;
+      e.wr.bytes -= e.piece_bytes;
+      e.post_at_head = false;  // the rest waits for another Next()
+      e.piece_bytes = 0;
+      scratch_.push_back(piece);
+      break;
+    }
     scratch_.push_back(f.q.pop_front().wr);
     --queued_total_;
   }
   PostNow(f, id, scratch_);
   scratch_.clear();
+  if (!f.q.empty() && f.q.front().post_at_head && !retry_armed_) {
+    // SQ full. Unsignaled WQEs retire without a CQE, so no completion may
+    // come to wake us: look again shortly, as a polling data path would.
+    retry_armed_ = true;
+    sim_.ScheduleTimer(sim_.now() + model::NsToPs(kRetryNs), this, kRetryCookie);
+  }
 }
 
 void ModelStage::Pump() {
   for (int guard = 0; guard < 4096 && queued_total_ > 0; ++guard) {
     const policy::Decision d = policy_.Next(now_ns());
     if (d.kind == policy::Decision::Kind::kPost) {
-      if (d.flow >= flows_.size() || flows_[d.flow].q.empty()) continue;
+      if (d.flow >= flows_.size() || flows_[d.flow].q.empty()) continue;  // stale
       Flow& f = flows_[d.flow];
       Entry& e = f.q.front();
-      model::Wr piece = e.wr;
-      const bool splittable = e.wr.op == Op::kWrite || e.wr.op == Op::kRead;
-      if (d.max_bytes != 0 && d.max_bytes < e.wr.bytes && splittable) {
-        piece.bytes = d.max_bytes;
-        piece.signaled = false;
-        e.wr.bytes -= d.max_bytes;
-      } else {
-        f.q.pop_front();
-        --queued_total_;
-      }
-      PostNow(f, d.flow, {&piece, 1});
+      e.post_at_head = true;
+      e.piece_bytes = d.max_bytes;
       PostMarkedHeads(f, d.flow);
       continue;
     }
@@ -104,18 +111,28 @@ void ModelStage::Pump() {
   }
 }
 
-void ModelStage::OnTimer(uint64_t) {
-  wake_armed_ = UINT64_MAX;
+void ModelStage::OnTimer(uint64_t cookie) {
+  if (cookie == kRetryCookie) {
+    retry_armed_ = false;
+    for (policy::FlowId id = 0; id < flows_.size(); ++id) {
+      if (!flows_[id].q.empty() && flows_[id].q.front().post_at_head) PostMarkedHeads(flows_[id], id);
+    }
+  } else {
+    wake_armed_ = UINT64_MAX;
+  }
   Pump();
 }
 
 void ModelStage::OnCompleted(policy::FlowId id, const model::Wr& wr,
                              model::Picos admitted_at) {
-  const Flow& f = flows_[id];
+  Flow& f = flows_[id];
   const model::Picos now = sim_.now();
   policy_.OnCompleted(now / model::kPicosPerNano, Info(f, id, wr),
                       (now - std::min(now, admitted_at)) / model::kPicosPerNano);
-  if (queued_total_ > 0) Pump();
+  if (queued_total_ > 0) {
+    PostMarkedHeads(flows_[id], id);  // the completion made SQ room
+    Pump();
+  }
 }
 
 }  // namespace vrdma::bench

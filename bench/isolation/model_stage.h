@@ -9,10 +9,12 @@
 //   - kQueue keeps it in the QP's FIFO until Next() names the flow;
 //   - kPostNow behind queued WRs of the same QP waits its turn (per-QP order)
 //     and then posts without asking Next() again;
+//   - a WR released by Next() (or admitted kPostNow) that finds the QP's SQ
+//     full stays at the head and goes when a completion makes room;
 //   - kWait: Next() is asked again at wake_at through a model timer.
-// Unlike the engine stage it honours Decision::max_bytes (splits a WRITE or
-// READ; only the last piece is signaled), because the model needs no guest
-// cookie per piece. It drives model::Simulator directly (not vrdma::Rnic) for
+// Unlike the engine stage it honours Decision::max_bytes (posts that many
+// bytes of a WRITE or READ unsignaled and keeps the rest queued for a later
+// Next()), because the model needs no guest cookie per piece. It drives model::Simulator directly (not vrdma::Rnic) for
 // speed; backend/rnic_model/model_rnic.h is the same model behind vrdma::Rnic.
 // To be merged with the engine's stage once that can run without guest
 // objects.
@@ -47,7 +49,8 @@ class ModelStage : public model::TimerSink {
  private:
   struct Entry {
     model::Wr wr;
-    bool post_at_head = false;
+    bool post_at_head = false;   // released: post when it reaches the head
+    uint32_t piece_bytes = 0;    // released as a split: post only this much
   };
   struct Flow {
     policy::TenantId tenant = 0;
@@ -55,6 +58,7 @@ class ModelStage : public model::TimerSink {
     model::Ring<Entry> q;
   };
   static policy::WrInfo Info(const Flow& f, policy::FlowId id, const model::Wr& wr);
+  // Posts wrs (the caller checked SQ room).
   void PostNow(Flow& f, policy::FlowId id, std::span<const model::Wr> wrs);
   void PostMarkedHeads(Flow& f, policy::FlowId id);
   void Pump();
@@ -66,6 +70,9 @@ class ModelStage : public model::TimerSink {
   std::vector<model::Wr> scratch_;
   uint64_t queued_total_ = 0;
   model::Picos wake_armed_ = UINT64_MAX;
+  static constexpr uint64_t kRetryCookie = 1;
+  static constexpr double kRetryNs = 1000;
+  bool retry_armed_ = false;
 };
 
 }  // namespace vrdma::bench
