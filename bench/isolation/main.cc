@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
   };
 #ifndef VRDMA_HAVE_ENGINE_STAGE
   if (stage == "engine") {
-    std::fprintf(stderr, "built without the engine library: --stage engine unavailable\n");
+    std::fprintf(stderr, "--stage engine: use vrdma-isolation-bench-engine\n");
     return 2;
   }
 #endif
