@@ -5,6 +5,7 @@
 // error state (later work flushed), the daemon alive, and both VMs still
 // able to do correct work on fresh QPs.
 #include <cstring>
+#include <ostream>
 #include <functional>
 
 #include "guest-driver/perftest/pattern.h"
@@ -55,6 +56,9 @@ const BadWrCase kCases[] = {
      },
      kWcRemAccessErr},
 };
+
+// Readable parameter names in test output (not the struct's bytes).
+void PrintTo(const BadWrCase& c, std::ostream* os) { *os << c.name; }
 
 class BadWrTest : public TwoVmTest, public ::testing::WithParamInterface<BadWrCase> {
  protected:

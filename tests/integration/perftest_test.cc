@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <ostream>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -64,6 +65,9 @@ struct PerftestCase {
   std::vector<std::string> extra;
   const char* header;  // the table header the client prints
 };
+
+// Readable parameter names in test output (not the struct's bytes).
+void PrintTo(const PerftestCase& c, std::ostream* os) { *os << c.test; }
 
 class PerftestRunTest : public ::testing::TestWithParam<PerftestCase> {
  protected:
