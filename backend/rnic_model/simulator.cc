@@ -58,6 +58,7 @@ int Simulator::PostSend(QpId qpid, std::span<const Wr> wrs) {
   for (const Wr& wr : wrs) {
     if (q.tail - q.head >= q.cfg.sq_depth) break;
     if (wr.op != Op::kWait && wr.op != Op::kEnable && q.peer == UINT32_MAX) break;
+    if (wr.op == Op::kRead && q.cfg.transport == Transport::kUc) break;  // UC has no READ
     Wqe& w = WqeAt(q, q.tail);
     w = Wqe{};
     w.wr = wr;

@@ -242,6 +242,26 @@ TEST(Simulator, UcDropsWholeMessagesAndGoesOn) {
   EXPECT_EQ(t.sim.host_stats(t.a).tx_packets, 300u * 4u);
 }
 
+TEST(Simulator, RefusesWhatTheTransportCannotDo) {
+  Pair t(ConnectX6RoCE100(), FabricParams{}, Transport::kUc);
+  Wr r = Write(1, 64);
+  r.op = Op::kRead;
+  EXPECT_EQ(t.sim.PostSend(t.qa, {&r, 1}), 0);
+  Simulator sim(FabricParams{}, 1);
+  HostId h = sim.AddHost(ConnectX6RoCE100());
+  QpConfig c;
+  c.send_cq = sim.CreateCq(h);
+  c.sq_depth = 2;
+  QpId lone = sim.CreateQp(h, c);
+  Wr w = Write(2, 64);
+  EXPECT_EQ(sim.PostSend(lone, {&w, 1}), 0);  // not connected
+  Wr z;
+  z.op = Op::kWait;
+  z.wait_cq = c.send_cq;
+  Wr three[3] = {z, z, z};
+  EXPECT_EQ(sim.PostSend(lone, three), 2);    // SQ depth
+}
+
 TEST(Simulator, RnrWhenNoReceiveThenRetry) {
   NicParams p = ConnectX6RoCE100();
   Pair t(p, FabricParams{});
