@@ -196,6 +196,7 @@ void SoftRnic::Deactivate(soft::Qp* q) {
       break;
     case soft::Qp::List::kTimer:
       timers_.Remove(q);
+      if (timers_.count == 0) next_deadline_ns_ = kNever;
       break;
     case soft::Qp::List::kNone:
       break;

@@ -32,7 +32,7 @@ bool SoftRnic::Progress() {
   if (now >= next_deadline_ns_) {
     // Some timer expired: move every expired QP to the active list and
     // find the next deadline. Deadlines are rare events (RNR, lost peer).
-    uint64_t next = ~uint64_t{0};
+    uint64_t next = kNever;
     for (soft::Qp* q = timers_.head; q != nullptr;) {
       soft::Qp* after = q->next;
       if (q->req.wait_until_ns <= now) {
@@ -53,7 +53,16 @@ bool SoftRnic::Progress() {
     Deactivate(q);
     if (RunQp(q, now)) did = true;
   }
-  return did;
+  return did || next_deadline_ns_ != kNever;
+}
+
+std::optional<uint64_t> SoftRnic::NextTimerNs() const {
+  uint64_t next = kNever;
+  for (const soft::Qp* q = timers_.head; q != nullptr; q = q->next) {
+    if (q->req.wait_until_ns < next) next = q->req.wait_until_ns;
+  }
+  if (next == kNever) return std::nullopt;
+  return next;
 }
 
 bool SoftRnic::RunQp(soft::Qp* q, uint64_t now) {

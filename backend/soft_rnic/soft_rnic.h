@@ -9,7 +9,11 @@
 // Work is asynchronous like hardware: PostSend only queues; Progress()
 // executes queued work requests (per QP in order, one whole message at a
 // time) and runs RNR and retransmit timers on an injectable clock, so timer
-// behaviour is testable deterministically.
+// behaviour is testable deterministically. Progress() returns true when it
+// did something and also while an RNR or ACK timer with a finite deadline is
+// pending: like a NIC with retransmissions outstanding, the RNIC is not idle,
+// and a loop that sleeps once its pollers report no work would otherwise
+// never fire the timer. (An infinite wait, ACK timeout 0, does not count.)
 //
 // Routing: a QP's AddressVector sgid is its source GID; a message is
 // delivered only when its dgid is a GID registered with AddGid. RC/UC
@@ -25,6 +29,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 
 #include "backend/base/status.h"
@@ -87,6 +92,9 @@ class SoftRnic final : public Rnic {
 
   // Not part of Rnic: overflow state of a CQ (kBadHandle if unknown).
   Result<SoftCqStats> QueryCqStats(RnicCq cq) const;
+  // Not part of Rnic: the earliest finite RNR/ACK timer deadline, if any
+  // (for tests, and for loops that would rather arm a timer than poll).
+  std::optional<uint64_t> NextTimerNs() const;
 
  private:
   // Outcome of delivering one message to the responder, as the requester
@@ -186,7 +194,10 @@ class SoftRnic final : public Rnic {
   // ... and QPs whose head WQE waits for an RNR or ACK timer, with the
   // earliest deadline among them, so an idle wait costs Progress nothing.
   soft::QpList timers_;
-  uint64_t next_deadline_ns_ = ~uint64_t{0};
+  // May be earlier than the true minimum (never later): a stale value only
+  // costs one rescan of timers_.
+  static constexpr uint64_t kNever = ~uint64_t{0};
+  uint64_t next_deadline_ns_ = kNever;
 };
 
 }  // namespace vrdma

@@ -20,11 +20,15 @@ TEST_F(Timers, RnrRetrySucceedsOnceReceiveIsPosted) {
   cb.min_rnr_timer = 12;  // the responder's NAK carries its timer
   Connect(QpType::kRc, ca, cb);
   ASSERT_EQ(Post(qa_, Wr(WrOpcode::kSend, 1, a_, 0, 32)), Status::kOk);
+  const uint64_t t0 = now_;
   EXPECT_TRUE(rnic_.Progress());  // attempt: RNR NAK
   EXPECT_TRUE(Poll(a_.scq).empty());
+  EXPECT_EQ(rnic_.NextTimerNs(), t0 + kRnr12);
   ASSERT_EQ(PostR(qb_, Rwr(2, b_, 0, 64)), Status::kOk);
   now_ += kRnr12 - 1;
-  EXPECT_FALSE(rnic_.Progress());  // timer still running: nothing to do
+  // The timer still runs: no retry yet, but the RNIC reports itself busy so
+  // a polling loop keeps calling it.
+  EXPECT_TRUE(rnic_.Progress());
   EXPECT_TRUE(Poll(b_.rcq).empty());
   now_ += 1;
   EXPECT_TRUE(rnic_.Progress());
@@ -116,7 +120,9 @@ TEST_F(Timers, WaitingQpDoesNotBlockOthers) {
   auto sc = Poll(a_.scq);
   ASSERT_EQ(sc.size(), 5u);
   for (auto& c : sc) EXPECT_EQ(c.qpn, qa2.qpn);
-  EXPECT_FALSE(rnic_.Progress());  // only a timer left
+  EXPECT_TRUE(rnic_.Progress());  // only a timer left: still busy
+  EXPECT_TRUE(Poll(a_.scq).empty());
+  EXPECT_TRUE(rnic_.NextTimerNs().has_value());
   ASSERT_EQ(PostR(qb_, Rwr(1, b_, 0, 64)), Status::kOk);
   now_ += kRnr12;
   EXPECT_TRUE(rnic_.Progress());
@@ -137,6 +143,7 @@ TEST_F(Timers, DestroyingScheduledQpsIsSafe) {
   // qa_ is on the timer list, qa2 on the active list: destroy both.
   ASSERT_EQ(rnic_.DestroyQp(qa_), Status::kOk);
   ASSERT_EQ(rnic_.DestroyQp(qa2), Status::kOk);
+  EXPECT_FALSE(rnic_.NextTimerNs().has_value());
   now_ += 100 * kRnr12;
   EXPECT_FALSE(rnic_.Progress());
   EXPECT_TRUE(Poll(a_.scq).empty());
@@ -250,7 +257,8 @@ TEST_F(Timers, TimeoutZeroWaitsForever) {
   ASSERT_EQ(Post(qa_, Wr(WrOpcode::kSend, 1, a_, 0, 32)), Status::kOk);
   rnic_.Progress();
   now_ += uint64_t{1} << 50;
-  EXPECT_FALSE(rnic_.Progress());
+  EXPECT_FALSE(rnic_.Progress());  // an infinite wait is not "busy"
+  EXPECT_FALSE(rnic_.NextTimerNs().has_value());
   EXPECT_TRUE(Poll(a_.scq).empty());
   QpAttr attr;
   attr.state = QpState::kErr;
