@@ -198,6 +198,21 @@ ScenarioSpec Scale(int tenants, double scale) {
   return s;
 }
 
+ScenarioSpec MixedCrowd(double scale) {
+  ScenarioSpec s = Base("mixed_8d_8b", "crowd",
+                        "Justitia §6.4 Fig.23: latency x71.4 median, x79.8 p99 (IB)", 40000,
+                        scale);
+  for (int i = 0; i < 8; ++i) s.tenants.push_back(LatencyTenant("D" + std::to_string(i)));
+  const uint32_t sizes[4] = {1u << 20, 10u << 20, 100u << 20, 1u << 30};
+  for (int i = 0; i < 8; ++i) {
+    TenantSpec b = BandwidthTenant("B" + std::to_string(i) + "_" + std::to_string(sizes[i / 2] >> 20) + "MiB",
+                                   sizes[i / 2]);
+    b.tx_depth = 4;
+    s.tenants.push_back(b);
+  }
+  return s;
+}
+
 ScenarioSpec SpeedOneSecond(double scale) {
   ScenarioSpec s = Base("speed_1s", "speed",
                         "issue 3: 1 simulated s of 100 Gbps / 4 KiB packets in a few wall s",
@@ -228,6 +243,7 @@ std::vector<ScenarioSpec> AllScenarios() {
   v.push_back(LatencyVsMessage());
   v.push_back(LatencyVsInboundRead());
   v.push_back(Incast(32));
+  v.push_back(MixedCrowd());
   v.push_back(Scale(1000));
   v.push_back(SpeedOneSecond());
   return v;

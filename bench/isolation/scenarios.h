@@ -36,6 +36,9 @@ ScenarioSpec LatencyVsMessage(double scale = 1.0);
 ScenarioSpec LatencyVsInboundRead(double scale = 1.0);
 ScenarioSpec Incast(int senders, double scale = 1.0);
 ScenarioSpec Scale(int tenants, double scale = 1.0);
+// Justitia §6.4: 8 latency tenants vs 8 bandwidth tenants, 2 each of 1 MB,
+// 10 MB, 100 MB and 1 GB messages.
+ScenarioSpec MixedCrowd(double scale = 1.0);
 // One simulated second of a 100 Gbps card carrying 4 KiB packets (speed).
 ScenarioSpec SpeedOneSecond(double scale = 1.0);
 
