@@ -127,7 +127,8 @@ void EngineImpl::HandleCompletion(CqObj& cq, const Completion& c) {
       const SendSlot& s = qp->slots[slot];
       if (s.signaled) {
         const policy::WrInfo info{vm.id, qp->handle, s.kind, s.bytes, true};
-        policy_.OnCompleted(now_, info, now_ >= s.admit_ns ? now_ - s.admit_ns : 0);
+        const policy::Nanos now = Now();
+        policy_.OnCompleted(now, info, now >= s.admit_ns ? now - s.admit_ns : 0);
       }
       if (failed && qp->state != QpState::kErr) NoteRnicError(*qp);
       wc.wr_id = s.guest_wr_id;

@@ -90,7 +90,7 @@ void EngineImpl::Doorbell(VmId id, uint8_t kind, uint32_t handle) {
 }
 
 bool EngineImpl::PollOnce() {
-  now_ = options_.clock();
+  now_valid_ = false;
   bool did = false;
   // Receives first: a WQE the guest posted before this turn is on the RNIC
   // before this turn's sends are delivered (UD drops a message that finds
@@ -98,10 +98,10 @@ bool EngineImpl::PollOnce() {
   did |= SweepRecv();
   for (QpObj* qp = pending_sq_.front(); qp != nullptr;) {
     QpObj* next = decltype(pending_sq_)::next(qp);
-    did |= ProcessSq(*qp, now_);
+    did |= ProcessSq(*qp);
     qp = next;
   }
-  did |= stage_.Drain(now_);
+  if (stage_.has_queued()) did |= stage_.Drain(Now());
   did |= rnic_.Progress();
   for (CqObj* cq = active_cq_.front(); cq != nullptr;) {
     CqObj* next = decltype(active_cq_)::next(cq);
@@ -113,6 +113,7 @@ bool EngineImpl::PollOnce() {
   for (int i = 0; i < 1024 && !ready_rq_.empty(); ++i) {
     did |= ReplenishRecv(*ready_rq_.PopFront());
   }
+  now_valid_ = false;  // work between turns (doorbells, RunSync) reads afresh
   return did;
 }
 
@@ -148,7 +149,7 @@ WcStatus EngineImpl::CheckSendSemantics(const QpObj& qp, DecodedSend& d) const {
   return WcStatus::kSuccess;
 }
 
-bool EngineImpl::ProcessSq(QpObj& qp, policy::Nanos now) {
+bool EngineImpl::ProcessSq(QpObj& qp) {
   switch (qp.state) {
     case QpState::kRts:
       break;
@@ -173,6 +174,7 @@ bool EngineImpl::ProcessSq(QpObj& qp, policy::Nanos now) {
   alignas(64) uint8_t header[kSendWqeHeaderBytes];
   alignas(64) uint8_t payload[kMaxSendPayloadBytes];
   DecodedSend& d = send_scratch_;
+  const policy::Nanos now = head != prod ? Now() : 0;
   while (head != prod && budget > 0) {
     --budget;
     const uint8_t* elem = qp.sq.element(head);

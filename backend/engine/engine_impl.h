@@ -100,7 +100,7 @@ class EngineImpl final : public Engine, private SchedulerStage::Sink {
     std::optional<uint32_t> h = vm.qpn_to_qp.Find(qpn);
     return h ? vm.qps.Lookup(*h) : nullptr;
   }
-  bool ProcessSq(QpObj& qp, policy::Nanos now);
+  bool ProcessSq(QpObj& qp);
   // ERR or SQE: flush what the guest posted, oldest first.
   bool FlushSq(QpObj& qp);
   WcStatus CheckSendSemantics(const QpObj& qp, DecodedSend& d) const;
@@ -160,7 +160,17 @@ class EngineImpl final : public Engine, private SchedulerStage::Sink {
   IntrusiveList<CqObj, &CqObj::active_hook> active_cq_;
   IntrusiveList<RecvQueue, &RecvQueue::sweep_hook> sweep_rq_;
   IntrusiveList<RecvQueue, &RecvQueue::ready_hook> ready_rq_;
-  policy::Nanos now_ = 0;  // this turn's clock
+  // The clock, read at most once per turn and only when something needs
+  // it (an idle turn reads no clock).
+  policy::Nanos Now() {
+    if (!now_valid_) {
+      now_ = options_.clock();
+      now_valid_ = true;
+    }
+    return now_;
+  }
+  policy::Nanos now_ = 0;
+  bool now_valid_ = false;
   // Scratch for the data path, reused so nothing is built per WQE.
   DecodedSend send_scratch_;
   static constexpr int kRecvBatch = 8;
