@@ -35,8 +35,8 @@ Connection::Connection(int sock, VhostUserDevice* device)
       num_queues_(std::min(device->num_queues(), kMaxQueues)) {
   queues_.reserve(num_queues_);
   for (uint32_t i = 0; i < num_queues_; ++i) queues_.push_back(std::make_unique<Queue>());
-  // Best effort: without timeouts a stalled peer could only block this
-  // connection's own reads, which the caller sees as readable anyway.
+  // Reads never block (MSG_DONTWAIT); the timeout bounds replies to a peer
+  // that stops reading. Best effort: failing here only loses that bound.
   (void)SetSocketTimeouts(sock_, kIoTimeoutMs);
 }
 
@@ -53,6 +53,7 @@ bool Connection::queue_started(uint32_t index) const {
 
 void Connection::Shutdown() {
   if (sock_ < 0) return;
+  rx_.fds.CloseAll();
   ResetQueues();
   device_->Reset();
   memory_.reset();
@@ -76,31 +77,54 @@ void Connection::ResetQueues() {
   }
 }
 
+Status Connection::Receive(bool* complete) {
+  *complete = false;
+  auto* hdr = reinterpret_cast<uint8_t*>(&rx_.hdr);
+  if (rx_.hdr_got < sizeof(rx_.hdr)) {
+    auto n = RecvSome(sock_, {hdr + rx_.hdr_got, sizeof(rx_.hdr) - rx_.hdr_got}, &rx_.fds);
+    if (!n.ok()) return n.status();
+    rx_.hdr_got += *n;
+    if (rx_.hdr_got < sizeof(rx_.hdr)) return Status::kOk;
+    // Framing first: never read a payload whose size the table does not
+    // allow.
+    VRDMA_RETURN_IF_ERROR(CheckHeader(rx_.hdr));
+  }
+  if (rx_.payload_got < rx_.hdr.size) {
+    auto n = RecvSome(sock_, {rx_.payload + rx_.payload_got, rx_.hdr.size - rx_.payload_got},
+                      &rx_.fds);
+    if (!n.ok()) return n.status();
+    rx_.payload_got += *n;
+    if (rx_.payload_got < rx_.hdr.size) return Status::kOk;
+  }
+  *complete = true;
+  return Status::kOk;
+}
+
 Status Connection::HandleMessage() {
   if (sock_ < 0) return Status::kBadState;
-  VhostUserHeader hdr{};
-  ReceivedFds fds;
-  Status st = RecvExact(sock_, {reinterpret_cast<uint8_t*>(&hdr), sizeof(hdr)}, &fds);
-  // Framing first: never read a payload whose size the table does not allow.
-  if (st == Status::kOk) st = CheckHeader(hdr);
-  // Zeroed and large enough for any request, so a struct view of a shorter
-  // payload reads zeros, never stale bytes.
-  alignas(8) uint8_t payload[kMaxPayloadSize] = {};
-  if (st == Status::kOk) st = RecvExact(sock_, {payload, hdr.size}, &fds);
-  if (st == Status::kOk) st = CheckFdCount(hdr, fds.size());
-  if (st == Status::kOk) {
-    st = Dispatch(hdr, payload, fds);
-    // kAccess: a refused but well-formed request (e.g. SET_CONFIG on a
-    // read-only config). Nack it and keep going.
-    const bool refused = st == Status::kAccess;
-    if (WantsAck(hdr, protocol_features_)) {
-      Status ack = ReplyU64(hdr.request, st == Status::kOk ? 0 : 1);
-      if (st == Status::kOk || refused) st = ack;
-    } else if (refused) {
-      st = Status::kOk;
+  bool complete = false;
+  Status st = Receive(&complete);
+  if (st == Status::kOk && complete) {
+    const VhostUserHeader hdr = rx_.hdr;
+    st = CheckFdCount(hdr, rx_.fds.size());
+    if (st == Status::kOk) {
+      st = Dispatch(hdr, rx_.payload, rx_.fds);
+      // kAccess: a refused but well-formed request (e.g. SET_CONFIG on a
+      // read-only config). Nack it and keep going.
+      const bool refused = st == Status::kAccess;
+      if (WantsAck(hdr, protocol_features_)) {
+        Status ack = ReplyU64(hdr.request, st == Status::kOk ? 0 : 1);
+        if (st == Status::kOk || refused) st = ack;
+      } else if (refused) {
+        st = Status::kOk;
+      }
     }
+    // Ready for the next message; fds no handler took are closed.
+    rx_.fds.CloseAll();
+    std::memset(rx_.payload, 0, rx_.payload_got);
+    rx_.hdr_got = 0;
+    rx_.payload_got = 0;
   }
-  // Fds not taken by a handler are closed here (ReceivedFds destructor).
   if (st != Status::kOk) Shutdown();
   return st;
 }

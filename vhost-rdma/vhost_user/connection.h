@@ -8,8 +8,10 @@
 //
 // Any protocol violation or socket error ends the connection: all queues are
 // stopped, the device is Reset() and every fd is closed. A frontend can make
-// HandleMessage fail, never crash or hang the process: payload reads and
-// replies time out (kIoTimeoutMs) on a stalled peer.
+// HandleMessage fail, never crash or hang the process: reads never block
+// (a message that arrives in pieces is assembled across calls, so a peer
+// that stalls mid-message stalls only itself), and replies time out
+// (kIoTimeoutMs) on a peer that stops reading.
 #ifndef VRDMA_VHOST_RDMA_VHOST_USER_CONNECTION_H_
 #define VRDMA_VHOST_RDMA_VHOST_USER_CONNECTION_H_
 
@@ -43,10 +45,10 @@ class Connection {
   int fd() const { return sock_; }
   bool closed() const { return sock_ < 0; }
 
-  // Reads and handles one message; call when fd() is readable. A non-OK
-  // result means the connection has been shut down (see Shutdown); the
-  // caller removes fd() from its loop before calling, or uses the fd value
-  // saved beforehand.
+  // Call when fd() is readable: reads what has arrived (without blocking)
+  // and handles the message once it is complete. A non-OK result means the
+  // connection has been shut down (see Shutdown) and fd() is closed: remove
+  // the fd (saved beforehand) from the loop.
   Status HandleMessage();
 
   // Stops every queue, resets the device, closes every fd. Idempotent.
@@ -76,6 +78,20 @@ class Connection {
     bool started = false;     // device->StartQueue succeeded
   };
 
+  // A message being received (it may arrive in pieces).
+  struct Rx {
+    VhostUserHeader hdr{};
+    size_t hdr_got = 0;
+    size_t payload_got = 0;
+    // Zeroed per message and large enough for any request, so a struct view
+    // of a shorter payload reads zeros, never stale bytes.
+    alignas(8) uint8_t payload[kMaxPayloadSize] = {};
+    ReceivedFds fds;
+  };
+  // Reads more of the current message; kOk with *complete=false when more
+  // is needed.
+  Status Receive(bool* complete);
+
   Status Dispatch(const VhostUserHeader& hdr, const uint8_t* payload, ReceivedFds& fds);
   Status Reply(uint32_t request, const void* payload, uint32_t size);
   Status ReplyU64(uint32_t request, uint64_t value);
@@ -103,6 +119,7 @@ class Connection {
   uint64_t protocol_features_ = 0;
   uint8_t status_ = 0;
   bool owner_ = false;
+  Rx rx_;
 };
 
 }  // namespace vrdma::vhost

@@ -82,41 +82,62 @@ Status SendMessage(int sock, const VhostUserHeader& hdr, std::span<const uint8_t
   return Status::kOk;
 }
 
+namespace {
+
+// One recvmsg; takes ownership of every fd that came with it before judging
+// the message. Returns bytes read, or -1 with errno for would-block and
+// errors, or -2 for protocol-level failures (EOF, truncation, too many fds).
+ssize_t RecvOnce(int sock, std::span<uint8_t> buf, ReceivedFds* fds, int flags) {
+  iovec iov{buf.data(), buf.size()};
+  // Room for more fds than any message may carry, so "too many" is seen
+  // as such rather than silently truncated.
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds * 2)];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | flags);
+  if (n < 0) return -1;
+  bool ok = n > 0 && !(msg.msg_flags & MSG_CTRUNC);
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < count; ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+      if (fds == nullptr) {
+        close(fd);
+      } else if (!fds->Add(fd)) {
+        ok = false;
+      }
+    }
+  }
+  return ok ? n : -2;
+}
+
+}  // namespace
+
 Status RecvExact(int sock, std::span<uint8_t> buf, ReceivedFds* fds) {
   size_t got = 0;
   while (got < buf.size()) {
-    iovec iov{buf.data() + got, buf.size() - got};
-    // Room for more fds than any message may carry, so "too many" is seen
-    // as such rather than silently truncated.
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds * 2)];
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-    if (n < 0 && errno == EINTR) continue;
-    bool ok = n > 0 && !(msg.msg_flags & MSG_CTRUNC);
-    // Take ownership of every received fd before judging the message.
-    if (n >= 0) {
-      for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-        size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (size_t i = 0; i < count; ++i) {
-          int fd;
-          std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-          if (fds == nullptr) {
-            close(fd);
-          } else if (!fds->Add(fd)) {
-            ok = false;
-          }
-        }
-      }
-    }
-    if (!ok) return Status::kIoError;
+    ssize_t n = RecvOnce(sock, buf.subspan(got), fds, 0);
+    if (n == -1 && errno == EINTR) continue;
+    if (n < 0) return Status::kIoError;  // includes a timeout (EAGAIN)
     got += static_cast<size_t>(n);
   }
   return Status::kOk;
+}
+
+Result<size_t> RecvSome(int sock, std::span<uint8_t> buf, ReceivedFds* fds) {
+  if (buf.empty()) return size_t{0};
+  for (;;) {
+    ssize_t n = RecvOnce(sock, buf, fds, MSG_DONTWAIT);
+    if (n == -1 && errno == EINTR) continue;
+    if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) return size_t{0};
+    if (n < 0) return Status::kIoError;
+    return static_cast<size_t>(n);
+  }
 }
 
 Status SetSocketTimeouts(int sock, int timeout_ms) {

@@ -47,6 +47,11 @@ class ReceivedFds {
 // control data.
 [[nodiscard]] Status RecvExact(int sock, std::span<uint8_t> buf, ReceivedFds* fds);
 
+// One nonblocking read of up to buf.size() bytes (fds as for RecvExact).
+// Returns the bytes read, 0 when nothing is available yet; kIoError on EOF,
+// a socket error or truncated control data.
+[[nodiscard]] Result<size_t> RecvSome(int sock, std::span<uint8_t> buf, ReceivedFds* fds);
+
 // Sets SO_RCVTIMEO and SO_SNDTIMEO so a stalled peer cannot block a thread
 // forever.
 [[nodiscard]] Status SetSocketTimeouts(int sock, int timeout_ms);
