@@ -7,6 +7,13 @@
 #include "vhost-rdma/device/command_decoder.h"
 
 namespace vrdma::device {
+namespace {
+
+void Bump(std::atomic<uint64_t>& c) {
+  c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+}  // namespace
 
 bool DoorbellQueue::Poll() {
   if (!vq_.ready() || vq_.broken()) return false;
@@ -28,10 +35,10 @@ bool DoorbellQueue::Poll() {
     vq_.Push(chain.head, 0);
     ++served;
     if (db.ok()) {
-      ++records_;
+      Bump(records_);
       engine_.Doorbell(vm_, db->kind, db->handle);
     } else {
-      ++bad_records_;
+      Bump(bad_records_);
     }
   }
   if (served == 0) return false;

@@ -13,6 +13,7 @@
 #ifndef VRDMA_VHOST_RDMA_DEVICE_DOORBELL_QUEUE_H_
 #define VRDMA_VHOST_RDMA_DEVICE_DOORBELL_QUEUE_H_
 
+#include <atomic>
 #include <cstdint>
 
 #include "backend/engine/engine.h"
@@ -35,8 +36,11 @@ class DoorbellQueue {
   // the loop busy if it finds one.
   void Arm();
 
-  uint64_t records() const { return records_; }
-  uint64_t bad_records() const { return bad_records_; }
+  // Readable from any thread (the daemon's stats).
+  uint64_t records() const { return records_.load(std::memory_order_relaxed); }
+  uint64_t bad_records() const {
+    return bad_records_.load(std::memory_order_relaxed);
+  }
   bool kicks_enabled() const { return kicks_enabled_; }
 
  private:
@@ -44,8 +48,9 @@ class DoorbellQueue {
   engine::Engine& engine_;
   const engine::VmId vm_;
   bool kicks_enabled_ = true;
-  uint64_t records_ = 0;
-  uint64_t bad_records_ = 0;  // wrong size or kind: skipped, never fatal
+  // Single writer (the data path): plain load + store, no locked RMW.
+  std::atomic<uint64_t> records_{0};
+  std::atomic<uint64_t> bad_records_{0};  // wrong size or kind: skipped
 };
 
 }  // namespace vrdma::device

@@ -22,18 +22,21 @@ void EventQueue::Post(uint32_t type, uint32_t handle) {
       virtio_rdma_event ev{};
       ev.type = htole32(type);
       ev.handle = htole32(handle);
-      ev.lost = htole32(lost_);
+      const uint32_t lost = lost_.load(std::memory_order_relaxed);
+      ev.lost = htole32(lost);
       const size_t n = chain.Write(
           0, {reinterpret_cast<const uint8_t*>(&ev), sizeof(ev)});
       vq_->Push(chain.head, static_cast<uint32_t>(n));
       vq_->NotifyGuest();
-      lost_ = 0;
-      ++written_;
+      lost_.store(0, std::memory_order_relaxed);
+      written_.store(written_.load(std::memory_order_relaxed) + 1,
+                     std::memory_order_relaxed);
       return;
     }
     vq_->NotifyGuest();  // for any small buffers returned above
   }
-  if (lost_ != UINT32_MAX) ++lost_;
+  const uint32_t lost = lost_.load(std::memory_order_relaxed);
+  if (lost != UINT32_MAX) lost_.store(lost + 1, std::memory_order_relaxed);
 }
 
 }  // namespace vrdma::device

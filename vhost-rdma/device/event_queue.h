@@ -10,6 +10,7 @@
 #ifndef VRDMA_VHOST_RDMA_DEVICE_EVENT_QUEUE_H_
 #define VRDMA_VHOST_RDMA_DEVICE_EVENT_QUEUE_H_
 
+#include <atomic>
 #include <cstdint>
 
 #include "vhost-rdma/vhost_user/virtqueue.h"
@@ -24,13 +25,15 @@ class EventQueue {
 
   void Post(uint32_t type, uint32_t handle);
 
-  uint32_t pending_lost() const { return lost_; }
-  uint64_t written() const { return written_; }
+  // Readable from any thread (the daemon's stats).
+  uint32_t pending_lost() const { return lost_.load(std::memory_order_relaxed); }
+  uint64_t written() const { return written_.load(std::memory_order_relaxed); }
 
  private:
   vhost::Virtqueue* vq_ = nullptr;
-  uint32_t lost_ = 0;  // saturates at UINT32_MAX
-  uint64_t written_ = 0;
+  // Single writer (the data path): plain load + store, no locked RMW.
+  std::atomic<uint32_t> lost_{0};  // saturates at UINT32_MAX
+  std::atomic<uint64_t> written_{0};
 };
 
 }  // namespace vrdma::device
