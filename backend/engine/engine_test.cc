@@ -10,6 +10,7 @@
 
 #include "backend/engine/engine.h"
 #include "backend/engine/engine_impl.h"
+#include "backend/engine/testing/engine_fixture.h"
 #include "backend/engine/testing/fake_rnic.h"
 #include "backend/engine/testing/guest_env.h"
 #include "policy/pass_through_policy.h"
@@ -18,141 +19,16 @@ namespace vrdma::engine {
 namespace {
 
 using testing::DrainCq;
+using testing::EngineTest;
 using testing::FakeRnic;
 using testing::GuestEnv;
 using testing::GuestRingRef;
 using testing::GuestSend;
+using testing::kAll;
+using testing::kLW;
+using testing::MakeGid;
 using testing::RecordingSink;
-
-constexpr uint32_t kLW = kAccessLocalWrite;
-constexpr uint32_t kAll = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead;
-
-Gid MakeGid(uint8_t x) {
-  Gid g{};
-  g[0] = 0xfe;
-  g[1] = 0x80;
-  g[15] = x;
-  return g;
-}
-
-// A VM with a PD, one 4-page MR, send and receive CQs and one QP.
-struct Rig {
-  VmId vm = 0;
-  uint32_t pd = 0;
-  uint64_t buf_gpa = 0;
-  uint64_t iova = 0x40000000;
-  uint32_t mr = 0, lkey = 0, rkey = 0;
-  GuestRingRef scq, rcq, sq, rq;
-  uint32_t scq_h = 0, rcq_h = 0;
-  uint32_t qpn = 0;
-};
-
-class EngineTest : public ::testing::Test {
- protected:
-  void SetUp() override { engine_ = Engine::Create(rnic_, exec_, policy_); }
-
-  VmId Attach(GuestEnv& env, std::vector<Gid> gids, RecordingSink* sink = nullptr,
-              Quotas q = {}) {
-    VmConfig c;
-    c.name = "vm";
-    c.gids = std::move(gids);
-    c.quotas = q;
-    Result<VmId> vm = engine_->AttachVm(c, sink);
-    EXPECT_TRUE(vm.ok());
-    engine_->SetGuestMemory(*vm, env.memory());
-    return *vm;
-  }
-
-  CreateCqRequest Cq(GuestRingRef& ring, GuestEnv& env, uint32_t log2_n = 5) {
-    ring = GuestRingRef(env, log2_n, 6);
-    CreateCqRequest r;
-    r.cqe = (1u << log2_n) - 1;
-    r.ring = ring.spec;
-    return r;
-  }
-
-  void ToRts(Rig& r, QpType type) {
-    ModifyQpRequest m;
-    m.qpn = r.qpn;
-    m.state = QpState::kInit;
-    m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_PKEY_INDEX | VIRTIO_RDMA_QP_PORT |
-             (type == QpType::kUd ? VIRTIO_RDMA_QP_QKEY : VIRTIO_RDMA_QP_ACCESS_FLAGS);
-    m.access_flags = kAll;
-    m.qkey = 0x1111;
-    ASSERT_EQ(engine_->ModifyQp(r.vm, m), Status::kOk);
-    m = {};
-    m.qpn = r.qpn;
-    m.state = QpState::kRtr;
-    m.mask = VIRTIO_RDMA_QP_STATE;
-    if (type != QpType::kUd) {
-      m.mask |= VIRTIO_RDMA_QP_AV | VIRTIO_RDMA_QP_PATH_MTU | VIRTIO_RDMA_QP_DEST_QPN |
-                VIRTIO_RDMA_QP_RQ_PSN;
-      if (type == QpType::kRc) {
-        m.mask |= VIRTIO_RDMA_QP_MAX_DEST_RD_ATOMIC | VIRTIO_RDMA_QP_MIN_RNR_TIMER;
-      }
-      m.ah.dgid = MakeGid(0x99);
-      m.dest_qpn = 0x77;
-    }
-    ASSERT_EQ(engine_->ModifyQp(r.vm, m), Status::kOk);
-    m = {};
-    m.qpn = r.qpn;
-    m.state = QpState::kRts;
-    m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_SQ_PSN;
-    if (type == QpType::kRc) {
-      m.mask |= VIRTIO_RDMA_QP_TIMEOUT | VIRTIO_RDMA_QP_RETRY_CNT | VIRTIO_RDMA_QP_RNR_RETRY |
-                VIRTIO_RDMA_QP_MAX_QP_RD_ATOMIC;
-    }
-    ASSERT_EQ(engine_->ModifyQp(r.vm, m), Status::kOk);
-  }
-
-  CreateQpRequest QpReq(Rig& r, GuestEnv& env, QpType type) {
-    CreateQpRequest q;
-    q.pd = r.pd;
-    q.type = type;
-    q.send_cq = r.scq_h;
-    q.recv_cq = r.rcq_h;
-    q.caps = {8, 8, 4, 4, 128};
-    r.sq = GuestRingRef(env, 4, 9);
-    r.rq = GuestRingRef(env, 4, 7);
-    q.sq = r.sq.spec;
-    q.rq = r.rq.spec;
-    return q;
-  }
-
-  Rig MakeRig(GuestEnv& env, VmId vm, QpType type = QpType::kRc, bool rts = true) {
-    Rig r;
-    r.vm = vm;
-    r.pd = *engine_->CreatePd(vm);
-    r.buf_gpa = env.AllocPages(4);
-    RegMrRequest mr;
-    mr.pd = r.pd;
-    mr.access = kAll;
-    mr.iova = r.iova;
-    mr.length = 4 * 4096;
-    mr.pages = GuestEnv::Pages(r.buf_gpa, 4);
-    Result<RegMrResult> m = engine_->RegMr(vm, mr);
-    EXPECT_TRUE(m.ok());
-    r.mr = m->handle;
-    r.lkey = m->lkey;
-    r.rkey = m->rkey;
-    r.scq_h = engine_->CreateCq(vm, Cq(r.scq, env))->handle;
-    r.rcq_h = engine_->CreateCq(vm, Cq(r.rcq, env))->handle;
-    Result<CreateQpResult> qp = engine_->CreateQp(vm, QpReq(r, env, type));
-    EXPECT_TRUE(qp.ok()) << StatusName(qp.status());
-    r.qpn = qp->qpn;
-    if (rts) ToRts(r, type);
-    return r;
-  }
-
-  void Poll(int turns = 3) {
-    for (int i = 0; i < turns; ++i) engine_->PollOnce();
-  }
-
-  FakeRnic rnic_;
-  InlineExecutor exec_;
-  policy::PassThroughPolicy policy_;
-  std::unique_ptr<Engine> engine_;
-};
+using testing::Rig;
 
 // ------------------------------------------------------------ VM lifecycle
 
