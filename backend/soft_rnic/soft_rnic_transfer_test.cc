@@ -417,5 +417,112 @@ TEST_F(Transfer, ManyQpsProgressFairly) {
   EXPECT_EQ(0, std::memcmp(&b_.buf[1000 + 39 * 8], &c.buf[39], 8));
 }
 
+TEST_F(Transfer, LoopbackQpConnectedToItself) {
+  qa_ = MakeQp(a_, QpType::kRc);
+  BringUp(qa_, QpType::kRc, a_, a_, qa_.qpn);
+  ASSERT_EQ(PostR(qa_, Rwr(1, a_, 30000, 100)), Status::kOk);
+  ASSERT_EQ(Post(qa_, Wr(WrOpcode::kSend, 2, a_, 0, 100)), Status::kOk);
+  SendWr r = Wr(WrOpcode::kRdmaRead, 3, a_, 40000, 200);
+  r.remote_addr = a_.at(100);
+  r.rkey = a_.mr.rkey;
+  ASSERT_EQ(Post(qa_, r), Status::kOk);
+  Drain();
+  EXPECT_EQ(Poll(a_.scq).size(), 2u);
+  EXPECT_EQ(Poll(a_.rcq).size(), 1u);
+  EXPECT_EQ(0, std::memcmp(&a_.buf[30000], &a_.buf[0], 100));
+  EXPECT_EQ(0, std::memcmp(&a_.buf[40000], &a_.buf[100], 200));
+  // An error on a loopback QP completes the failing WQE exactly once.
+  SendWr bad = Wr(WrOpcode::kRdmaWrite, 4, a_, 0, 8);
+  bad.remote_addr = a_.at(0);
+  bad.rkey = a_.mr.rkey ^ 1;
+  ASSERT_EQ(Post(qa_, bad), Status::kOk);
+  ASSERT_EQ(Post(qa_, Wr(WrOpcode::kSend, 5, a_, 0, 8)), Status::kOk);
+  Drain();
+  auto sc = Poll(a_.scq);
+  ASSERT_EQ(sc.size(), 2u);
+  EXPECT_EQ(sc[0].wr_id, 4u);
+  EXPECT_EQ(sc[0].status, WcStatus::kRemAccessErr);
+  EXPECT_EQ(sc[1].wr_id, 5u);
+  EXPECT_EQ(sc[1].status, WcStatus::kWrFlushErr);
+}
+
+TEST_F(Transfer, ZeroByteSendAndUcWriteWithImm) {
+  Connect(QpType::kUc);
+  ASSERT_EQ(PostR(qb_, Rwr(1, b_, 0, 16)), Status::kOk);
+  ASSERT_EQ(PostR(qb_, Rwr(2, b_, 0, 16)), Status::kOk);
+  SendWr z;
+  z.wr_id = 7;
+  z.opcode = WrOpcode::kSend;
+  z.send_flags = kSendSignaled;
+  ASSERT_EQ(Post(qa_, z), Status::kOk);
+  SendWr w = Wr(WrOpcode::kRdmaWriteWithImm, 8, a_, 500, 64);
+  w.remote_addr = b_.at(2000);
+  w.rkey = b_.mr.rkey;
+  w.imm_data = 99;
+  ASSERT_EQ(Post(qa_, w), Status::kOk);
+  Drain();
+  auto rc = Poll(b_.rcq);
+  ASSERT_EQ(rc.size(), 2u);
+  EXPECT_EQ(rc[0].opcode, WcOpcode::kRecv);
+  EXPECT_EQ(rc[0].byte_len, 0u);
+  EXPECT_EQ(rc[1].opcode, WcOpcode::kRecvRdmaWithImm);
+  EXPECT_EQ(rc[1].byte_len, 64u);
+  EXPECT_EQ(rc[1].imm_data, 99u);
+  EXPECT_EQ(0, std::memcmp(&b_.buf[2000], &a_.buf[500], 64));
+}
+
+TEST_F(Transfer, ResponderInSqdStillReceives) {
+  Connect(QpType::kRc);
+  QpAttr attr;
+  attr.state = QpState::kSqd;
+  ASSERT_EQ(rnic_.ModifyQp(qb_, attr, kQpState), Status::kOk);
+  ASSERT_EQ(PostR(qb_, Rwr(1, b_, 0, 64)), Status::kOk);
+  ASSERT_EQ(Post(qa_, Wr(WrOpcode::kSend, 2, a_, 0, 64)), Status::kOk);
+  Drain();
+  EXPECT_EQ(Poll(b_.rcq).size(), 1u);
+  EXPECT_EQ(Poll(a_.scq).size(), 1u);
+}
+
+TEST_F(Transfer, PostRecvStopsAtFullQueue) {
+  Connect(QpType::kRc, {}, {}, 2);
+  std::vector<RecvWr> r(3, Rwr(1, b_, 0, 8));
+  Status st;
+  EXPECT_EQ(rnic_.PostRecv(qb_, r, &st), 2);
+  EXPECT_EQ(st, Status::kNoResource);
+  r[0].num_sge = 9;  // over the QP's max_recv_sge
+  QpAttr attr;
+  attr.state = QpState::kErr;
+  ASSERT_EQ(rnic_.ModifyQp(qb_, attr, kQpState), Status::kOk);
+  EXPECT_EQ(rnic_.PostRecv(qb_, r, &st), 0);
+  EXPECT_EQ(st, Status::kInvalid);
+}
+
+TEST_F(Transfer, ReadNeedsResponderReadResources) {
+  // The responder offers no RDMA READ/atomic resources (max_dest_rd_atomic 0).
+  RnicQp qa2 = MakeQp(a_, QpType::kRc);
+  RnicQp qb2 = MakeQp(b_, QpType::kRc);
+  BringUp(qa2, QpType::kRc, a_, b_, qb2.qpn);
+  ASSERT_EQ(ToInit(qb2, QpType::kRc), Status::kOk);
+  QpAttr a;
+  a.state = QpState::kRtr;
+  a.av.sgid = b_.gid;
+  a.av.dgid = a_.gid;
+  a.dest_qpn = qa2.qpn;
+  a.max_dest_rd_atomic = 0;
+  a.path_mtu_bytes = 1024;
+  ASSERT_EQ(rnic_.ModifyQp(qb2, a,
+                           kQpState | kQpAv | kQpPathMtu | kQpDestQpn |
+                               kQpRqPsn | kQpMaxDestRdAtomic | kQpMinRnrTimer),
+            Status::kOk);
+  SendWr r = Wr(WrOpcode::kRdmaRead, 1, a_, 0, 64);
+  r.remote_addr = b_.at(0);
+  r.rkey = b_.mr.rkey;
+  ASSERT_EQ(Post(qa2, r), Status::kOk);
+  Drain();
+  auto sc = Poll(a_.scq);
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].status, WcStatus::kRemInvReqErr);
+}
+
 }  // namespace
 }  // namespace vrdma::testing
