@@ -126,7 +126,7 @@ SoftRnic::ExecResult SoftRnic::Respond(soft::Qp* q, const soft::SqSlot& slot,
   }
 
   // 5. Remote key, access and range; atomics need an aligned target. A
-  // zero-length RDMA names no memory and checks no key (IBA 9.4.4).
+  // zero-length RDMA names no memory and checks no key (as in rxe).
   uint8_t* remote = nullptr;
   if (remote_access != 0) {
     if (is_atomic && (wr.remote_addr & 7) != 0) {

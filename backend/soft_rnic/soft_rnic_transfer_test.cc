@@ -269,7 +269,7 @@ TEST_F(Transfer, ZeroLengthWriteNeedsNoKey) {
   w.wr_id = 1;
   w.opcode = WrOpcode::kRdmaWrite;
   w.send_flags = kSendSignaled;
-  w.rkey = 0xdead;  // not checked for a zero-length RDMA (IBA 9.4.4)
+  w.rkey = 0xdead;  // not checked for a zero-length RDMA
   ASSERT_EQ(Post(qa_, w), Status::kOk);
   Drain();
   auto sc = Poll(a_.scq);
