@@ -217,6 +217,70 @@ TEST_F(TwoVmTest, UdSendCarriesGrhWithTheSendersGid) {
   ah->reset();
 }
 
+TEST_F(TwoVmTest, UcSendAndWrite) {
+  auto ua = a_.CreateQp(VIRTIO_RDMA_QPT_UC);
+  auto ub = b_.CreateQp(VIRTIO_RDMA_QPT_UC);
+  ASSERT_TRUE(ua && ub);
+  ASSERT_NO_FATAL_FAILURE(Connect(*ua, a_.gid, *ub, b_.gid));
+  ASSERT_EQ(ub->PostRecv(MakeRecv(*b_.mr, 0, 4096, 1)), Status::kOk);
+  FillPattern(a_.mr->data(), kLen, 8, 0);
+  ASSERT_EQ(ua->PostSend(MakeWr(IB_UVERBS_WR_SEND, *a_.mr, 0, kLen, 2)), Status::kOk);
+  auto rwc = PollOne(*b_.cq);
+  ASSERT_TRUE(rwc);
+  EXPECT_EQ(rwc->status, kWcSuccess);
+  EXPECT_EQ(rwc->byte_len, kLen);
+  EXPECT_EQ(CheckPattern(b_.mr->data(), kLen, 8, 0), kLen);
+  ASSERT_TRUE(PollOne(*a_.cq));
+  FillPattern(a_.mr->data(), kLen, 8, 1);
+  SendWr wr = MakeWr(IB_UVERBS_WR_RDMA_WRITE, *a_.mr, 0, kLen, 3);
+  wr.remote_addr = b_.mr->iova() + 10000;
+  wr.rkey = b_.mr->rkey();
+  ASSERT_EQ(ua->PostSend(wr), Status::kOk);
+  auto swc = PollOne(*a_.cq);
+  ASSERT_TRUE(swc);
+  EXPECT_EQ(swc->status, kWcSuccess);
+  // UC has no ACK: the local completion may precede placement.
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (CheckPattern(b_.mr->data() + 10000, kLen, 8, 1) != kLen &&
+         std::chrono::steady_clock::now() < end) {
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(CheckPattern(b_.mr->data() + 10000, kLen, 8, 1), kLen);
+}
+
+TEST_F(TwoVmTest, InlineSendCopiesThePayloadAtPostTime) {
+  guest::QpInitAttr qa;
+  qa.qp_type = VIRTIO_RDMA_QPT_RC;
+  qa.send_cq = a_.cq.get();
+  qa.recv_cq = a_.cq.get();
+  qa.max_inline_data = 128;
+  auto q = a_.dev->CreateQp(*a_.pd, qa);
+  ASSERT_TRUE(q.ok()) << StatusName(q.status());
+  auto& qpa = *q;
+  auto qpb = b_.CreateQp(VIRTIO_RDMA_QPT_RC);
+  ASSERT_TRUE(qpb);
+  ASSERT_NO_FATAL_FAILURE(Connect(*qpa, a_.gid, *qpb, b_.gid));
+  ASSERT_GE(qpa->cap().max_inline_data, 100u);
+  ASSERT_EQ(qpb->PostRecv(MakeRecv(*b_.mr, 0, 256, 1)), Status::kOk);
+  // Inline data comes from ordinary (unregistered) memory and may be reused
+  // as soon as PostSend returns.
+  uint8_t payload[100];
+  FillPattern(payload, sizeof(payload), 10, 0);
+  SendWr wr;
+  wr.opcode = IB_UVERBS_WR_SEND;
+  wr.send_flags = guest::kSendSignaled | guest::kSendInline;
+  wr.num_sge = 1;
+  wr.sge[0] = {reinterpret_cast<uint64_t>(payload), sizeof(payload), 0};
+  ASSERT_EQ(qpa->PostSend(wr), Status::kOk);
+  std::memset(payload, 0, sizeof(payload));
+  auto rwc = PollOne(*b_.cq);
+  ASSERT_TRUE(rwc);
+  EXPECT_EQ(rwc->status, kWcSuccess);
+  EXPECT_EQ(rwc->byte_len, sizeof(payload));
+  EXPECT_EQ(CheckPattern(b_.mr->data(), sizeof(payload), 10, 0), sizeof(payload));
+  ASSERT_TRUE(PollOne(*a_.cq));
+}
+
 // req_notify_cq: a CQ_ARM doorbell asks for one completion event; it comes
 // on the event queue naming the CQ, and only after a completion.
 TEST_F(OpcodeTest, ArmedCqRaisesOneCompletionEvent) {
