@@ -206,7 +206,14 @@ void RdmaDevice::StopQueue(uint32_t index) {
   });
 }
 
-void RdmaDevice::SetStatus(uint8_t status) { status_ = status; }
+void RdmaDevice::SetStatus(uint8_t status) {
+  // A driver writing 0 resets the device (virtio 1.x, 2.1): a rebooted or
+  // reloaded guest keeps the same vhost-user connection, so this is where
+  // the objects of the previous driver instance are released (their MR and
+  // ring pages are the new kernel's memory now).
+  if (status == 0 && status_ != 0) Reset();
+  status_ = status;
+}
 
 void RdmaDevice::Reset() {
   for (uint32_t i = 0; i < num_queues(); ++i) StopQueue(i);

@@ -73,6 +73,7 @@ class RdmaDevice final : public vhost::VhostUserDevice,
   void SetMemory(std::shared_ptr<const GuestMemory> memory) override;
   Status StartQueue(uint32_t index, vhost::Virtqueue& vq) override;
   void StopQueue(uint32_t index) override;
+  // Status 0 after a non-zero status is a device reset: as Reset().
   void SetStatus(uint8_t status) override;
   // Stops every queue and detaches the VM: everything it owned is released.
   // A later StartQueue attaches a fresh VM (a rebooted guest).

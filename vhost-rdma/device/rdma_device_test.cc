@@ -419,6 +419,24 @@ TEST_F(RdmaDeviceTest, ResetDetachesAndNextStartReattaches) {
   EXPECT_EQ(dev_->vm(), kVm);
 }
 
+TEST_F(RdmaDeviceTest, DriverResetThroughStatusReleasesTheVm) {
+  ASSERT_EQ(dev_->StartQueue(2, db0_.vq), Status::kOk);
+  dev_->SetStatus(0x0f);  // ACK | DRIVER | DRIVER_OK | FEATURES_OK
+  EXPECT_TRUE(dev_->vm().has_value());
+  ::testing::Mock::VerifyAndClearExpectations(&engine_);
+  EXPECT_CALL(engine_, DetachVm(kVm));
+  dev_->SetStatus(0);
+  EXPECT_FALSE(dev_->vm().has_value());
+  EXPECT_TRUE(datapath_.pollers.empty());
+  ::testing::Mock::VerifyAndClearExpectations(&engine_);
+  // A second 0 (the next probe's reset) detaches nothing.
+  EXPECT_CALL(engine_, DetachVm(_)).Times(0);
+  dev_->SetStatus(0);
+  ::testing::Mock::VerifyAndClearExpectations(&engine_);
+  EXPECT_CALL(engine_, AttachVm(_, _)).WillOnce(Return(kVm));
+  ASSERT_EQ(dev_->StartQueue(0, ctrl_.vq), Status::kOk);
+}
+
 TEST_F(RdmaDeviceTest, StartQueueValidatesIndex) {
   EXPECT_EQ(dev_->StartQueue(4, db0_.vq), Status::kInvalid);
   dev_->StopQueue(99);  // ignored
