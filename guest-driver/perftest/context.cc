@@ -61,6 +61,9 @@ bool Context::Setup(const Options& o, std::string* err) {
   }
   const uint64_t mr_bytes = slots * o.size;
   guest::DriverOptions dopt;
+  // One doorbell queue per QP as far as the device offers them (a guest
+  // uses one per vCPU); QP q rings queue q modulo their number.
+  dopt.doorbell_queues = o.num_qps;
   dopt.ram_bytes = o.ram_mb != 0 ? (o.ram_mb << 20)
                                  : (32ull << 20) + o.num_qps * (mr_bytes + (2ull << 20));
   auto d = guest::Device::Open(o.socket, dopt);

@@ -64,6 +64,7 @@ struct PerftestCase {
   const char* test;
   std::vector<std::string> extra;
   const char* header;  // the table header the client prints
+  std::vector<std::string> daemon_args = {};
 };
 
 // Readable parameter names in test output (not the struct's bytes).
@@ -73,7 +74,7 @@ class PerftestRunTest : public ::testing::TestWithParam<PerftestCase> {
  protected:
   void SetUp() override {
     std::string err;
-    ASSERT_TRUE(daemon_.Start(&err)) << err;
+    ASSERT_TRUE(daemon_.Start(&err, GetParam().daemon_args)) << err;
     sock_a_ = daemon_.AttachVm("vm-a", "::ffff:10.0.0.1");
     sock_b_ = daemon_.AttachVm("vm-b", "::ffff:10.0.0.2");
     ASSERT_FALSE(sock_a_.empty() || sock_b_.empty());
@@ -117,14 +118,23 @@ const char* kGb = "BW peak[Gb/sec]";
 const char* kLat = "#bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]";
 
 INSTANTIATE_TEST_SUITE_P(
-    Six, PerftestRunTest,
+    Tests, PerftestRunTest,
     ::testing::Values(PerftestCase{"write_bw", {"-n", "500", "-s", "8192", "-q", "2"}, kBw},
                       PerftestCase{"send_bw", {"-n", "300", "-s", "4096"}, kBw},
                       PerftestCase{"read_bw", {"-n", "500", "-s", "8192", "--report_gbits"}, kGb},
                       PerftestCase{"write_lat", {"-n", "200", "-s", "64"}, kLat},
                       PerftestCase{"send_lat", {"-n", "200", "-s", "64"}, kLat},
                       PerftestCase{"read_lat", {"-n", "200", "-s", "4096"}, kLat},
-                      PerftestCase{"write_bw", {"-D", "1", "-s", "4096"}, kBw}),
+                      PerftestCase{"write_bw", {"-D", "1", "-s", "4096"}, kBw},
+                      // Several doorbell virtqueues, QPs spread over them.
+                      PerftestCase{"send_bw",
+                                   {"-n", "300", "-s", "2048", "-q", "4"},
+                                   kBw,
+                                   {"--doorbell-queues", "2"}},
+                      PerftestCase{"read_bw",
+                                   {"-n", "300", "-s", "2048", "-q", "3", "-t", "16"},
+                                   kBw,
+                                   {"--doorbell-queues", "4"}}),
     [](const ::testing::TestParamInfo<PerftestCase>& i) {
       return std::string(i.param.test) + "_" + std::to_string(i.index);
     });
