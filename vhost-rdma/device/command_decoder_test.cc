@@ -290,6 +290,51 @@ TEST(CommandDecoderTest, DecodesDoorbell) {
   EXPECT_EQ(res->kind, VIRTIO_RDMA_DB_CQ_ARM);
 }
 
+// Reserved fields (and the AH fields the device resolves itself) are
+// ignored on read: setting them changes nothing in the decoded command.
+TEST(CommandDecoderTest, ReservedFieldsAreIgnored) {
+  auto q = GoodQp();
+  auto q_dirty = q;
+  std::memset(q_dirty.reserved, 0xff, sizeof(q_dirty.reserved));
+  q_dirty.cap.reserved = 0xffffffff;
+  q_dirty.sq.reserved = 0xffffffff;
+  q_dirty.rq.reserved = 0xffffffff;
+  Bytes clean = QpBytes(q, QpPages(q));
+  Bytes dirty = QpBytes(q_dirty, QpPages(q_dirty));
+  dirty[4] = 0xff;  // virtio_rdma_cmd_hdr.reserved
+  auto a = DecodeCommand(clean, kLimits);
+  auto b = DecodeCommand(dirty, kLimits);
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(b.ok()) << StatusName(b.status());
+  const auto& ra = std::get<CreateQpCmd>(*a).req;
+  const auto& rb = std::get<CreateQpCmd>(*b).req;
+  EXPECT_EQ(ra.caps.max_send_wr, rb.caps.max_send_wr);
+  EXPECT_EQ(ra.sq.pages, rb.sq.pages);
+  EXPECT_EQ(ra.rq.pages, rb.rq.pages);
+
+  auto m = GoodModifyQp();
+  m.reserved = 0xffffffff;
+  m.attr.reserved = 0xff;
+  m.attr.sq_draining = 1;
+  m.attr.ah_attr.reserved = 0xff;
+  m.attr.ah_attr.static_rate = 9;
+  m.attr.ah_attr.dlid = 0xffff;
+  std::memset(m.attr.ah_attr.dmac, 0xff, sizeof(m.attr.ah_attr.dmac));
+  std::memset(&m.attr.alt_ah_attr, 0xff, sizeof(m.attr.alt_ah_attr));
+  m.attr.cap.reserved = 0xffffffff;
+  auto mm = DecodeCommand(Cmd(VIRTIO_RDMA_CMD_MODIFY_QP, m), kLimits);
+  ASSERT_TRUE(mm.ok()) << StatusName(mm.status());
+  EXPECT_EQ(std::get<ModifyQpCmd>(*mm).req.ah.sgid_index, 1);
+
+  virtio_rdma_req_handle h{htole32(5), 0xffffffff};
+  EXPECT_TRUE(DecodeCommand(Cmd(VIRTIO_RDMA_CMD_DESTROY_QP, h), kLimits).ok());
+  virtio_rdma_req_query_port qp{htole32(1), 0xffffffff};
+  EXPECT_TRUE(DecodeCommand(Cmd(VIRTIO_RDMA_CMD_QUERY_PORT, qp), kLimits).ok());
+  auto cq = GoodCq();
+  cq.reserved = 0xffffffff;
+  EXPECT_TRUE(DecodeCommand(CqBytes(cq, 5), kLimits).ok());
+}
+
 // --- Hostile inputs ------------------------------------------------------
 
 // Every valid request of every command; the truncation test cuts each one.
