@@ -37,6 +37,10 @@ struct NicParams {
   Picos seg_cost_ps = NsToPs(30);        // PU time per further packet
   Picos dispatch_gap_ps = NsToPs(9.5);   // shared WQE scheduler, per WQE
   uint32_t tx_fifo_packets = 8;          // processed packets waiting for the link
+  // WQEs a PU serves from one QP before the QP goes back to the round robin.
+  // No source gives it; 1 makes every WQE boundary a switch point. With
+  // more, only a zero-count WAIT (PeRF §3.5.2) forces an early switch.
+  uint32_t wqes_per_visit = 1;
   // Receive side.
   uint32_t num_rx_pus = 16;
   Picos rx_cost_ps = NsToPs(60);         // RX PU time per packet

@@ -56,6 +56,7 @@ void Simulator::TryDispatch(HostId hid) {
     h.free_pus.pop_back();
     h.pus[pu].busy = true;
     h.pus[pu].flow = flow;
+    h.pus[pu].visit_wqes = 0;
     q.flow[flow & 1].on_pu = true;
     h.dispatch_free = now_ + h.p.dispatch_gap_ps;
     StartWqe(hid, pu);
@@ -83,18 +84,24 @@ void Simulator::StartWqe(HostId hid, uint32_t pu) {
   Wqe& w = WqeAt(q, q.proc);
   switch (w.wr.op) {
     case Op::kWait:
-      if (cqs_[w.wr.wait_cq].produced >= w.wait_target) {
-        // Satisfied (always for a zero-count WAIT): complete it and give
-        // the PU up, so the NIC moves on to another QP (PeRF §3.5.2).
+      if (w.wr.wait_count == 0) {
+        // Zero-count WAIT: completes at once and makes the NIC move on to
+        // another QP (PeRF §3.5.2), whatever wqes_per_visit allows.
         w.done = true;
         ++q.proc;
         Retire(qpid);
+        ReleasePu(hid, pu);
+      } else if (cqs_[w.wr.wait_cq].produced >= w.wait_target) {
+        w.done = true;
+        ++q.proc;
+        Retire(qpid);
+        WqeDoneOnPu(hid, pu);
       } else {
         q.blocked_wait = true;
         q.wait_wqe = q.proc;
         cqs_[w.wr.wait_cq].waiters.push_back(qpid);
+        ReleasePu(hid, pu);
       }
-      ReleasePu(hid, pu);
       return;
     case Op::kEnable: {
       if (w.wr.enable_qp < qps_.size()) {
@@ -107,7 +114,7 @@ void Simulator::StartWqe(HostId hid, uint32_t pu) {
       w.done = true;
       ++q.proc;
       Retire(qpid);
-      ReleasePu(hid, pu);
+      WqeDoneOnPu(hid, pu);
       return;
     }
     case Op::kRead:
@@ -220,9 +227,25 @@ void Simulator::AfterPush(HostId hid, uint32_t pu) {
   }
   if (more) {
     events_.Push(now_ + h.p.seg_cost_ps, kPuPacket, hid, pu);
+  } else if (flow & 1) {
+    ReleasePu(hid, pu);  // one READ response per visit
   } else {
-    ReleasePu(hid, pu);
+    WqeDoneOnPu(hid, pu);
   }
+}
+
+void Simulator::WqeDoneOnPu(HostId hid, uint32_t pu) {
+  Host& h = hosts_[hid];
+  Pu& p = h.pus[pu];
+  if (++p.visit_wqes >= h.p.wqes_per_visit || !FlowHasWork(p.flow)) {
+    ReleasePu(hid, pu);
+    return;
+  }
+  // Stay on this QP; the next WQE still needs a dispatcher slot (the
+  // aggregate message-rate ceiling holds for every WQE).
+  const Picos at = std::max(now_, h.dispatch_free);
+  h.dispatch_free = at + h.p.dispatch_gap_ps;
+  events_.Push(at, kPuContinue, hid, pu);
 }
 
 void Simulator::ReleasePu(HostId hid, uint32_t pu) {

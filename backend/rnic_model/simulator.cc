@@ -131,6 +131,7 @@ void Simulator::Dispatch(Event e) {
     case kRxDone: OnRxDone(e.a); break;
     case kCqeVisible: OnCqeVisible(e.a); break;
     case kRto: OnRto(e.a); break;
+    case kPuContinue: StartWqe(e.a, static_cast<uint32_t>(e.b)); break;
     case kRnrRetry: {
       Qp& q = qps_[e.a];
       q.rnr_wait = false;

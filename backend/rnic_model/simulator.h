@@ -162,7 +162,7 @@ class Simulator {
  private:
   enum EventKind : uint32_t {
     kFetch, kDispatch, kPuPacket, kLinkDone, kSwitchArrive, kPortDone,
-    kRxDone, kCqeVisible, kRto, kRnrRetry, kUserTimer,
+    kRxDone, kCqeVisible, kRto, kRnrRetry, kUserTimer, kPuContinue,
   };
   enum PktType : uint8_t { kData, kReadReq, kReadResp, kAck, kNak, kRnrNak };
 
@@ -250,6 +250,7 @@ class Simulator {
     bool busy = false;
     bool holding = false;      // has a packet waiting for FIFO space
     uint32_t pkt = 0;
+    uint32_t visit_wqes = 0;   // WQEs served in this visit of the QP
   };
 
   struct Port {                // switch egress port towards one host
@@ -296,6 +297,8 @@ class Simulator {
   void TryDispatch(HostId h);
   void StartWqe(HostId h, uint32_t pu);
   void ReleasePu(HostId h, uint32_t pu);
+  // A WQE is done on this PU: serve the QP's next one or give the QP back.
+  void WqeDoneOnPu(HostId h, uint32_t pu);
   void PushToFifo(HostId h, uint32_t pu);
   void AfterPush(HostId h, uint32_t pu);
   void StartLink(HostId h);

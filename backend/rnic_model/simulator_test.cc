@@ -468,5 +468,45 @@ TEST(Simulator, IncastLosslessPausesLossyDropsAndRecovers) {
   EXPECT_EQ(b.pause_events, 0u);
 }
 
+// With several WQEs per PU visit, splitting a message alone no longer lets
+// another QP in; a zero-count WAIT between the pieces does (PeRF §3.5.2).
+TEST(Simulator, ZeroWaitForcesASwitchWhenPusServeSeveralWqesPerVisit) {
+  NicParams p = ConnectX6RoCE100();
+  p.num_pus = 1;
+  auto small_done = [&](uint32_t per_visit, bool zero_waits) {
+    NicParams q = p;
+    q.wqes_per_visit = per_visit;
+    Simulator sim(FabricParams{}, 1);
+    HostId a = sim.AddHost(q), b = sim.AddHost(q);
+    CqId ca = sim.CreateCq(a), cb = sim.CreateCq(b);
+    QpConfig c;
+    c.send_cq = ca; c.recv_cq = ca;
+    QpId big = sim.CreateQp(a, c), small = sim.CreateQp(a, c);
+    c.send_cq = cb; c.recv_cq = cb;
+    sim.Connect(big, sim.CreateQp(b, c));
+    sim.Connect(small, sim.CreateQp(b, c));
+    Collect sink;
+    sim.set_completion_sink(&sink);
+    std::vector<Wr> wrs;
+    for (int i = 0; i < 16; ++i) {
+      wrs.push_back(Write(0, 64 * 1024, false));
+      if (zero_waits) {
+        Wr z; z.op = Op::kWait; z.wait_cq = ca; z.wait_count = 0; z.signaled = false;
+        wrs.push_back(z);
+      }
+    }
+    sim.PostSend(big, wrs);
+    sim.RunUntil(NsToPs(2000));
+    Wr s = Write(9, 16);
+    sim.PostSend(small, {&s, 1});
+    sim.RunUntil(NsToPs(1e6));
+    for (auto& x : sink.cqes) if (x.wr_id == 9) return x.time - x.post_time;
+    return Picos{0};
+  };
+  EXPECT_LT(small_done(1, false), NsToPs(15e3));    // default: WQE boundaries suffice
+  EXPECT_GT(small_done(64, false), NsToPs(50e3));   // the QP keeps its PU
+  EXPECT_LT(small_done(64, true), NsToPs(15e3));    // 0-WAIT forces the switch
+}
+
 }  // namespace
 }  // namespace vrdma::model
