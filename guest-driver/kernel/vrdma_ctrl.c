@@ -109,13 +109,20 @@ static int vrdma_submit_and_wait(struct vrdma_dev *dev,
 		token = virtqueue_get_buf(dev->ctrl_vq, len);
 		if (token)
 			break;
-		if (!wait_for_completion_timeout(&dev->ctrl_done,
-						 VRDMA_CTRL_TIMEOUT)) {
-			/* The buffers stay the device's: never reuse them. */
-			dev->ctrl_broken = true;
-			dev_err(&dev->vdev->dev, "control command timed out\n");
-			return -ETIMEDOUT;
+		if (wait_for_completion_timeout(&dev->ctrl_done,
+						VRDMA_CTRL_TIMEOUT))
+			continue;
+		/* Tell a lost interrupt from a device that never answered. */
+		token = virtqueue_get_buf(dev->ctrl_vq, len);
+		if (token) {
+			dev_warn(&dev->vdev->dev,
+				 "control answer arrived without an interrupt\n");
+			break;
 		}
+		/* The buffers stay the device's: never reuse them. */
+		dev->ctrl_broken = true;
+		dev_err(&dev->vdev->dev, "control command timed out\n");
+		return -ETIMEDOUT;
 	}
 	if (token != dev->ctrl || *len < sizeof(dev->ctrl->resp_hdr))
 		return -EIO;

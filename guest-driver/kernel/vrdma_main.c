@@ -7,6 +7,7 @@
 #include <linux/slab.h>
 #include <linux/virtio.h>
 #include <linux/virtio_config.h>
+#include <linux/virtio_ring.h>
 
 #include "vrdma.h"
 
@@ -207,10 +208,23 @@ static void vrdma_remove(struct virtio_device *vdev)
 	ib_dealloc_device(&dev->ib);
 }
 
+/*
+ * Event-index notification suppression saves little here: control commands
+ * are synchronous and a busy device already suppresses doorbell kicks with
+ * VRING_USED_F_NO_NOTIFY. It is off by default because a device that does
+ * not republish avail_event after serving a queue gets no further kicks on
+ * it (seen with the daemon's control queue: the second command hung).
+ */
+static bool event_idx;
+module_param(event_idx, bool, 0444);
+MODULE_PARM_DESC(event_idx, "negotiate VIRTIO_RING_F_EVENT_IDX (default off)");
+
 static int vrdma_validate(struct virtio_device *vdev)
 {
 	if (!virtio_has_feature(vdev, VIRTIO_F_VERSION_1))
 		return -ENODEV;
+	if (!event_idx)
+		__virtio_clear_bit(vdev, VIRTIO_RING_F_EVENT_IDX);
 	if (!vdev->config->get) {
 		dev_err(&vdev->dev, "config access disabled\n");
 		return -EINVAL;
