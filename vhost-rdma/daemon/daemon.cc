@@ -189,6 +189,13 @@ void Daemon::AcceptVhostUser(Vm* vm) {
       continue;
     }
     vm->conn = std::make_unique<vhost::Connection>(fd, vm->device.get());
+    if (spdlog::should_log(spdlog::level::debug)) {
+      const std::string name = vm->name;
+      vm->conn->set_trace([name](const vhost::VhostUserHeader& h, Status st) {
+        spdlog::debug("VM {}: {} ({} bytes, flags {:#x}) -> {}", name,
+                      vhost::RequestName(h.request), h.size, h.flags, StatusName(st));
+      });
+    }
     vm->conn_fd = fd;
     ++vm->connections;
     deps_.control_loop->AddFd(fd, EPOLLIN, [this, vm](uint32_t) { OnVhostUserReadable(vm); });

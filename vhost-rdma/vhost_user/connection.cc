@@ -119,6 +119,7 @@ Status Connection::HandleMessage() {
         st = Status::kOk;
       }
     }
+    if (trace_) trace_(hdr, st);
     // Ready for the next message; fds no handler took are closed.
     rx_.fds.CloseAll();
     std::memset(rx_.payload, 0, rx_.payload_got);

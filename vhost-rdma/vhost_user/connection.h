@@ -16,6 +16,7 @@
 #define VRDMA_VHOST_RDMA_VHOST_USER_CONNECTION_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -50,6 +51,11 @@ class Connection {
   // connection has been shut down (see Shutdown) and fd() is closed: remove
   // the fd (saved beforehand) from the loop.
   Status HandleMessage();
+
+  // Called after every complete message with its header and the outcome
+  // (debug logging in the daemon; tests). Control path only.
+  using TraceFn = std::function<void(const VhostUserHeader& hdr, Status result)>;
+  void set_trace(TraceFn trace) { trace_ = std::move(trace); }
 
   // Stops every queue, resets the device, closes every fd. Idempotent.
   void Shutdown();
@@ -120,6 +126,7 @@ class Connection {
   uint8_t status_ = 0;
   bool owner_ = false;
   Rx rx_;
+  TraceFn trace_;
 };
 
 }  // namespace vrdma::vhost

@@ -628,6 +628,8 @@ TEST(ConnectionRxTest, PartialMessagesDoNotBlockAndAreReassembled) {
   FakeDevice device;
   Connection conn(sv[0], &device);
   const int peer = sv[1];
+  std::vector<std::pair<uint32_t, Status>> traced;
+  conn.set_trace([&](const VhostUserHeader& h, Status st) { traced.emplace_back(h.request, st); });
 
   VhostUserHeader h{R(Request::kSetStatus), kV, 8};
   uint8_t msg[sizeof(h) + 8];
@@ -667,6 +669,12 @@ TEST(ConnectionRxTest, PartialMessagesDoNotBlockAndAreReassembled) {
   EXPECT_EQ(rh.request, R(Request::kGetStatus));
   EXPECT_EQ(rh.flags, kV | kReplyMask);
   EXPECT_EQ(got, 0x07u);
+  // One trace entry per complete message, none for the pieces.
+  const std::vector<std::pair<uint32_t, Status>> want = {
+      {R(Request::kSetStatus), Status::kOk},
+      {R(Request::kSetStatus), Status::kOk},
+      {R(Request::kGetStatus), Status::kOk}};
+  EXPECT_EQ(traced, want);
   close(peer);
 }
 
