@@ -125,6 +125,8 @@ Status Connection::HandleMessage() {
     std::memset(rx_.payload, 0, rx_.payload_got);
     rx_.hdr_got = 0;
     rx_.payload_got = 0;
+  } else if (st != Status::kOk && rx_.hdr_got == sizeof(rx_.hdr) && trace_) {
+    trace_(rx_.hdr, st);  // framing failure (bad header, EOF mid-payload)
   }
   if (st != Status::kOk) Shutdown();
   return st;
