@@ -153,6 +153,15 @@ build_module() {
     log "guest-driver/kernel has no Makefile yet: no module"
     return 0
   fi
+  # Rebuild only when the sources, the ABI header or the kernel changed.
+  local key
+  key="$( { echo "$kabi"; cd "$here" && find guest-driver/kernel vhost-rdma/abi -type f \
+          \( -name '*.[ch]' -o -name Makefile -o -name Kbuild -o -name KERNEL_VERSION \) \
+          -print0 | sort -z | xargs -0 sha256sum; } | sha256sum | cut -c1-16)"
+  if [ "$(cat "$out_dir/.key" 2>/dev/null)" = "$key" ] &&
+     ls "$out_dir"/guest-driver/kernel/*.ko >/dev/null 2>&1; then
+    return 0
+  fi
   rm -rf "$out_dir" && mkdir -p "$out_dir/guest-driver" "$out_dir/vhost-rdma"
   # Sources only: objects someone built in the checkout must not leak in.
   mkdir -p "$out_dir/guest-driver/kernel"
@@ -167,6 +176,7 @@ build_module() {
     log "ERROR: guest module build failed (log: $out_dir/build.log)"
     return 1
   fi
+  echo "$key" >"$out_dir/.key"
 }
 
 main() {

@@ -5,7 +5,8 @@ _ctl_py="$(dirname "${BASH_SOURCE[0]}")/daemon_ctl.py"
 daemon_start() { # binary rundir
   ctl_sock="$2/ctl.sock"
   rm -f "$ctl_sock"
-  "$1" --control "$ctl_sock" >"$2/daemon.log" 2>&1 &
+  # shellcheck disable=SC2086 # VRDMA_DAEMON_ARGS is a list of flags
+  "$1" --control "$ctl_sock" ${VRDMA_DAEMON_ARGS:-} >"$2/daemon.log" 2>&1 &
   daemon_pid=$!
   pids+=("$daemon_pid")
   local i

@@ -12,6 +12,9 @@
 #        VRDMA_DAEMON  daemon binary; default build/vhost-rdma/daemon/vhost-rdma-daemon
 #                      (built with cmake into build/ when missing)
 #        VRDMA_E2E_TIMEOUT  seconds for the guests' whole test run (default 1200)
+#        VRDMA_PT_TIMEOUT   seconds for one perftest in a guest (default 240)
+#        VRDMA_DAEMON_ARGS, VRDMA_QEMU_ARGS  extra flags (e.g. --log-level debug,
+#                           -trace 'vhost_user_*') for debugging
 # Every step runs under `timeout`. Exit code 0 only if every check passed.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -112,7 +115,7 @@ boot() { # vm, then extra QEMU arguments; runs in the background, pid in pids[]
     -append "root=LABEL=vrdmaroot ro console=ttyS0 init=/sbin/vrdma-init quiet" \
     -drive "file=$IMAGE,format=raw,if=virtio,readonly=on" \
     -virtfs "local,path=$run/share-$vm,mount_tag=vrdma,security_model=none,id=fs0" \
-    "${rdma_args[@]}" "$@" >"$run/qemu-$vm.log" 2>&1 &
+    "${rdma_args[@]}" "$@" ${VRDMA_QEMU_ARGS:-} >"$run/qemu-$vm.log" 2>&1 &
   pids+=($!)
   eval "pid_$vm=$!"
 }

@@ -38,3 +38,4 @@ echo $? >$R/ibv_devinfo.rc
 /bin/sh $S/roles/$ROLE.sh
 echo $? >$R/role.rc
 echo "role $ROLE done"
+dmesg >$R/dmesg.txt
