@@ -34,6 +34,11 @@ const BadWrCase kCases[] = {
        w.sge[0].addr = l.iova() + l.length() - 10;  // 256 bytes from 10 before the end
      },
      kWcLocProtErr},
+    {"send_with_other_vms_lkey", IB_UVERBS_WR_SEND,
+     [](guest::SendWr& w, const guest::Mr&, const guest::Mr& r) {
+       w.sge[0] = {r.iova(), 256, r.lkey()};  // the peer VM's buffer and key
+     },
+     kWcLocProtErr},
     {"write_bad_rkey", IB_UVERBS_WR_RDMA_WRITE,
      [](guest::SendWr& w, const guest::Mr&, const guest::Mr&) { w.rkey ^= 0x00cd0000; },
      kWcRemAccessErr},
