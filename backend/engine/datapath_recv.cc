@@ -13,9 +13,16 @@
 //      the RNIC queue depth (high watermark = ring capacity, clamped to the
 //      RNIC's max_qp_wr / max_srq_wr);
 //   3. on the optional RQ / SRQ doorbell;
-//   4. a round-robin sweep, at most sweep_budget queues per PollOnce, over
-//      queues whose RNIC-side posted count is below a low watermark (half
-//      the depth): this catches WQEs posted while nothing was in flight.
+//   4. before a WR that consumes a receive (SEND, SEND_WITH_IMM,
+//      WRITE_WITH_IMM) is posted to a QP of this engine (qpn_owner_), the
+//      destination's RQ/SRQ is replenished (PrepareDestination): a receive
+//      posted before the send was posted is on the RNIC when the message
+//      arrives, as on a real RNIC that reads the RQ at arrival (UD would
+//      otherwise drop it);
+//   5. a round-robin sweep, at most sweep_budget queues at the start of each
+//      PollOnce, over queues whose RNIC-side posted count is below a low
+//      watermark (half the depth): this catches WQEs posted while nothing
+//      was in flight (and receives for peers on other hosts).
 // So a busy queue costs O(1) per received message (one producer load per
 // completion, amortised over the WQEs found), an idle queue costs at most
 // one index load per sweep visit, and a queue at or above its low

@@ -209,6 +209,10 @@ bool EngineImpl::ProcessSq(QpObj& qp) {
     slot.admit_ns = now;
     d.wr.wr_id = MakeCookie(qp.handle, CookieKind::kSend, rec);
     const policy::WrInfo info{vm.id, qp.handle, slot.kind, slot.bytes, slot.signaled};
+    if (d.wr.opcode == WrOpcode::kSend || d.wr.opcode == WrOpcode::kSendWithImm ||
+        d.wr.opcode == WrOpcode::kRdmaWriteWithImm) {
+      PrepareDestination(qp, d.wr);
+    }
     const Status ps = stage_.Submit(qp, d.wr, info, rec, now);
     if (ps == Status::kNoResource) break;  // the QP's FIFO is full: retry next turn
     if (ps != Status::kOk) {
@@ -306,6 +310,18 @@ void EngineImpl::RingError(QpObj& qp) {
   const bool first = qp.state != QpState::kErr;
   EnterError(qp);
   if (first) Event(*qp.vm, VIRTIO_RDMA_EV_QP_FATAL, qp.qpn);
+}
+
+void EngineImpl::PrepareDestination(const QpObj& qp, const SendWr& wr) {
+  const uint32_t qpn = qp.type == QpType::kUd ? wr.remote_qpn : qp.attrs.dest_qpn;
+  std::optional<uint32_t> owner = qpn_owner_.Find(qpn);
+  if (!owner) return;  // not a QP of this engine (a remote peer)
+  VmContext* vm = FindVm(*owner);
+  QpObj* dest = vm ? FindQp(*vm, qpn) : nullptr;
+  if (dest == nullptr || dest == &qp) return;
+  RecvQueue& rq = dest->srq ? dest->srq->rq : dest->rq;
+  if (dest->srq == nullptr && dest->state == QpState::kErr) return;
+  (void)ReplenishRecv(rq);
 }
 
 QpObj* EngineImpl::ResolveFlow(policy::TenantId tenant, policy::FlowId flow) {

@@ -104,6 +104,12 @@ class EngineImpl final : public Engine, private SchedulerStage::Sink {
   // ERR or SQE: flush what the guest posted, oldest first.
   bool FlushSq(QpObj& qp);
   WcStatus CheckSendSemantics(const QpObj& qp, DecodedSend& d) const;
+  // Before a WR that consumes a receive (SEND, WRITE_WITH_IMM) reaches the
+  // RNIC: when its destination QP is on this engine, pull that QP's new
+  // receive WQEs first, so a receive the guest posted before the send was
+  // posted is on the RNIC when the message arrives (as a real RNIC, which
+  // reads the RQ at arrival, would find it).
+  void PrepareDestination(const QpObj& qp, const SendWr& wr);
   // A send WR failed (validation, or the RNIC refused it): QP to ERR, its
   // error CQE after every older completion (RNIC-posted ones, and the
   // scheduler's queued ones when fifo_is_older), the rest flushed.
@@ -153,6 +159,7 @@ class EngineImpl final : public Engine, private SchedulerStage::Sink {
   RnicLimits limits_;
   SchedulerStage stage_;
   ResourceTable<VmContext> vms_;
+  KeyMap qpn_owner_;  // qpn -> VmId, every VM's QPs (data-path thread)
   std::vector<Gid> gids_in_use_;  // control thread: every attached VM's GIDs
 
   // Data-path work lists.

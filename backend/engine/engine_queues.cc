@@ -232,6 +232,7 @@ Result<CreateQpResult> EngineImpl::CreateQp(VmId id, const CreateQpRequest& req)
       out = Status::kIoError;  // the RNIC reused a live QPN
       return;
     }
+    (void)qpn_owner_.Insert(r->qpn, vm->id);  // best effort: an optimisation
     qp->rnic = *r;
     qp->qpn = r->qpn;
     qp->vm = vm;
@@ -405,6 +406,7 @@ void EngineImpl::DestroyQpLocked(VmContext& vm, uint32_t handle) {
   --qp->recv_cq->refs;
   if (PdObj* pd = vm.pds.Lookup(qp->pd)) --pd->refs;
   vm.qpn_to_qp.Erase(qp->qpn);
+  qpn_owner_.Erase(qp->qpn);
   vm.stats.pinned_bytes -= qp->pinned;
   --vm.stats.qps;
 }

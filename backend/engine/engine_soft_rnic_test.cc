@@ -278,6 +278,54 @@ TEST_F(EngineSoftRnicTest, UdSendThroughAnAh) {
   EXPECT_EQ(sa.back().status, static_cast<uint32_t>(WcStatus::kLocQpOpErr));
 }
 
+// librxe posts receives without a doorbell. A receive posted before the
+// peer's send must be found even when the sweep is busy elsewhere: the
+// engine pulls the destination's receives before posting the send.
+TEST_F(EngineSoftRnicTest, UdReceivePostedWithoutDoorbellIsFoundAtOnce) {
+  Guest c(0x80000000), a(0x100000), b(0x40000000);
+  AddGuest(c, 3, QpType::kUd);
+  // Many idle UD QPs ahead of B on the receive sweep.
+  std::vector<GuestRingRef> rings;
+  for (int i = 0; i < 12; ++i) {
+    CreateQpRequest q;
+    q.pd = c.pd;
+    q.type = QpType::kUd;
+    q.send_cq = c.scq_h;
+    q.recv_cq = c.rcq_h;
+    q.caps = {4, 4, 1, 1, 0};
+    rings.emplace_back(c.env, 3, 8);
+    q.sq = rings.back().spec;
+    rings.emplace_back(c.env, 3, 6);
+    q.rq = rings.back().spec;
+    Result<CreateQpResult> r = engine_->CreateQp(c.vm, q);
+    ASSERT_TRUE(r.ok());
+    Guest tmp(0);
+    tmp.vm = c.vm;
+    tmp.qpn = r->qpn;
+    BringUp(tmp, QpType::kUd, nullptr);
+  }
+  AddGuest(a, 1, QpType::kUd);
+  AddGuest(b, 2, QpType::kUd);
+  BringUp(a, QpType::kUd, nullptr);
+  BringUp(b, QpType::kUd, nullptr);
+  for (int i = 0; i < 3; ++i) engine_->PollOnce();
+  Result<uint32_t> ah = engine_->CreateAh(a.vm, a.pd, GuestAh{.dgid = b.gid});
+  ASSERT_TRUE(ah.ok());
+  int delivered = 0;
+  for (uint64_t i = 0; i < 10; ++i) {
+    testing::PostRecv(b.rq, i, {{b.iova, 40 + 64, b.lkey}});
+    testing::PostSend(a.sq, GuestSend{.wr_id = i, .ud_qpn = b.qpn, .ud_qkey = 0x1111,
+                                      .ah = *ah, .sges = {{a.iova, 64, a.lkey}}});
+    engine_->Doorbell(a.vm, VIRTIO_RDMA_DB_SQ, a.qpn);
+    engine_->PollOnce();  // one turn: the sweep has not reached B
+    engine_->PollOnce();
+    std::vector<ib_uverbs_wc> rb = DrainCq(b.rcq);
+    DrainCq(a.scq);
+    if (rb.size() == 1 && rb[0].status == 0 && rb[0].wr_id == i) ++delivered;
+  }
+  EXPECT_EQ(delivered, 10);
+}
+
 TEST_F(EngineSoftRnicTest, DetachMidTrafficLeavesOthersWorking) {
   Guest a(0x100000), b(0x40000000), c(0x80000000);
   AddGuest(a, 1);

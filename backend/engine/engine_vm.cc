@@ -39,7 +39,8 @@ EngineImpl::EngineImpl(Rnic& rnic, Executor& executor,
       options_(std::move(options)),
       limits_(rnic.limits()),
       stage_(rnic, policy, *this),
-      vms_(options_.max_vms) {}
+      vms_(options_.max_vms),
+      qpn_owner_(std::min<uint32_t>(std::max<uint32_t>(limits_.max_qp, 1), 1u << 20)) {}
 
 EngineImpl::~EngineImpl() {
   for (uint32_t id : vms_.Handles()) DetachVm(id);
