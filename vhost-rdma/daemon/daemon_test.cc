@@ -5,6 +5,7 @@
 // by the in-process vhost-user frontend as QEMU would.
 #include "vhost-rdma/daemon/daemon.h"
 
+#include <linux/virtio_config.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -192,6 +193,30 @@ TEST_F(DaemonTest, FrontendNegotiatesWithTheRealDevice) {
   ASSERT_TRUE(again.ok());
   EXPECT_EQ((*again)->Negotiate(~0ull), Status::kOk);
   EXPECT_TRUE(Request(R"({"cmd":"detach-vm","name":"vm-q"})").value("ok", false));
+}
+
+TEST_F(DaemonTest, DetachWhileQueuesRunDisconnectsTheFrontend) {
+  ASSERT_TRUE(Attach("vm-d").value("ok", false));
+  auto fe = vhost::VhostUserFrontend::Connect(dir_ + "/vm-d.sock", 16 << 20);
+  ASSERT_TRUE(fe.ok());
+  ASSERT_EQ((*fe)->Negotiate(~0ull), Status::kOk);
+  // Control, event and doorbell queues all running.
+  for (uint32_t q = 0; q < (*fe)->queue_num(); ++q) {
+    auto ring = (*fe)->AllocGpa(vhost::VringBytes(64), 4096);
+    ASSERT_TRUE(ring.ok());
+    ASSERT_EQ((*fe)->SetupQueue(q, 64, *ring), Status::kOk) << q;
+    ASSERT_EQ((*fe)->EnableQueue(q, true), Status::kOk) << q;
+  }
+  ASSERT_EQ((*fe)->SetStatus(VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
+                             VIRTIO_CONFIG_S_FEATURES_OK | VIRTIO_CONFIG_S_DRIVER_OK),
+            Status::kOk);
+  EXPECT_TRUE(FindVm(Request(R"({"cmd":"stats"})"), "vm-d").contains("vm_id"));
+
+  EXPECT_TRUE(Request(R"({"cmd":"detach-vm","name":"vm-d"})").value("ok", false));
+  EXPECT_FALSE((*fe)->GetStatus().ok());  // the daemon hung up
+  EXPECT_TRUE(FindVm(Request(R"({"cmd":"stats"})"), "vm-d").is_null());
+  // The same name and socket can be attached again.
+  EXPECT_TRUE(Attach("vm-d").value("ok", false));
 }
 
 }  // namespace
