@@ -1,6 +1,7 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 #include "backend/memory/guest_memory.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -79,6 +80,11 @@ Result<std::shared_ptr<const GuestMemory>> GuestMemory::Map(std::vector<GuestReg
     s.fd = -1;
   }
   for (auto& r : mem->regions_) {
+    // A frontend that shrank the file under our mapping would make the next
+    // access SIGBUS the whole daemon. Where the file allows it (a memfd
+    // created with MFD_ALLOW_SEALING, as QEMU's memory-backend-memfd does),
+    // forbid shrinking from now on; otherwise this is best effort only.
+    (void)fcntl(r.spec.fd, F_ADD_SEALS, F_SEAL_SHRINK);
     // mmap needs a page-aligned file offset: map from the aligned-down
     // offset and point `host` at the region's first byte inside it.
     uint64_t delta = r.spec.mmap_offset % kPage;

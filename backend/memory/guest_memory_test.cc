@@ -181,6 +181,18 @@ TEST(GuestMemoryTest, ClosesFdsOnDestruction) {
   EXPECT_FALSE(FdIsOpen(a));
 }
 
+TEST(GuestMemoryTest, SealsSealableFilesAgainstShrinking) {
+  int a = memfd_create("sealable", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ASSERT_GE(a, 0);
+  ASSERT_EQ(ftruncate(a, 4 * kPage), 0);
+  int other = dup(a);  // what the frontend keeps
+  auto mem = GuestMemory::Map({{0, 4 * kPage, 0, 0, a}});
+  ASSERT_TRUE(mem.ok());
+  EXPECT_NE(ftruncate(other, kPage), 0);  // the frontend can no longer shrink it
+  EXPECT_EQ(*(*mem)->Translate(4 * kPage - 1, 1).value(), 0);  // still mapped, no SIGBUS
+  close(other);
+}
+
 TEST(GuestPageViewTest, MapsScatteredPagesContiguously) {
   int a = MakeMemfd(16 * kPage, 0);
   int b = MakeMemfd(16 * kPage, 50);
