@@ -28,6 +28,7 @@ bool ExchangeParams(TcpChannel& ch, Options* o, std::string* err) {
     p.duration_s = o->duration_s;
     p.tx_depth = o->tx_depth;
     p.verify = o->verify ? 1 : 0;
+    p.uc = o->uc ? 1 : 0;
     if (!ch.Send(&p, sizeof(p))) return *err = "sending parameters failed", false;
     return true;
   }
@@ -48,6 +49,7 @@ bool ExchangeParams(TcpChannel& ch, Options* o, std::string* err) {
   o->duration_s = p.duration_s;
   o->tx_depth = p.tx_depth;
   o->verify = p.verify != 0;
+  o->uc = p.uc != 0;
   return true;
 }
 
@@ -93,7 +95,7 @@ bool Context::Setup(const Options& o, std::string* err) {
   qps.resize(o.num_qps);
   for (uint32_t q = 0; q < o.num_qps; ++q) {
     guest::QpInitAttr qa;
-    qa.qp_type = VIRTIO_RDMA_QPT_RC;
+    qa.qp_type = o.uc ? VIRTIO_RDMA_QPT_UC : VIRTIO_RDMA_QPT_RC;
     qa.send_cq = send_cq.get();
     qa.recv_cq = recv_cq.get();
     qa.max_send_wr = depth;

@@ -47,8 +47,9 @@ int Main(int argc, char** argv) {
     return 1;
   }
   std::printf(" %s test on the in-process virtio-rdma guest (%s)\n Number of qps : %u  "
-              "Transport type : RC  TX depth : %u  Verify : %s\n",
-              TestName(o.test), o.is_server() ? "server" : "client", o.num_qps, o.tx_depth,
+              "Transport type : %s  TX depth : %u  Verify : %s\n",
+              TestName(o.test), o.is_server() ? "server" : "client", o.num_qps,
+              o.uc ? "UC" : "RC", o.tx_depth,
               o.verify ? "ON" : "OFF");
   for (auto& q : ctx.qps) {
     std::printf(" local address: QPN %#06x PSN %#08x RKey %#010x VAddr %#018lx\n", q.local.qpn,
@@ -70,6 +71,7 @@ int Main(int argc, char** argv) {
     j["role"] = o.is_server() ? "server" : "client";
     j["num_qps"] = o.num_qps;
     j["tx_depth"] = o.tx_depth;
+    j["connection"] = o.uc ? "UC" : "RC";
     j["duration_s"] = o.duration_s;
     if (o.verify) j["verify_errors"] = r.verify_errors;
     std::ofstream f(o.out_json);

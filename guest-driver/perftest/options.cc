@@ -47,6 +47,9 @@ std::optional<Options> ParseOptions(int argc, char** argv, int* exit_code) {
   app.add_option("-D,--duration", o.duration_s, "run for this many seconds instead of -n");
   app.add_option("-t,--tx-depth", o.tx_depth, "work requests in flight per QP")
       ->check(CLI::Range(1, 1023));
+  std::string conn = "RC";
+  app.add_option("-c,--connection", conn, "connection type: RC or UC")
+      ->check(CLI::IsMember({"RC", "UC"}));
   app.add_flag("--report_gbits", o.report_gbits, "report Gb/s instead of MB/s");
   app.add_flag("--verify", o.verify, "check every payload against its pattern");
   app.add_option("--out_json", o.out_json, "also write the results as JSON to FILE");
@@ -70,6 +73,15 @@ std::optional<Options> ParseOptions(int argc, char** argv, int* exit_code) {
   }
   o.test = *kind;
   o.server = pos2;
+  o.uc = conn == "UC";
+  // UC has no RDMA READ; and no RNR flow control, so a send_bw receiver
+  // that falls behind would lose messages this tool counts on.
+  if (o.uc && (o.test == TestKind::kReadBw || o.test == TestKind::kReadLat ||
+               o.test == TestKind::kSendBw)) {
+    std::cerr << TestName(o.test) << " is not supported on UC\n";
+    *exit_code = 2;
+    return std::nullopt;
+  }
   ApplyDefaults(&o);
   return o;
 }

@@ -28,6 +28,7 @@ struct Options {
   uint32_t num_qps = 1;
   uint32_t duration_s = 0;       // 0: run `iters` iterations
   uint32_t tx_depth = 128;
+  bool uc = false;               // -c UC (default RC)
   bool report_gbits = false;
   bool verify = false;
   std::string out_json;

@@ -78,6 +78,13 @@ TEST(OptionsTest, ParsesPerftestStyleCommandLines) {
   EXPECT_EQ(o->iters, 1000u);
   EXPECT_EQ(o->socket, "/tmp/y");
 
+  const char* argv4[] = {"vrdma-perftest", "write_lat", "-c", "UC", "--socket", "/tmp/u"};
+  o = ParseOptions(6, const_cast<char**>(argv4), &code);
+  ASSERT_TRUE(o);
+  EXPECT_TRUE(o->uc);
+  const char* argv5[] = {"vrdma-perftest", "read_bw", "-c", "UC", "--socket", "/tmp/u"};
+  EXPECT_FALSE(ParseOptions(6, const_cast<char**>(argv5), &code));  // no READ on UC
+
   const char* argv3[] = {"vrdma-perftest", "bogus_bw", "--socket", "/tmp/z"};
   EXPECT_FALSE(ParseOptions(4, const_cast<char**>(argv3), &code));
   EXPECT_NE(code, 0);

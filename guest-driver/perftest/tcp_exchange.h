@@ -22,6 +22,7 @@ struct WireParams {
   uint32_t duration_s = 0;
   uint32_t tx_depth = 0;
   uint32_t verify = 0;
+  uint32_t uc = 0;
 };
 
 struct WireQp {

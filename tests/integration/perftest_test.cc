@@ -126,6 +126,9 @@ INSTANTIATE_TEST_SUITE_P(
                       PerftestCase{"send_lat", {"-n", "200", "-s", "64"}, kLat},
                       PerftestCase{"read_lat", {"-n", "200", "-s", "4096"}, kLat},
                       PerftestCase{"write_bw", {"-D", "1", "-s", "4096"}, kBw},
+                      // Unreliable connected QPs.
+                      PerftestCase{"write_bw", {"-n", "300", "-s", "4096", "-c", "UC"}, kBw},
+                      PerftestCase{"send_lat", {"-n", "200", "-s", "32", "-c", "UC"}, kLat},
                       // Several doorbell virtqueues, QPs spread over them.
                       PerftestCase{"send_bw",
                                    {"-n", "300", "-s", "2048", "-q", "4"},
