@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -34,6 +35,7 @@ struct FakeRdmaDevice {
   std::deque<virtio_rdma_event> to_send;
   uint32_t next_handle = 100;
   uint32_t fail_status = 0;              // answer every command with this
+  bool swallow = false;                  // never answer (a hung device)
 
   void Handle(uint32_t index, vhost::Virtqueue& vq, const vhost::DescChain& c) {
     std::lock_guard<std::mutex> lock(mu);
@@ -48,6 +50,7 @@ struct FakeRdmaDevice {
       vq.Push(c.head, 0);
       return;
     }
+    if (swallow) return;
     std::vector<uint8_t> in(c.readable_bytes());
     c.Read(0, in);
     virtio_rdma_cmd_hdr hdr{};
@@ -146,7 +149,7 @@ class VirtioRdmaDriverTest : public ::testing::Test {
         [this](std::vector<vhost::Virtqueue*>& q) { dev_.Tick(q); });
     ASSERT_EQ(backend_->Start(), Status::kOk);
     DriverOptions opts;
-    opts.ram_bytes = 8 << 20;
+    opts.ram_bytes = 64 << 20;
     opts.doorbell_queues = 2;
     opts.doorbell_queue_size = 8;
     opts.timeout_ms = 3000;
@@ -232,6 +235,44 @@ TEST_F(VirtioRdmaDriverTest, RegMrSendsPageListCoveringTheBuffer) {
     (*host)[200] = static_cast<uint8_t>(0xa0 + i);
     EXPECT_EQ((*mr)->data()[i * 4096 + 100], static_cast<uint8_t>(0xa0 + i));
   }
+}
+
+// A page list larger than the driver's 64 KiB command scratch travels in a
+// buffer of its own, which is returned afterwards.
+TEST_F(VirtioRdmaDriverTest, LargePageListUsesItsOwnBuffer) {
+  auto pd = device_->AllocPd();
+  ASSERT_TRUE(pd.ok());
+  const uint64_t free_before = device_->driver().ram().free_bytes();
+  constexpr uint64_t kLen = 40ull << 20;  // 10240 pages: an 80 KiB page list
+  auto mr = device_->RegMr(**pd, kLen, VIRTIO_RDMA_ACCESS_LOCAL_WRITE);
+  ASSERT_TRUE(mr.ok()) << StatusName(mr.status());
+  std::vector<uint8_t> req;
+  { std::lock_guard<std::mutex> lock(dev_.mu); req = dev_.last_request; }
+  virtio_rdma_req_reg_mr r;
+  std::memcpy(&r, req.data(), sizeof(r));
+  EXPECT_EQ(r.npages, 10240u);
+  ASSERT_EQ(req.size(), sizeof(r) + 8ull * 10240);
+  uint64_t first, last;
+  std::memcpy(&first, req.data() + sizeof(r), 8);
+  std::memcpy(&last, req.data() + req.size() - 8, 8);
+  EXPECT_EQ(last - first, 10239ull * 4096);
+  // Only the MR's own pages stay allocated: the command buffer was freed.
+  EXPECT_EQ(device_->driver().ram().free_bytes(), free_before - kLen);
+  mr->reset();
+  EXPECT_EQ(device_->driver().ram().free_bytes(), free_before);
+}
+
+// A device that never answers fails the command after the timeout (3 s
+// here) instead of hanging the guest; the rekick happened on the way.
+TEST_F(VirtioRdmaDriverTest, UnansweredCommandTimesOut) {
+  { std::lock_guard<std::mutex> lock(dev_.mu); dev_.swallow = true; }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto pd = device_->AllocPd();
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(pd.status(), Status::kIoError);
+  EXPECT_GE(waited, std::chrono::milliseconds(2900));
+  EXPECT_LT(waited, std::chrono::seconds(30));
+  EXPECT_GT(device_->driver().rekicks(), 0u);
 }
 
 TEST_F(VirtioRdmaDriverTest, DoorbellsArriveInOrderAndBuffersAreRecycled) {
