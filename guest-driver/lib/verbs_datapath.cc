@@ -12,8 +12,12 @@ namespace vrdma::guest {
 
 Status Qp::WriteSendWqe(const SendWr& wr) {
   if (wr.num_sge < 0 || wr.num_sge > SendWr::kMaxSge) return Status::kInvalid;
+  // The ring slot was sized from what we asked for; the device's reported
+  // caps may be larger, so the slot's own room is checked too.
+  const uint32_t room = sq_.elem_size() - VIRTIO_RDMA_SEND_WQE_SGE_OFFSET;
   if (!(wr.send_flags & kSendInline) &&
-      static_cast<uint32_t>(wr.num_sge) > cap_.max_send_sge) {
+      (static_cast<uint32_t>(wr.num_sge) > cap_.max_send_sge ||
+       wr.num_sge * sizeof(rxe_sge) > room)) {
     return Status::kInvalid;
   }
   if (sq_.Full()) return Status::kNoResource;
@@ -36,7 +40,7 @@ Status Qp::WriteSendWqe(const SendWr& wr) {
   uint8_t* payload = slot + VIRTIO_RDMA_SEND_WQE_SGE_OFFSET;
   if (wr.send_flags & kSendInline) {
     for (int i = 0; i < wr.num_sge; ++i) length += wr.sge[i].length;
-    if (length > cap_.max_inline_data) {
+    if (length > cap_.max_inline_data || length > room) {
       return Status::kInvalid;
     }
     for (int i = 0; i < wr.num_sge; ++i) {
@@ -82,7 +86,10 @@ Status Qp::PostSend(std::span<const SendWr> wrs) {
 uint32_t Qp::sq_free() const { return sq_.FreeSlots(); }
 
 Status Qp::PostRecv(const RecvWr& wr) {
-  if (wr.num_sge < 0 || wr.num_sge > RecvWr::kMaxSge) return Status::kInvalid;
+  if (wr.num_sge < 0 || wr.num_sge > RecvWr::kMaxSge ||
+      wr.num_sge * sizeof(rxe_sge) > rq_.elem_size() - VIRTIO_RDMA_RECV_WQE_SGE_OFFSET) {
+    return Status::kInvalid;
+  }
   if (rq_.Full()) return Status::kNoResource;
   uint8_t* slot = rq_.ProducerSlot();
   std::memset(slot, 0, VIRTIO_RDMA_RECV_WQE_SGE_OFFSET);
