@@ -83,7 +83,7 @@ struct vrdma_dev {
 
 	u32 ndbq;
 	struct vrdma_dbq *dbq;
-	atomic_t db_dropped;      /* doorbells dropped because every queue was full */
+	atomic_t db_dropped;      /* doorbells lost: every queue stayed full */
 
 	bool ib_registered;
 };
@@ -195,7 +195,8 @@ bool vrdma_destroy_or_keep(struct vrdma_dev *dev, u32 cmd, u32 handle);
 /* vrdma_doorbell.c */
 int vrdma_doorbell_init(struct vrdma_dev *dev, struct virtqueue **vqs, u32 n);
 void vrdma_doorbell_cleanup(struct vrdma_dev *dev);
-void vrdma_ring_doorbell(struct vrdma_dev *dev, u32 handle, u8 kind);
+void vrdma_ring_doorbell(struct vrdma_dev *dev, u32 handle, u8 kind,
+			 bool may_sleep);
 
 /* vrdma_event.c */
 int vrdma_event_init(struct vrdma_dev *dev);

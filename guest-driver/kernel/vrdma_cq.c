@@ -113,7 +113,7 @@ int vrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	} else {
 		vrdma_ring_doorbell(dev, cq->handle,
 				    solicited ? VIRTIO_RDMA_DB_CQ_ARM_SOLICITED :
-						VIRTIO_RDMA_DB_CQ_ARM);
+						VIRTIO_RDMA_DB_CQ_ARM, false);
 	}
 	if ((flags & IB_CQ_REPORT_MISSED_EVENTS) && !vrdma_ring_empty(&cq->ring))
 		return 1;

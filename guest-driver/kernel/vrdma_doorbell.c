@@ -9,8 +9,13 @@
 #include <linux/slab.h>
 #include <linux/smp.h>
 #include <linux/virtio.h>
+#include <linux/delay.h>
+#include <linux/jiffies.h>
 
 #include "vrdma.h"
+
+/* How long a full set of doorbell queues may stall a poster. */
+#define VRDMA_DB_WAIT (5 * HZ)
 
 static int vrdma_dbq_init(struct vrdma_dbq *q, struct virtqueue *vq)
 {
@@ -85,7 +90,8 @@ static bool vrdma_dbq_post(struct vrdma_dbq *q, u32 handle, u8 kind)
 	return true;
 }
 
-void vrdma_ring_doorbell(struct vrdma_dev *dev, u32 handle, u8 kind)
+/* Returns true once the record is on some queue. */
+static bool vrdma_try_doorbell(struct vrdma_dev *dev, u32 handle, u8 kind)
 {
 	u32 first = raw_smp_processor_id() % dev->ndbq, i;
 
@@ -93,22 +99,44 @@ void vrdma_ring_doorbell(struct vrdma_dev *dev, u32 handle, u8 kind)
 	for (i = 0; i < dev->ndbq; i++) {
 		struct vrdma_dbq *q = &dev->dbq[(first + i) % dev->ndbq];
 		unsigned long flags;
-		bool posted, notify = false;
+		bool posted, notify;
 
 		spin_lock_irqsave(&q->lock, flags);
 		posted = vrdma_dbq_post(q, handle, kind);
-		if (posted)
-			notify = virtqueue_kick_prepare(q->vq);
+		/*
+		 * Under polling the device suppresses notifications: no exit.
+		 * A full queue is kicked anyway, in case the device went to
+		 * sleep without reading it.
+		 */
+		notify = posted ? virtqueue_kick_prepare(q->vq) : true;
 		spin_unlock_irqrestore(&q->lock, flags);
-		/* Under polling the device suppresses notifications: no exit. */
 		if (notify)
 			virtqueue_notify(q->vq);
 		if (posted)
-			return;
+			return true;
 	}
-	/*
-	 * Every queue holds unread records, so the device will look at its
-	 * rings again when it reads them; count it for diagnosis only.
-	 */
-	atomic_inc(&dev->db_dropped);
+	return false;
+}
+
+/*
+ * A doorbell must not be dropped: the device looks only at the rings that
+ * doorbells name, so a lost one can leave posted work unseen (a perftest
+ * with four QPs hung that way). When every queue is full the device is busy
+ * draining them; a caller that may sleep waits for room.
+ */
+void vrdma_ring_doorbell(struct vrdma_dev *dev, u32 handle, u8 kind,
+			 bool may_sleep)
+{
+	unsigned long deadline = jiffies + VRDMA_DB_WAIT;
+
+	while (!vrdma_try_doorbell(dev, handle, kind)) {
+		if (!may_sleep || time_after(jiffies, deadline)) {
+			atomic_inc(&dev->db_dropped);
+			dev_warn_ratelimited(&dev->vdev->dev,
+					     "doorbell queues full: %d dropped\n",
+					     atomic_read(&dev->db_dropped));
+			return;
+		}
+		usleep_range(10, 50);
+	}
 }

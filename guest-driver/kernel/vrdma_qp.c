@@ -380,8 +380,9 @@ out:
 int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr)
 {
+	/* Called from the uverbs write() path: process context. */
 	vrdma_ring_doorbell(to_vdev(ibqp->device), ibqp->qp_num,
-			    VIRTIO_RDMA_DB_SQ);
+			    VIRTIO_RDMA_DB_SQ, true);
 	return 0;
 }
 
