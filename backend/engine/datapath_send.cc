@@ -114,7 +114,10 @@ bool EngineImpl::PollOnce() {
     did |= ReplenishRecv(*ready_rq_.PopFront());
   }
   now_valid_ = false;  // work between turns (doorbells, RunSync) reads afresh
-  return did;
+  // WRs the policy holds back (kQueue, kWait) are work only this loop can
+  // release: report busy so the event loop keeps polling instead of
+  // sleeping until an unrelated fd fires.
+  return did || stage_.has_queued();
 }
 
 WcStatus EngineImpl::CheckSendSemantics(const QpObj& qp, DecodedSend& d) const {

@@ -655,6 +655,7 @@ TEST_F(EngineTest, IdleCqsAreNotPolled) {
   rnic_.polls.clear();
   Poll(10);
   EXPECT_TRUE(rnic_.polls.empty());  // retired: inactive again
+  EXPECT_FALSE(engine_->PollOnce());  // idle: the loop may sleep
 }
 
 TEST_F(EngineTest, DetachReleasesEverythingAndSparesOthers) {
@@ -824,6 +825,7 @@ TEST_F(EngineTest, SchedulerQueuesAndReleasesInOrder) {
   Poll();
   EXPECT_TRUE(rnic_.qps.at(r.qpn).sends.empty());  // held back
   EXPECT_EQ(r.sq.consumer(), 3u);                  // but copied out of the ring
+  EXPECT_TRUE(engine_->PollOnce());  // held WRs keep the data path busy
   pol.releases = 2;
   Poll(1);
   ASSERT_EQ(rnic_.qps.at(r.qpn).sends.size(), 2u);
