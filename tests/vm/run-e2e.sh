@@ -42,7 +42,7 @@ log "run directory: $run"
 pids=()
 cleanup() {
   local p f
-  for f in "$run"/qemu-*.pid; do [ -s "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
+  for f in "$run"/qemu-*.pid; do [ -s "$f" ] && { kill "$(cat "$f")" 2>/dev/null || true; }; done
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   sleep 0.5
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
@@ -131,7 +131,7 @@ wait_file() { # path seconds pid-that-must-stay-alive
 }
 
 if ((victim)); then
-  log "step 5/7: boot the victim VM (an ib_write_bw server that waits forever)"
+  log "step 5/7: boot the victim VM (holds QPs and MRs: see tests/vm/guest/roles/victim.sh)"
   make_share c victim "" ""
   boot c
   wait_file "$run/share-c/results/victim.started" 180 "$pid_c" ||

@@ -12,8 +12,8 @@ echo "guest $NAME role $ROLE kernel $(uname -r)"
 
 # The TCP link for perftest's out-of-band exchange (no udev: load by hand).
 modprobe virtio_net
+ip link set lo up
 if [ -n "$IP" ]; then
-  ip link set lo up
   ip link set eth0 up && ip addr add "$IP/24" dev eth0
 fi
 

@@ -1,5 +1,6 @@
 # Shared by the role scripts (sourced). Runs one perftest and records its
 # output and exit code in the share: results/<tag>.out and <tag>.rc.
+# stdbuf -oL: a perftest killed by its timeout still leaves what it printed.
 S=/run/vrdma
 R=$S/results
 . $S/env
@@ -21,7 +22,7 @@ PT_COMMON="-d $DEV -x $GIDX -F"
 run_server() { # tag cmd args...
   tag=$1; shift
   echo "$(date +%s) server $tag: $*"
-  timeout "${PT_TIMEOUT:-180}" "$@" $PT_COMMON </dev/null >$R/$tag.out 2>&1
+  timeout "${PT_TIMEOUT:-180}" stdbuf -oL "$@" $PT_COMMON </dev/null >$R/$tag.out 2>&1
   echo $? >$R/$tag.rc
 }
 
@@ -31,7 +32,7 @@ run_client() { # tag cmd args... (connects to PEER_IP, retrying until the server
   i=0
   while :; do
     echo "$(date +%s) client $tag: $*"
-    timeout "${PT_TIMEOUT:-180}" "$@" $PT_COMMON $PEER_IP </dev/null >$R/$tag.out 2>&1
+    timeout "${PT_TIMEOUT:-180}" stdbuf -oL "$@" $PT_COMMON $PEER_IP </dev/null >$R/$tag.out 2>&1
     rc=$?
     # Only a refused TCP connection (server not up yet) is retried.
     if [ $rc -ne 0 ] && grep -q "Couldn't connect\|Unable to init the socket connection" $R/$tag.out &&
