@@ -16,7 +16,8 @@ namespace vrdma::engine {
 // port other than 1, flow label beyond 20 bits.
 inline Status CheckGuestAh(const VmContext& vm, const GuestAh& ah) {
   if (ah.sgid_index >= vm.config.gids.size()) return Status::kInvalid;
-  if (!ah.is_global || ah.port_num != 1 || ah.flow_label > 0xfffff) return Status::kInvalid;
+  if (!ah.is_global || ah.port_num != 1 || ah.flow_label > 0xfffff)
+    return Status::kInvalid;
   return Status::kOk;
 }
 

@@ -57,15 +57,16 @@ bool EngineImpl::WriteCqe(CqObj& cq, const ib_uverbs_wc& wc, bool solicited) {
   cq.prod = cq.ring.Next(cq.prod);
   cq.ring.StoreProducer(cq.prod);  // release: the CQE is visible first
   ++cq.vm->stats.cqes_written;
-  if (cq.armed == CqObj::kArmNext || (cq.armed == CqObj::kArmSolicited && solicited)) {
+  if (cq.armed == CqObj::kArmNext ||
+      (cq.armed == CqObj::kArmSolicited && solicited)) {
     cq.armed = 0;
     Event(*cq.vm, VIRTIO_RDMA_EV_CQ_COMP, cq.handle);
   }
   return true;
 }
 
-void EngineImpl::WriteErrorCqe(CqObj& cq, uint64_t wr_id, uint32_t qpn, WcOpcode op,
-                               WcStatus status) {
+void EngineImpl::WriteErrorCqe(CqObj& cq, uint64_t wr_id, uint32_t qpn,
+                               WcOpcode op, WcStatus status) {
   ib_uverbs_wc wc{};
   wc.wr_id = wr_id;
   wc.status = static_cast<uint32_t>(status);
@@ -108,7 +109,8 @@ void EngineImpl::HandleCompletion(CqObj& cq, const Completion& c) {
   wc.src_qp = c.src_qpn;
   wc.wc_flags = c.wc_flags;
   wc.port_num = 1;
-  const bool failed = c.status != WcStatus::kSuccess && c.status != WcStatus::kWrFlushErr;
+  const bool failed =
+      c.status != WcStatus::kSuccess && c.status != WcStatus::kWrFlushErr;
 
   switch (CookieKindOf(c.wr_id)) {
     case CookieKind::kSend: {
@@ -118,7 +120,8 @@ void EngineImpl::HandleCompletion(CqObj& cq, const Completion& c) {
         return;
       }
       // The WR's sequence number: the newest one with these low bits.
-      const uint32_t seq = qp->sq_seq - 1 - ((qp->sq_seq - 1 - slot) & qp->slot_mask);
+      const uint32_t seq =
+          qp->sq_seq - 1 - ((qp->sq_seq - 1 - slot) & qp->slot_mask);
       // Retire it and every older one.
       if (seq - qp->sq_done < qp->Unretired()) {
         Retire(cq, seq - qp->sq_done + 1);
@@ -128,7 +131,8 @@ void EngineImpl::HandleCompletion(CqObj& cq, const Completion& c) {
       if (s.signaled) {
         const policy::WrInfo info{vm.id, qp->handle, s.kind, s.bytes, true};
         const policy::Nanos now = Now();
-        policy_.OnCompleted(now, info, now >= s.admit_ns ? now - s.admit_ns : 0);
+        policy_.OnCompleted(now, info,
+                            now >= s.admit_ns ? now - s.admit_ns : 0);
       }
       if (failed && qp->state != QpState::kErr) NoteRnicError(*qp);
       wc.wr_id = s.guest_wr_id;
@@ -163,7 +167,8 @@ void EngineImpl::HandleCompletion(CqObj& cq, const Completion& c) {
       if (srq->rq.posted > 0) --srq->rq.posted;
       MarkRecvDone(srq->rq, slot);
       if (failed) {
-        if (QpObj* qp = FindQp(vm, c.qpn); qp != nullptr && qp->state != QpState::kErr) {
+        if (QpObj* qp = FindQp(vm, c.qpn);
+            qp != nullptr && qp->state != QpState::kErr) {
           NoteRnicError(*qp);
         }
       }

@@ -48,7 +48,8 @@
 
 namespace vrdma::engine {
 
-WcStatus EngineImpl::CheckRecvSemantics(uint32_t pd, const VmContext& vm, RecvWr& wr) const {
+WcStatus EngineImpl::CheckRecvSemantics(uint32_t pd, const VmContext& vm,
+                                        RecvWr& wr) const {
   int kept = 0;
   for (int i = 0; i < wr.num_sge; ++i) {
     const Sge s = wr.sge[i];
@@ -59,8 +60,8 @@ WcStatus EngineImpl::CheckRecvSemantics(uint32_t pd, const VmContext& vm, RecvWr
       return WcStatus::kLocProtErr;
     }
     uint64_t end = 0;
-    if (__builtin_add_overflow(s.addr, uint64_t{s.length}, &end) || s.addr < mr->iova ||
-        end > mr->iova + mr->length) {
+    if (__builtin_add_overflow(s.addr, uint64_t{s.length}, &end) ||
+        s.addr < mr->iova || end > mr->iova + mr->length) {
       return WcStatus::kLocProtErr;
     }
     wr.sge[kept++] = s;
@@ -113,7 +114,8 @@ bool EngineImpl::ReplenishRecv(RecvQueue& rq) {
     if (n == 0) return true;
     Status err = Status::kOk;
     std::span<const RecvWr> wrs(recv_batch_.data(), n);
-    const int k = qp ? rnic_.PostRecv(qp->rnic, wrs, &err) : rnic_.PostSrqRecv(rq.srq->rnic, wrs, &err);
+    const int k = qp ? rnic_.PostRecv(qp->rnic, wrs, &err)
+                     : rnic_.PostSrqRecv(rq.srq->rnic, wrs, &err);
     const bool all = k == n;
     n = 0;
     if (k <= 0) return all;
@@ -155,7 +157,8 @@ bool EngineImpl::ReplenishRecv(RecvQueue& rq) {
   return did;
 }
 
-void EngineImpl::FailRecv(RecvQueue& rq, uint32_t slot, uint64_t guest_wr_id, WcStatus status) {
+void EngineImpl::FailRecv(RecvQueue& rq, uint32_t slot, uint64_t guest_wr_id,
+                          WcStatus status) {
   if (QpObj* qp = rq.qp) {
     ++qp->vm->stats.wqes_rejected;
     EnterError(*qp);
@@ -179,8 +182,10 @@ bool EngineImpl::FlushRecvRing(RecvQueue& rq) {
   bool did = false;
   for (uint32_t n = 0; rq.head != prod && n < rq.ring.capacity(); ++n) {
     uint64_t wr_id;
-    std::memcpy(&wr_id, rq.ring.element(rq.head) + recv_wqe::kWrId, sizeof(wr_id));
-    WriteErrorCqe(*qp.recv_cq, wr_id, qp.qpn, WcOpcode::kRecv, WcStatus::kWrFlushErr);
+    std::memcpy(&wr_id, rq.ring.element(rq.head) + recv_wqe::kWrId,
+                sizeof(wr_id));
+    WriteErrorCqe(*qp.recv_cq, wr_id, qp.qpn, WcOpcode::kRecv,
+                  WcStatus::kWrFlushErr);
     const uint32_t slot = rq.head;
     rq.head = rq.ring.Next(slot);
     MarkRecvDone(rq, slot);

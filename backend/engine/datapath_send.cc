@@ -38,12 +38,16 @@ namespace {
 policy::WrKind KindOf(WrOpcode op) {
   switch (op) {
     case WrOpcode::kRdmaWrite:
-    case WrOpcode::kRdmaWriteWithImm: return policy::WrKind::kWrite;
+    case WrOpcode::kRdmaWriteWithImm:
+      return policy::WrKind::kWrite;
     case WrOpcode::kSend:
-    case WrOpcode::kSendWithImm: return policy::WrKind::kSend;
-    case WrOpcode::kRdmaRead: return policy::WrKind::kRead;
+    case WrOpcode::kSendWithImm:
+      return policy::WrKind::kSend;
+    case WrOpcode::kRdmaRead:
+      return policy::WrKind::kRead;
     case WrOpcode::kAtomicCmpSwp:
-    case WrOpcode::kAtomicFetchAdd: return policy::WrKind::kAtomic;
+    case WrOpcode::kAtomicFetchAdd:
+      return policy::WrKind::kAtomic;
   }
   return policy::WrKind::kSend;
 }
@@ -61,7 +65,8 @@ void EngineImpl::Doorbell(VmId id, uint8_t kind, uint32_t handle) {
       }
       break;
     case VIRTIO_RDMA_DB_RQ:
-      if (QpObj* qp = FindQp(*vm, handle); qp != nullptr && qp->srq == nullptr) {
+      if (QpObj* qp = FindQp(*vm, handle);
+          qp != nullptr && qp->srq == nullptr) {
         ReplenishRecv(qp->rq);
         return;
       }
@@ -140,10 +145,11 @@ WcStatus EngineImpl::CheckSendSemantics(const QpObj& qp, DecodedSend& d) const {
     std::optional<uint32_t> h = vm.lkey_to_mr.Find(s.lkey);
     const MrObj* mr = h ? vm.mrs.Lookup(*h) : nullptr;
     if (mr == nullptr || mr->pd != qp.pd) return WcStatus::kLocProtErr;
-    if (writes_local && !(mr->access & kAccessLocalWrite)) return WcStatus::kLocProtErr;
+    if (writes_local && !(mr->access & kAccessLocalWrite))
+      return WcStatus::kLocProtErr;
     uint64_t end = 0;
-    if (__builtin_add_overflow(s.addr, uint64_t{s.length}, &end) || s.addr < mr->iova ||
-        end > mr->iova + mr->length) {
+    if (__builtin_add_overflow(s.addr, uint64_t{s.length}, &end) ||
+        s.addr < mr->iova || end > mr->iova + mr->length) {
       return WcStatus::kLocProtErr;
     }
     wr.sge[kept++] = s;
@@ -211,18 +217,22 @@ bool EngineImpl::ProcessSq(QpObj& qp) {
     slot.bytes = static_cast<uint32_t>(bytes);
     slot.admit_ns = now;
     d.wr.wr_id = MakeCookie(qp.handle, CookieKind::kSend, rec);
-    const policy::WrInfo info{vm.id, qp.handle, slot.kind, slot.bytes, slot.signaled};
-    if (d.wr.opcode == WrOpcode::kSend || d.wr.opcode == WrOpcode::kSendWithImm ||
+    const policy::WrInfo info{vm.id, qp.handle, slot.kind, slot.bytes,
+                              slot.signaled};
+    if (d.wr.opcode == WrOpcode::kSend ||
+        d.wr.opcode == WrOpcode::kSendWithImm ||
         d.wr.opcode == WrOpcode::kRdmaWriteWithImm) {
       PrepareDestination(qp, d.wr);
     }
     const Status ps = stage_.Submit(qp, d.wr, info, rec, now);
-    if (ps == Status::kNoResource) break;  // the QP's FIFO is full: retry next turn
+    if (ps == Status::kNoResource)
+      break;  // the QP's FIFO is full: retry next turn
     if (ps != Status::kOk) {
       // The RNIC refused the post (its QP left RTS on its own).
       qp.sq_head = head;
       FailSend(qp, slot.guest_wr_id, slot.opcode,
-               qp.state == QpState::kErr ? WcStatus::kWrFlushErr : WcStatus::kLocQpOpErr,
+               qp.state == QpState::kErr ? WcStatus::kWrFlushErr
+                                         : WcStatus::kLocQpOpErr,
                /*fifo_is_older=*/true);
       qp.sq_head = qp.sq.Next(head);
       qp.sq.StoreConsumer(qp.sq_head);
@@ -258,9 +268,10 @@ bool EngineImpl::FlushSq(QpObj& qp) {
     uint32_t op;
     std::memcpy(&wr_id, elem + send_wqe::kWrId, sizeof(wr_id));
     std::memcpy(&op, elem + send_wqe::kOpcode, sizeof(op));
-    const WcOpcode wc_op = op <= static_cast<uint32_t>(WrOpcode::kAtomicFetchAdd)
-                               ? SendCompletionOpcode(static_cast<WrOpcode>(op))
-                               : WcOpcode::kSend;
+    const WcOpcode wc_op =
+        op <= static_cast<uint32_t>(WrOpcode::kAtomicFetchAdd)
+            ? SendCompletionOpcode(static_cast<WrOpcode>(op))
+            : WcOpcode::kSend;
     WriteErrorCqe(*qp.send_cq, wr_id, qp.qpn, wc_op, WcStatus::kWrFlushErr);
     head = qp.sq.Next(head);
     did = true;
@@ -277,23 +288,25 @@ void EngineImpl::DrainSendSide(QpObj& qp) {
   PollRnicCq(*qp.send_cq, /*drain=*/true);
   stage_.FlushFlow(qp, [&](uint32_t slot) {
     const SendSlot& s = qp.slots[slot];
-    WriteErrorCqe(*qp.send_cq, s.guest_wr_id, qp.qpn, SendCompletionOpcode(s.opcode),
-                  WcStatus::kWrFlushErr);
+    WriteErrorCqe(*qp.send_cq, s.guest_wr_id, qp.qpn,
+                  SendCompletionOpcode(s.opcode), WcStatus::kWrFlushErr);
   });
   // Whatever the RNIC held has been flushed: close the window.
   Retire(*qp.send_cq, qp.Unretired());
   qp.sq_done = qp.sq_seq;
 }
 
-void EngineImpl::FailSend(QpObj& qp, uint64_t guest_wr_id, WrOpcode op, WcStatus status,
-                          bool fifo_is_older) {
+void EngineImpl::FailSend(QpObj& qp, uint64_t guest_wr_id, WrOpcode op,
+                          WcStatus status, bool fifo_is_older) {
   EnterError(qp);
   if (fifo_is_older) {
     DrainSendSide(qp);
-    WriteErrorCqe(*qp.send_cq, guest_wr_id, qp.qpn, SendCompletionOpcode(op), status);
+    WriteErrorCqe(*qp.send_cq, guest_wr_id, qp.qpn, SendCompletionOpcode(op),
+                  status);
   } else {
     PollRnicCq(*qp.send_cq, /*drain=*/true);
-    WriteErrorCqe(*qp.send_cq, guest_wr_id, qp.qpn, SendCompletionOpcode(op), status);
+    WriteErrorCqe(*qp.send_cq, guest_wr_id, qp.qpn, SendCompletionOpcode(op),
+                  status);
     DrainSendSide(qp);
   }
 }
@@ -316,7 +329,8 @@ void EngineImpl::RingError(QpObj& qp) {
 }
 
 void EngineImpl::PrepareDestination(const QpObj& qp, const SendWr& wr) {
-  const uint32_t qpn = qp.type == QpType::kUd ? wr.remote_qpn : qp.attrs.dest_qpn;
+  const uint32_t qpn =
+      qp.type == QpType::kUd ? wr.remote_qpn : qp.attrs.dest_qpn;
   std::optional<uint32_t> owner = qpn_owner_.Find(qpn);
   if (!owner) return;  // not a QP of this engine (a remote peer)
   VmContext* vm = FindVm(*owner);
@@ -334,9 +348,10 @@ QpObj* EngineImpl::ResolveFlow(policy::TenantId tenant, policy::FlowId flow) {
 
 void EngineImpl::OnQueuedPostFailed(QpObj& qp, uint32_t slot, Status) {
   const SendSlot& s = qp.slots[slot];
-  FailSend(qp, s.guest_wr_id, s.opcode,
-           qp.state == QpState::kErr ? WcStatus::kWrFlushErr : WcStatus::kLocQpOpErr,
-           /*fifo_is_older=*/false);
+  FailSend(
+      qp, s.guest_wr_id, s.opcode,
+      qp.state == QpState::kErr ? WcStatus::kWrFlushErr : WcStatus::kLocQpOpErr,
+      /*fifo_is_older=*/false);
 }
 
 }  // namespace vrdma::engine

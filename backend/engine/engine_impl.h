@@ -52,7 +52,8 @@ class EngineImpl final : public Engine, private SchedulerStage::Sink {
 
   Result<VmId> AttachVm(const VmConfig& config, VmEventSink* sink) override;
   void DetachVm(VmId vm) override;
-  void SetGuestMemory(VmId vm, std::shared_ptr<const GuestMemory> memory) override;
+  void SetGuestMemory(VmId vm,
+                      std::shared_ptr<const GuestMemory> memory) override;
   Result<VmStats> Stats(VmId vm) const override;
 
   Result<DeviceAttr> QueryDevice(VmId vm) const override;
@@ -70,7 +71,8 @@ class EngineImpl final : public Engine, private SchedulerStage::Sink {
   Status DestroyQp(VmId vm, uint32_t qpn) override;
   Result<uint32_t> CreateAh(VmId vm, uint32_t pd, const GuestAh& ah) override;
   Status DestroyAh(VmId vm, uint32_t ah) override;
-  Result<CreateSrqResult> CreateSrq(VmId vm, const CreateSrqRequest& req) override;
+  Result<CreateSrqResult> CreateSrq(VmId vm,
+                                    const CreateSrqRequest& req) override;
   Status ModifySrq(VmId vm, uint32_t srq, uint32_t mask, uint32_t max_wr,
                    uint32_t srq_limit) override;
   Status DestroySrq(VmId vm, uint32_t srq) override;
@@ -130,8 +132,10 @@ class EngineImpl final : public Engine, private SchedulerStage::Sink {
   // --- receive path (datapath_recv.cc) ---
   bool ReplenishRecv(RecvQueue& rq);
   bool FlushRecvRing(RecvQueue& rq);
-  WcStatus CheckRecvSemantics(uint32_t pd, const VmContext& vm, RecvWr& wr) const;
-  void FailRecv(RecvQueue& rq, uint32_t slot, uint64_t guest_wr_id, WcStatus status);
+  WcStatus CheckRecvSemantics(uint32_t pd, const VmContext& vm,
+                              RecvWr& wr) const;
+  void FailRecv(RecvQueue& rq, uint32_t slot, uint64_t guest_wr_id,
+                WcStatus status);
   // Slot finished (completed, flushed or skipped): advance the consumer.
   void MarkRecvDone(RecvQueue& rq, uint32_t slot);
   void UpdateSweep(RecvQueue& rq);

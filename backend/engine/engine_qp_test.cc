@@ -65,8 +65,10 @@ TEST_F(EngineTest, DestroyWithCompletionsInFlightDropsThem) {
   b.qpn = engine_->CreateQp(vm, q)->qpn;
   ToRts(b, QpType::kRc);
   Poll();
-  testing::PostSend(a.sq, GuestSend{.wr_id = 0xa, .sges = {{a.iova, 8, a.lkey}}});
-  testing::PostSend(b.sq, GuestSend{.wr_id = 0xb, .sges = {{a.iova, 8, a.lkey}}});
+  testing::PostSend(a.sq,
+                    GuestSend{.wr_id = 0xa, .sges = {{a.iova, 8, a.lkey}}});
+  testing::PostSend(b.sq,
+                    GuestSend{.wr_id = 0xb, .sges = {{a.iova, 8, a.lkey}}});
   engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, a.qpn);
   engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, b.qpn);
   Poll(1);

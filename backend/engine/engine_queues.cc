@@ -14,7 +14,8 @@ namespace {
 
 bool PinnedFits(const VmContext& vm, uint64_t bytes) {
   const uint64_t quota = vm.config.quotas.max_pinned_bytes;
-  return vm.stats.pinned_bytes <= quota && bytes <= quota - vm.stats.pinned_bytes;
+  return vm.stats.pinned_bytes <= quota &&
+         bytes <= quota - vm.stats.pinned_bytes;
 }
 
 uint64_t RingPinned(const RingSpec& r) {
@@ -27,8 +28,9 @@ bool ValidQpType(QpType t) {
 
 }  // namespace
 
-Status EngineImpl::InitRecvQueue(RecvQueue& rq, const RingSpec& ring, uint32_t max_sge,
-                                 uint32_t depth, GuestPageView view) {
+Status EngineImpl::InitRecvQueue(RecvQueue& rq, const RingSpec& ring,
+                                 uint32_t max_sge, uint32_t depth,
+                                 GuestPageView view) {
   rq.view = std::move(view);
   rq.ring = GuestRing(rq.view.data(), ring.log2_num_elem, ring.log2_elem_size);
   rq.limits.max_sge = max_sge;
@@ -43,7 +45,8 @@ Status EngineImpl::InitRecvQueue(RecvQueue& rq, const RingSpec& ring, uint32_t m
 
 // ---------------------------------------------------------------- CQs
 
-Result<CreateCqResult> EngineImpl::CreateCq(VmId id, const CreateCqRequest& req) {
+Result<CreateCqResult> EngineImpl::CreateCq(VmId id,
+                                            const CreateCqRequest& req) {
   VmContext* vm = FindVm(id);
   if (vm == nullptr) return Status::kBadHandle;
   const RnicLimits lim = VmLimits(*vm);
@@ -54,7 +57,8 @@ Result<CreateCqResult> EngineImpl::CreateCq(VmId id, const CreateCqRequest& req)
   if (!PinnedFits(*vm, pinned)) return Status::kNoResource;
   auto cq = std::make_unique<CqObj>();
   VRDMA_RETURN_IF_ERROR(MapPages(*vm, req.ring.pages, &cq->view));
-  cq->ring = GuestRing(cq->view.data(), req.ring.log2_num_elem, req.ring.log2_elem_size);
+  cq->ring = GuestRing(cq->view.data(), req.ring.log2_num_elem,
+                       req.ring.log2_elem_size);
   cq->depth = cq->ring.capacity();
   cq->pinned = pinned;
 
@@ -132,37 +136,42 @@ Status EngineImpl::ReqNotifyCq(VmId id, uint32_t cq, bool solicited_only) {
 
 // ---------------------------------------------------------------- QPs
 
-Result<CreateQpResult> EngineImpl::CreateQp(VmId id, const CreateQpRequest& req) {
+Result<CreateQpResult> EngineImpl::CreateQp(VmId id,
+                                            const CreateQpRequest& req) {
   VmContext* vm = FindVm(id);
   if (vm == nullptr) return Status::kBadHandle;
   if (!ValidQpType(req.type)) return Status::kInvalid;
-  if (vm->pds.Lookup(req.pd) == nullptr || vm->cqs.Lookup(req.send_cq) == nullptr ||
+  if (vm->pds.Lookup(req.pd) == nullptr ||
+      vm->cqs.Lookup(req.send_cq) == nullptr ||
       vm->cqs.Lookup(req.recv_cq) == nullptr ||
       (req.srq != 0 && vm->srqs.Lookup(req.srq) == nullptr)) {
     return Status::kBadHandle;
   }
   const RnicLimits lim = VmLimits(*vm);
   const QpCaps& c = req.caps;
-  if (c.max_send_wr == 0 || c.max_send_wr > lim.max_qp_wr || c.max_send_sge > lim.max_sge ||
-      c.max_inline_data > lim.max_inline_data) {
+  if (c.max_send_wr == 0 || c.max_send_wr > lim.max_qp_wr ||
+      c.max_send_sge > lim.max_sge || c.max_inline_data > lim.max_inline_data) {
     return Status::kInvalid;
   }
   const bool has_rq = req.srq == 0;
   if (has_rq) {
-    if (c.max_recv_wr == 0 || c.max_recv_wr > lim.max_qp_wr || c.max_recv_sge > lim.max_sge) {
+    if (c.max_recv_wr == 0 || c.max_recv_wr > lim.max_qp_wr ||
+        c.max_recv_sge > lim.max_sge) {
       return Status::kInvalid;
     }
   } else if (!req.rq.pages.empty()) {
     return Status::kInvalid;
   }
   VRDMA_RETURN_IF_ERROR(CheckRingGeometry(
-      req.sq, SqMinElemBytes(c.max_send_sge, c.max_inline_data), c.max_send_wr));
+      req.sq, SqMinElemBytes(c.max_send_sge, c.max_inline_data),
+      c.max_send_wr));
   if (has_rq) {
-    VRDMA_RETURN_IF_ERROR(
-        CheckRingGeometry(req.rq, RqMinElemBytes(c.max_recv_sge), c.max_recv_wr));
+    VRDMA_RETURN_IF_ERROR(CheckRingGeometry(
+        req.rq, RqMinElemBytes(c.max_recv_sge), c.max_recv_wr));
   }
   if (vm->qps.full()) return Status::kNoResource;
-  const uint64_t pinned = RingPinned(req.sq) + (has_rq ? RingPinned(req.rq) : 0);
+  const uint64_t pinned =
+      RingPinned(req.sq) + (has_rq ? RingPinned(req.rq) : 0);
   if (!PinnedFits(*vm, pinned)) return Status::kNoResource;
 
   auto qp = std::make_unique<QpObj>();
@@ -176,14 +185,16 @@ Result<CreateQpResult> EngineImpl::CreateQp(VmId id, const CreateQpRequest& req)
   if (!has_rq) qp->caps.max_recv_wr = qp->caps.max_recv_sge = 0;
   qp->sq_sig_all = req.sq_sig_all;
   qp->pinned = pinned;
-  qp->sq = GuestRing(qp->sq_view.data(), req.sq.log2_num_elem, req.sq.log2_elem_size);
+  qp->sq = GuestRing(qp->sq_view.data(), req.sq.log2_num_elem,
+                     req.sq.log2_elem_size);
   qp->sq_window = std::min(qp->sq.capacity(), limits_.max_qp_wr);
   qp->sq_limits.type = req.type;
   qp->sq_limits.max_sge = c.max_send_sge;
   qp->sq_limits.max_inline = c.max_inline_data;
   qp->sq_limits.elem_size = qp->sq.elem_size();
   qp->sq_limits.max_msg_sz = limits_.max_msg_sz;
-  qp->flow.entries.resize(std::min(qp->sq_window, SchedulerStage::kFlowCapacity));
+  qp->flow.entries.resize(
+      std::min(qp->sq_window, SchedulerStage::kFlowCapacity));
   {
     uint32_t n = 1;
     while (n < qp->sq_window + qp->flow.entries.size() + 1) n <<= 1;
@@ -192,7 +203,8 @@ Result<CreateQpResult> EngineImpl::CreateQp(VmId id, const CreateQpRequest& req)
   }
   if (has_rq) {
     (void)InitRecvQueue(qp->rq, req.rq, c.max_recv_sge,
-                        std::min(qp->rq.ring.capacity() + 0, limits_.max_qp_wr), std::move(rq_view));
+                        std::min(qp->rq.ring.capacity() + 0, limits_.max_qp_wr),
+                        std::move(rq_view));
     qp->rq.depth = std::min(qp->rq.ring.capacity(), limits_.max_qp_wr);
     qp->rq.low_watermark = std::max<uint32_t>(1, qp->rq.depth / 2);
   }
@@ -278,21 +290,24 @@ Status EngineImpl::ModifyQp(VmId id, const ModifyQpRequest& req) {
   return s;
 }
 
-Status EngineImpl::ModifyQpLocked(VmContext& vm, QpObj& qp, const ModifyQpRequest& req) {
+Status EngineImpl::ModifyQpLocked(VmContext& vm, QpObj& qp,
+                                  const ModifyQpRequest& req) {
   // 1. Check without side effects.
   QpCheckContext ctx;
   ctx.type = qp.type;
   ctx.current = qp.state;
   ctx.num_gids = static_cast<uint32_t>(vm.config.gids.size());
-  ctx.active_mtu_bytes = limits_.active_mtu_bytes ? limits_.active_mtu_bytes : 4096;
+  ctx.active_mtu_bytes =
+      limits_.active_mtu_bytes ? limits_.active_mtu_bytes : 4096;
   QpState next = qp.state;
   VRDMA_RETURN_IF_ERROR(CheckModifyQp(req, ctx, &next));
 
   // 2. Translate and let the RNIC apply (it enforces its own rules too).
-  constexpr uint32_t kRnicBits =
-      kQpState | kQpAccessFlags | kQpPkeyIndex | kQpPort | kQpQkey | kQpAv | kQpPathMtu |
-      kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpRqPsn | kQpMaxQpRdAtomic |
-      kQpMinRnrTimer | kQpSqPsn | kQpMaxDestRdAtomic | kQpDestQpn;
+  constexpr uint32_t kRnicBits = kQpState | kQpAccessFlags | kQpPkeyIndex |
+                                 kQpPort | kQpQkey | kQpAv | kQpPathMtu |
+                                 kQpTimeout | kQpRetryCnt | kQpRnrRetry |
+                                 kQpRqPsn | kQpMaxQpRdAtomic | kQpMinRnrTimer |
+                                 kQpSqPsn | kQpMaxDestRdAtomic | kQpDestQpn;
   QpAttr attr;
   attr.state = next;
   attr.access_flags = req.access_flags;
@@ -328,7 +343,8 @@ Status EngineImpl::ModifyQpLocked(VmContext& vm, QpObj& qp, const ModifyQpReques
   if (m & kQpRqPsn) a.rq_psn = req.rq_psn;
   if (m & kQpSqPsn) a.sq_psn = req.sq_psn;
   if (m & kQpDestQpn) a.dest_qpn = req.dest_qpn;
-  a.mask |= m & ~uint32_t{VIRTIO_RDMA_QP_CUR_STATE | VIRTIO_RDMA_QP_EN_SQD_ASYNC_NOTIFY};
+  a.mask |= m & ~uint32_t{VIRTIO_RDMA_QP_CUR_STATE |
+                          VIRTIO_RDMA_QP_EN_SQD_ASYNC_NOTIFY};
 
   const QpState prev = qp.state;
   if (next == prev) return Status::kOk;
@@ -356,7 +372,8 @@ Status EngineImpl::ModifyQpLocked(VmContext& vm, QpObj& qp, const ModifyQpReques
     default:
       qp.state = next;
       if (next == QpState::kRtr && !qp.srq) ReplenishRecv(qp.rq);
-      if (next == QpState::kRts) pending_sq_.PushBack(&qp);  // WQEs posted early
+      if (next == QpState::kRts)
+        pending_sq_.PushBack(&qp);  // WQEs posted early
       break;
   }
   return Status::kOk;
@@ -430,7 +447,8 @@ Status EngineImpl::DestroyQp(VmId id, uint32_t qpn) {
 
 // ---------------------------------------------------------------- SRQs
 
-Result<CreateSrqResult> EngineImpl::CreateSrq(VmId id, const CreateSrqRequest& req) {
+Result<CreateSrqResult> EngineImpl::CreateSrq(VmId id,
+                                              const CreateSrqRequest& req) {
   VmContext* vm = FindVm(id);
   if (vm == nullptr) return Status::kBadHandle;
   if (vm->pds.Lookup(req.pd) == nullptr) return Status::kBadHandle;
@@ -439,7 +457,8 @@ Result<CreateSrqResult> EngineImpl::CreateSrq(VmId id, const CreateSrqRequest& r
       req.max_sge > lim.max_sge || req.srq_limit > req.max_wr) {
     return Status::kInvalid;
   }
-  VRDMA_RETURN_IF_ERROR(CheckRingGeometry(req.ring, RqMinElemBytes(req.max_sge), req.max_wr));
+  VRDMA_RETURN_IF_ERROR(
+      CheckRingGeometry(req.ring, RqMinElemBytes(req.max_sge), req.max_wr));
   if (vm->srqs.full()) return Status::kNoResource;
   const uint64_t pinned = RingPinned(req.ring);
   if (!PinnedFits(*vm, pinned)) return Status::kNoResource;
@@ -481,12 +500,13 @@ Result<CreateSrqResult> EngineImpl::CreateSrq(VmId id, const CreateSrqRequest& r
   return out;
 }
 
-Status EngineImpl::ModifySrq(VmId id, uint32_t srq, uint32_t mask, uint32_t max_wr,
-                             uint32_t srq_limit) {
+Status EngineImpl::ModifySrq(VmId id, uint32_t srq, uint32_t mask,
+                             uint32_t max_wr, uint32_t srq_limit) {
   (void)max_wr;
   VmContext* vm = FindVm(id);
   if (vm == nullptr) return Status::kBadHandle;
-  if (mask & ~uint32_t{VIRTIO_RDMA_SRQ_MAX_WR | VIRTIO_RDMA_SRQ_LIMIT}) return Status::kInvalid;
+  if (mask & ~uint32_t{VIRTIO_RDMA_SRQ_MAX_WR | VIRTIO_RDMA_SRQ_LIMIT})
+    return Status::kInvalid;
   Status s = Status::kOk;
   executor_.RunSync([&] {
     SrqObj* obj = vm->srqs.Lookup(srq);

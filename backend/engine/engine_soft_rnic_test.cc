@@ -23,8 +23,8 @@ using testing::GuestRingRef;
 using testing::GuestSend;
 using testing::RecordingSink;
 
-constexpr uint32_t kAll = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead |
-                          kAccessRemoteAtomic;
+constexpr uint32_t kAll = kAccessLocalWrite | kAccessRemoteWrite |
+                          kAccessRemoteRead | kAccessRemoteAtomic;
 constexpr uint32_t kBufPages = 4;
 
 Gid MakeGid(uint8_t x) {
@@ -67,7 +67,8 @@ class EngineSoftRnicTest : public ::testing::Test {
     engine_->SetGuestMemory(g.vm, g.env.memory());
     g.pd = *engine_->CreatePd(g.vm);
     g.buf_gpa = g.env.AllocPages(kBufPages);
-    for (uint32_t i = 0; i < kBufPages * 4096; ++i) g.buf()[i] = static_cast<uint8_t>(i * 3 + id);
+    for (uint32_t i = 0; i < kBufPages * 4096; ++i)
+      g.buf()[i] = static_cast<uint8_t>(i * 3 + id);
     g.iova = uint64_t{id} << 36;
     RegMrRequest mr;
     mr.pd = g.pd;
@@ -79,7 +80,8 @@ class EngineSoftRnicTest : public ::testing::Test {
     ASSERT_TRUE(m.ok());
     g.lkey = m->lkey;
     g.rkey = m->rkey;
-    for (auto [ring, h] : {std::pair{&g.scq, &g.scq_h}, std::pair{&g.rcq, &g.rcq_h}}) {
+    for (auto [ring, h] :
+         {std::pair{&g.scq, &g.scq_h}, std::pair{&g.rcq, &g.rcq_h}}) {
       *ring = GuestRingRef(g.env, 6, 6);
       CreateCqRequest cq;
       cq.cqe = 63;
@@ -107,8 +109,10 @@ class EngineSoftRnicTest : public ::testing::Test {
     ModifyQpRequest m;
     m.qpn = g.qpn;
     m.state = QpState::kInit;
-    m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_PKEY_INDEX | VIRTIO_RDMA_QP_PORT |
-             (type == QpType::kUd ? VIRTIO_RDMA_QP_QKEY : VIRTIO_RDMA_QP_ACCESS_FLAGS);
+    m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_PKEY_INDEX |
+             VIRTIO_RDMA_QP_PORT |
+             (type == QpType::kUd ? VIRTIO_RDMA_QP_QKEY
+                                  : VIRTIO_RDMA_QP_ACCESS_FLAGS);
     m.access_flags = kAll;
     m.qkey = 0x1111;
     ASSERT_EQ(engine_->ModifyQp(g.vm, m), Status::kOk);
@@ -117,8 +121,9 @@ class EngineSoftRnicTest : public ::testing::Test {
     m.state = QpState::kRtr;
     m.mask = VIRTIO_RDMA_QP_STATE;
     if (type == QpType::kRc) {
-      m.mask |= VIRTIO_RDMA_QP_AV | VIRTIO_RDMA_QP_PATH_MTU | VIRTIO_RDMA_QP_DEST_QPN |
-                VIRTIO_RDMA_QP_RQ_PSN | VIRTIO_RDMA_QP_MAX_DEST_RD_ATOMIC |
+      m.mask |= VIRTIO_RDMA_QP_AV | VIRTIO_RDMA_QP_PATH_MTU |
+                VIRTIO_RDMA_QP_DEST_QPN | VIRTIO_RDMA_QP_RQ_PSN |
+                VIRTIO_RDMA_QP_MAX_DEST_RD_ATOMIC |
                 VIRTIO_RDMA_QP_MIN_RNR_TIMER;
       m.ah.dgid = peer->gid;
       m.ah.sgid_index = 0;
@@ -133,8 +138,8 @@ class EngineSoftRnicTest : public ::testing::Test {
     m.state = QpState::kRts;
     m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_SQ_PSN;
     if (type == QpType::kRc) {
-      m.mask |= VIRTIO_RDMA_QP_TIMEOUT | VIRTIO_RDMA_QP_RETRY_CNT | VIRTIO_RDMA_QP_RNR_RETRY |
-                VIRTIO_RDMA_QP_MAX_QP_RD_ATOMIC;
+      m.mask |= VIRTIO_RDMA_QP_TIMEOUT | VIRTIO_RDMA_QP_RETRY_CNT |
+                VIRTIO_RDMA_QP_RNR_RETRY | VIRTIO_RDMA_QP_MAX_QP_RD_ATOMIC;
       m.timeout = 1;
       m.retry_cnt = 2;
       m.rnr_retry = 7;
@@ -153,7 +158,8 @@ class EngineSoftRnicTest : public ::testing::Test {
   }
 
   // Collects CQEs as the guest polls them.
-  static std::function<bool()> Collect(GuestRingRef& cq, std::vector<ib_uverbs_wc>& out,
+  static std::function<bool()> Collect(GuestRingRef& cq,
+                                       std::vector<ib_uverbs_wc>& out,
                                        size_t n) {
     return [&cq, &out, n] {
       for (const ib_uverbs_wc& wc : DrainCq(cq)) out.push_back(wc);
@@ -176,11 +182,14 @@ TEST_F(EngineSoftRnicTest, RcSendWriteReadBetweenTwoVms) {
 
   // SEND: B posts a receive (no doorbell, like librxe), A sends 300 bytes.
   testing::PostRecv(b.rq, 0xb0, {{b.iova + 1000, 512, b.lkey}});
-  testing::PostSend(a.sq, GuestSend{.wr_id = 0xa0, .opcode = IB_UVERBS_WR_SEND_WITH_IMM,
-                                    .imm = 0x01020304, .sges = {{a.iova + 10, 300, a.lkey}}});
+  testing::PostSend(a.sq, GuestSend{.wr_id = 0xa0,
+                                    .opcode = IB_UVERBS_WR_SEND_WITH_IMM,
+                                    .imm = 0x01020304,
+                                    .sges = {{a.iova + 10, 300, a.lkey}}});
   engine_->Doorbell(a.vm, VIRTIO_RDMA_DB_SQ, a.qpn);
   std::vector<ib_uverbs_wc> sa, rb;
-  ASSERT_TRUE(RunUntil([&] { return Collect(a.scq, sa, 1)() && Collect(b.rcq, rb, 1)(); }));
+  ASSERT_TRUE(RunUntil(
+      [&] { return Collect(a.scq, sa, 1)() && Collect(b.rcq, rb, 1)(); }));
   EXPECT_EQ(sa[0].wr_id, 0xa0u);
   EXPECT_EQ(sa[0].status, 0u);
   EXPECT_EQ(sa[0].qp_num, a.qpn);
@@ -195,11 +204,15 @@ TEST_F(EngineSoftRnicTest, RcSendWriteReadBetweenTwoVms) {
   EXPECT_EQ(b.rq.consumer(), 1u);
 
   // RDMA WRITE with B's rkey, then READ back into A.
-  testing::PostSend(a.sq, GuestSend{.wr_id = 0xa1, .opcode = IB_UVERBS_WR_RDMA_WRITE,
-                                    .remote_addr = b.iova + 8192, .rkey = b.rkey,
+  testing::PostSend(a.sq, GuestSend{.wr_id = 0xa1,
+                                    .opcode = IB_UVERBS_WR_RDMA_WRITE,
+                                    .remote_addr = b.iova + 8192,
+                                    .rkey = b.rkey,
                                     .sges = {{a.iova + 4096, 2048, a.lkey}}});
-  testing::PostSend(a.sq, GuestSend{.wr_id = 0xa2, .opcode = IB_UVERBS_WR_RDMA_READ,
-                                    .remote_addr = b.iova + 100, .rkey = b.rkey,
+  testing::PostSend(a.sq, GuestSend{.wr_id = 0xa2,
+                                    .opcode = IB_UVERBS_WR_RDMA_READ,
+                                    .remote_addr = b.iova + 100,
+                                    .rkey = b.rkey,
                                     .sges = {{a.iova + 12000, 64, a.lkey}}});
   engine_->Doorbell(a.vm, VIRTIO_RDMA_DB_SQ, a.qpn);
   sa.clear();
@@ -223,9 +236,12 @@ TEST_F(EngineSoftRnicTest, RemoteKeyAbuseFailsOnTheFabric) {
   BringUp(b, QpType::kRc, &a);
   const std::vector<uint8_t> before(b.buf(), b.buf() + kBufPages * 4096);
   // A writes past the end of B's MR: the responder refuses.
-  testing::PostSend(a.sq, GuestSend{.wr_id = 1, .opcode = IB_UVERBS_WR_RDMA_WRITE,
-                                    .remote_addr = b.iova + kBufPages * 4096 - 8, .rkey = b.rkey,
-                                    .sges = {{a.iova, 64, a.lkey}}});
+  testing::PostSend(a.sq,
+                    GuestSend{.wr_id = 1,
+                              .opcode = IB_UVERBS_WR_RDMA_WRITE,
+                              .remote_addr = b.iova + kBufPages * 4096 - 8,
+                              .rkey = b.rkey,
+                              .sges = {{a.iova, 64, a.lkey}}});
   engine_->Doorbell(a.vm, VIRTIO_RDMA_DB_SQ, a.qpn);
   std::vector<ib_uverbs_wc> sa;
   ASSERT_TRUE(RunUntil(Collect(a.scq, sa, 1)));
@@ -253,7 +269,10 @@ TEST_F(EngineSoftRnicTest, UdSendThroughAnAh) {
   Result<uint32_t> h = engine_->CreateAh(a.vm, a.pd, ah);
   ASSERT_TRUE(h.ok());
   testing::PostRecv(b.rq, 7, {{b.iova, 40 + 256, b.lkey}});
-  testing::PostSend(a.sq, GuestSend{.wr_id = 9, .ud_qpn = b.qpn, .ud_qkey = 0x1111, .ah = *h,
+  testing::PostSend(a.sq, GuestSend{.wr_id = 9,
+                                    .ud_qpn = b.qpn,
+                                    .ud_qkey = 0x1111,
+                                    .ah = *h,
                                     .sges = {{a.iova + 5, 100, a.lkey}}});
   engine_->Doorbell(a.vm, VIRTIO_RDMA_DB_SQ, a.qpn);
   std::vector<ib_uverbs_wc> rb, sa0;
@@ -267,8 +286,11 @@ TEST_F(EngineSoftRnicTest, UdSendThroughAnAh) {
   // A UD WQE naming an AH handle of another VM (or none) fails locally.
   Result<uint32_t> bh = engine_->CreateAh(b.vm, b.pd, GuestAh{.dgid = a.gid});
   ASSERT_TRUE(bh.ok());
-  testing::PostSend(a.sq, GuestSend{.wr_id = 10, .ud_qpn = b.qpn, .ud_qkey = 0x1111,
-                                    .ah = *bh + (1u << 16), .sges = {{a.iova, 8, a.lkey}}});
+  testing::PostSend(a.sq, GuestSend{.wr_id = 10,
+                                    .ud_qpn = b.qpn,
+                                    .ud_qkey = 0x1111,
+                                    .ah = *bh + (1u << 16),
+                                    .sges = {{a.iova, 8, a.lkey}}});
   engine_->Doorbell(a.vm, VIRTIO_RDMA_DB_SQ, a.qpn);
   std::vector<ib_uverbs_wc> sa;
   ASSERT_TRUE(RunUntil([&] {
@@ -314,8 +336,11 @@ TEST_F(EngineSoftRnicTest, UdReceivePostedWithoutDoorbellIsFoundAtOnce) {
   int delivered = 0;
   for (uint64_t i = 0; i < 10; ++i) {
     testing::PostRecv(b.rq, i, {{b.iova, 40 + 64, b.lkey}});
-    testing::PostSend(a.sq, GuestSend{.wr_id = i, .ud_qpn = b.qpn, .ud_qkey = 0x1111,
-                                      .ah = *ah, .sges = {{a.iova, 64, a.lkey}}});
+    testing::PostSend(a.sq, GuestSend{.wr_id = i,
+                                      .ud_qpn = b.qpn,
+                                      .ud_qkey = 0x1111,
+                                      .ah = *ah,
+                                      .sges = {{a.iova, 64, a.lkey}}});
     engine_->Doorbell(a.vm, VIRTIO_RDMA_DB_SQ, a.qpn);
     engine_->PollOnce();  // one turn: the sweep has not reached B
     engine_->PollOnce();
@@ -337,15 +362,18 @@ TEST_F(EngineSoftRnicTest, DetachMidTrafficLeavesOthersWorking) {
   BringUp(b, QpType::kRc, &a);
   // A streams writes into B; detach A with WQEs in flight.
   for (uint64_t i = 0; i < 20; ++i) {
-    testing::PostSend(a.sq, GuestSend{.wr_id = i, .opcode = IB_UVERBS_WR_RDMA_WRITE,
-                                      .remote_addr = b.iova, .rkey = b.rkey,
+    testing::PostSend(a.sq, GuestSend{.wr_id = i,
+                                      .opcode = IB_UVERBS_WR_RDMA_WRITE,
+                                      .remote_addr = b.iova,
+                                      .rkey = b.rkey,
                                       .sges = {{a.iova, 1024, a.lkey}}});
   }
   engine_->Doorbell(a.vm, VIRTIO_RDMA_DB_SQ, a.qpn);
   engine_->PollOnce();
   engine_->DetachVm(a.vm);
   EXPECT_EQ(engine_->Stats(a.vm).status(), Status::kBadHandle);
-  for (int i = 0; i < 1000; ++i) engine_->PollOnce();  // nothing of A is touched
+  for (int i = 0; i < 1000; ++i)
+    engine_->PollOnce();  // nothing of A is touched
   // B's QP lost its peer: reset it and connect it to C; traffic flows.
   ModifyQpRequest m;
   m.qpn = b.qpn;
@@ -355,10 +383,12 @@ TEST_F(EngineSoftRnicTest, DetachMidTrafficLeavesOthersWorking) {
   BringUp(c, QpType::kRc, &b);
   BringUp(b, QpType::kRc, &c);
   testing::PostRecv(b.rq, 0xb1, {{b.iova + 4096, 256, b.lkey}});
-  testing::PostSend(c.sq, GuestSend{.wr_id = 0xc1, .sges = {{c.iova, 200, c.lkey}}});
+  testing::PostSend(c.sq,
+                    GuestSend{.wr_id = 0xc1, .sges = {{c.iova, 200, c.lkey}}});
   engine_->Doorbell(c.vm, VIRTIO_RDMA_DB_SQ, c.qpn);
   std::vector<ib_uverbs_wc> sc, rb;
-  ASSERT_TRUE(RunUntil([&] { return Collect(c.scq, sc, 1)() && Collect(b.rcq, rb, 1)(); }));
+  ASSERT_TRUE(RunUntil(
+      [&] { return Collect(c.scq, sc, 1)() && Collect(b.rcq, rb, 1)(); }));
   EXPECT_EQ(sc[0].status, 0u);
   ASSERT_FALSE(rb.empty());
   EXPECT_EQ(rb.back().wr_id, 0xb1u);

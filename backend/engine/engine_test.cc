@@ -3,12 +3,13 @@
 // Engine tests on a FakeRnic with memfd guest memory: control verbs and
 // their checks, per-VM isolation, and the data path driven through guest
 // rings written the way librxe writes them.
+#include "backend/engine/engine.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <deque>
 
-#include "backend/engine/engine.h"
 #include "backend/engine/engine_impl.h"
 #include "backend/engine/testing/engine_fixture.h"
 #include "backend/engine/testing/fake_rnic.h"
@@ -35,14 +36,17 @@ using testing::Rig;
 TEST_F(EngineTest, AttachChecksGids) {
   GuestEnv env(1 << 20);
   VmConfig c;
-  EXPECT_EQ(engine_->AttachVm(c, nullptr).status(), Status::kInvalid);  // no GID
+  EXPECT_EQ(engine_->AttachVm(c, nullptr).status(),
+            Status::kInvalid);  // no GID
   c.gids.assign(9, MakeGid(1));
   for (int i = 0; i < 9; ++i) c.gids[i][15] = static_cast<uint8_t>(i + 1);
   EXPECT_EQ(engine_->AttachVm(c, nullptr).status(), Status::kInvalid);  // > 8
   c.gids = {Gid{}};
-  EXPECT_EQ(engine_->AttachVm(c, nullptr).status(), Status::kInvalid);  // zero GID
+  EXPECT_EQ(engine_->AttachVm(c, nullptr).status(),
+            Status::kInvalid);  // zero GID
   c.gids = {MakeGid(1), MakeGid(1)};
-  EXPECT_EQ(engine_->AttachVm(c, nullptr).status(), Status::kInvalid);  // duplicate
+  EXPECT_EQ(engine_->AttachVm(c, nullptr).status(),
+            Status::kInvalid);  // duplicate
   c.gids = {MakeGid(1), MakeGid(2)};
   Result<VmId> a = engine_->AttachVm(c, nullptr);
   ASSERT_TRUE(a.ok());
@@ -82,7 +86,8 @@ TEST_F(EngineTest, QuotasAreEnforced) {
   GuestRingRef cq;
   CreateCqRequest c = Cq(cq, env, 4);  // 384 + 1024: one page, 3 pinned total
   ASSERT_TRUE(engine_->CreateCq(vm, c).ok());
-  EXPECT_EQ(engine_->CreateCq(vm, Cq(cq, env, 4)).status(), Status::kNoResource);
+  EXPECT_EQ(engine_->CreateCq(vm, Cq(cq, env, 4)).status(),
+            Status::kNoResource);
   VmStats s = *engine_->Stats(vm);
   EXPECT_EQ(s.pds, 2u);
   EXPECT_EQ(s.mrs, 1u);
@@ -151,15 +156,36 @@ TEST_F(EngineTest, RegMrRejectsBadRequests) {
       {"ok", pd, kLW, 0, 8192, 0, {page, page + 4096}, Status::kOk},
       {"foreign pd", pd2, kLW, 0, 4096, 0, {page}, Status::kBadHandle},
       {"pd 0", 0, kLW, 0, 4096, 0, {page}, Status::kBadHandle},
-      {"remote write w/o local", pd, kAccessRemoteWrite, 0, 4096, 0, {page}, Status::kInvalid},
+      {"remote write w/o local",
+       pd,
+       kAccessRemoteWrite,
+       0,
+       4096,
+       0,
+       {page},
+       Status::kInvalid},
       {"beyond pages", pd, kLW, 0, 4097, 0, {page}, Status::kInvalid},
       {"wrapped length", pd, kLW, 0, ~0ull, 1, {page}, Status::kInvalid},
       {"iova wraps", pd, kLW, ~0ull, 2, 0, {page}, Status::kInvalid},
       {"unaligned page", pd, kLW, 0, 10, 0, {page + 8}, Status::kInvalid},
-      {"page outside guest", pd, kLW, 0, 10, 0, {env.end_gpa()}, Status::kFault},
+      {"page outside guest",
+       pd,
+       kLW,
+       0,
+       10,
+       0,
+       {env.end_gpa()},
+       Status::kFault},
       {"page below guest", pd, kLW, 0, 10, 0, {0}, Status::kFault},
       {"other VM's page", pd, kLW, 0, 10, 0, {0x10000000}, Status::kFault},
-      {"page straddles end", pd, kLW, 0, 8192, 0, {page, env.end_gpa()}, Status::kFault},
+      {"page straddles end",
+       pd,
+       kLW,
+       0,
+       8192,
+       0,
+       {page, env.end_gpa()},
+       Status::kFault},
   };
   for (const Case& c : cases) {
     RegMrRequest r;
@@ -206,18 +232,35 @@ TEST_F(EngineTest, RingGeometryChecked) {
   };
   const Case cases[] = {
       {"ok", [](CreateQpRequest&) {}, Status::kOk},
-      {"send_wr beyond ring", [](CreateQpRequest& q) { q.caps.max_send_wr = 16; }, Status::kInvalid},
-      {"send_wr 0", [](CreateQpRequest& q) { q.caps.max_send_wr = 0; }, Status::kInvalid},
-      {"16 sges fit a 512-byte element", [](CreateQpRequest& q) { q.caps.max_send_sge = 16; }, Status::kOk},
-      {"sges beyond device", [](CreateQpRequest& q) { q.caps.max_send_sge = 17; }, Status::kInvalid},
-      {"inline beyond element", [](CreateQpRequest& q) { q.caps.max_inline_data = 256 + 64; }, Status::kInvalid},
-      {"inline beyond device", [](CreateQpRequest& q) { q.caps.max_inline_data = 100000; }, Status::kInvalid},
-      {"recv sge beyond element", [](CreateQpRequest& q) { q.caps.max_recv_sge = 6; }, Status::kInvalid},
-      {"bad type", [](CreateQpRequest& q) { q.type = static_cast<QpType>(5); }, Status::kInvalid},
-      {"rq pages with srq", [](CreateQpRequest& q) { q.srq = 1; }, Status::kBadHandle},
-      {"bad send cq", [](CreateQpRequest& q) { q.send_cq = 12345; }, Status::kBadHandle},
-      {"bad pd", [](CreateQpRequest& q) { q.pd = q.pd + (1u << 16); }, Status::kBadHandle},
-      {"sq too many pages", [](CreateQpRequest& q) { q.sq.pages.push_back(q.sq.pages.back() + 4096); }, Status::kInvalid},
+      {"send_wr beyond ring",
+       [](CreateQpRequest& q) { q.caps.max_send_wr = 16; }, Status::kInvalid},
+      {"send_wr 0", [](CreateQpRequest& q) { q.caps.max_send_wr = 0; },
+       Status::kInvalid},
+      {"16 sges fit a 512-byte element",
+       [](CreateQpRequest& q) { q.caps.max_send_sge = 16; }, Status::kOk},
+      {"sges beyond device",
+       [](CreateQpRequest& q) { q.caps.max_send_sge = 17; }, Status::kInvalid},
+      {"inline beyond element",
+       [](CreateQpRequest& q) { q.caps.max_inline_data = 256 + 64; },
+       Status::kInvalid},
+      {"inline beyond device",
+       [](CreateQpRequest& q) { q.caps.max_inline_data = 100000; },
+       Status::kInvalid},
+      {"recv sge beyond element",
+       [](CreateQpRequest& q) { q.caps.max_recv_sge = 6; }, Status::kInvalid},
+      {"bad type", [](CreateQpRequest& q) { q.type = static_cast<QpType>(5); },
+       Status::kInvalid},
+      {"rq pages with srq", [](CreateQpRequest& q) { q.srq = 1; },
+       Status::kBadHandle},
+      {"bad send cq", [](CreateQpRequest& q) { q.send_cq = 12345; },
+       Status::kBadHandle},
+      {"bad pd", [](CreateQpRequest& q) { q.pd = q.pd + (1u << 16); },
+       Status::kBadHandle},
+      {"sq too many pages",
+       [](CreateQpRequest& q) {
+         q.sq.pages.push_back(q.sq.pages.back() + 4096);
+       },
+       Status::kInvalid},
   };
   for (const Case& c : cases) {
     CreateQpRequest q = QpReq(r, env, QpType::kRc);
@@ -298,8 +341,8 @@ TEST_F(EngineTest, SourceGidComesFromTheVmTable) {
   ModifyQpRequest m;
   m.qpn = r.qpn;
   m.state = QpState::kInit;
-  m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_PKEY_INDEX | VIRTIO_RDMA_QP_PORT |
-           VIRTIO_RDMA_QP_ACCESS_FLAGS;
+  m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_PKEY_INDEX |
+           VIRTIO_RDMA_QP_PORT | VIRTIO_RDMA_QP_ACCESS_FLAGS;
   ASSERT_EQ(engine_->ModifyQp(vm, m), Status::kOk);
   m.state = QpState::kRtr;
   m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_AV | VIRTIO_RDMA_QP_PATH_MTU |
@@ -346,8 +389,9 @@ TEST_F(EngineTest, IllegalTransitionsRejected) {
   Rig r = MakeRig(env, vm, QpType::kRc, /*rts=*/false);
   ModifyQpRequest m;
   m.qpn = r.qpn;
-  m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_SQ_PSN | VIRTIO_RDMA_QP_TIMEOUT |
-           VIRTIO_RDMA_QP_RETRY_CNT | VIRTIO_RDMA_QP_RNR_RETRY | VIRTIO_RDMA_QP_MAX_QP_RD_ATOMIC;
+  m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_SQ_PSN |
+           VIRTIO_RDMA_QP_TIMEOUT | VIRTIO_RDMA_QP_RETRY_CNT |
+           VIRTIO_RDMA_QP_RNR_RETRY | VIRTIO_RDMA_QP_MAX_QP_RD_ATOMIC;
   m.state = QpState::kRts;
   EXPECT_EQ(engine_->ModifyQp(vm, m), Status::kBadState);  // RESET -> RTS
   EXPECT_EQ(rnic_.qps.at(r.qpn).attr.state, QpState::kReset);
@@ -373,7 +417,8 @@ TEST_F(EngineTest, SendPathEndToEnd) {
                                     .opcode = IB_UVERBS_WR_RDMA_WRITE,
                                     .remote_addr = 0x9000,
                                     .rkey = 55,
-                                    .sges = {{r.iova + 16, 100, r.lkey}, {r.iova, 0, 0xbad}}});
+                                    .sges = {{r.iova + 16, 100, r.lkey},
+                                             {r.iova, 0, 0xbad}}});
   testing::PostSend(r.sq, GuestSend{.wr_id = 0x1235,
                                     .flags = kSendSignaled | kSendInline,
                                     .inline_data = {1, 2, 3}});
@@ -419,15 +464,59 @@ TEST_F(EngineTest, MaliciousSendWqesCompleteWithErrors) {
     WcStatus want;
   };
   const Case cases[] = {
-      {"unknown lkey", [](const Rig& r) { return GuestSend{.wr_id = 7, .sges = {{r.iova, 8, r.lkey + 1000}}}; }, WcStatus::kLocProtErr},
-      {"range past MR", [](const Rig& r) { return GuestSend{.wr_id = 7, .sges = {{r.iova + 4 * 4096 - 4, 8, r.lkey}}}; }, WcStatus::kLocProtErr},
-      {"range before MR", [](const Rig& r) { return GuestSend{.wr_id = 7, .sges = {{r.iova - 1, 8, r.lkey}}}; }, WcStatus::kLocProtErr},
-      {"addr wraps", [](const Rig& r) { return GuestSend{.wr_id = 7, .sges = {{~0ull - 3, 8, r.lkey}}}; }, WcStatus::kLocProtErr},
-      {"bad opcode", [](const Rig& r) { return GuestSend{.wr_id = 7, .opcode = 11, .sges = {{r.iova, 8, r.lkey}}}; }, WcStatus::kLocQpOpErr},
-      {"too many sges", [](const Rig& r) { return GuestSend{.wr_id = 7, .sges = std::vector<Sge>(5, Sge{r.iova, 1, r.lkey})}; }, WcStatus::kLocQpOpErr},
-      {"inline too long", [](const Rig&) { return GuestSend{.wr_id = 7, .flags = kSendInline, .inline_data = std::vector<uint8_t>(129)}; }, WcStatus::kLocLenErr},
-      {"unknown flag", [](const Rig& r) { return GuestSend{.wr_id = 7, .flags = 0x20, .sges = {{r.iova, 8, r.lkey}}}; }, WcStatus::kLocQpOpErr},
-      {"write without rkey", [](const Rig& r) { return GuestSend{.wr_id = 7, .opcode = IB_UVERBS_WR_RDMA_WRITE, .sges = {{r.iova, 8, r.lkey}}}; }, WcStatus::kLocProtErr},
+      {"unknown lkey",
+       [](const Rig& r) {
+         return GuestSend{.wr_id = 7, .sges = {{r.iova, 8, r.lkey + 1000}}};
+       },
+       WcStatus::kLocProtErr},
+      {"range past MR",
+       [](const Rig& r) {
+         return GuestSend{.wr_id = 7,
+                          .sges = {{r.iova + 4 * 4096 - 4, 8, r.lkey}}};
+       },
+       WcStatus::kLocProtErr},
+      {"range before MR",
+       [](const Rig& r) {
+         return GuestSend{.wr_id = 7, .sges = {{r.iova - 1, 8, r.lkey}}};
+       },
+       WcStatus::kLocProtErr},
+      {"addr wraps",
+       [](const Rig& r) {
+         return GuestSend{.wr_id = 7, .sges = {{~0ull - 3, 8, r.lkey}}};
+       },
+       WcStatus::kLocProtErr},
+      {"bad opcode",
+       [](const Rig& r) {
+         return GuestSend{
+             .wr_id = 7, .opcode = 11, .sges = {{r.iova, 8, r.lkey}}};
+       },
+       WcStatus::kLocQpOpErr},
+      {"too many sges",
+       [](const Rig& r) {
+         return GuestSend{.wr_id = 7,
+                          .sges = std::vector<Sge>(5, Sge{r.iova, 1, r.lkey})};
+       },
+       WcStatus::kLocQpOpErr},
+      {"inline too long",
+       [](const Rig&) {
+         return GuestSend{.wr_id = 7,
+                          .flags = kSendInline,
+                          .inline_data = std::vector<uint8_t>(129)};
+       },
+       WcStatus::kLocLenErr},
+      {"unknown flag",
+       [](const Rig& r) {
+         return GuestSend{
+             .wr_id = 7, .flags = 0x20, .sges = {{r.iova, 8, r.lkey}}};
+       },
+       WcStatus::kLocQpOpErr},
+      {"write without rkey",
+       [](const Rig& r) {
+         return GuestSend{.wr_id = 7,
+                          .opcode = IB_UVERBS_WR_RDMA_WRITE,
+                          .sges = {{r.iova, 8, r.lkey}}};
+       },
+       WcStatus::kLocProtErr},
   };
   for (const Case& c : cases) {
     GuestEnv env;
@@ -436,7 +525,9 @@ TEST_F(EngineTest, MaliciousSendWqesCompleteWithErrors) {
     VmId vm = Attach(env, {g}, &sink);
     Rig r = MakeRig(env, vm);
     testing::PostSend(r.sq, c.make(r));
-    testing::PostSend(r.sq, GuestSend{.wr_id = 8, .sges = {{r.iova, 8, r.lkey}}});  // good, but after
+    testing::PostSend(
+        r.sq, GuestSend{.wr_id = 8,
+                        .sges = {{r.iova, 8, r.lkey}}});  // good, but after
     engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, r.qpn);
     Poll();
     std::vector<ib_uverbs_wc> wcs = DrainCq(r.scq);
@@ -444,13 +535,15 @@ TEST_F(EngineTest, MaliciousSendWqesCompleteWithErrors) {
     EXPECT_EQ(wcs[0].wr_id, 7u) << c.name;
     EXPECT_EQ(wcs[0].status, static_cast<uint32_t>(c.want)) << c.name;
     EXPECT_EQ(wcs[1].wr_id, 8u) << c.name;
-    EXPECT_EQ(wcs[1].status, static_cast<uint32_t>(WcStatus::kWrFlushErr)) << c.name;
+    EXPECT_EQ(wcs[1].status, static_cast<uint32_t>(WcStatus::kWrFlushErr))
+        << c.name;
     EXPECT_EQ(rnic_.qps.at(r.qpn).attr.state, QpState::kErr) << c.name;
     EXPECT_TRUE(rnic_.qps.at(r.qpn).sends.empty()) << c.name;
     EXPECT_EQ(r.sq.consumer(), 2u) << c.name;
     EXPECT_EQ(engine_->Stats(vm)->wqes_rejected, 1u) << c.name;
     // Later WQEs are flushed too.
-    testing::PostSend(r.sq, GuestSend{.wr_id = 9, .sges = {{r.iova, 8, r.lkey}}});
+    testing::PostSend(r.sq,
+                      GuestSend{.wr_id = 9, .sges = {{r.iova, 8, r.lkey}}});
     engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, r.qpn);
     Poll();
     wcs = DrainCq(r.scq);
@@ -502,7 +595,8 @@ TEST_F(EngineTest, CqOverflowRaisesCqErrOnce) {
   r.qpn = engine_->CreateQp(vm, QpReq(r, env, QpType::kRc))->qpn;
   ToRts(r, QpType::kRc);
   for (uint64_t i = 0; i < 3; ++i) {
-    testing::PostSend(r.sq, GuestSend{.wr_id = i, .sges = {{r.iova, 8, r.lkey}}});
+    testing::PostSend(r.sq,
+                      GuestSend{.wr_id = i, .sges = {{r.iova, 8, r.lkey}}});
   }
   engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, r.qpn);
   Poll(1);
@@ -539,7 +633,8 @@ TEST_F(EngineTest, UnsignaledWrsAndRnicBackpressure) {
   Poll();
   // 15 unsignaled WQEs fill the RNIC's send queue.
   for (uint64_t i = 0; i < 15; ++i) {
-    testing::PostSend(r.sq, GuestSend{.wr_id = i, .flags = 0, .sges = {{r.iova, 8, r.lkey}}});
+    testing::PostSend(
+        r.sq, GuestSend{.wr_id = i, .flags = 0, .sges = {{r.iova, 8, r.lkey}}});
   }
   engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, r.qpn);
   Poll();
@@ -547,7 +642,8 @@ TEST_F(EngineTest, UnsignaledWrsAndRnicBackpressure) {
   EXPECT_EQ(r.sq.consumer(), 15u);
   // The next (signaled) one does not fit: it is taken from the ring and
   // held, in order, until the RNIC has room.
-  testing::PostSend(r.sq, GuestSend{.wr_id = 15, .sges = {{r.iova, 8, r.lkey}}});
+  testing::PostSend(r.sq,
+                    GuestSend{.wr_id = 15, .sges = {{r.iova, 8, r.lkey}}});
   engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, r.qpn);
   Poll();
   EXPECT_EQ(rnic_.qps.at(r.qpn).sends.size(), 15u);
@@ -573,7 +669,9 @@ TEST_F(EngineTest, FlushReportsUnsignaledWrsWithTheirIds) {
   Rig r = MakeRig(env, vm);
   Poll();
   for (uint64_t i = 0; i < 20; ++i) {  // wraps the 16-slot ring
-    testing::PostSend(r.sq, GuestSend{.wr_id = 100 + i, .flags = 0, .sges = {{r.iova, 8, r.lkey}}});
+    testing::PostSend(
+        r.sq,
+        GuestSend{.wr_id = 100 + i, .flags = 0, .sges = {{r.iova, 8, r.lkey}}});
     engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, r.qpn);
     Poll(1);
   }
@@ -607,7 +705,8 @@ TEST_F(EngineTest, ReceivesArePulledLazily) {
   ASSERT_EQ(fq.recvs.size(), 2u);  // pulled at RTR
   EXPECT_EQ(fq.recvs[0].sge[0].addr, r.iova);
   EXPECT_EQ(r.rq.consumer(), 0u);  // not released until complete
-  ASSERT_EQ(engine_->ReqNotifyCq(vm, r.rcq_h, /*solicited_only=*/true), Status::kOk);
+  ASSERT_EQ(engine_->ReqNotifyCq(vm, r.rcq_h, /*solicited_only=*/true),
+            Status::kOk);
   rnic_.CompleteRecv(r.qpn, 77, 0x55);
   Poll(1);
   std::vector<ib_uverbs_wc> wcs = DrainCq(r.rcq);
@@ -654,7 +753,7 @@ TEST_F(EngineTest, IdleCqsAreNotPolled) {
   Poll(2);
   rnic_.polls.clear();
   Poll(10);
-  EXPECT_TRUE(rnic_.polls.empty());  // retired: inactive again
+  EXPECT_TRUE(rnic_.polls.empty());   // retired: inactive again
   EXPECT_FALSE(engine_->PollOnce());  // idle: the loop may sleep
 }
 
@@ -713,10 +812,13 @@ TEST_F(EngineTest, SharedReceiveQueue) {
   };
   const Case bad[] = {
       {"max_wr 0", [](CreateSrqRequest& q) { q.max_wr = 0; }, Status::kInvalid},
-      {"max_wr beyond ring", [](CreateSrqRequest& q) { q.max_wr = 16; }, Status::kInvalid},
-      {"sge beyond element", [](CreateSrqRequest& q) { q.max_sge = 6; }, Status::kInvalid},
+      {"max_wr beyond ring", [](CreateSrqRequest& q) { q.max_wr = 16; },
+       Status::kInvalid},
+      {"sge beyond element", [](CreateSrqRequest& q) { q.max_sge = 6; },
+       Status::kInvalid},
       {"sge 0", [](CreateSrqRequest& q) { q.max_sge = 0; }, Status::kInvalid},
-      {"limit above max_wr", [](CreateSrqRequest& q) { q.srq_limit = 16; }, Status::kInvalid},
+      {"limit above max_wr", [](CreateSrqRequest& q) { q.srq_limit = 16; },
+       Status::kInvalid},
       {"bad pd", [](CreateSrqRequest& q) { q.pd = 0; }, Status::kBadHandle},
   };
   for (const Case& c : bad) {
@@ -730,15 +832,18 @@ TEST_F(EngineTest, SharedReceiveQueue) {
   ASSERT_TRUE(srq.ok());
   EXPECT_EQ(engine_->ModifySrq(vm, srq->handle, VIRTIO_RDMA_SRQ_MAX_WR, 20, 0),
             Status::kUnsupported);
-  EXPECT_EQ(engine_->ModifySrq(vm, srq->handle, VIRTIO_RDMA_SRQ_LIMIT, 0, 16), Status::kInvalid);
-  ASSERT_EQ(engine_->ModifySrq(vm, srq->handle, VIRTIO_RDMA_SRQ_LIMIT, 0, 2), Status::kOk);
+  EXPECT_EQ(engine_->ModifySrq(vm, srq->handle, VIRTIO_RDMA_SRQ_LIMIT, 0, 16),
+            Status::kInvalid);
+  ASSERT_EQ(engine_->ModifySrq(vm, srq->handle, VIRTIO_RDMA_SRQ_LIMIT, 0, 2),
+            Status::kOk);
   ASSERT_EQ(rnic_.srqs.size(), 1u);
   FakeRnic::Srq& fs = rnic_.srqs.begin()->second;
   EXPECT_EQ(fs.recvs.size(), 1u);
 
   CreateQpRequest q = QpReq(r, env, QpType::kRc);
   q.srq = srq->handle;
-  EXPECT_EQ(engine_->CreateQp(vm, q).status(), Status::kInvalid);  // RQ pages with an SRQ
+  EXPECT_EQ(engine_->CreateQp(vm, q).status(),
+            Status::kInvalid);  // RQ pages with an SRQ
   q.rq = {};
   Result<CreateQpResult> qp = engine_->CreateQp(vm, q);
   ASSERT_TRUE(qp.ok());
@@ -762,7 +867,7 @@ TEST_F(EngineTest, SharedReceiveQueue) {
   EXPECT_EQ(wcs[0].qp_num, qp->qpn);
   EXPECT_EQ(ring.consumer(), 1u);
   EXPECT_EQ(sink.Count(VIRTIO_RDMA_EV_SRQ_LIMIT_REACHED), 0);  // 3 left >= 2
-  rnic_.CompleteSrqRecv(qp->qpn, 11);  // 501
+  rnic_.CompleteSrqRecv(qp->qpn, 11);                          // 501
   Poll(2);
   // 501 done; 502 (skipped) done too: the consumer passes both.
   EXPECT_EQ(ring.consumer(), 3u);
@@ -799,8 +904,11 @@ class QueueAllPolicy : public policy::SchedulerPolicy {
     queued.pop_front();
     return d;
   }
-  void OnPosted(policy::Nanos, const policy::WrInfo&, uint32_t bytes) override { posted += bytes; }
-  void OnCompleted(policy::Nanos, const policy::WrInfo&, policy::Nanos latency) override {
+  void OnPosted(policy::Nanos, const policy::WrInfo&, uint32_t bytes) override {
+    posted += bytes;
+  }
+  void OnCompleted(policy::Nanos, const policy::WrInfo&,
+                   policy::Nanos latency) override {
     latencies.push_back(latency);
   }
   std::deque<policy::WrInfo> queued;
@@ -819,7 +927,10 @@ TEST_F(EngineTest, SchedulerQueuesAndReleasesInOrder) {
   VmId vm = Attach(env, {MakeGid(1)});
   Rig r = MakeRig(env, vm);
   for (uint64_t i = 0; i < 3; ++i) {
-    testing::PostSend(r.sq, GuestSend{.wr_id = i, .sges = {{r.iova, 10 + static_cast<uint32_t>(i), r.lkey}}});
+    testing::PostSend(
+        r.sq,
+        GuestSend{.wr_id = i,
+                  .sges = {{r.iova, 10 + static_cast<uint32_t>(i), r.lkey}}});
   }
   engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, r.qpn);
   Poll();

@@ -11,8 +11,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "backend/base/event_loop.h"
@@ -29,7 +29,8 @@ using testing::GuestEnv;
 using testing::GuestRingRef;
 using testing::GuestSend;
 
-constexpr uint32_t kAll = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead;
+constexpr uint32_t kAll =
+    kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead;
 
 struct Side {
   explicit Side(uint64_t base) : env(8u << 20, base) {}
@@ -140,7 +141,8 @@ class EngineThreadsTest : public ::testing::TestWithParam<bool> {
     s.iova = uint64_t{id} << 40;
     RegMrRequest mr{s.pd, kAll, s.iova, 8192, 0, GuestEnv::Pages(s.buf, 2)};
     s.lkey = engine_->RegMr(s.vm, mr)->lkey;
-    for (auto [ring, h] : {std::pair{&s.scq, &s.scq_h}, std::pair{&s.rcq, &s.rcq_h}}) {
+    for (auto [ring, h] :
+         {std::pair{&s.scq, &s.scq_h}, std::pair{&s.rcq, &s.rcq_h}}) {
       *ring = GuestRingRef(s.env, 6, 6);
       *h = engine_->CreateCq(s.vm, CreateCqRequest{63, ring->spec})->handle;
     }
@@ -160,22 +162,23 @@ class EngineThreadsTest : public ::testing::TestWithParam<bool> {
     ModifyQpRequest m;
     m.qpn = s.qpn;
     m.state = QpState::kInit;
-    m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_PKEY_INDEX | VIRTIO_RDMA_QP_PORT |
-             VIRTIO_RDMA_QP_ACCESS_FLAGS;
+    m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_PKEY_INDEX |
+             VIRTIO_RDMA_QP_PORT | VIRTIO_RDMA_QP_ACCESS_FLAGS;
     m.access_flags = kAll;
     ASSERT_EQ(engine_->ModifyQp(s.vm, m), Status::kOk);
     m.state = QpState::kRtr;
-    m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_AV | VIRTIO_RDMA_QP_PATH_MTU |
-             VIRTIO_RDMA_QP_DEST_QPN | VIRTIO_RDMA_QP_RQ_PSN |
-             VIRTIO_RDMA_QP_MAX_DEST_RD_ATOMIC | VIRTIO_RDMA_QP_MIN_RNR_TIMER;
+    m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_AV |
+             VIRTIO_RDMA_QP_PATH_MTU | VIRTIO_RDMA_QP_DEST_QPN |
+             VIRTIO_RDMA_QP_RQ_PSN | VIRTIO_RDMA_QP_MAX_DEST_RD_ATOMIC |
+             VIRTIO_RDMA_QP_MIN_RNR_TIMER;
     m.ah.dgid = peer.gid;
     m.dest_qpn = peer.qpn;
     m.min_rnr_timer = 1;
     ASSERT_EQ(engine_->ModifyQp(s.vm, m), Status::kOk);
     m.state = QpState::kRts;
-    m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_SQ_PSN | VIRTIO_RDMA_QP_TIMEOUT |
-             VIRTIO_RDMA_QP_RETRY_CNT | VIRTIO_RDMA_QP_RNR_RETRY |
-             VIRTIO_RDMA_QP_MAX_QP_RD_ATOMIC;
+    m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_SQ_PSN |
+             VIRTIO_RDMA_QP_TIMEOUT | VIRTIO_RDMA_QP_RETRY_CNT |
+             VIRTIO_RDMA_QP_RNR_RETRY | VIRTIO_RDMA_QP_MAX_QP_RD_ATOMIC;
     m.timeout = 10;
     m.retry_cnt = 7;
     m.rnr_retry = 7;
@@ -195,7 +198,8 @@ class EngineThreadsTest : public ::testing::TestWithParam<bool> {
 
 // Waits for one CQE in the guest's CQ ring (the guest's own polling).
 bool WaitCqe(GuestRingRef& cq, ib_uverbs_wc* out) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < deadline) {
     const uint32_t c = cq.consumer();
     if (cq.producer() != c) {  // acquire: the CQE is visible
@@ -238,7 +242,9 @@ TEST_P(EngineThreadsTest, TrafficFlowsWhileControlVerbsRun) {
     uint8_t* src = a.env.host(a.buf) + (i % 16) * 256;
     for (int k = 0; k < 256; ++k) src[k] = static_cast<uint8_t>(i * 7 + k);
     testing::PostRecv(b.rq, 1000 + i, {{b.iova + (i % 16) * 256, 256, b.lkey}});
-    testing::PostSend(a.sq, GuestSend{.wr_id = i, .sges = {{a.iova + (i % 16) * 256, 256, a.lkey}}});
+    testing::PostSend(
+        a.sq, GuestSend{.wr_id = i,
+                        .sges = {{a.iova + (i % 16) * 256, 256, a.lkey}}});
     // The device rings doorbells on the data-path thread.
     exec_->RunSync([&] { engine_->Doorbell(a.vm, VIRTIO_RDMA_DB_SQ, a.qpn); });
     ib_uverbs_wc ws, wr;
@@ -248,7 +254,8 @@ TEST_P(EngineThreadsTest, TrafficFlowsWhileControlVerbsRun) {
     ASSERT_EQ(ws.status, 0u);
     ASSERT_EQ(wr.wr_id, 1000 + i);
     ASSERT_EQ(wr.byte_len, 256u);
-    ASSERT_EQ(std::memcmp(b.env.host(b.buf) + (i % 16) * 256, src, 256), 0) << i;
+    ASSERT_EQ(std::memcmp(b.env.host(b.buf) + (i % 16) * 256, src, 256), 0)
+        << i;
   }
   stop.store(true);
   control.join();
@@ -261,7 +268,8 @@ TEST_P(EngineThreadsTest, TrafficFlowsWhileControlVerbsRun) {
   EXPECT_EQ(sc.pds, 1u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Executors, EngineThreadsTest, ::testing::Values(true, false),
+INSTANTIATE_TEST_SUITE_P(Executors, EngineThreadsTest,
+                         ::testing::Values(true, false),
                          [](const ::testing::TestParamInfo<bool>& p) {
                            return p.param ? "Mailbox" : "Locked";
                          });

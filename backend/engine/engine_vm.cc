@@ -28,7 +28,8 @@ std::unique_ptr<Engine> CreateEngine(Rnic& rnic, Executor& executor,
               .count());
     };
   }
-  return std::make_unique<EngineImpl>(rnic, executor, policy, std::move(options));
+  return std::make_unique<EngineImpl>(rnic, executor, policy,
+                                      std::move(options));
 }
 
 EngineImpl::EngineImpl(Rnic& rnic, Executor& executor,
@@ -40,19 +41,21 @@ EngineImpl::EngineImpl(Rnic& rnic, Executor& executor,
       limits_(rnic.limits()),
       stage_(rnic, policy, *this),
       vms_(options_.max_vms),
-      qpn_owner_(std::min<uint32_t>(std::max<uint32_t>(limits_.max_qp, 1), 1u << 20)) {}
+      qpn_owner_(std::min<uint32_t>(std::max<uint32_t>(limits_.max_qp, 1),
+                                    1u << 20)) {}
 
 EngineImpl::~EngineImpl() {
   for (uint32_t id : vms_.Handles()) DetachVm(id);
 }
 
-
 // ---------------------------------------------------------------- VMs
 
 Result<VmId> EngineImpl::AttachVm(const VmConfig& config, VmEventSink* sink) {
-  if (config.gids.empty() || config.gids.size() > VIRTIO_RDMA_MAX_GIDS) return Status::kInvalid;
+  if (config.gids.empty() || config.gids.size() > VIRTIO_RDMA_MAX_GIDS)
+    return Status::kInvalid;
   const Quotas& q = config.quotas;
-  for (uint32_t n : {q.max_pd, q.max_cq, q.max_qp, q.max_mr, q.max_ah, q.max_srq}) {
+  for (uint32_t n :
+       {q.max_pd, q.max_cq, q.max_qp, q.max_mr, q.max_ah, q.max_srq}) {
     if (n > kMaxTableCapacity) return Status::kInvalid;
   }
   for (size_t i = 0; i < config.gids.size(); ++i) {
@@ -88,7 +91,8 @@ Result<VmId> EngineImpl::AttachVm(const VmConfig& config, VmEventSink* sink) {
     result = *id;
   });
   if (result.ok()) {
-    gids_in_use_.insert(gids_in_use_.end(), config.gids.begin(), config.gids.end());
+    gids_in_use_.insert(gids_in_use_.end(), config.gids.begin(),
+                        config.gids.end());
   }
   return result;
 }
@@ -106,7 +110,8 @@ void EngineImpl::DetachVm(VmId id) {
     }
     for (uint32_t h : vm->mrs.Handles()) DestroyMrLocked(*vm, h);
     for (uint32_t h : vm->cqs.Handles()) DestroyCqLocked(*vm, h);
-    for (uint32_t h : vm->pds.Handles()) (void)rnic_.DeallocPd(vm->pds.Lookup(h)->rnic);
+    for (uint32_t h : vm->pds.Handles())
+      (void)rnic_.DeallocPd(vm->pds.Lookup(h)->rnic);
     for (const Gid& g : vm->config.gids) (void)rnic_.RemoveGid(g);
     policy_.OnTenantRemoved(id);
     dead = vms_.Remove(id);
@@ -120,7 +125,8 @@ void EngineImpl::DetachVm(VmId id) {
   // Page views and tables are released here, on the control thread.
 }
 
-void EngineImpl::SetGuestMemory(VmId id, std::shared_ptr<const GuestMemory> memory) {
+void EngineImpl::SetGuestMemory(VmId id,
+                                std::shared_ptr<const GuestMemory> memory) {
   // Only the control thread maps pages; published views map the backing
   // files, so they stay valid across memory tables.
   if (VmContext* vm = FindVm(id)) vm->memory = std::move(memory);
@@ -171,7 +177,8 @@ Result<Gid> EngineImpl::QueryGid(VmId id, uint32_t index) const {
   return vm->config.gids[index];
 }
 
-Status EngineImpl::MapPages(const VmContext& vm, const std::vector<uint64_t>& pages,
+Status EngineImpl::MapPages(const VmContext& vm,
+                            const std::vector<uint64_t>& pages,
                             GuestPageView* view) const {
   if (!vm.memory) return Status::kFault;
   Result<GuestPageView> r = GuestPageView::Map(*vm.memory, pages);
@@ -234,8 +241,9 @@ Result<RegMrResult> EngineImpl::RegMr(VmId id, const RegMrRequest& req) {
   if (vm->pds.Lookup(req.pd) == nullptr) return Status::kBadHandle;
   if (vm->mrs.full()) return Status::kNoResource;
   const uint64_t pinned = MrPinnedBytes(req);
-  if (pinned > vm->config.quotas.max_pinned_bytes - std::min(vm->stats.pinned_bytes,
-                                                             vm->config.quotas.max_pinned_bytes)) {
+  if (pinned > vm->config.quotas.max_pinned_bytes -
+                   std::min(vm->stats.pinned_bytes,
+                            vm->config.quotas.max_pinned_bytes)) {
     return Status::kNoResource;
   }
   auto obj = std::make_unique<MrObj>();
@@ -253,8 +261,9 @@ Result<RegMrResult> EngineImpl::RegMr(VmId id, const RegMrRequest& req) {
       out = Status::kBadHandle;
       return;
     }
-    Result<RnicMr> mr = rnic_.RegMr(pd->rnic, obj->view.data() + req.first_page_offset,
-                                    req.length, req.iova, req.access);
+    Result<RnicMr> mr =
+        rnic_.RegMr(pd->rnic, obj->view.data() + req.first_page_offset,
+                    req.length, req.iova, req.access);
     if (!mr.ok()) {
       out = mr.status();
       return;

@@ -31,16 +31,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   memcpy(copy, data, size);
   if (kind & 1) {
     vrdma::engine::DecodedSend d;
-    if (vrdma::engine::DecodeSendWqe({copy, size}, sl, &d) == WcStatus::kSuccess) {
+    if (vrdma::engine::DecodeSendWqe({copy, size}, sl, &d) ==
+        WcStatus::kSuccess) {
       if (d.wr.num_sge > sl.max_sge) abort();
-      if ((d.wr.send_flags & vrdma::kSendInline) && d.wr.inline_len > sl.max_inline) abort();
+      if ((d.wr.send_flags & vrdma::kSendInline) &&
+          d.wr.inline_len > sl.max_inline)
+        abort();
       if (d.wr.total_length() > sl.max_msg_sz) abort();
       if (sl.type == QpType::kUd && d.ah_handle == 0) abort();
     }
   } else {
     vrdma::engine::RecvQueueLimits rl{sl.max_sge, sl.elem_size};
     vrdma::RecvWr wr;
-    if (vrdma::engine::DecodeRecvWqe({copy, size}, rl, &wr) == WcStatus::kSuccess) {
+    if (vrdma::engine::DecodeRecvWqe({copy, size}, rl, &wr) ==
+        WcStatus::kSuccess) {
       if (wr.num_sge > sl.max_sge) abort();
     }
   }

@@ -48,28 +48,41 @@ class GuestRing {
   uint32_t elem_size() const { return 1u << log2_elem_size_; }
 
   // Acquire-loads an index the guest writes; false when it is out of range.
-  bool LoadProducer(uint32_t* out) const { return LoadIndex(kRingProducerOffset, out); }
-  bool LoadConsumer(uint32_t* out) const { return LoadIndex(kRingConsumerOffset, out); }
+  bool LoadProducer(uint32_t* out) const {
+    return LoadIndex(kRingProducerOffset, out);
+  }
+  bool LoadConsumer(uint32_t* out) const {
+    return LoadIndex(kRingConsumerOffset, out);
+  }
   // Release-stores an index the host owns (always masked here).
-  void StoreProducer(uint32_t v) const { StoreIndex(kRingProducerOffset, v & mask_); }
-  void StoreConsumer(uint32_t v) const { StoreIndex(kRingConsumerOffset, v & mask_); }
+  void StoreProducer(uint32_t v) const {
+    StoreIndex(kRingProducerOffset, v & mask_);
+  }
+  void StoreConsumer(uint32_t v) const {
+    StoreIndex(kRingConsumerOffset, v & mask_);
+  }
 
   uint8_t* element(uint32_t index) const {
-    return base_ + kRingHeaderSize + (static_cast<uint64_t>(index & mask_) << log2_elem_size_);
+    return base_ + kRingHeaderSize +
+           (static_cast<uint64_t>(index & mask_) << log2_elem_size_);
   }
   uint32_t Next(uint32_t index) const { return (index + 1) & mask_; }
   // Entries from `from` up to (not including) `to`.
-  uint32_t Distance(uint32_t from, uint32_t to) const { return (to - from) & mask_; }
+  uint32_t Distance(uint32_t from, uint32_t to) const {
+    return (to - from) & mask_;
+  }
 
  private:
   bool LoadIndex(uint32_t offset, uint32_t* out) const {
-    uint32_t v = __atomic_load_n(reinterpret_cast<uint32_t*>(base_ + offset), __ATOMIC_ACQUIRE);
+    uint32_t v = __atomic_load_n(reinterpret_cast<uint32_t*>(base_ + offset),
+                                 __ATOMIC_ACQUIRE);
     if (v > mask_) return false;
     *out = v;
     return true;
   }
   void StoreIndex(uint32_t offset, uint32_t v) const {
-    __atomic_store_n(reinterpret_cast<uint32_t*>(base_ + offset), v, __ATOMIC_RELEASE);
+    __atomic_store_n(reinterpret_cast<uint32_t*>(base_ + offset), v,
+                     __ATOMIC_RELEASE);
   }
 
   uint8_t* base_ = nullptr;

@@ -33,7 +33,10 @@ class IntrusiveList {
     h.linked = true;
     h.next = nullptr;
     h.prev = tail_;
-    if (tail_) (tail_->*Hook).next = t; else head_ = t;
+    if (tail_)
+      (tail_->*Hook).next = t;
+    else
+      head_ = t;
     tail_ = t;
   }
 
@@ -41,8 +44,14 @@ class IntrusiveList {
   void Remove(T* t) {
     ListHook<T>& h = t->*Hook;
     if (!h.linked) return;
-    if (h.prev) (h.prev->*Hook).next = h.next; else head_ = h.next;
-    if (h.next) (h.next->*Hook).prev = h.prev; else tail_ = h.prev;
+    if (h.prev)
+      (h.prev->*Hook).next = h.next;
+    else
+      head_ = h.next;
+    if (h.next)
+      (h.next->*Hook).prev = h.prev;
+    else
+      tail_ = h.prev;
     h = {};
   }
 

@@ -59,8 +59,8 @@ class KeyMap {
     for (uint32_t j = (i + 1) & mask_; slots_[j].used; j = (j + 1) & mask_) {
       uint32_t home = Hash(slots_[j].key);
       // j may move to hole when home is not in (hole, j] cyclically.
-      bool in_range = hole <= j ? (home > hole && home <= j)
-                                : (home > hole || home <= j);
+      bool in_range =
+          hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
       if (!in_range) {
         slots_[hole] = slots_[j];
         hole = j;

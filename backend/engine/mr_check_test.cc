@@ -6,7 +6,8 @@
 namespace vrdma::engine {
 namespace {
 
-RegMrRequest Mr(uint32_t access, uint64_t iova, uint64_t len, uint32_t off, size_t pages) {
+RegMrRequest Mr(uint32_t access, uint64_t iova, uint64_t len, uint32_t off,
+                size_t pages) {
   RegMrRequest r;
   r.pd = 1;
   r.access = access;
@@ -37,8 +38,10 @@ TEST(MrCheckTest, Table) {
       {"ok remote read without local write", Mr(RR, 0, 10, 0, 1), Status::kOk},
       {"unknown access bit", Mr(LW | 0x10, 0, 10, 0, 1), Status::kInvalid},
       {"high access bit", Mr(0x80000000u | LW, 0, 10, 0, 1), Status::kInvalid},
-      {"remote write without local write", Mr(RW, 0, 10, 0, 1), Status::kInvalid},
-      {"remote atomic without local write", Mr(RA | RR, 0, 10, 0, 1), Status::kInvalid},
+      {"remote write without local write", Mr(RW, 0, 10, 0, 1),
+       Status::kInvalid},
+      {"remote atomic without local write", Mr(RA | RR, 0, 10, 0, 1),
+       Status::kInvalid},
       {"remote atomic with local write", Mr(RA | LW, 0, 10, 0, 1), Status::kOk},
       {"zero length", Mr(LW, 0, 0, 0, 1), Status::kInvalid},
       {"offset 4096", Mr(LW, 0, 1, 4096, 2), Status::kInvalid},
@@ -46,15 +49,18 @@ TEST(MrCheckTest, Table) {
       {"beyond pages", Mr(LW, 0, 4097, 0, 1), Status::kInvalid},
       {"offset pushes beyond", Mr(LW, 0, 4096, 1, 1), Status::kInvalid},
       {"exactly to end", Mr(LW, 0, 4095, 1, 1), Status::kOk},
-      {"length wraps with offset", Mr(LW, 0, ~0ull - 2, 16, 1), Status::kInvalid},
+      {"length wraps with offset", Mr(LW, 0, ~0ull - 2, 16, 1),
+       Status::kInvalid},
       {"length 2^64-1", Mr(LW, 0, ~0ull, 0, 1), Status::kInvalid},
       {"iova wraps", Mr(LW, ~0ull - 100, 4096, 0, 1), Status::kInvalid},
-      {"iova to top exactly", Mr(LW, ~0ull - 4096 + 1, 4095, 0, 1), Status::kOk},
+      {"iova to top exactly", Mr(LW, ~0ull - 4096 + 1, 4095, 0, 1),
+       Status::kOk},
       {"no pages", Mr(LW, 0, 1, 0, 0), Status::kInvalid},
       {"too many pages", Mr(LW, 0, 1, 0, kMaxMrPages + 1), Status::kInvalid},
       {"unaligned page", unaligned, Status::kInvalid},
   };
-  for (const Case& c : cases) EXPECT_EQ(CheckRegMr(c.req, MrLimits{}), c.want) << c.name;
+  for (const Case& c : cases)
+    EXPECT_EQ(CheckRegMr(c.req, MrLimits{}), c.want) << c.name;
 }
 
 TEST(MrCheckTest, MaxMrSizeEnforced) {

@@ -75,18 +75,18 @@ struct CqObj {
 // consumer index, advanced over completed WQEs in ring order (done[]), so
 // the guest never reuses a slot the RNIC may still write into.
 struct RecvQueue {
-  QpObj* qp = nullptr;         // exactly one of qp / srq
+  QpObj* qp = nullptr;  // exactly one of qp / srq
   SrqObj* srq = nullptr;
   GuestPageView view;
   GuestRing ring;
   RecvQueueLimits limits;
-  uint32_t depth = 0;          // RNIC receive queue depth (high watermark)
+  uint32_t depth = 0;  // RNIC receive queue depth (high watermark)
   uint32_t low_watermark = 0;
   uint32_t head = 0;
   uint32_t consumer = 0;
-  uint32_t posted = 0;         // on the RNIC, not completed
-  std::vector<uint64_t> wr_ids;  // guest wr_id by ring slot
-  std::vector<uint8_t> done;     // completed, consumer not yet past it
+  uint32_t posted = 0;             // on the RNIC, not completed
+  std::vector<uint64_t> wr_ids;    // guest wr_id by ring slot
+  std::vector<uint8_t> done;       // completed, consumer not yet past it
   ListHook<RecvQueue> sweep_hook;  // posted < low_watermark
   ListHook<RecvQueue> ready_hook;  // replenish on this turn
 };
@@ -98,8 +98,8 @@ struct SrqObj {
   RnicSrq rnic;
   uint32_t max_wr = 0;
   uint32_t max_sge = 0;
-  uint32_t limit = 0;          // 0: not armed
-  uint32_t refs = 0;           // QPs attached
+  uint32_t limit = 0;  // 0: not armed
+  uint32_t refs = 0;   // QPs attached
   uint64_t pinned = 0;
   RecvQueue rq;
 };
@@ -119,7 +119,8 @@ struct QueuedWr {
   SendWr wr;
   policy::WrInfo info;
   uint32_t slot = 0;
-  bool post_at_head = false;   // Admit said kPostNow: post when it reaches the head
+  bool post_at_head =
+      false;  // Admit said kPostNow: post when it reaches the head
   std::array<uint8_t, kMaxInline> inline_buf{};
 };
 
@@ -153,9 +154,9 @@ struct QpObj {
   CqObj* recv_cq = nullptr;
   SrqObj* srq = nullptr;
   RnicQp rnic;
-  QpCaps caps;                 // as granted to the guest
+  QpCaps caps;  // as granted to the guest
   bool sq_sig_all = false;
-  uint64_t pinned = 0;         // ring pages
+  uint64_t pinned = 0;              // ring pages
   QpState state = QpState::kReset;  // mirror of the RNIC's
   // Last attributes set (QUERY_QP answers from these and the RNIC).
   ModifyQpRequest attrs;
@@ -163,8 +164,8 @@ struct QpObj {
   GuestPageView sq_view;
   GuestRing sq;
   SendQueueLimits sq_limits;
-  uint32_t sq_head = 0;        // next WQE to consume == guest consumer index
-  uint32_t sq_window = 0;      // RNIC send queue depth
+  uint32_t sq_head = 0;    // next WQE to consume == guest consumer index
+  uint32_t sq_window = 0;  // RNIC send queue depth
   // Consumed WQEs by sequence number (free-running 32-bit counters):
   // [sq_done, sq_seq) are consumed and not known complete. A WR's record is
   // slots[seq & slot_mask]; slots has room for every WR that can be
@@ -184,10 +185,15 @@ struct QpObj {
 
 struct VmContext {
   explicit VmContext(const Quotas& q)
-      : pds(q.max_pd), mrs(q.max_mr), cqs(q.max_cq), qps(q.max_qp),
-        ahs(q.max_ah), srqs(q.max_srq),
+      : pds(q.max_pd),
+        mrs(q.max_mr),
+        cqs(q.max_cq),
+        qps(q.max_qp),
+        ahs(q.max_ah),
+        srqs(q.max_srq),
         qpn_to_qp(q.max_qp > kMaxTableCapacity ? kMaxTableCapacity : q.max_qp),
-        lkey_to_mr(q.max_mr > kMaxTableCapacity ? kMaxTableCapacity : q.max_mr) {}
+        lkey_to_mr(q.max_mr > kMaxTableCapacity ? kMaxTableCapacity
+                                                : q.max_mr) {}
 
   VmId id = 0;
   VmConfig config;
@@ -209,13 +215,18 @@ struct VmContext {
 // recv) or SRQ, [31:30] kind, [29:0] ring slot.
 enum class CookieKind : uint32_t { kSend = 0, kRecv = 1, kSrqRecv = 2 };
 inline uint64_t MakeCookie(uint32_t handle, CookieKind kind, uint32_t slot) {
-  return (uint64_t{handle} << 32) | (uint64_t{static_cast<uint32_t>(kind)} << 30) | slot;
+  return (uint64_t{handle} << 32) |
+         (uint64_t{static_cast<uint32_t>(kind)} << 30) | slot;
 }
-inline uint32_t CookieHandle(uint64_t c) { return static_cast<uint32_t>(c >> 32); }
+inline uint32_t CookieHandle(uint64_t c) {
+  return static_cast<uint32_t>(c >> 32);
+}
 inline CookieKind CookieKindOf(uint64_t c) {
   return static_cast<CookieKind>((c >> 30) & 3);
 }
-inline uint32_t CookieSlot(uint64_t c) { return static_cast<uint32_t>(c & 0x3fffffff); }
+inline uint32_t CookieSlot(uint64_t c) {
+  return static_cast<uint32_t>(c & 0x3fffffff);
+}
 
 }  // namespace vrdma::engine
 

@@ -36,9 +36,12 @@ struct Rule {
 
 int TypeIndex(QpType t) {
   switch (t) {
-    case QpType::kRc: return 0;
-    case QpType::kUc: return 1;
-    case QpType::kUd: return 2;
+    case QpType::kRc:
+      return 0;
+    case QpType::kUc:
+      return 1;
+    case QpType::kUd:
+      return 2;
   }
   return 0;
 }
@@ -131,13 +134,15 @@ bool Fits24(uint32_t v) { return v <= 0xffffff; }
 }  // namespace
 
 bool IsValidMtu(uint32_t bytes) {
-  return bytes == 256 || bytes == 512 || bytes == 1024 || bytes == 2048 || bytes == 4096;
+  return bytes == 256 || bytes == 512 || bytes == 1024 || bytes == 2048 ||
+         bytes == 4096;
 }
 
 Status CheckModifyQp(const ModifyQpRequest& req, const QpCheckContext& ctx,
                      QpState* next_state) {
   const uint32_t mask = req.mask;
-  if (mask & ~uint32_t{VIRTIO_RDMA_QP_ATTR_MASK_SUPPORTED}) return Status::kInvalid;
+  if (mask & ~uint32_t{VIRTIO_RDMA_QP_ATTR_MASK_SUPPORTED})
+    return Status::kInvalid;
   if (mask & (kAlt | kMig | kCap)) return Status::kUnsupported;
   if ((mask & kCur) && req.cur_state != ctx.current) return Status::kBadState;
 
@@ -150,26 +155,32 @@ Status CheckModifyQp(const ModifyQpRequest& req, const QpCheckContext& ctx,
   // allows to change in place.
   const Rule rule = TransitionRule(ctx.current, to);
   if (!rule.valid) return Status::kBadState;
-  if (ctx.type == QpType::kRc && ctx.current == QpState::kSqe) return Status::kBadState;
+  if (ctx.type == QpType::kRc && ctx.current == QpState::kSqe)
+    return Status::kBadState;
   const int t = TypeIndex(ctx.type);
   const uint32_t attrs = mask & ~(kState | kCur);
   if ((attrs & rule.req[t]) != rule.req[t]) return Status::kInvalid;
-  if (attrs & ~(rule.req[t] | rule.opt[t] | kSqdNotify)) return Status::kInvalid;
+  if (attrs & ~(rule.req[t] | rule.opt[t] | kSqdNotify))
+    return Status::kInvalid;
 
   // Value ranges of the attributes present.
-  if ((mask & kAccess) && (req.access_flags & ~uint32_t{VIRTIO_RDMA_ACCESS_SUPPORTED})) {
+  if ((mask & kAccess) &&
+      (req.access_flags & ~uint32_t{VIRTIO_RDMA_ACCESS_SUPPORTED})) {
     return Status::kInvalid;
   }
-  if ((mask & kPkey) && req.pkey_index != 0) return Status::kInvalid;  // one pkey
+  if ((mask & kPkey) && req.pkey_index != 0)
+    return Status::kInvalid;  // one pkey
   if ((mask & kPort) && req.port_num != 1) return Status::kInvalid;
   if (mask & kAv) {
-    if (req.ah.sgid_index >= ctx.num_gids) return Status::kInvalid;  // not its GID
+    if (req.ah.sgid_index >= ctx.num_gids)
+      return Status::kInvalid;                       // not its GID
     if (!req.ah.is_global) return Status::kInvalid;  // RoCE needs a GRH
     if (req.ah.port_num != 1) return Status::kInvalid;
     if (req.ah.flow_label > 0xfffff) return Status::kInvalid;
   }
   if (mask & kMtu) {
-    if (!IsValidMtu(req.path_mtu_bytes) || req.path_mtu_bytes > ctx.active_mtu_bytes) {
+    if (!IsValidMtu(req.path_mtu_bytes) ||
+        req.path_mtu_bytes > ctx.active_mtu_bytes) {
       return Status::kInvalid;
     }
   }
@@ -177,8 +188,10 @@ Status CheckModifyQp(const ModifyQpRequest& req, const QpCheckContext& ctx,
   if ((mask & kRetry) && req.retry_cnt > 7) return Status::kInvalid;
   if ((mask & kRnrRetry) && req.rnr_retry > 7) return Status::kInvalid;
   if ((mask & kMinRnr) && req.min_rnr_timer > 31) return Status::kInvalid;
-  if ((mask & kMaxRd) && req.max_rd_atomic > kMaxQpRdAtom) return Status::kInvalid;
-  if ((mask & kMaxDestRd) && req.max_dest_rd_atomic > kMaxQpRdAtom) return Status::kInvalid;
+  if ((mask & kMaxRd) && req.max_rd_atomic > kMaxQpRdAtom)
+    return Status::kInvalid;
+  if ((mask & kMaxDestRd) && req.max_dest_rd_atomic > kMaxQpRdAtom)
+    return Status::kInvalid;
   if ((mask & kRqPsn) && !Fits24(req.rq_psn)) return Status::kInvalid;
   if ((mask & kSqPsn) && !Fits24(req.sq_psn)) return Status::kInvalid;
   if ((mask & kDestQpn) && !Fits24(req.dest_qpn)) return Status::kInvalid;

@@ -50,7 +50,9 @@ class ResourceTable {
   ResourceTable& operator=(const ResourceTable&) = delete;
 
   uint32_t capacity() const { return static_cast<uint32_t>(slots_.size()); }
-  uint32_t size() const { return capacity() - static_cast<uint32_t>(free_.size()); }
+  uint32_t size() const {
+    return capacity() - static_cast<uint32_t>(free_.size());
+  }
   bool full() const { return free_.empty(); }
 
   // The handle the next Insert will return (kNoResource when full). Lets a
@@ -96,7 +98,8 @@ class ResourceTable {
   template <typename Fn>
   void ForEach(Fn&& fn) const {
     for (uint32_t i = 0; i < slots_.size(); ++i) {
-      if (slots_[i].object) fn(MakeHandle(i, slots_[i].generation), *slots_[i].object);
+      if (slots_[i].object)
+        fn(MakeHandle(i, slots_[i].generation), *slots_[i].object);
     }
   }
 

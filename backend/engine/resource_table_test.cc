@@ -70,13 +70,13 @@ TEST(ResourceTableTest, ForeignAndMadeUpHandles) {
   (void)other.Remove(foreign);
   uint32_t foreign2 = *other.Insert(std::make_unique<Obj>());  // generation 2
   const uint32_t cases[] = {
-      0u,                     // never valid
-      0xffffffffu,            // index out of range
-      8u | (1u << 16),        // index == capacity
-      5u | (1u << 16),        // free slot
-      HandleIndex(h),         // right index, generation 0
-      foreign2,               // another table's generation on our slot 0
-      h ^ (1u << 16),         // wrong generation
+      0u,               // never valid
+      0xffffffffu,      // index out of range
+      8u | (1u << 16),  // index == capacity
+      5u | (1u << 16),  // free slot
+      HandleIndex(h),   // right index, generation 0
+      foreign2,         // another table's generation on our slot 0
+      h ^ (1u << 16),   // wrong generation
   };
   for (uint32_t c : cases) EXPECT_EQ(mine.Lookup(c), nullptr) << std::hex << c;
 }
@@ -116,7 +116,8 @@ TEST(KeyMapTest, InsertFindEraseWithChurn) {
   }
   EXPECT_EQ(m.size(), 32u);
   // Reinsert into the holes; everything still findable.
-  for (uint32_t k = 0; k < 64; k += 2) ASSERT_TRUE(m.Insert(k * 7 + 1, k + 1000));
+  for (uint32_t k = 0; k < 64; k += 2)
+    ASSERT_TRUE(m.Insert(k * 7 + 1, k + 1000));
   for (uint32_t k = 0; k < 64; ++k) {
     ASSERT_TRUE(m.Find(k * 7 + 1).has_value());
     EXPECT_EQ(*m.Find(k * 7 + 1), k % 2 ? k : k + 1000);

@@ -11,27 +11,35 @@ uint32_t CqMinElemBytes() { return 1u << VIRTIO_RDMA_MIN_CQE_LOG2_SIZE; }
 
 uint32_t SqMinElemBytes(uint32_t max_send_sge, uint32_t max_inline) {
   // Callers bound max_send_sge and max_inline first; 64-bit math anyway.
-  uint64_t payload = std::max<uint64_t>(uint64_t{max_send_sge} * sizeof(rxe_sge), max_inline);
-  return static_cast<uint32_t>(std::min<uint64_t>(VIRTIO_RDMA_SEND_WQE_SGE_OFFSET + payload, UINT32_MAX));
+  uint64_t payload =
+      std::max<uint64_t>(uint64_t{max_send_sge} * sizeof(rxe_sge), max_inline);
+  return static_cast<uint32_t>(std::min<uint64_t>(
+      VIRTIO_RDMA_SEND_WQE_SGE_OFFSET + payload, UINT32_MAX));
 }
 
 uint32_t RqMinElemBytes(uint32_t max_recv_sge) {
-  uint64_t b = VIRTIO_RDMA_RECV_WQE_SGE_OFFSET + uint64_t{max_recv_sge} * sizeof(rxe_sge);
+  uint64_t b = VIRTIO_RDMA_RECV_WQE_SGE_OFFSET +
+               uint64_t{max_recv_sge} * sizeof(rxe_sge);
   return static_cast<uint32_t>(std::min<uint64_t>(b, UINT32_MAX));
 }
 
 uint64_t RingBytes(uint32_t log2_num_elem, uint32_t log2_elem_size) {
-  return VIRTIO_RDMA_RING_HDR_SIZE + ((uint64_t{1} << log2_num_elem) << log2_elem_size);
+  return VIRTIO_RDMA_RING_HDR_SIZE +
+         ((uint64_t{1} << log2_num_elem) << log2_elem_size);
 }
 
 Status CheckRingGeometry(const RingSpec& ring, uint32_t min_elem_bytes,
                          uint32_t min_entries) {
-  if (ring.log2_num_elem < 1 || ring.log2_num_elem > kMaxRingLog2Elems) return Status::kInvalid;
+  if (ring.log2_num_elem < 1 || ring.log2_num_elem > kMaxRingLog2Elems)
+    return Status::kInvalid;
   if (ring.log2_elem_size > kMaxRingLog2ElemSize) return Status::kInvalid;
-  if ((uint64_t{1} << ring.log2_elem_size) < min_elem_bytes) return Status::kInvalid;
-  if ((uint64_t{1} << ring.log2_num_elem) - 1 < min_entries) return Status::kInvalid;
+  if ((uint64_t{1} << ring.log2_elem_size) < min_elem_bytes)
+    return Status::kInvalid;
+  if ((uint64_t{1} << ring.log2_num_elem) - 1 < min_entries)
+    return Status::kInvalid;
   const uint64_t bytes = RingBytes(ring.log2_num_elem, ring.log2_elem_size);
-  const uint64_t needed_pages = (bytes + VIRTIO_RDMA_PAGE_SIZE - 1) / VIRTIO_RDMA_PAGE_SIZE;
+  const uint64_t needed_pages =
+      (bytes + VIRTIO_RDMA_PAGE_SIZE - 1) / VIRTIO_RDMA_PAGE_SIZE;
   // Exactly the pages the ring occupies: extra pages would only pin memory.
   if (ring.pages.size() != needed_pages) return Status::kInvalid;
   for (uint64_t gpa : ring.pages) {

@@ -6,7 +6,8 @@
 namespace vrdma::engine {
 namespace {
 
-RingSpec Ring(uint32_t log2_n, uint32_t log2_e, size_t pages, uint64_t base = 0x10000) {
+RingSpec Ring(uint32_t log2_n, uint32_t log2_e, size_t pages,
+              uint64_t base = 0x10000) {
   RingSpec r;
   r.log2_num_elem = log2_n;
   r.log2_elem_size = log2_e;
@@ -47,10 +48,12 @@ TEST(RingCheckTest, Table) {
       {"too few pages", Ring(6, 6, 1), 64, 1, Status::kInvalid},  // 384+4096
       {"extra page", Ring(4, 6, 2), 64, 1, Status::kInvalid},
       {"misaligned page", misaligned, 64, 1, Status::kInvalid},
-      {"max ring ok", Ring(16, 6, (384 + (1u << 22) + 4095) / 4096), 64, 65535, Status::kOk},
+      {"max ring ok", Ring(16, 6, (384 + (1u << 22) + 4095) / 4096), 64, 65535,
+       Status::kOk},
   };
   for (const Case& c : cases) {
-    EXPECT_EQ(CheckRingGeometry(c.ring, c.min_elem, c.min_entries), c.want) << c.name;
+    EXPECT_EQ(CheckRingGeometry(c.ring, c.min_elem, c.min_entries), c.want)
+        << c.name;
   }
 }
 

@@ -6,8 +6,8 @@
 
 namespace vrdma::engine {
 
-Status SchedulerStage::Post(QpObj& qp, const SendWr& wr, const policy::WrInfo& info,
-                            policy::Nanos now) {
+Status SchedulerStage::Post(QpObj& qp, const SendWr& wr,
+                            const policy::WrInfo& info, policy::Nanos now) {
   Status err = Status::kOk;
   int n = rnic_.PostSend(qp.rnic, std::span<const SendWr>(&wr, 1), &err);
   if (n == 1) {
@@ -17,8 +17,9 @@ Status SchedulerStage::Post(QpObj& qp, const SendWr& wr, const policy::WrInfo& i
   return err == Status::kOk ? Status::kIoError : err;
 }
 
-void SchedulerStage::Enqueue(QpObj& qp, const SendWr& wr, const policy::WrInfo& info,
-                             uint32_t slot, bool post_at_head) {
+void SchedulerStage::Enqueue(QpObj& qp, const SendWr& wr,
+                             const policy::WrInfo& info, uint32_t slot,
+                             bool post_at_head) {
   QueuedWr& e = qp.flow.PushBack();
   e.wr = wr;
   if ((wr.send_flags & kSendInline) && wr.inline_len > 0) {
@@ -31,8 +32,9 @@ void SchedulerStage::Enqueue(QpObj& qp, const SendWr& wr, const policy::WrInfo& 
   queued_.PushBack(&qp);
 }
 
-Status SchedulerStage::Submit(QpObj& qp, const SendWr& wr, const policy::WrInfo& info,
-                              uint32_t slot, policy::Nanos now) {
+Status SchedulerStage::Submit(QpObj& qp, const SendWr& wr,
+                              const policy::WrInfo& info, uint32_t slot,
+                              policy::Nanos now) {
   if (!qp.flow.empty()) {
     // Older WRs of this QP wait: keep order.
     if (qp.flow.full()) return Status::kNoResource;
@@ -40,7 +42,8 @@ Status SchedulerStage::Submit(QpObj& qp, const SendWr& wr, const policy::WrInfo&
     Enqueue(qp, wr, info, slot, v == policy::Verdict::kPostNow);
     return Status::kOk;
   }
-  if (qp.flow.entries.empty()) return Status::kNoResource;  // no FIFO: cannot happen
+  if (qp.flow.entries.empty())
+    return Status::kNoResource;  // no FIFO: cannot happen
   const policy::Verdict v = policy_.Admit(now, info);
   if (v == policy::Verdict::kPostNow) {
     const Status s = Post(qp, wr, info, now);

@@ -37,7 +37,8 @@ class SchedulerStage {
    public:
     virtual ~Sink() = default;
     // The QP of a policy decision; nullptr when it no longer exists.
-    virtual QpObj* ResolveFlow(policy::TenantId tenant, policy::FlowId flow) = 0;
+    virtual QpObj* ResolveFlow(policy::TenantId tenant,
+                               policy::FlowId flow) = 0;
     // A queued WR the RNIC refused (not "full"): the QP must fail it.
     virtual void OnQueuedPostFailed(QpObj& qp, uint32_t slot, Status s) = 0;
   };

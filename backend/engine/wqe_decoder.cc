@@ -9,13 +9,19 @@ namespace vrdma::engine {
 static_assert(send_wqe::kOpcode == offsetof(rxe_send_wqe, wr.opcode));
 static_assert(send_wqe::kSendFlags == offsetof(rxe_send_wqe, wr.send_flags));
 static_assert(send_wqe::kImmData == offsetof(rxe_send_wqe, wr.ex.imm_data));
-static_assert(send_wqe::kRdmaRemoteAddr == offsetof(rxe_send_wqe, wr.wr.rdma.remote_addr));
+static_assert(send_wqe::kRdmaRemoteAddr ==
+              offsetof(rxe_send_wqe, wr.wr.rdma.remote_addr));
 static_assert(send_wqe::kRdmaRkey == offsetof(rxe_send_wqe, wr.wr.rdma.rkey));
-static_assert(send_wqe::kAtomicCompareAdd == offsetof(rxe_send_wqe, wr.wr.atomic.compare_add));
-static_assert(send_wqe::kAtomicSwap == offsetof(rxe_send_wqe, wr.wr.atomic.swap));
-static_assert(send_wqe::kAtomicRkey == offsetof(rxe_send_wqe, wr.wr.atomic.rkey));
-static_assert(send_wqe::kUdRemoteQpn == offsetof(rxe_send_wqe, wr.wr.ud.remote_qpn));
-static_assert(send_wqe::kUdRemoteQkey == offsetof(rxe_send_wqe, wr.wr.ud.remote_qkey));
+static_assert(send_wqe::kAtomicCompareAdd ==
+              offsetof(rxe_send_wqe, wr.wr.atomic.compare_add));
+static_assert(send_wqe::kAtomicSwap ==
+              offsetof(rxe_send_wqe, wr.wr.atomic.swap));
+static_assert(send_wqe::kAtomicRkey ==
+              offsetof(rxe_send_wqe, wr.wr.atomic.rkey));
+static_assert(send_wqe::kUdRemoteQpn ==
+              offsetof(rxe_send_wqe, wr.wr.ud.remote_qpn));
+static_assert(send_wqe::kUdRemoteQkey ==
+              offsetof(rxe_send_wqe, wr.wr.ud.remote_qkey));
 static_assert(send_wqe::kUdAhNum == offsetof(rxe_send_wqe, wr.wr.ud.ah_num));
 static_assert(send_wqe::kDmaLength == offsetof(rxe_send_wqe, dma.length));
 static_assert(send_wqe::kDmaNumSge == offsetof(rxe_send_wqe, dma.num_sge));
@@ -41,7 +47,8 @@ inline uint64_t Load64(const uint8_t* p) {
   return v;
 }
 
-constexpr uint32_t kKnownSendFlags = kSendFence | kSendSignaled | kSendSolicited | kSendInline;
+constexpr uint32_t kKnownSendFlags =
+    kSendFence | kSendSignaled | kSendSolicited | kSendInline;
 
 bool OpcodeAllowed(uint32_t op, QpType type, bool atomics) {
   switch (op) {
@@ -90,7 +97,8 @@ WcStatus DecodeSendHeader(const uint8_t* h, const SendQueueLimits& limits,
   // wr_id first: an error CQE must carry it.
   wr.wr_id = Load64(h + send_wqe::kWrId);
   const uint32_t op = Load32(h + send_wqe::kOpcode);
-  if (!OpcodeAllowed(op, limits.type, limits.atomics)) return WcStatus::kLocQpOpErr;
+  if (!OpcodeAllowed(op, limits.type, limits.atomics))
+    return WcStatus::kLocQpOpErr;
   wr.opcode = static_cast<WrOpcode>(op);
 
   const uint32_t flags = Load32(h + send_wqe::kSendFlags);
@@ -105,7 +113,8 @@ WcStatus DecodeSendHeader(const uint8_t* h, const SendQueueLimits& limits,
                                     ? limits.elem_size - kSendWqeHeaderBytes
                                     : 0;
   if (flags & kSendInline) {
-    if (wr.opcode == WrOpcode::kRdmaRead || IsAtomic(wr.opcode)) return WcStatus::kLocQpOpErr;
+    if (wr.opcode == WrOpcode::kRdmaRead || IsAtomic(wr.opcode))
+      return WcStatus::kLocQpOpErr;
     const uint32_t len = Load32(h + send_wqe::kDmaLength);
     if (len > limits.max_inline || len > payload_room || len > kMaxInline) {
       return WcStatus::kLocLenErr;
@@ -141,13 +150,14 @@ WcStatus DecodeSendHeader(const uint8_t* h, const SendQueueLimits& limits,
     out->ah_handle = Load32(h + send_wqe::kUdAhNum);
     wr.remote_qpn = Load32(h + send_wqe::kUdRemoteQpn);
     wr.remote_qkey = Load32(h + send_wqe::kUdRemoteQkey);
-    if (out->ah_handle == 0 || wr.remote_qpn > 0xffffff) return WcStatus::kLocQpOpErr;
+    if (out->ah_handle == 0 || wr.remote_qpn > 0xffffff)
+      return WcStatus::kLocQpOpErr;
   }
   return WcStatus::kSuccess;
 }
 
-WcStatus DecodeSendPayload(const uint8_t* payload, const SendQueueLimits& limits,
-                           DecodedSend* out) {
+WcStatus DecodeSendPayload(const uint8_t* payload,
+                           const SendQueueLimits& limits, DecodedSend* out) {
   SendWr& wr = out->wr;
   uint64_t total = 0;
   if (wr.send_flags & kSendInline) {
@@ -170,12 +180,13 @@ WcStatus DecodeSendPayload(const uint8_t* payload, const SendQueueLimits& limits
   return WcStatus::kSuccess;
 }
 
-WcStatus DecodeSendWqe(std::span<const uint8_t> wqe, const SendQueueLimits& limits,
-                       DecodedSend* out) {
+WcStatus DecodeSendWqe(std::span<const uint8_t> wqe,
+                       const SendQueueLimits& limits, DecodedSend* out) {
   if (wqe.size() < kSendWqeHeaderBytes) return WcStatus::kLocLenErr;
   WcStatus s = DecodeSendHeader(wqe.data(), limits, out);
   if (s != WcStatus::kSuccess) return s;
-  if (wqe.size() - kSendWqeHeaderBytes < out->payload_bytes) return WcStatus::kLocLenErr;
+  if (wqe.size() - kSendWqeHeaderBytes < out->payload_bytes)
+    return WcStatus::kLocLenErr;
   return DecodeSendPayload(wqe.data() + kSendWqeHeaderBytes, limits, out);
 }
 
@@ -200,25 +211,31 @@ WcStatus DecodeRecvPayload(const uint8_t* payload, RecvWr* wr) {
   return WcStatus::kSuccess;
 }
 
-WcStatus DecodeRecvWqe(std::span<const uint8_t> wqe, const RecvQueueLimits& limits,
-                       RecvWr* wr) {
+WcStatus DecodeRecvWqe(std::span<const uint8_t> wqe,
+                       const RecvQueueLimits& limits, RecvWr* wr) {
   if (wqe.size() < kRecvWqeHeaderBytes) return WcStatus::kLocLenErr;
   uint32_t payload_bytes = 0;
   WcStatus s = DecodeRecvHeader(wqe.data(), limits, wr, &payload_bytes);
   if (s != WcStatus::kSuccess) return s;
-  if (wqe.size() - kRecvWqeHeaderBytes < payload_bytes) return WcStatus::kLocLenErr;
+  if (wqe.size() - kRecvWqeHeaderBytes < payload_bytes)
+    return WcStatus::kLocLenErr;
   return DecodeRecvPayload(wqe.data() + kRecvWqeHeaderBytes, wr);
 }
 
 WcOpcode SendCompletionOpcode(WrOpcode op) {
   switch (op) {
     case WrOpcode::kRdmaWrite:
-    case WrOpcode::kRdmaWriteWithImm: return WcOpcode::kRdmaWrite;
+    case WrOpcode::kRdmaWriteWithImm:
+      return WcOpcode::kRdmaWrite;
     case WrOpcode::kSend:
-    case WrOpcode::kSendWithImm: return WcOpcode::kSend;
-    case WrOpcode::kRdmaRead: return WcOpcode::kRdmaRead;
-    case WrOpcode::kAtomicCmpSwp: return WcOpcode::kCompSwap;
-    case WrOpcode::kAtomicFetchAdd: return WcOpcode::kFetchAdd;
+    case WrOpcode::kSendWithImm:
+      return WcOpcode::kSend;
+    case WrOpcode::kRdmaRead:
+      return WcOpcode::kRdmaRead;
+    case WrOpcode::kAtomicCmpSwp:
+      return WcOpcode::kCompSwap;
+    case WrOpcode::kAtomicFetchAdd:
+      return WcOpcode::kFetchAdd;
   }
   return WcOpcode::kSend;
 }

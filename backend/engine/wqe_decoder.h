@@ -36,7 +36,7 @@ inline constexpr uint32_t kRecvWqeHeaderBytes = VIRTIO_RDMA_RECV_WQE_SGE_OFFSET;
 inline constexpr uint32_t kWqeSgeBytes = sizeof(rxe_sge);  // 16
 // Largest payload a decoder ever asks for.
 inline constexpr uint32_t kMaxSendPayloadBytes =
-    kMaxSge * kWqeSgeBytes > kMaxInline ? kMaxSge * kWqeSgeBytes : kMaxInline;
+    kMaxSge * kWqeSgeBytes > kMaxInline ? kMaxSge* kWqeSgeBytes : kMaxInline;
 inline constexpr uint32_t kMaxRecvPayloadBytes = kMaxSge * kWqeSgeBytes;
 
 // Byte offsets inside struct rxe_send_wqe (checked against the C header in
@@ -68,15 +68,15 @@ struct SendQueueLimits {
   QpType type = QpType::kRc;
   uint32_t max_sge = 0;
   uint32_t max_inline = 0;
-  uint32_t elem_size = 0;        // ring element bytes
+  uint32_t elem_size = 0;  // ring element bytes
   uint32_t max_msg_sz = 0;
   bool atomics = true;
 };
 
 struct DecodedSend {
-  SendWr wr;                     // wr_id: the guest's; ah: not yet resolved
-  uint32_t ah_handle = 0;        // UD: the guest's AH handle (wr.ud.ah_num)
-  uint32_t payload_bytes = 0;    // after DecodeSendHeader
+  SendWr wr;                   // wr_id: the guest's; ah: not yet resolved
+  uint32_t ah_handle = 0;      // UD: the guest's AH handle (wr.ud.ah_num)
+  uint32_t payload_bytes = 0;  // after DecodeSendHeader
 };
 
 // Step 1: the header (kSendWqeHeaderBytes of a private copy). On success
@@ -87,12 +87,12 @@ WcStatus DecodeSendHeader(const uint8_t* header, const SendQueueLimits& limits,
 // out->wr.inline_data points into `payload`, which must outlive the WR.
 // SGEs may already have been copied into out->wr.sge (pass its address as
 // payload): struct rxe_sge and Sge share their layout.
-WcStatus DecodeSendPayload(const uint8_t* payload, const SendQueueLimits& limits,
-                           DecodedSend* out);
+WcStatus DecodeSendPayload(const uint8_t* payload,
+                           const SendQueueLimits& limits, DecodedSend* out);
 // Both steps on one buffer (tests, fuzzing); kLocLenErr when the buffer is
 // shorter than the WQE says.
-WcStatus DecodeSendWqe(std::span<const uint8_t> wqe, const SendQueueLimits& limits,
-                       DecodedSend* out);
+WcStatus DecodeSendWqe(std::span<const uint8_t> wqe,
+                       const SendQueueLimits& limits, DecodedSend* out);
 
 struct RecvQueueLimits {
   uint32_t max_sge = 0;
@@ -104,8 +104,8 @@ struct RecvQueueLimits {
 WcStatus DecodeRecvHeader(const uint8_t* header, const RecvQueueLimits& limits,
                           RecvWr* wr, uint32_t* payload_bytes);
 WcStatus DecodeRecvPayload(const uint8_t* payload, RecvWr* wr);
-WcStatus DecodeRecvWqe(std::span<const uint8_t> wqe, const RecvQueueLimits& limits,
-                       RecvWr* wr);
+WcStatus DecodeRecvWqe(std::span<const uint8_t> wqe,
+                       const RecvQueueLimits& limits, RecvWr* wr);
 
 // The completion opcode of a send work request (for error and flush CQEs).
 WcOpcode SendCompletionOpcode(WrOpcode op);

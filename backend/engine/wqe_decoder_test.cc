@@ -14,8 +14,14 @@ namespace {
 class SendWqe {
  public:
   explicit SendWqe(uint32_t elem = 512) : b_(elem, 0) {}
-  SendWqe& Set32(uint32_t off, uint32_t v) { std::memcpy(&b_[off], &v, 4); return *this; }
-  SendWqe& Set64(uint32_t off, uint64_t v) { std::memcpy(&b_[off], &v, 8); return *this; }
+  SendWqe& Set32(uint32_t off, uint32_t v) {
+    std::memcpy(&b_[off], &v, 4);
+    return *this;
+  }
+  SendWqe& Set64(uint32_t off, uint64_t v) {
+    std::memcpy(&b_[off], &v, 8);
+    return *this;
+  }
   SendWqe& Sge(int i, uint64_t addr, uint32_t len, uint32_t lkey) {
     uint32_t o = kSendWqeHeaderBytes + i * 16;
     Set64(o, addr);
@@ -94,7 +100,8 @@ TEST(WqeDecoderTest, DecodesUdSendAndAtomic) {
       .Set32(send_wqe::kDmaNumSge, 1)
       .Sge(0, 0x100, 64, 1);
   DecodedSend d;
-  ASSERT_EQ(DecodeSendWqe(u.bytes(), Limits(QpType::kUd), &d), WcStatus::kSuccess);
+  ASSERT_EQ(DecodeSendWqe(u.bytes(), Limits(QpType::kUd), &d),
+            WcStatus::kSuccess);
   EXPECT_EQ(d.ah_handle, 0x10001u);
   EXPECT_EQ(d.wr.remote_qpn, 0x123456u);
   EXPECT_EQ(d.wr.remote_qkey, 0x80000001u);
@@ -125,28 +132,111 @@ struct BadCase {
 
 TEST(WqeDecoderTest, EveryFieldBadOneAtATime) {
   const BadCase cases[] = {
-      {"opcode 7 (local inv)", QpType::kRc, [](SendWqe& w) { w.Set32(send_wqe::kOpcode, 7); }, WcStatus::kLocQpOpErr},
-      {"opcode huge", QpType::kRc, [](SendWqe& w) { w.Set32(send_wqe::kOpcode, 0xffffffff); }, WcStatus::kLocQpOpErr},
-      {"bind mw", QpType::kRc, [](SendWqe& w) { w.Set32(send_wqe::kOpcode, IB_UVERBS_WR_BIND_MW); }, WcStatus::kLocQpOpErr},
-      {"write on UD", QpType::kUd, [](SendWqe& w) { w.Set32(send_wqe::kUdAhNum, 1); }, WcStatus::kLocQpOpErr},
-      {"read on UC", QpType::kUc, [](SendWqe& w) { w.Set32(send_wqe::kOpcode, IB_UVERBS_WR_RDMA_READ); }, WcStatus::kLocQpOpErr},
-      {"atomic on UC", QpType::kUc, [](SendWqe& w) { w.Set32(send_wqe::kOpcode, IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD); }, WcStatus::kLocQpOpErr},
-      {"unknown send flag", QpType::kRc, [](SendWqe& w) { w.Set32(send_wqe::kSendFlags, kSendSignaled | 0x10); }, WcStatus::kLocQpOpErr},
-      {"high send flag", QpType::kRc, [](SendWqe& w) { w.Set32(send_wqe::kSendFlags, 0x80000000u); }, WcStatus::kLocQpOpErr},
-      {"num_sge above max", QpType::kRc, [](SendWqe& w) { w.Set32(send_wqe::kDmaNumSge, 5); }, WcStatus::kLocQpOpErr},
-      {"num_sge huge", QpType::kRc, [](SendWqe& w) { w.Set32(send_wqe::kDmaNumSge, 0xffffffff); }, WcStatus::kLocQpOpErr},
-      {"rkey zero", QpType::kRc, [](SendWqe& w) { w.Set32(send_wqe::kRdmaRkey, 0); }, WcStatus::kLocProtErr},
-      {"inline too long", QpType::kRc, [](SendWqe& w) { w.Set32(send_wqe::kSendFlags, kSendInline).Set32(send_wqe::kDmaLength, 129); }, WcStatus::kLocLenErr},
-      {"inline huge", QpType::kRc, [](SendWqe& w) { w.Set32(send_wqe::kSendFlags, kSendInline).Set32(send_wqe::kDmaLength, 0xffffffff); }, WcStatus::kLocLenErr},
-      {"inline read", QpType::kRc, [](SendWqe& w) { w.Set32(send_wqe::kOpcode, IB_UVERBS_WR_RDMA_READ).Set32(send_wqe::kSendFlags, kSendInline); }, WcStatus::kLocQpOpErr},
-      {"total above max_msg", QpType::kRc, [](SendWqe& w) { w.Sge(1, 0, (1u << 20) - 99, 6); }, WcStatus::kLocLenErr},
-      {"sge lengths sum beyond 2^32", QpType::kRc, [](SendWqe& w) { w.Sge(0, 0, 0xffffffff, 5).Sge(1, 0, 0xffffffff, 6); }, WcStatus::kLocLenErr},
-      {"atomic unaligned", QpType::kRc, [](SendWqe& w) { w.Set32(send_wqe::kOpcode, IB_UVERBS_WR_ATOMIC_CMP_AND_SWP).Set64(send_wqe::kAtomicRemoteAddr, 0x5004).Set32(send_wqe::kAtomicRkey, 1).Set32(send_wqe::kDmaNumSge, 1).Sge(0, 0, 8, 1); }, WcStatus::kLocQpOpErr},
-      {"atomic two sges", QpType::kRc, [](SendWqe& w) { w.Set32(send_wqe::kOpcode, IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD).Set32(send_wqe::kAtomicRkey, 1).Set64(send_wqe::kAtomicRemoteAddr, 0x5000); }, WcStatus::kLocLenErr},
-      {"atomic 4 bytes", QpType::kRc, [](SendWqe& w) { w.Set32(send_wqe::kOpcode, IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD).Set32(send_wqe::kAtomicRkey, 1).Set64(send_wqe::kAtomicRemoteAddr, 0x5000).Set32(send_wqe::kDmaNumSge, 1).Sge(0, 0, 4, 1); }, WcStatus::kLocLenErr},
-      {"atomic no rkey", QpType::kRc, [](SendWqe& w) { w.Set32(send_wqe::kOpcode, IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD).Set32(send_wqe::kAtomicRkey, 0).Set32(send_wqe::kDmaNumSge, 1).Sge(0, 0, 8, 1); }, WcStatus::kLocProtErr},
-      {"ud no ah", QpType::kUd, [](SendWqe& w) { w.Set32(send_wqe::kOpcode, IB_UVERBS_WR_SEND).Set32(send_wqe::kUdAhNum, 0); }, WcStatus::kLocQpOpErr},
-      {"ud qpn 25 bits", QpType::kUd, [](SendWqe& w) { w.Set32(send_wqe::kOpcode, IB_UVERBS_WR_SEND).Set32(send_wqe::kUdAhNum, 1).Set32(send_wqe::kUdRemoteQpn, 1u << 24); }, WcStatus::kLocQpOpErr},
+      {"opcode 7 (local inv)", QpType::kRc,
+       [](SendWqe& w) { w.Set32(send_wqe::kOpcode, 7); },
+       WcStatus::kLocQpOpErr},
+      {"opcode huge", QpType::kRc,
+       [](SendWqe& w) { w.Set32(send_wqe::kOpcode, 0xffffffff); },
+       WcStatus::kLocQpOpErr},
+      {"bind mw", QpType::kRc,
+       [](SendWqe& w) { w.Set32(send_wqe::kOpcode, IB_UVERBS_WR_BIND_MW); },
+       WcStatus::kLocQpOpErr},
+      {"write on UD", QpType::kUd,
+       [](SendWqe& w) { w.Set32(send_wqe::kUdAhNum, 1); },
+       WcStatus::kLocQpOpErr},
+      {"read on UC", QpType::kUc,
+       [](SendWqe& w) { w.Set32(send_wqe::kOpcode, IB_UVERBS_WR_RDMA_READ); },
+       WcStatus::kLocQpOpErr},
+      {"atomic on UC", QpType::kUc,
+       [](SendWqe& w) {
+         w.Set32(send_wqe::kOpcode, IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD);
+       },
+       WcStatus::kLocQpOpErr},
+      {"unknown send flag", QpType::kRc,
+       [](SendWqe& w) { w.Set32(send_wqe::kSendFlags, kSendSignaled | 0x10); },
+       WcStatus::kLocQpOpErr},
+      {"high send flag", QpType::kRc,
+       [](SendWqe& w) { w.Set32(send_wqe::kSendFlags, 0x80000000u); },
+       WcStatus::kLocQpOpErr},
+      {"num_sge above max", QpType::kRc,
+       [](SendWqe& w) { w.Set32(send_wqe::kDmaNumSge, 5); },
+       WcStatus::kLocQpOpErr},
+      {"num_sge huge", QpType::kRc,
+       [](SendWqe& w) { w.Set32(send_wqe::kDmaNumSge, 0xffffffff); },
+       WcStatus::kLocQpOpErr},
+      {"rkey zero", QpType::kRc,
+       [](SendWqe& w) { w.Set32(send_wqe::kRdmaRkey, 0); },
+       WcStatus::kLocProtErr},
+      {"inline too long", QpType::kRc,
+       [](SendWqe& w) {
+         w.Set32(send_wqe::kSendFlags, kSendInline)
+             .Set32(send_wqe::kDmaLength, 129);
+       },
+       WcStatus::kLocLenErr},
+      {"inline huge", QpType::kRc,
+       [](SendWqe& w) {
+         w.Set32(send_wqe::kSendFlags, kSendInline)
+             .Set32(send_wqe::kDmaLength, 0xffffffff);
+       },
+       WcStatus::kLocLenErr},
+      {"inline read", QpType::kRc,
+       [](SendWqe& w) {
+         w.Set32(send_wqe::kOpcode, IB_UVERBS_WR_RDMA_READ)
+             .Set32(send_wqe::kSendFlags, kSendInline);
+       },
+       WcStatus::kLocQpOpErr},
+      {"total above max_msg", QpType::kRc,
+       [](SendWqe& w) { w.Sge(1, 0, (1u << 20) - 99, 6); },
+       WcStatus::kLocLenErr},
+      {"sge lengths sum beyond 2^32", QpType::kRc,
+       [](SendWqe& w) { w.Sge(0, 0, 0xffffffff, 5).Sge(1, 0, 0xffffffff, 6); },
+       WcStatus::kLocLenErr},
+      {"atomic unaligned", QpType::kRc,
+       [](SendWqe& w) {
+         w.Set32(send_wqe::kOpcode, IB_UVERBS_WR_ATOMIC_CMP_AND_SWP)
+             .Set64(send_wqe::kAtomicRemoteAddr, 0x5004)
+             .Set32(send_wqe::kAtomicRkey, 1)
+             .Set32(send_wqe::kDmaNumSge, 1)
+             .Sge(0, 0, 8, 1);
+       },
+       WcStatus::kLocQpOpErr},
+      {"atomic two sges", QpType::kRc,
+       [](SendWqe& w) {
+         w.Set32(send_wqe::kOpcode, IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD)
+             .Set32(send_wqe::kAtomicRkey, 1)
+             .Set64(send_wqe::kAtomicRemoteAddr, 0x5000);
+       },
+       WcStatus::kLocLenErr},
+      {"atomic 4 bytes", QpType::kRc,
+       [](SendWqe& w) {
+         w.Set32(send_wqe::kOpcode, IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD)
+             .Set32(send_wqe::kAtomicRkey, 1)
+             .Set64(send_wqe::kAtomicRemoteAddr, 0x5000)
+             .Set32(send_wqe::kDmaNumSge, 1)
+             .Sge(0, 0, 4, 1);
+       },
+       WcStatus::kLocLenErr},
+      {"atomic no rkey", QpType::kRc,
+       [](SendWqe& w) {
+         w.Set32(send_wqe::kOpcode, IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD)
+             .Set32(send_wqe::kAtomicRkey, 0)
+             .Set32(send_wqe::kDmaNumSge, 1)
+             .Sge(0, 0, 8, 1);
+       },
+       WcStatus::kLocProtErr},
+      {"ud no ah", QpType::kUd,
+       [](SendWqe& w) {
+         w.Set32(send_wqe::kOpcode, IB_UVERBS_WR_SEND)
+             .Set32(send_wqe::kUdAhNum, 0);
+       },
+       WcStatus::kLocQpOpErr},
+      {"ud qpn 25 bits", QpType::kUd,
+       [](SendWqe& w) {
+         w.Set32(send_wqe::kOpcode, IB_UVERBS_WR_SEND)
+             .Set32(send_wqe::kUdAhNum, 1)
+             .Set32(send_wqe::kUdRemoteQpn, 1u << 24);
+       },
+       WcStatus::kLocQpOpErr},
   };
   for (const BadCase& c : cases) {
     SendWqe w = GoodWrite();
@@ -163,20 +253,24 @@ TEST(WqeDecoderTest, ElementSizeBoundsPayload) {
   SendWqe w = GoodWrite();
   w.Set32(send_wqe::kDmaNumSge, 3);
   DecodedSend d;
-  EXPECT_EQ(DecodeSendWqe(std::span(w.bytes()).first(256), l, &d), WcStatus::kSuccess);
+  EXPECT_EQ(DecodeSendWqe(std::span(w.bytes()).first(256), l, &d),
+            WcStatus::kSuccess);
   w.Set32(send_wqe::kDmaNumSge, 4);
-  EXPECT_EQ(DecodeSendWqe(std::span(w.bytes()).first(256), l, &d), WcStatus::kLocQpOpErr);
+  EXPECT_EQ(DecodeSendWqe(std::span(w.bytes()).first(256), l, &d),
+            WcStatus::kLocQpOpErr);
   // Inline beyond the element.
   l.max_inline = 128;
   l.elem_size = 240;
   w.Set32(send_wqe::kSendFlags, kSendInline).Set32(send_wqe::kDmaLength, 33);
-  EXPECT_EQ(DecodeSendWqe(std::span(w.bytes()).first(240), l, &d), WcStatus::kLocLenErr);
+  EXPECT_EQ(DecodeSendWqe(std::span(w.bytes()).first(240), l, &d),
+            WcStatus::kLocLenErr);
 }
 
 TEST(WqeDecoderTest, ShortBufferRejected) {
   SendWqe w = GoodWrite();
   DecodedSend d;
-  EXPECT_EQ(DecodeSendWqe(std::span(w.bytes()).first(100), Limits(), &d), WcStatus::kLocLenErr);
+  EXPECT_EQ(DecodeSendWqe(std::span(w.bytes()).first(100), Limits(), &d),
+            WcStatus::kLocLenErr);
   EXPECT_EQ(DecodeSendWqe(std::span(w.bytes()).first(208 + 20), Limits(), &d),
             WcStatus::kLocLenErr);
 }
@@ -219,7 +313,8 @@ TEST(WqeDecoderTest, RecvWqe) {
   RecvQueueLimits small{4, 64};  // room for one SGE
   n = 2;
   std::memcpy(&b[recv_wqe::kDmaNumSge], &n, 4);
-  EXPECT_EQ(DecodeRecvWqe(std::span(b).first(64), small, &wr), WcStatus::kLocLenErr);
+  EXPECT_EQ(DecodeRecvWqe(std::span(b).first(64), small, &wr),
+            WcStatus::kLocLenErr);
 }
 
 }  // namespace

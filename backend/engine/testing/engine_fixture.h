@@ -20,7 +20,8 @@
 namespace vrdma::engine::testing {
 
 inline constexpr uint32_t kLW = kAccessLocalWrite;
-inline constexpr uint32_t kAll = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead;
+inline constexpr uint32_t kAll =
+    kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead;
 
 inline Gid MakeGid(uint8_t x) {
   Gid g{};
@@ -46,8 +47,8 @@ class EngineTest : public ::testing::Test {
  protected:
   void SetUp() override { engine_ = Engine::Create(rnic_, exec_, policy_); }
 
-  VmId Attach(GuestEnv& env, std::vector<Gid> gids, RecordingSink* sink = nullptr,
-              Quotas q = {}) {
+  VmId Attach(GuestEnv& env, std::vector<Gid> gids,
+              RecordingSink* sink = nullptr, Quotas q = {}) {
     VmConfig c;
     c.name = "vm";
     c.gids = std::move(gids);
@@ -70,8 +71,10 @@ class EngineTest : public ::testing::Test {
     ModifyQpRequest m;
     m.qpn = r.qpn;
     m.state = QpState::kInit;
-    m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_PKEY_INDEX | VIRTIO_RDMA_QP_PORT |
-             (type == QpType::kUd ? VIRTIO_RDMA_QP_QKEY : VIRTIO_RDMA_QP_ACCESS_FLAGS);
+    m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_PKEY_INDEX |
+             VIRTIO_RDMA_QP_PORT |
+             (type == QpType::kUd ? VIRTIO_RDMA_QP_QKEY
+                                  : VIRTIO_RDMA_QP_ACCESS_FLAGS);
     m.access_flags = kAll;
     m.qkey = 0x1111;
     ASSERT_EQ(engine_->ModifyQp(r.vm, m), Status::kOk);
@@ -80,10 +83,11 @@ class EngineTest : public ::testing::Test {
     m.state = QpState::kRtr;
     m.mask = VIRTIO_RDMA_QP_STATE;
     if (type != QpType::kUd) {
-      m.mask |= VIRTIO_RDMA_QP_AV | VIRTIO_RDMA_QP_PATH_MTU | VIRTIO_RDMA_QP_DEST_QPN |
-                VIRTIO_RDMA_QP_RQ_PSN;
+      m.mask |= VIRTIO_RDMA_QP_AV | VIRTIO_RDMA_QP_PATH_MTU |
+                VIRTIO_RDMA_QP_DEST_QPN | VIRTIO_RDMA_QP_RQ_PSN;
       if (type == QpType::kRc) {
-        m.mask |= VIRTIO_RDMA_QP_MAX_DEST_RD_ATOMIC | VIRTIO_RDMA_QP_MIN_RNR_TIMER;
+        m.mask |=
+            VIRTIO_RDMA_QP_MAX_DEST_RD_ATOMIC | VIRTIO_RDMA_QP_MIN_RNR_TIMER;
       }
       m.ah.dgid = MakeGid(0x99);
       m.dest_qpn = 0x77;
@@ -94,8 +98,8 @@ class EngineTest : public ::testing::Test {
     m.state = QpState::kRts;
     m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_SQ_PSN;
     if (type == QpType::kRc) {
-      m.mask |= VIRTIO_RDMA_QP_TIMEOUT | VIRTIO_RDMA_QP_RETRY_CNT | VIRTIO_RDMA_QP_RNR_RETRY |
-                VIRTIO_RDMA_QP_MAX_QP_RD_ATOMIC;
+      m.mask |= VIRTIO_RDMA_QP_TIMEOUT | VIRTIO_RDMA_QP_RETRY_CNT |
+                VIRTIO_RDMA_QP_RNR_RETRY | VIRTIO_RDMA_QP_MAX_QP_RD_ATOMIC;
     }
     ASSERT_EQ(engine_->ModifyQp(r.vm, m), Status::kOk);
   }
@@ -114,7 +118,8 @@ class EngineTest : public ::testing::Test {
     return q;
   }
 
-  Rig MakeRig(GuestEnv& env, VmId vm, QpType type = QpType::kRc, bool rts = true) {
+  Rig MakeRig(GuestEnv& env, VmId vm, QpType type = QpType::kRc,
+              bool rts = true) {
     Rig r;
     r.vm = vm;
     r.pd = *engine_->CreatePd(vm);

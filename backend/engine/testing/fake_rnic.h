@@ -19,23 +19,31 @@ namespace vrdma::engine::testing {
 
 class FakeRnic : public Rnic {
  public:
-  struct Mr { uint32_t pd; uint8_t* addr; uint64_t length; uint64_t iova; uint32_t access; };
+  struct Mr {
+    uint32_t pd;
+    uint8_t* addr;
+    uint64_t length;
+    uint64_t iova;
+    uint32_t access;
+  };
   struct Qp {
     QpInit init;
     QpAttr attr;
     uint32_t last_mask = 0;
-    std::deque<SendWr> sends;       // posted, not completed
+    std::deque<SendWr> sends;  // posted, not completed
     std::deque<RecvWr> recvs;
     std::vector<std::vector<uint8_t>> inline_copies;
   };
-  struct Srq { std::deque<RecvWr> recvs; };
+  struct Srq {
+    std::deque<RecvWr> recvs;
+  };
 
   RnicLimits lim;
   bool auto_complete = false;
   uint32_t sq_capacity = 1u << 20;  // PostSend says kNoResource beyond
   std::set<Gid> gids;
-  std::map<uint32_t, Mr> mrs;       // by lkey
-  std::map<uint32_t, Qp> qps;       // by qpn (== id)
+  std::map<uint32_t, Mr> mrs;  // by lkey
+  std::map<uint32_t, Qp> qps;  // by qpn (== id)
   std::map<uint32_t, std::deque<Completion>> cqs;
   std::map<uint32_t, Srq> srqs;
   std::set<uint32_t> pds, ahs;
@@ -59,21 +67,42 @@ class FakeRnic : public Rnic {
   }
 
   RnicLimits limits() const override { return lim; }
-  Status AddGid(const Gid& g) override { return gids.insert(g).second ? Status::kOk : Status::kInvalid; }
-  Status RemoveGid(const Gid& g) override { return gids.erase(g) ? Status::kOk : Status::kInvalid; }
-  Result<RnicPd> AllocPd() override { pds.insert(next_); return RnicPd{next_++}; }
-  Status DeallocPd(RnicPd pd) override { return pds.erase(pd.id) ? Status::kOk : Status::kBadHandle; }
+  Status AddGid(const Gid& g) override {
+    return gids.insert(g).second ? Status::kOk : Status::kInvalid;
+  }
+  Status RemoveGid(const Gid& g) override {
+    return gids.erase(g) ? Status::kOk : Status::kInvalid;
+  }
+  Result<RnicPd> AllocPd() override {
+    pds.insert(next_);
+    return RnicPd{next_++};
+  }
+  Status DeallocPd(RnicPd pd) override {
+    return pds.erase(pd.id) ? Status::kOk : Status::kBadHandle;
+  }
   Result<RnicMr> RegMr(RnicPd pd, uint8_t* addr, uint64_t length, uint64_t iova,
                        uint32_t access) override {
     uint32_t key = next_++;
     mrs[key] = Mr{pd.id, addr, length, iova, access};
     return RnicMr{key, key, key | 0x800000};
   }
-  Status DeregMr(RnicMr mr) override { return mrs.erase(mr.lkey) ? Status::kOk : Status::kBadHandle; }
-  Result<RnicCq> CreateCq(uint32_t) override { cqs[next_]; return RnicCq{next_++}; }
-  Status DestroyCq(RnicCq cq) override { return cqs.erase(cq.id) ? Status::kOk : Status::kBadHandle; }
-  Result<RnicSrq> CreateSrq(RnicPd, uint32_t, uint32_t) override { srqs[next_]; return RnicSrq{next_++}; }
-  Status DestroySrq(RnicSrq s) override { return srqs.erase(s.id) ? Status::kOk : Status::kBadHandle; }
+  Status DeregMr(RnicMr mr) override {
+    return mrs.erase(mr.lkey) ? Status::kOk : Status::kBadHandle;
+  }
+  Result<RnicCq> CreateCq(uint32_t) override {
+    cqs[next_];
+    return RnicCq{next_++};
+  }
+  Status DestroyCq(RnicCq cq) override {
+    return cqs.erase(cq.id) ? Status::kOk : Status::kBadHandle;
+  }
+  Result<RnicSrq> CreateSrq(RnicPd, uint32_t, uint32_t) override {
+    srqs[next_];
+    return RnicSrq{next_++};
+  }
+  Status DestroySrq(RnicSrq s) override {
+    return srqs.erase(s.id) ? Status::kOk : Status::kBadHandle;
+  }
   Result<RnicQp> CreateQp(const QpInit& init) override {
     uint32_t n = next_++;
     qps[n].init = init;
@@ -88,7 +117,10 @@ class FakeRnic : public Rnic {
     if (mask & kQpState) {
       q.attr.state = attr.state;
       if (attr.state == QpState::kErr) Flush(qp.id);
-      if (attr.state == QpState::kReset) { q.sends.clear(); q.recvs.clear(); }
+      if (attr.state == QpState::kReset) {
+        q.sends.clear();
+        q.recvs.clear();
+      }
     }
     return Status::kOk;
   }
@@ -97,23 +129,34 @@ class FakeRnic : public Rnic {
     if (it == qps.end()) return Status::kBadHandle;
     return it->second.attr;
   }
-  Status DestroyQp(RnicQp qp) override { return qps.erase(qp.id) ? Status::kOk : Status::kBadHandle; }
+  Status DestroyQp(RnicQp qp) override {
+    return qps.erase(qp.id) ? Status::kOk : Status::kBadHandle;
+  }
   Result<RnicAh> CreateAh(RnicPd, const AddressVector& av) override {
     ahs.insert(next_);
     ah_avs[next_] = av;
     return RnicAh{next_++};
   }
-  Status DestroyAh(RnicAh ah) override { return ahs.erase(ah.id) ? Status::kOk : Status::kBadHandle; }
+  Status DestroyAh(RnicAh ah) override {
+    return ahs.erase(ah.id) ? Status::kOk : Status::kBadHandle;
+  }
 
   int PostSend(RnicQp qp, std::span<const SendWr> wrs, Status* err) override {
     Qp& q = qps.at(qp.id);
     int n = 0;
     for (const SendWr& wr : wrs) {
-      if (q.attr.state != QpState::kRts) { *err = Status::kBadState; break; }
-      if (q.sends.size() >= sq_capacity) { *err = Status::kNoResource; break; }
+      if (q.attr.state != QpState::kRts) {
+        *err = Status::kBadState;
+        break;
+      }
+      if (q.sends.size() >= sq_capacity) {
+        *err = Status::kNoResource;
+        break;
+      }
       q.sends.push_back(wr);
       if (wr.send_flags & kSendInline) {
-        q.inline_copies.emplace_back(wr.inline_data, wr.inline_data + wr.inline_len);
+        q.inline_copies.emplace_back(wr.inline_data,
+                                     wr.inline_data + wr.inline_len);
       }
       ++n;
       ++posts;
@@ -173,7 +216,10 @@ class FakeRnic : public Rnic {
     c.qpn = qpn;
     c.byte_len = static_cast<uint32_t>(wr.total_length());
     cqs.at(q.init.send_cq.id).push_back(c);
-    if (status != WcStatus::kSuccess) { q.attr.state = QpState::kErr; Flush(qpn); }
+    if (status != WcStatus::kSuccess) {
+      q.attr.state = QpState::kErr;
+      Flush(qpn);
+    }
   }
   // A message arrived for the oldest posted receive of qpn.
   void CompleteRecv(uint32_t qpn, uint32_t byte_len, uint32_t src_qpn = 0) {

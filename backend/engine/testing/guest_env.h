@@ -79,7 +79,8 @@ class GuestRingRef {
   GuestRingRef(GuestEnv& env, uint32_t log2_n, uint32_t log2_e) {
     spec.log2_num_elem = log2_n;
     spec.log2_elem_size = log2_e;
-    const uint64_t bytes = VIRTIO_RDMA_RING_HDR_SIZE + ((uint64_t{1} << log2_n) << log2_e);
+    const uint64_t bytes =
+        VIRTIO_RDMA_RING_HDR_SIZE + ((uint64_t{1} << log2_n) << log2_e);
     const size_t pages = (bytes + 4095) / 4096;
     uint64_t gpa = env.AllocPages(pages);
     spec.pages = GuestEnv::Pages(gpa, pages);
@@ -92,9 +93,17 @@ class GuestRingRef {
   }
   uint32_t producer() const { return Load(128); }
   uint32_t consumer() const { return Load(256); }
-  void set_producer(uint32_t v) { __atomic_store_n(reinterpret_cast<uint32_t*>(base + 128), v, __ATOMIC_RELEASE); }
-  void set_consumer(uint32_t v) { __atomic_store_n(reinterpret_cast<uint32_t*>(base + 256), v, __ATOMIC_RELEASE); }
-  uint8_t* elem(uint32_t i) const { return base + VIRTIO_RDMA_RING_HDR_SIZE + uint64_t{i & mask} * elem_size; }
+  void set_producer(uint32_t v) {
+    __atomic_store_n(reinterpret_cast<uint32_t*>(base + 128), v,
+                     __ATOMIC_RELEASE);
+  }
+  void set_consumer(uint32_t v) {
+    __atomic_store_n(reinterpret_cast<uint32_t*>(base + 256), v,
+                     __ATOMIC_RELEASE);
+  }
+  uint8_t* elem(uint32_t i) const {
+    return base + VIRTIO_RDMA_RING_HDR_SIZE + uint64_t{i & mask} * elem_size;
+  }
   void Set32(uint32_t off, uint32_t v) { std::memcpy(base + off, &v, 4); }
 
   RingSpec spec;
@@ -104,7 +113,8 @@ class GuestRingRef {
 
  private:
   uint32_t Load(uint32_t off) const {
-    return __atomic_load_n(reinterpret_cast<uint32_t*>(base + off), __ATOMIC_ACQUIRE);
+    return __atomic_load_n(reinterpret_cast<uint32_t*>(base + off),
+                           __ATOMIC_ACQUIRE);
   }
 };
 
@@ -130,7 +140,8 @@ inline void WriteSendWqe(uint8_t* e, const GuestSend& s) {
   p32(send_wqe::kOpcode, s.opcode);
   p32(send_wqe::kSendFlags, s.flags);
   p32(send_wqe::kImmData, s.imm);
-  if (s.opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP || s.opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD) {
+  if (s.opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
+      s.opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD) {
     p64(send_wqe::kAtomicRemoteAddr, s.remote_addr);
     p64(send_wqe::kAtomicCompareAdd, s.compare_add);
     p64(send_wqe::kAtomicSwap, s.swap);
@@ -146,7 +157,8 @@ inline void WriteSendWqe(uint8_t* e, const GuestSend& s) {
   if (s.flags & kSendInline) {
     p32(send_wqe::kDmaLength, static_cast<uint32_t>(s.inline_data.size()));
     p32(send_wqe::kDmaNumSge, 1);
-    std::memcpy(e + kSendWqeHeaderBytes, s.inline_data.data(), s.inline_data.size());
+    std::memcpy(e + kSendWqeHeaderBytes, s.inline_data.data(),
+                s.inline_data.size());
   } else {
     uint32_t total = 0;
     for (size_t i = 0; i < s.sges.size(); ++i) {
@@ -167,7 +179,8 @@ inline void PostSend(GuestRingRef& sq, const GuestSend& s) {
   sq.set_producer((p + 1) & sq.mask);
 }
 
-inline void PostRecv(GuestRingRef& rq, uint64_t wr_id, const std::vector<Sge>& sges) {
+inline void PostRecv(GuestRingRef& rq, uint64_t wr_id,
+                     const std::vector<Sge>& sges) {
   uint32_t p = rq.producer();
   uint8_t* e = rq.elem(p);
   std::memset(e, 0, kRecvWqeHeaderBytes);
@@ -199,7 +212,9 @@ inline std::vector<ib_uverbs_wc> DrainCq(GuestRingRef& cq) {
 
 class RecordingSink : public VmEventSink {
  public:
-  void OnEvent(uint32_t type, uint32_t handle) override { events.push_back({type, handle}); }
+  void OnEvent(uint32_t type, uint32_t handle) override {
+    events.push_back({type, handle});
+  }
   int Count(uint32_t type) const {
     int n = 0;
     for (auto& e : events) n += e.first == type;
