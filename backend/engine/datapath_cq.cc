@@ -123,11 +123,15 @@ void EngineImpl::HandleCompletion(CqObj& cq, const Completion& c) {
       const uint32_t seq =
           qp->sq_seq - 1 - ((qp->sq_seq - 1 - slot) & qp->slot_mask);
       // Retire it and every older one.
+      const SendSlot& s = qp->slots[slot];
       if (seq - qp->sq_done < qp->Unretired()) {
         Retire(cq, seq - qp->sq_done + 1);
         qp->sq_done = seq + 1;
+        if (s.signaled && qp->signaled_owed > 0) {
+          --qp->signaled_owed;
+          --signaled_owed_;
+        }
       }
-      const SendSlot& s = qp->slots[slot];
       if (s.signaled) {
         const policy::WrInfo info{vm.id, qp->handle, s.kind, s.bytes, true};
         const policy::Nanos now = Now();

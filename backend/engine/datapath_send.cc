@@ -120,9 +120,10 @@ bool EngineImpl::PollOnce() {
   }
   now_valid_ = false;  // work between turns (doorbells, RunSync) reads afresh
   // WRs the policy holds back (kQueue, kWait) are work only this loop can
-  // release: report busy so the event loop keeps polling instead of
-  // sleeping until an unrelated fd fires.
-  return did || stage_.has_queued();
+  // release, and completions the RNIC owes may wait on its timers (RNR,
+  // retransmission) that only run in Progress: report busy so the event
+  // loop keeps polling instead of sleeping until an unrelated fd fires.
+  return did || stage_.has_queued() || signaled_owed_ > 0;
 }
 
 WcStatus EngineImpl::CheckSendSemantics(const QpObj& qp, DecodedSend& d) const {
@@ -239,6 +240,10 @@ bool EngineImpl::ProcessSq(QpObj& qp) {
       return true;
     }
     ++qp.sq_seq;
+    if (slot.signaled) {
+      ++qp.signaled_owed;
+      ++signaled_owed_;
+    }
     ++vm.stats.wqes_posted;
     Expect(*qp.send_cq, 1);
     head = qp.sq.Next(head);
@@ -292,8 +297,14 @@ void EngineImpl::DrainSendSide(QpObj& qp) {
                   SendCompletionOpcode(s.opcode), WcStatus::kWrFlushErr);
   });
   // Whatever the RNIC held has been flushed: close the window.
+  CloseSendWindow(qp);
+}
+
+void EngineImpl::CloseSendWindow(QpObj& qp) {
   Retire(*qp.send_cq, qp.Unretired());
   qp.sq_done = qp.sq_seq;
+  signaled_owed_ -= qp.signaled_owed;
+  qp.signaled_owed = 0;
 }
 
 void EngineImpl::FailSend(QpObj& qp, uint64_t guest_wr_id, WrOpcode op,

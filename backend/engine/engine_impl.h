@@ -120,6 +120,8 @@ class EngineImpl final : public Engine, private SchedulerStage::Sink {
   // RNIC completions of the send CQ written, the QP's queued WRs flushed,
   // the send window closed. Only with the QP in ERR.
   void DrainSendSide(QpObj& qp);
+  // Forgets every consumed, unretired WR of qp (flushed, reset, destroyed).
+  void CloseSendWindow(QpObj& qp);
   // QP to ERR (the RNIC flushes what it holds); the rings are flushed by
   // FlushSq and ReplenishRecv, which run next.
   void EnterError(QpObj& qp);
@@ -163,7 +165,12 @@ class EngineImpl final : public Engine, private SchedulerStage::Sink {
   RnicLimits limits_;
   SchedulerStage stage_;
   ResourceTable<VmContext> vms_;
-  KeyMap qpn_owner_;  // qpn -> VmId, every VM's QPs (data-path thread)
+  KeyMap qpn_owner_;
+  // Sum of QpObj::signaled_owed: while the RNIC owes completions (which may
+  // wait on its timers, e.g. RNR), PollOnce reports busy so the loop keeps
+  // running the RNIC. Unsignaled WRs and posted receives do not count: an
+  // idle QP must not keep the data path spinning.
+  uint64_t signaled_owed_ = 0;  // qpn -> VmId, every VM's QPs (data-path thread)
   std::vector<Gid> gids_in_use_;  // control thread: every attached VM's GIDs
 
   // Data-path work lists.

@@ -353,8 +353,7 @@ Status EngineImpl::ModifyQpLocked(VmContext& vm, QpObj& qp,
       // The RNIC discarded outstanding work without completions.
       pending_sq_.Remove(&qp);
       stage_.FlushFlow(qp, [](uint32_t) {});
-      Retire(*qp.send_cq, qp.Unretired());
-      qp.sq_done = qp.sq_seq;
+      CloseSendWindow(qp);
       if (!qp.srq) {
         UnlinkRecv(qp.rq);
         Retire(*qp.recv_cq, qp.rq.posted);
@@ -413,7 +412,7 @@ void EngineImpl::DestroyQpLocked(VmContext& vm, uint32_t handle) {
   // Destroy generates no completions; any still in the RNIC CQ carry a
   // cookie whose handle is now stale and are dropped.
   (void)rnic_.DestroyQp(qp->rnic);
-  Retire(*qp->send_cq, qp->Unretired());
+  CloseSendWindow(*qp);
   if (!qp->srq) Retire(*qp->recv_cq, qp->rq.posted);
   if (qp->srq) {
     --qp->srq->refs;

@@ -749,12 +749,22 @@ TEST_F(EngineTest, IdleCqsAreNotPolled) {
   engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, r.qpn);
   Poll(3);
   EXPECT_FALSE(rnic_.polls.empty());
+  EXPECT_TRUE(engine_->PollOnce());  // the RNIC owes a completion: stay busy
   rnic_.CompleteSend(r.qpn);
   Poll(2);
   rnic_.polls.clear();
   Poll(10);
   EXPECT_TRUE(rnic_.polls.empty());   // retired: inactive again
   EXPECT_FALSE(engine_->PollOnce());  // idle: the loop may sleep
+  // Unsignaled WRs and posted receives alone do not keep the loop busy.
+  testing::PostSend(
+      r.sq, GuestSend{.wr_id = 2, .flags = 0, .sges = {{r.iova, 8, r.lkey}}});
+  testing::PostRecv(r.rq, 3, {{r.iova, 8, r.lkey}});
+  engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, r.qpn);
+  engine_->Doorbell(vm, VIRTIO_RDMA_DB_RQ, r.qpn);
+  Poll(3);
+  EXPECT_EQ(rnic_.qps.at(r.qpn).sends.size(), 1u);
+  EXPECT_FALSE(engine_->PollOnce());
 }
 
 TEST_F(EngineTest, DetachReleasesEverythingAndSparesOthers) {

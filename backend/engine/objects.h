@@ -176,6 +176,8 @@ struct QpObj {
   uint32_t slot_mask = 0;
   std::vector<SendSlot> slots;
   uint32_t Unretired() const { return sq_seq - sq_done; }
+  // Signaled WRs consumed and not completed: the RNIC owes a completion.
+  uint32_t signaled_owed = 0;
   ListHook<QpObj> pending_hook;
   FlowQueue flow;
   ListHook<QpObj> queued_hook;  // flow not empty
