@@ -312,12 +312,9 @@ TEST_F(OpcodeTest, ArmedCqRaisesOneCompletionEvent) {
 }
 
 // With VIRTIO_RING_F_EVENT_IDX negotiated, a device that wants kicks must
-// keep avail_event current; the control queue of the device does not, so
-// every command after the first is only seen after the driver's re-kick
-// (~1 ms each). Disabled until the device re-arms its control queue (e.g.
-// SetKickEnabled(true) after draining); a Linux guest driver has no re-kick
-// and would hang on its second command.
-TEST_F(TwoVmTest, DISABLED_ControlCommandsNeedNoRekick) {
+// keep avail_event current after every drain; a Linux guest driver has no
+// re-kick and would hang on its second command otherwise.
+TEST_F(TwoVmTest, ControlCommandsNeedNoRekick) {
   const uint64_t before = a_.dev->driver().rekicks();
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(a_.dev->QueryPort().ok());
   EXPECT_EQ(a_.dev->driver().rekicks() - before, 0u);

@@ -65,7 +65,18 @@ DrainResult DrainControlQueue(vhost::Virtqueue& vq, CommandHandler& handler,
     ++r.served;
   }
   if (r.served > 0) vq.NotifyGuest();
-  r.more = !r.broken && r.served == budget && vq.HasAvailable();
+  if (r.broken) return r;
+  if (r.served == budget) {
+    r.more = vq.HasAvailable();
+  } else {
+    // The ring looked empty. Ask for the next kick (with EVENT_IDX the
+    // driver kicks only when avail crosses avail_event, so it must be
+    // republished after every drain), then look once more: a chain added
+    // before the driver saw the new avail_event would otherwise wait for a
+    // kick that never comes.
+    vq.SetKickEnabled(true);
+    r.more = vq.HasAvailable();
+  }
   return r;
 }
 
