@@ -94,8 +94,8 @@ class EngineImpl final : public Engine, private SchedulerStage::Sink {
 
   // --- queues (engine_queues.cc) ---
   Status ModifyQpLocked(VmContext& vm, QpObj& qp, const ModifyQpRequest& req);
-  Status InitRecvQueue(RecvQueue& rq, const RingSpec& ring, uint32_t max_sge,
-                       uint32_t depth, GuestPageView view);
+  void InitRecvQueue(RecvQueue& rq, const RingSpec& ring, uint32_t max_sge,
+                     uint32_t rnic_max_wr, GuestPageView view);
 
   // --- send path (datapath_send.cc) ---
   QpObj* FindQp(const VmContext& vm, uint32_t qpn) const {
@@ -170,7 +170,8 @@ class EngineImpl final : public Engine, private SchedulerStage::Sink {
   // wait on its timers, e.g. RNR), PollOnce reports busy so the loop keeps
   // running the RNIC. Unsignaled WRs and posted receives do not count: an
   // idle QP must not keep the data path spinning.
-  uint64_t signaled_owed_ = 0;  // qpn -> VmId, every VM's QPs (data-path thread)
+  uint64_t signaled_owed_ =
+      0;  // qpn -> VmId, every VM's QPs (data-path thread)
   std::vector<Gid> gids_in_use_;  // control thread: every attached VM's GIDs
 
   // Data-path work lists.

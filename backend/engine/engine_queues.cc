@@ -28,19 +28,19 @@ bool ValidQpType(QpType t) {
 
 }  // namespace
 
-Status EngineImpl::InitRecvQueue(RecvQueue& rq, const RingSpec& ring,
-                                 uint32_t max_sge, uint32_t depth,
-                                 GuestPageView view) {
+void EngineImpl::InitRecvQueue(RecvQueue& rq, const RingSpec& ring,
+                               uint32_t max_sge, uint32_t rnic_max_wr,
+                               GuestPageView view) {
   rq.view = std::move(view);
   rq.ring = GuestRing(rq.view.data(), ring.log2_num_elem, ring.log2_elem_size);
   rq.limits.max_sge = max_sge;
   rq.limits.elem_size = rq.ring.elem_size();
-  rq.depth = depth;
-  rq.low_watermark = std::max<uint32_t>(1, depth / 2);
+  // High watermark: everything the ring can hold, as far as the RNIC takes.
+  rq.depth = std::min(rq.ring.capacity(), rnic_max_wr);
+  rq.low_watermark = std::max<uint32_t>(1, rq.depth / 2);
   rq.wr_ids.assign(rq.ring.num_elem(), 0);
   rq.done.assign(rq.ring.num_elem(), 0);
   rq.head = rq.consumer = rq.posted = 0;
-  return Status::kOk;
 }
 
 // ---------------------------------------------------------------- CQs
@@ -202,11 +202,8 @@ Result<CreateQpResult> EngineImpl::CreateQp(VmId id,
     qp->slot_mask = n - 1;
   }
   if (has_rq) {
-    (void)InitRecvQueue(qp->rq, req.rq, c.max_recv_sge,
-                        std::min(qp->rq.ring.capacity() + 0, limits_.max_qp_wr),
-                        std::move(rq_view));
-    qp->rq.depth = std::min(qp->rq.ring.capacity(), limits_.max_qp_wr);
-    qp->rq.low_watermark = std::max<uint32_t>(1, qp->rq.depth / 2);
+    InitRecvQueue(qp->rq, req.rq, c.max_recv_sge, limits_.max_qp_wr,
+                  std::move(rq_view));
   }
 
   Result<CreateQpResult> out = Status::kNoResource;
@@ -464,9 +461,8 @@ Result<CreateSrqResult> EngineImpl::CreateSrq(VmId id,
   auto srq = std::make_unique<SrqObj>();
   GuestPageView view;
   VRDMA_RETURN_IF_ERROR(MapPages(*vm, req.ring.pages, &view));
-  (void)InitRecvQueue(srq->rq, req.ring, req.max_sge, 0, std::move(view));
-  srq->rq.depth = std::min(srq->rq.ring.capacity(), limits_.max_srq_wr);
-  srq->rq.low_watermark = std::max<uint32_t>(1, srq->rq.depth / 2);
+  InitRecvQueue(srq->rq, req.ring, req.max_sge, limits_.max_srq_wr,
+                std::move(view));
   srq->pd = req.pd;
   srq->max_wr = req.max_wr;
   srq->max_sge = req.max_sge;
