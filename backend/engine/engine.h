@@ -40,7 +40,7 @@ struct Quotas {
 
 struct VmConfig {
   std::string name;
-  std::vector<Gid> gids;  // 1 .. VIRTIO_RDMA_MAX_GIDS
+  std::vector<Gid> gids;                   // 1 .. VIRTIO_RDMA_MAX_GIDS
   Quotas quotas;
   policy::TenantQos qos;
 };
@@ -49,47 +49,34 @@ struct VmConfig {
 struct RingSpec {
   uint32_t log2_num_elem = 0;
   uint32_t log2_elem_size = 0;
-  std::vector<uint64_t> pages;  // guest-physical, page aligned
+  std::vector<uint64_t> pages;             // guest-physical, page aligned
 };
 
 struct RegMrRequest {
   uint32_t pd = 0;
-  uint32_t access = 0;  // AccessFlags
+  uint32_t access = 0;                     // AccessFlags
   uint64_t iova = 0;
   uint64_t length = 0;
   uint32_t first_page_offset = 0;
   std::vector<uint64_t> pages;
 };
-struct RegMrResult {
-  uint32_t handle;
-  uint32_t lkey;
-  uint32_t rkey;
-};
+struct RegMrResult { uint32_t handle; uint32_t lkey; uint32_t rkey; };
 
-struct CreateCqRequest {
-  uint32_t cqe = 0;
-  RingSpec ring;
-};
-struct CreateCqResult {
-  uint32_t handle;
-  uint32_t cqe;
-};
+struct CreateCqRequest { uint32_t cqe = 0; RingSpec ring; };
+struct CreateCqResult { uint32_t handle; uint32_t cqe; };
 
 struct CreateQpRequest {
   uint32_t pd = 0;
   QpType type = QpType::kRc;
   uint32_t send_cq = 0;
   uint32_t recv_cq = 0;
-  uint32_t srq = 0;  // 0: none
+  uint32_t srq = 0;                        // 0: none
   bool sq_sig_all = false;
   QpCaps caps;
   RingSpec sq;
-  RingSpec rq;  // empty pages when srq != 0
+  RingSpec rq;                             // empty pages when srq != 0
 };
-struct CreateQpResult {
-  uint32_t qpn;
-  QpCaps caps;
-};
+struct CreateQpResult { uint32_t qpn; QpCaps caps; };
 
 // Guest view of an address vector (virtual GIDs, sgid_index into the VM's
 // own GID table).
@@ -129,7 +116,7 @@ struct ModifyQpRequest {
 };
 
 struct QueryQpResult {
-  ModifyQpRequest attr;  // mask = everything reported
+  ModifyQpRequest attr;                    // mask = everything reported
   QpCaps cap;
 };
 
@@ -140,14 +127,10 @@ struct CreateSrqRequest {
   uint32_t srq_limit = 0;
   RingSpec ring;
 };
-struct CreateSrqResult {
-  uint32_t handle;
-  uint32_t max_wr;
-  uint32_t max_sge;
-};
+struct CreateSrqResult { uint32_t handle; uint32_t max_wr; uint32_t max_sge; };
 
 struct DeviceAttr {
-  RnicLimits limits;  // after this VM's quotas
+  RnicLimits limits;                       // after this VM's quotas
   uint32_t max_ah = 0;
   uint32_t max_qp_rd_atom = 0;
   uint32_t max_mr_pages = 0;
@@ -158,7 +141,7 @@ struct VmStats {
   uint32_t pds = 0, cqs = 0, qps = 0, mrs = 0, ahs = 0, srqs = 0;
   uint64_t pinned_bytes = 0;
   uint64_t wqes_posted = 0;
-  uint64_t wqes_rejected = 0;  // failed validation
+  uint64_t wqes_rejected = 0;              // failed validation
   uint64_t cqes_written = 0;
 };
 
