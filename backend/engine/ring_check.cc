@@ -30,8 +30,9 @@ uint64_t RingBytes(uint32_t log2_num_elem, uint32_t log2_elem_size) {
 
 Status CheckRingGeometry(const RingSpec& ring, uint32_t min_elem_bytes,
                          uint32_t min_entries) {
-  if (ring.log2_num_elem < 1 || ring.log2_num_elem > kMaxRingLog2Elems)
-    return Status::kInvalid;
+  // log2_num_elem 0 is a one-slot ring that holds nothing: what a driver
+  // describes for a queue of depth 0 (a send-only QP's receive queue).
+  if (ring.log2_num_elem > kMaxRingLog2Elems) return Status::kInvalid;
   if (ring.log2_elem_size > kMaxRingLog2ElemSize) return Status::kInvalid;
   if ((uint64_t{1} << ring.log2_elem_size) < min_elem_bytes)
     return Status::kInvalid;

@@ -38,7 +38,8 @@ TEST(RingCheckTest, Table) {
   const Case cases[] = {
       {"ok cq", Ring(4, 6, 1), 64, 15, Status::kOk},
       {"ok sq two pages", Ring(4, 9, 3), 272, 8, Status::kOk},  // 384+8192
-      {"zero elems", Ring(0, 6, 1), 64, 0, Status::kInvalid},
+      {"one slot, depth 0", Ring(0, 6, 1), 64, 0, Status::kOk},
+      {"one slot, depth 1", Ring(0, 6, 1), 64, 1, Status::kInvalid},
       {"too many elems", Ring(17, 6, 1 << 11), 64, 1, Status::kInvalid},
       {"elem too large", Ring(1, 13, 3), 64, 1, Status::kInvalid},
       {"elem below min (cq 32B)", Ring(4, 5, 1), 64, 1, Status::kInvalid},

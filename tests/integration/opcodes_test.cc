@@ -321,13 +321,10 @@ TEST_F(TwoVmTest, ControlCommandsNeedNoRekick) {
   EXPECT_EQ(before, 0u);
 }
 
-// librxe posts receives with no doorbell at all. The engine picks receive
-// WQEs up lazily (on RTR, after receive completions, in a periodic sweep),
-// so a datagram that arrives before the sweep found its receive is dropped
-// (legal for UD, but a real RNIC reads the RQ at arrival). Disabled until
-// the engine picks up receives before delivering a UD message; run with
-// --gtest_also_run_disabled_tests to see it.
-TEST_F(TwoVmTest, DISABLED_UdReceivePostedLikeLibrxeIsDelivered) {
+// librxe posts receives with no doorbell at all. The engine pulls the
+// destination's receive queue before it posts a SEND to a QP on this host,
+// so a datagram never overtakes a receive the guest had already posted.
+TEST_F(TwoVmTest, UdReceivePostedLikeLibrxeIsDelivered) {
   auto ua = a_.CreateQp(VIRTIO_RDMA_QPT_UD);
   auto ub = b_.CreateQp(VIRTIO_RDMA_QPT_UD);
   ASSERT_TRUE(ua && ub);
