@@ -205,11 +205,13 @@ for t in $tests; do
 done
 cat "$summary"
 echo
-echo "Figures (TCG guests, software paths: not hardware figures):"
+echo "Figures printed by the clients (TCG guests and a software RNIC: not hardware figures;"
+echo "-D 10 runs print no peak bandwidth):"
 for t in $tests; do
   b="$run/share-b/results/$t.out"
+  hdr=$(grep -m1 "#bytes" "$b" 2>/dev/null) || true
   row=$(awk '/#bytes/ {h = 1; next} h && /^ *[0-9]+ +[0-9]+ +[0-9.]+/ {print; exit}' "$b" 2>/dev/null) || true
-  printf '  %-12s %s\n' "$t" "${row:-<no result>}"
+  printf '  %-12s %s\n  %-12s %s\n' "" "${hdr:-}" "$t" "${row:-<no result>}"
 done
 echo
 for t in $tests; do
