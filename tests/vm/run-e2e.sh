@@ -41,6 +41,7 @@ log "run directory: $run"
 
 pids=()
 cleanup() {
+  set +e  # best effort: one failed kill must not skip the others
   local p f
   for f in "$run"/qemu-*.pid; do [ -s "$f" ] && { kill "$(cat "$f")" 2>/dev/null || true; }; done
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
