@@ -2,6 +2,7 @@
 #include "backend/base/event_loop.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -148,22 +149,32 @@ void EpollEventLoop::Run() {
   loop_thread_.store(std::this_thread::get_id(), std::memory_order_release);
   uint64_t last_work = NowNs();
   uint32_t turns = 0;
+  uint32_t idle_turns = 0;
   while (!stop_.load(std::memory_order_acquire)) {
     if (RunPollers()) {
       last_work = NowNs();
+      idle_turns = 0;
       if (++turns % options_.fd_check_interval == 0) DispatchFds(0);
       continue;
     }
     if (DispatchFds(0)) {
       last_work = NowNs();
+      idle_turns = 0;
       continue;
     }
-    if (NowNs() - last_work < options_.idle_spin_ns) continue;
+    if (NowNs() - last_work < options_.idle_spin_ns) {
+      if (options_.idle_yield_turns != 0 && ++idle_turns >= options_.idle_yield_turns) {
+        idle_turns = 0;
+        sched_yield();
+      }
+      continue;
+    }
     // Idle: arm (re-enable kicks), poll once more to catch work that
     // arrived before arming took effect, then sleep.
     ArmPollers();
     if (RunPollers()) {
       last_work = NowNs();
+      idle_turns = 0;
       continue;
     }
     if (stop_.load(std::memory_order_acquire)) break;

@@ -32,6 +32,14 @@ class EpollEventLoop final : public EventLoop {
     // While busy, check fds every this many turns (an epoll_wait(0) costs a
     // system call; pollers are the fast path).
     uint32_t fd_check_interval = 32;
+    // While spinning idle, sched_yield() after this many consecutive turns
+    // without work (0: never). When the pollers' peers (guest processes)
+    // share the cores with this thread, a spinning loop that never yields
+    // keeps the very peer it waits for off the CPU until the scheduler
+    // preempts it: on 2 cores with 3 busy pollers every ping-pong hop then
+    // costs the whole idle spin. A yield with nobody else runnable is a
+    // cheap system call.
+    uint32_t idle_yield_turns = 0;
   };
 
   // nullptr when epoll or the wake eventfd cannot be created.

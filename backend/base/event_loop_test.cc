@@ -1,6 +1,8 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 #include "backend/base/event_loop.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -100,6 +102,61 @@ TEST(EventLoopTest, BusyPollsThenArmsAndSleeps) {
   ASSERT_TRUE(WaitFor([&] { return work_left == 0; }));
   loop->Stop();
   th.join();
+}
+
+// Ping-pong between the loop (a poller answers each ping) and a peer thread
+// that yields while it waits, like a guest's SpinWait, both pinned to one
+// CPU. Returns the time for `hops` round trips.
+std::chrono::nanoseconds PingPongOnOneCpu(uint32_t idle_yield_turns, int hops) {
+  EpollEventLoop::Options o;
+  o.idle_spin_ns = 10'000'000'000;  // never sleeps during the test
+  o.idle_yield_turns = idle_yield_turns;
+  auto loop = EpollEventLoop::Create(o);
+  std::atomic<int> ping{0}, pong{0};
+  loop->AddPoller([&] {
+    const int p = ping.load(std::memory_order_acquire);
+    if (p == pong.load(std::memory_order_relaxed)) return false;
+    pong.store(p, std::memory_order_release);
+    return true;
+  });
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  sched_getaffinity(0, sizeof(one), &one);
+  int cpu = 0;
+  while (!CPU_ISSET(cpu, &one)) ++cpu;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  std::thread th([&] {
+    pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+    loop->Run();
+  });
+  std::chrono::nanoseconds took{};
+  std::thread peer([&] {
+    pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 1; i <= hops; ++i) {
+      ping.store(i, std::memory_order_release);
+      while (pong.load(std::memory_order_acquire) != i) sched_yield();
+    }
+    took = std::chrono::steady_clock::now() - start;
+  });
+  peer.join();
+  loop->Stop();
+  th.join();
+  return took;
+}
+
+// Without yielding, each hop waits for the scheduler to preempt the idle
+// spinning loop (a time slice, ~ms); with it, for a system call. The bound
+// is loose (a factor of 4) because other processes share this machine.
+TEST(EventLoopTest, IdleYieldLetsAPeerOnTheSameCpuRun) {
+  constexpr int kHops = 100;
+  const auto yielding = PingPongOnOneCpu(/*idle_yield_turns=*/1, kHops);
+  const auto spinning = PingPongOnOneCpu(/*idle_yield_turns=*/0, kHops);
+  EXPECT_LT(yielding * 4, spinning)
+      << "yielding " << yielding.count() << " ns, spinning " << spinning.count() << " ns";
+  RecordProperty("yielding_ns", std::to_string(yielding.count()));
+  RecordProperty("spinning_ns", std::to_string(spinning.count()));
 }
 
 TEST(EventLoopTest, HandlersAndPollersMayRemoveThemselves) {
