@@ -86,6 +86,35 @@ class EngineImpl final : public Engine, private SchedulerStage::Sink {
   RnicLimits VmLimits(const VmContext& vm) const;
   Status MapPages(const VmContext& vm, const std::vector<uint64_t>& pages,
                   GuestPageView* view) const;
+  // Destroys object `handle` of one of the VM's tables on the data-path
+  // thread: kBadHandle when it is not there, kBusy while other objects
+  // still refer to it (for objects that count references), otherwise
+  // `release` undoes its RNIC object and accounting. The object, with its
+  // page views, is freed after RunSync returns, on the calling thread.
+  template <typename T, typename Release>
+  Status DestroyObject(VmId id, ResourceTable<T> VmContext::*table,
+                       uint32_t handle, Release release) {
+    VmContext* vm = FindVm(id);
+    if (vm == nullptr) return Status::kBadHandle;
+    Status s = Status::kOk;
+    std::unique_ptr<T> dead;
+    executor_.RunSync([&] {
+      T* obj = (vm->*table).Lookup(handle);
+      if (obj == nullptr) {
+        s = Status::kBadHandle;
+        return;
+      }
+      if constexpr (requires { obj->refs; }) {
+        if (obj->refs > 0) {
+          s = Status::kBusy;
+          return;
+        }
+      }
+      release(*vm, *obj);
+      dead = (vm->*table).Remove(handle);
+    });
+    return s;
+  }
   // Teardown of single objects, on the data-path thread.
   void DestroyQpLocked(VmContext& vm, uint32_t handle);
   void DestroyMrLocked(VmContext& vm, uint32_t handle);

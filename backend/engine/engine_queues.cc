@@ -94,24 +94,9 @@ void EngineImpl::DestroyCqLocked(VmContext& vm, uint32_t handle) {
 }
 
 Status EngineImpl::DestroyCq(VmId id, uint32_t cq) {
-  VmContext* vm = FindVm(id);
-  if (vm == nullptr) return Status::kBadHandle;
-  Status s = Status::kOk;
-  std::unique_ptr<CqObj> dead;
-  executor_.RunSync([&] {
-    CqObj* obj = vm->cqs.Lookup(cq);
-    if (obj == nullptr) {
-      s = Status::kBadHandle;
-      return;
-    }
-    if (obj->refs > 0) {
-      s = Status::kBusy;
-      return;
-    }
-    DestroyCqLocked(*vm, cq);
-    dead = vm->cqs.Remove(cq);
+  return DestroyObject(id, &VmContext::cqs, cq, [&](VmContext& vm, CqObj&) {
+    DestroyCqLocked(vm, cq);
   });
-  return s;
 }
 
 Status EngineImpl::ReqNotifyCq(VmId id, uint32_t cq, bool solicited_only) {
@@ -535,24 +520,9 @@ void EngineImpl::DestroySrqLocked(VmContext& vm, uint32_t handle) {
 }
 
 Status EngineImpl::DestroySrq(VmId id, uint32_t srq) {
-  VmContext* vm = FindVm(id);
-  if (vm == nullptr) return Status::kBadHandle;
-  Status s = Status::kOk;
-  std::unique_ptr<SrqObj> dead;
-  executor_.RunSync([&] {
-    SrqObj* obj = vm->srqs.Lookup(srq);
-    if (obj == nullptr) {
-      s = Status::kBadHandle;
-      return;
-    }
-    if (obj->refs > 0) {
-      s = Status::kBusy;
-      return;
-    }
-    DestroySrqLocked(*vm, srq);
-    dead = vm->srqs.Remove(srq);
+  return DestroyObject(id, &VmContext::srqs, srq, [&](VmContext& vm, SrqObj&) {
+    DestroySrqLocked(vm, srq);
   });
-  return s;
 }
 
 }  // namespace vrdma::engine

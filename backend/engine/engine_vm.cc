@@ -209,25 +209,10 @@ Result<uint32_t> EngineImpl::CreatePd(VmId id) {
 }
 
 Status EngineImpl::DestroyPd(VmId id, uint32_t pd) {
-  VmContext* vm = FindVm(id);
-  if (vm == nullptr) return Status::kBadHandle;
-  Status s = Status::kOk;
-  std::unique_ptr<PdObj> dead;
-  executor_.RunSync([&] {
-    PdObj* obj = vm->pds.Lookup(pd);
-    if (obj == nullptr) {
-      s = Status::kBadHandle;
-      return;
-    }
-    if (obj->refs > 0) {
-      s = Status::kBusy;
-      return;
-    }
-    (void)rnic_.DeallocPd(obj->rnic);
-    dead = vm->pds.Remove(pd);
-    --vm->stats.pds;
+  return DestroyObject(id, &VmContext::pds, pd, [&](VmContext& vm, PdObj& obj) {
+    (void)rnic_.DeallocPd(obj.rnic);
+    --vm.stats.pds;
   });
-  return s;
 }
 
 // ---------------------------------------------------------------- MRs
@@ -298,19 +283,10 @@ void EngineImpl::DestroyMrLocked(VmContext& vm, uint32_t handle) {
 }
 
 Status EngineImpl::DeregMr(VmId id, uint32_t mr) {
-  VmContext* vm = FindVm(id);
-  if (vm == nullptr) return Status::kBadHandle;
-  Status s = Status::kOk;
-  std::unique_ptr<MrObj> dead;
-  executor_.RunSync([&] {
-    if (vm->mrs.Lookup(mr) == nullptr) {
-      s = Status::kBadHandle;
-      return;
-    }
-    DestroyMrLocked(*vm, mr);
-    dead = vm->mrs.Remove(mr);
+  // The view is unmapped after the RNIC let go of the MR.
+  return DestroyObject(id, &VmContext::mrs, mr, [&](VmContext& vm, MrObj&) {
+    DestroyMrLocked(vm, mr);
   });
-  return s;  // the view is unmapped here, after the RNIC let go of it
 }
 
 // ---------------------------------------------------------------- AHs
@@ -341,22 +317,11 @@ Result<uint32_t> EngineImpl::CreateAh(VmId id, uint32_t pd, const GuestAh& ah) {
 }
 
 Status EngineImpl::DestroyAh(VmId id, uint32_t ah) {
-  VmContext* vm = FindVm(id);
-  if (vm == nullptr) return Status::kBadHandle;
-  Status s = Status::kOk;
-  std::unique_ptr<AhObj> dead;
-  executor_.RunSync([&] {
-    AhObj* obj = vm->ahs.Lookup(ah);
-    if (obj == nullptr) {
-      s = Status::kBadHandle;
-      return;
-    }
-    (void)rnic_.DestroyAh(obj->rnic);
-    if (PdObj* pd = vm->pds.Lookup(obj->pd)) --pd->refs;
-    --vm->stats.ahs;
-    dead = vm->ahs.Remove(ah);
+  return DestroyObject(id, &VmContext::ahs, ah, [&](VmContext& vm, AhObj& obj) {
+    (void)rnic_.DestroyAh(obj.rnic);
+    if (PdObj* pd = vm.pds.Lookup(obj.pd)) --pd->refs;
+    --vm.stats.ahs;
   });
-  return s;
 }
 
 }  // namespace vrdma::engine
