@@ -29,8 +29,9 @@ class EpollEventLoop final : public EventLoop {
   struct Options {
     // How long pollers may report no work before the loop arms and sleeps.
     uint64_t idle_spin_ns = 50'000;
-    // While busy, check fds every this many turns (an epoll_wait(0) costs a
-    // system call; pollers are the fast path).
+    // Check fds (and, while idle, the clock) every this many turns: an
+    // epoll_wait(0) costs a system call; pollers are the fast path. The
+    // first idle turn after work always checks.
     uint32_t fd_check_interval = 32;
     // While spinning idle, sched_yield() after this many consecutive turns
     // without work (0: never). When the pollers' peers (guest processes)

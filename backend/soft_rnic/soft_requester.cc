@@ -27,6 +27,10 @@ bool NeedsLocalWrite(WrOpcode op) {
 }  // namespace
 
 bool SoftRnic::Progress() {
+  // Called on every data-path turn: an idle RNIC (nothing to run, no timer
+  // armed) returns before reading the clock, a vDSO call that was ~9% of
+  // the daemon's profile under load.
+  if (active_.head == nullptr && next_deadline_ns_ == kNever) return false;
   uint64_t now = Now();
   bool did = false;
   if (now >= next_deadline_ns_) {
