@@ -29,9 +29,12 @@ inline void CpuRelax() {
 
 class SpinWait {
  public:
+  static constexpr uint32_t kDefaultSpinsBeforeYield = 8;
+  explicit SpinWait(uint32_t spins_before_yield = kDefaultSpinsBeforeYield)
+      : spins_before_yield_(spins_before_yield) {}
   // Call when a poll found nothing.
   void Idle() {
-    if (++empty_ < kSpinsBeforeYield) {
+    if (++empty_ < spins_before_yield_) {
       CpuRelax();
       return;
     }
@@ -42,7 +45,7 @@ class SpinWait {
   void Reset() { empty_ = 0; }
 
  private:
-  static constexpr uint32_t kSpinsBeforeYield = 8;
+  uint32_t spins_before_yield_;
   uint32_t empty_ = 0;
 };
 

@@ -66,7 +66,7 @@ void FakeVhostBackend::ConnectionLoop() {
 }
 
 void FakeVhostBackend::PollLoop() {
-  SpinWait spin;
+  SpinWait spin(options_.spins_before_yield);
   std::vector<vhost::Virtqueue*> snapshot;
   while (!stop_) {
     bool worked = false;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "backend/base/status.h"
+#include "guest-driver/lib/spin_wait.h"
 #include "vhost-rdma/vhost_user/device.h"
 #include "vhost-rdma/vhost_user/virtqueue.h"
 
@@ -42,6 +43,8 @@ class FakeVhostBackend final : public vhost::VhostUserDevice {
     uint64_t device_features = 0;
     std::vector<uint8_t> config;  // served by GET_CONFIG
     bool kicks = false;           // false: ask the driver not to kick (we poll)
+    // The polling thread's back-off (spin_wait.h).
+    uint32_t spins_before_yield = SpinWait::kDefaultSpinsBeforeYield;
   };
 
   FakeVhostBackend(Options options, Handler handler, Tick tick = nullptr);
