@@ -47,11 +47,16 @@ int main(int argc, char** argv) {
   std::string log_level = "info";
   uint32_t doorbell_queues = 1;
   uint16_t queue_size = 256;
-  // Default: longer than an eventfd wake-up costs on a loaded 2-core host
-  // (50-90 us measured), so a request/response ping-pong never pays one;
-  // only a truly idle data path (nothing for 1 ms) sleeps.
-  uint32_t idle_spin_us = 1000;
-  uint32_t idle_yield_turns = 4;
+  // Idle policy of the data-path thread. The defaults suit VMs sharing
+  // cores with the daemon: spin briefly, then sleep on the kick eventfds, so
+  // vCPUs get the CPU back. Measured with two TCG guests on 2 cores
+  // (ib_write_lat typical): 50 us / no yield 30 us; 1 ms / no yield 940 us;
+  // 1 ms / yield every 4 turns 2000 us. A data path with a core of its own
+  // should spin longer (e.g. --idle-spin-us 1000); busy-polling processes
+  // sharing its cores (the in-process benchmark) also want
+  // --idle-yield-turns 4 (docs/benchmarks.md).
+  uint32_t idle_spin_us = 50;
+  uint32_t idle_yield_turns = 0;
   app.add_option("--control-socket,--control", control_path,
                  "JSON control socket (attach-vm, detach-vm, list-vms, stats)")
       ->required();
