@@ -11,6 +11,7 @@
 
 #include "backend/engine/engine.h"
 #include "backend/engine/testing/guest_env.h"
+#include "backend/engine/testing/qp_bring_up.h"
 #include "backend/soft_rnic/soft_rnic.h"
 #include "policy/pass_through_policy.h"
 
@@ -21,19 +22,12 @@ using testing::DrainCq;
 using testing::GuestEnv;
 using testing::GuestRingRef;
 using testing::GuestSend;
+using testing::MakeGid;
 using testing::RecordingSink;
 
 constexpr uint32_t kAll = kAccessLocalWrite | kAccessRemoteWrite |
                           kAccessRemoteRead | kAccessRemoteAtomic;
 constexpr uint32_t kBufPages = 4;
-
-Gid MakeGid(uint8_t x) {
-  Gid g{};
-  g[0] = 0xfe;
-  g[1] = 0x80;
-  g[15] = x;
-  return g;
-}
 
 // One guest: its RAM, a PD, a registered buffer, CQs and one QP.
 struct Guest {
@@ -106,46 +100,8 @@ class EngineSoftRnicTest : public ::testing::Test {
   }
 
   void BringUp(Guest& g, QpType type, const Guest* peer) {
-    ModifyQpRequest m;
-    m.qpn = g.qpn;
-    m.state = QpState::kInit;
-    m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_PKEY_INDEX |
-             VIRTIO_RDMA_QP_PORT |
-             (type == QpType::kUd ? VIRTIO_RDMA_QP_QKEY
-                                  : VIRTIO_RDMA_QP_ACCESS_FLAGS);
-    m.access_flags = kAll;
-    m.qkey = 0x1111;
-    ASSERT_EQ(engine_->ModifyQp(g.vm, m), Status::kOk);
-    m = {};
-    m.qpn = g.qpn;
-    m.state = QpState::kRtr;
-    m.mask = VIRTIO_RDMA_QP_STATE;
-    if (type == QpType::kRc) {
-      m.mask |= VIRTIO_RDMA_QP_AV | VIRTIO_RDMA_QP_PATH_MTU |
-                VIRTIO_RDMA_QP_DEST_QPN | VIRTIO_RDMA_QP_RQ_PSN |
-                VIRTIO_RDMA_QP_MAX_DEST_RD_ATOMIC |
-                VIRTIO_RDMA_QP_MIN_RNR_TIMER;
-      m.ah.dgid = peer->gid;
-      m.ah.sgid_index = 0;
-      m.dest_qpn = peer->qpn;
-      m.path_mtu_bytes = 1024;
-      m.max_dest_rd_atomic = 4;
-      m.min_rnr_timer = 1;
-    }
-    ASSERT_EQ(engine_->ModifyQp(g.vm, m), Status::kOk);
-    m = {};
-    m.qpn = g.qpn;
-    m.state = QpState::kRts;
-    m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_SQ_PSN;
-    if (type == QpType::kRc) {
-      m.mask |= VIRTIO_RDMA_QP_TIMEOUT | VIRTIO_RDMA_QP_RETRY_CNT |
-                VIRTIO_RDMA_QP_RNR_RETRY | VIRTIO_RDMA_QP_MAX_QP_RD_ATOMIC;
-      m.timeout = 1;
-      m.retry_cnt = 2;
-      m.rnr_retry = 7;
-      m.max_rd_atomic = 4;
-    }
-    ASSERT_EQ(engine_->ModifyQp(g.vm, m), Status::kOk);
+    testing::BringUpQp(*engine_, g.vm, g.qpn, type, kAll,
+                       peer ? peer->gid : Gid{}, peer ? peer->qpn : 0);
   }
 
   // Runs the data path until pred holds (bounded).

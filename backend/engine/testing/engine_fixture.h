@@ -15,6 +15,7 @@
 #include "backend/engine/engine_impl.h"
 #include "backend/engine/testing/fake_rnic.h"
 #include "backend/engine/testing/guest_env.h"
+#include "backend/engine/testing/qp_bring_up.h"
 #include "policy/pass_through_policy.h"
 
 namespace vrdma::engine::testing {
@@ -22,14 +23,6 @@ namespace vrdma::engine::testing {
 inline constexpr uint32_t kLW = kAccessLocalWrite;
 inline constexpr uint32_t kAll =
     kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead;
-
-inline Gid MakeGid(uint8_t x) {
-  Gid g{};
-  g[0] = 0xfe;
-  g[1] = 0x80;
-  g[15] = x;
-  return g;
-}
 
 // A VM with a PD, one 4-page MR, send and receive CQs and one QP.
 struct Rig {
@@ -67,41 +60,9 @@ class EngineTest : public ::testing::Test {
     return r;
   }
 
+  // Toward a peer that need not exist: the fake RNIC moves no bytes.
   void ToRts(Rig& r, QpType type) {
-    ModifyQpRequest m;
-    m.qpn = r.qpn;
-    m.state = QpState::kInit;
-    m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_PKEY_INDEX |
-             VIRTIO_RDMA_QP_PORT |
-             (type == QpType::kUd ? VIRTIO_RDMA_QP_QKEY
-                                  : VIRTIO_RDMA_QP_ACCESS_FLAGS);
-    m.access_flags = kAll;
-    m.qkey = 0x1111;
-    ASSERT_EQ(engine_->ModifyQp(r.vm, m), Status::kOk);
-    m = {};
-    m.qpn = r.qpn;
-    m.state = QpState::kRtr;
-    m.mask = VIRTIO_RDMA_QP_STATE;
-    if (type != QpType::kUd) {
-      m.mask |= VIRTIO_RDMA_QP_AV | VIRTIO_RDMA_QP_PATH_MTU |
-                VIRTIO_RDMA_QP_DEST_QPN | VIRTIO_RDMA_QP_RQ_PSN;
-      if (type == QpType::kRc) {
-        m.mask |=
-            VIRTIO_RDMA_QP_MAX_DEST_RD_ATOMIC | VIRTIO_RDMA_QP_MIN_RNR_TIMER;
-      }
-      m.ah.dgid = MakeGid(0x99);
-      m.dest_qpn = 0x77;
-    }
-    ASSERT_EQ(engine_->ModifyQp(r.vm, m), Status::kOk);
-    m = {};
-    m.qpn = r.qpn;
-    m.state = QpState::kRts;
-    m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_SQ_PSN;
-    if (type == QpType::kRc) {
-      m.mask |= VIRTIO_RDMA_QP_TIMEOUT | VIRTIO_RDMA_QP_RETRY_CNT |
-                VIRTIO_RDMA_QP_RNR_RETRY | VIRTIO_RDMA_QP_MAX_QP_RD_ATOMIC;
-    }
-    ASSERT_EQ(engine_->ModifyQp(r.vm, m), Status::kOk);
+    BringUpQp(*engine_, r.vm, r.qpn, type, kAll, MakeGid(0x99), 0x77);
   }
 
   CreateQpRequest QpReq(Rig& r, GuestEnv& env, QpType type) {
