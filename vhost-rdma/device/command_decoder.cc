@@ -55,6 +55,11 @@ class Reader {
     }
     return true;
   }
+  // The request ends with exactly n page addresses: nothing more, nothing
+  // less (every command with a page list ends with it).
+  bool ReadFinalPages(uint32_t n, std::vector<uint64_t>* pages) {
+    return remaining() == uint64_t{n} * sizeof(uint64_t) && ReadPages(n, pages);
+  }
 
  private:
   std::span<const uint8_t> bytes_;
@@ -187,10 +192,7 @@ Result<Command> DecodeRegMr(Reader& r, const DecodeLimits& limits) {
                              &covered))
     return Status::kInvalid;
   if (covered > uint64_t{npages} * kPageSize) return Status::kInvalid;
-  // Exact length: the page list is the rest, nothing more, nothing less.
-  if (r.remaining() != uint64_t{npages} * sizeof(uint64_t))
-    return Status::kInvalid;
-  if (!r.ReadPages(npages, &req.pages)) return Status::kInvalid;
+  if (!r.ReadFinalPages(npages, &req.pages)) return Status::kInvalid;
   return Command{std::move(cmd)};
 }
 
@@ -205,9 +207,7 @@ Result<Command> DecodeCreateCq(Reader& r, const DecodeLimits& limits) {
   uint32_t npages = 0;
   VRDMA_RETURN_IF_ERROR(CheckRing(w.ring, RingKind::kCq, cmd.req.cqe, 0,
                                   limits, &cmd.req.ring, &npages));
-  if (r.remaining() != uint64_t{npages} * sizeof(uint64_t))
-    return Status::kInvalid;
-  if (!r.ReadPages(npages, &cmd.req.ring.pages)) return Status::kInvalid;
+  if (!r.ReadFinalPages(npages, &cmd.req.ring.pages)) return Status::kInvalid;
   return Command{std::move(cmd)};
 }
 
@@ -261,10 +261,9 @@ Result<Command> DecodeCreateQp(Reader& r, const DecodeLimits& limits) {
     return Status::kInvalid;
   }
   // Both counts are <= kMaxRingPagesByGeometry: the sum cannot overflow.
-  if (r.remaining() != (uint64_t{sq_pages} + rq_pages) * sizeof(uint64_t))
+  if (!r.ReadPages(sq_pages, &req.sq.pages) ||
+      !r.ReadFinalPages(rq_pages, &req.rq.pages))
     return Status::kInvalid;
-  if (!r.ReadPages(sq_pages, &req.sq.pages)) return Status::kInvalid;
-  if (!r.ReadPages(rq_pages, &req.rq.pages)) return Status::kInvalid;
   return Command{std::move(cmd)};
 }
 
@@ -327,9 +326,7 @@ Result<Command> DecodeCreateSrq(Reader& r, const DecodeLimits& limits) {
   VRDMA_RETURN_IF_ERROR(CheckRing(w.ring, RingKind::kRecv, req.max_wr,
                                   kRecvWqeFixedBytes + kSgeBytes * req.max_sge,
                                   limits, &req.ring, &npages));
-  if (r.remaining() != uint64_t{npages} * sizeof(uint64_t))
-    return Status::kInvalid;
-  if (!r.ReadPages(npages, &req.ring.pages)) return Status::kInvalid;
+  if (!r.ReadFinalPages(npages, &req.ring.pages)) return Status::kInvalid;
   return Command{std::move(cmd)};
 }
 
