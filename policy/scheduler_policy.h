@@ -1,75 +1,214 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 //
-// The decision logic of the backend's scheduler stage. A policy is pure:
-// no I/O, no clock of its own, no threads. It is told what happens (a work
-// request arrives, is posted, completes) with the current time, and answers
-// what to post next. The same policy object therefore runs inside the real
-// daemon (wall clock) and inside the RNIC timing model (virtual clock).
+// The seam between the scheduler stage (backend/scheduler) and a policy.
+// A policy is pure decision logic: no I/O, no clock, no threads. The stage
+// tells it what happens (tenants and flows come and go, work arrives and
+// completes, timers fire, probes return, peer daemons report) with the
+// current time, and the policy acts only through Mechanisms, which the
+// stage implements: per-flow controls (hold, posting window, chunk size,
+// credit gate, interrupts), credit grants, release times, one timer of its
+// own, probes and messages to peer daemons. The same policy object runs in
+// the daemon (wall clock, any Rnic) and in the isolation bench (the RNIC
+// model's virtual clock). docs/scheduler.md describes the whole stage.
 //
-// The stage (backend/scheduler) owns the queues of work requests; the
-// policy only sees their descriptions and picks. Policies that reorder,
-// split, pace or hold work per VM (PeRF, Justitia, Bifrost, SwiftRDMA, TPL)
-// implement this interface; PassThroughPolicy is native RDMA behaviour.
+// Rules for implementations:
+//   - control events (OnTenant*, OnFlowAdded/Ended, Report*) may allocate;
+//   - data events (OnArrival, OnCompleted, OnCreditNeeded, OnTimer,
+//     OnProbeCompleted, OnPeerMessage) must not allocate or block: they
+//     run on the data path for every work request;
+//   - every call comes from one thread at a time (the data-path thread).
 #ifndef VRDMA_POLICY_SCHEDULER_POLICY_H_
 #define VRDMA_POLICY_SCHEDULER_POLICY_H_
 
 #include <cstdint>
+#include <string_view>
 
 namespace vrdma::policy {
 
 using Nanos = uint64_t;
-using TenantId = uint32_t;   // one per VM
-using FlowId = uint32_t;     // the stage's index of a QP
+using TenantId = uint32_t;  // one per VM (the engine's VmId)
+using FlowId = uint32_t;    // the stage's id of a flow (one host QP); unique
+                            // among the live flows of a stage, all VMs
+using DestId = uint32_t;    // a receiving host as the stage's owner names it
 
-// Operator-set QoS of a tenant (virsh sets these through the daemon).
+inline constexpr Nanos kNever = UINT64_MAX;
+
+// Justitia's application classes (§4.2), set per VM by the operator.
+enum class TenantClass : uint8_t {
+  kBandwidth = 0,   // the default: large messages, split and paced
+  kThroughput = 1,  // small messages at high rate: batch paced
+  kLatency = 2,     // sparse small messages: never delayed
+};
+
+// Operator-set QoS of a tenant.
 struct TenantQos {
   uint32_t weight = 1;
-  Nanos latency_target_ns = 0;      // 0: none
-  uint64_t max_rate_bps = 0;        // 0: unlimited
+  Nanos latency_target_ns = 0;  // 0: the policy's default
+  uint64_t max_rate_bps = 0;    // 0: unlimited
+  TenantClass app_class = TenantClass::kBandwidth;
 };
 
 enum class WrKind : uint8_t { kWrite, kSend, kRead, kAtomic };
+enum class QpKind : uint8_t { kRc, kUc, kUd };
 
-// A work request as the policy sees it.
+struct FlowInfo {
+  FlowId flow = 0;
+  TenantId tenant = 0;
+  QpKind qp = QpKind::kRc;
+  DestId dest = 0;
+  uint32_t rnic_depth = 0;  // host send queue depth
+};
+
+// A guest work request as the policy sees it.
 struct WrInfo {
   TenantId tenant = 0;
   FlowId flow = 0;
   WrKind kind = WrKind::kWrite;
   uint32_t bytes = 0;
-  bool signaled = false;
+  bool signaled = false;  // the guest asked for a completion
 };
 
-enum class Verdict : uint8_t {
-  kPostNow,   // post it at once (the stage may bypass its queues)
-  kQueue,     // keep it queued; Next() will release it
+// What the stage enforces for a flow. Zero means "no limit" everywhere, so
+// a default FlowControl is native RDMA: every WR goes to the RNIC whole, as
+// soon as it arrives.
+struct FlowControl {
+  bool held = false;             // PAUSE: nothing of the flow is posted
+  bool gated = false;            // each piece posted consumes granted credit
+  uint32_t chunk_bytes = 0;      // split WRs larger than this into pieces
+  uint64_t window_bytes = 0;     // bytes outstanding on the RNIC at most
+  uint32_t window_wrs = 0;       // pieces outstanding on the RNIC at most
+  uint16_t interrupt_waits = 0;  // zero-count WAITs after each non-last
+                                 // piece (only where the RNIC has WAIT)
+  bool operator==(const FlowControl&) const = default;
 };
 
-struct Decision {
-  enum class Kind : uint8_t { kPost, kWait, kIdle } kind = Kind::kIdle;
-  TenantId tenant = 0;
-  FlowId flow = 0;
-  uint32_t max_bytes = 0;   // kPost: 0 = whole WR; else post at most this many
-                            // bytes now and keep the rest queued (split)
-  Nanos wake_at = 0;        // kWait: ask again at this time
+// Accounting the stage keeps per flow and per tenant. "Pieces" are what
+// the RNIC sees (a split WR is several); WRs are the guest's.
+struct FlowAccount {
+  uint64_t wrs_arrived = 0;
+  uint64_t bytes_arrived = 0;
+  uint64_t wrs_completed = 0;    // signaled or not, successful or not
+  uint64_t bytes_completed = 0;
+  uint64_t pieces_posted = 0;
+  uint64_t bytes_posted = 0;
+  uint32_t queued_wrs = 0;       // in the stage, not fully posted
+  uint64_t queued_bytes = 0;     // not yet posted
+  uint32_t outstanding_pieces = 0;  // on the RNIC, not known complete
+  uint64_t outstanding_bytes = 0;
+  Nanos held_ns = 0;             // time with work queued that the controls
+                                 // kept back (held, gate, window, pace)
+  Nanos latency_sum_ns = 0;      // arrival -> completion, every WR
+  Nanos latency_max_ns = 0;
+  // PeRF's SQ_Len: guest WRs arrived and not complete.
+  uint64_t sq_len() const { return wrs_arrived - wrs_completed; }
+};
+struct TenantAccount : FlowAccount {
+  uint32_t flows = 0;
+};
+
+// Receiver-side updates between daemons (Justitia §4.5). A fixed 32-byte
+// little-endian message; docs/scheduler.md gives the wire layout.
+struct PeerMessage {
+  enum Type : uint8_t { kSenderHello = 1, kReceiverUpdate = 2 };
+  uint8_t type = 0;
+  uint8_t version = 1;
+  uint16_t reserved = 0;
+  uint32_t origin = 0;   // the sending daemon's own id (opaque to peers)
+  // Weight sums of active tenants by class (TenantClass order): a hello
+  // counts the sender's tenants towards the receiver, an update the
+  // receiver's totals over every sender.
+  uint32_t weights[3] = {0, 0, 0};
+  uint32_t senders = 0;  // update: sending daemons counted
+  uint64_t seq = 0;      // per origin, increasing
+};
+static_assert(sizeof(PeerMessage) == 32);
+
+// Where a policy writes what `stats` shows (control path only).
+class ReportSink {
+ public:
+  virtual ~ReportSink() = default;
+  virtual void Number(std::string_view key, double value) = 0;
+  virtual void Text(std::string_view key, std::string_view value) = 0;
+};
+
+// What the stage offers a policy. Implemented by backend/scheduler.
+class Mechanisms {
+ public:
+  virtual ~Mechanisms() = default;
+  virtual void Configure(FlowId flow, const FlowControl& control) = 0;
+  virtual const FlowControl& control(FlowId flow) const = 0;
+  // Credit for a gated flow: pieces post while both last.
+  virtual void Grant(FlowId flow, uint64_t bytes, uint32_t pieces) = 0;
+  virtual uint64_t credit_bytes(FlowId flow) const = 0;
+  // The flow posts nothing before t (pacing); 0 clears it.
+  virtual void ReleaseAt(FlowId flow, Nanos t) = 0;
+  // OnTimer at t (one timer; a later call replaces the earlier one).
+  virtual void WakeAt(Nanos t) = 0;
+  // A 10-byte probe to dest on the stage's own QP; false when no probe
+  // path to dest exists or one is still outstanding.
+  virtual bool SendProbe(DestId dest) = 0;
+  // false when there is no channel to dest.
+  virtual bool SendPeerMessage(DestId dest, const PeerMessage& m) = 0;
+  virtual const FlowAccount& flow_account(FlowId flow) const = 0;
+  virtual const TenantAccount& tenant_account(TenantId tenant) const = 0;
+  // The RNIC offers cross-channel WAIT/ENABLE (interrupt_waits work).
+  virtual bool cross_channel() const = 0;
+};
+
+// Figures of the card a policy plans for (from the RNIC model's preset in
+// the bench, from flags or the device in the daemon).
+struct CardProfile {
+  double line_rate_bps = 100e9;
+  double max_msgs_per_s = 105e6;      // the whole card
+  double qp_msgs_per_s = 13e6;        // one QP (one processing unit)
+  uint32_t mtu_bytes = 4096;
+  uint32_t processing_units = 16;
+  Nanos base_rtt_ns = 2000;           // small-message round trip, idle
+};
+
+enum class FlowEnd : uint8_t {
+  kDestroyed,  // the QP is gone
+  kError,      // the QP went to error: queued work was flushed
+  kReset,      // the QP was reset: queued work was dropped
 };
 
 class SchedulerPolicy {
  public:
   virtual ~SchedulerPolicy() = default;
 
-  virtual void OnTenantAdded(TenantId tenant, const TenantQos& qos) = 0;
-  virtual void OnTenantRemoved(TenantId tenant) = 0;
+  // The stage binds itself once, before any event.
+  void Bind(Mechanisms& mechanisms) { mech_ = &mechanisms; }
+  virtual std::string_view name() const = 0;
 
-  // A work request became ready to post.
-  virtual Verdict Admit(Nanos now, const WrInfo& wr) = 0;
-  // Which queued flow to serve next. The stage calls it until it returns
-  // something other than kPost, then again at wake_at or on the next event.
-  virtual Decision Next(Nanos now) = 0;
-  // bytes of wr went to the RNIC at now.
-  virtual void OnPosted(Nanos now, const WrInfo& wr, uint32_t bytes) = 0;
-  // A signaled work request of (tenant, flow) completed; latency is from
-  // Admit to completion.
-  virtual void OnCompleted(Nanos now, const WrInfo& wr, Nanos latency) = 0;
+  // Control events.
+  virtual void OnTenantAdded(TenantId tenant, const TenantQos& qos) = 0;
+  virtual void OnTenantQosChanged(TenantId tenant, const TenantQos& qos) = 0;
+  virtual void OnTenantRemoved(TenantId tenant) = 0;
+  virtual void OnFlowAdded(Nanos now, const FlowInfo& flow) = 0;
+  virtual void OnFlowEnded(Nanos now, FlowId flow, FlowEnd how) = 0;
+
+  // Data events.
+  // A guest WR entered the stage (every WR, in per-flow order).
+  virtual void OnArrival(Nanos now, const WrInfo& wr) = 0;
+  // A guest WR left the stage: completed (ok) or failed/flushed. Reported
+  // for unsignaled WRs too; latency is from arrival.
+  virtual void OnCompleted(Nanos now, const WrInfo& wr, Nanos latency,
+                           bool ok) = 0;
+  // A gated flow has queued work and not enough credit (once per episode).
+  virtual void OnCreditNeeded(Nanos, FlowId) {}
+  virtual void OnTimer(Nanos) {}
+  virtual void OnProbeCompleted(Nanos, DestId, Nanos /*rtt*/) {}
+  virtual void OnPeerMessage(Nanos, DestId /*from*/, const PeerMessage&) {}
+
+  // What `stats` shows.
+  virtual void Report(ReportSink&) const {}
+  virtual void ReportTenant(TenantId, ReportSink&) const {}
+
+ protected:
+  Mechanisms& mech() const { return *mech_; }
+
+ private:
+  Mechanisms* mech_ = nullptr;
 };
 
 }  // namespace vrdma::policy

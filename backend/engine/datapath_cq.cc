@@ -99,7 +99,7 @@ void EngineImpl::NoteRnicError(QpObj& qp) {
 void EngineImpl::HandleCompletion(CqObj& cq, const Completion& c) {
   VmContext& vm = *cq.vm;
   const uint32_t handle = CookieHandle(c.wr_id);
-  const uint32_t slot = CookieSlot(c.wr_id);
+  const uint32_t slot = CookieSlot(c.wr_id);  // receive kinds
   ib_uverbs_wc wc{};
   wc.status = static_cast<uint32_t>(c.status);
   wc.opcode = static_cast<uint32_t>(c.opcode);
@@ -115,33 +115,13 @@ void EngineImpl::HandleCompletion(CqObj& cq, const Completion& c) {
   switch (CookieKindOf(c.wr_id)) {
     case CookieKind::kSend: {
       QpObj* qp = vm.qps.Lookup(handle);
-      if (qp == nullptr || slot > qp->slot_mask) {
+      if (qp == nullptr) {
         ++cq.dropped;  // QP destroyed since
         return;
       }
-      // The WR's sequence number: the newest one with these low bits.
-      const uint32_t seq =
-          qp->sq_seq - 1 - ((qp->sq_seq - 1 - slot) & qp->slot_mask);
-      // Retire it and every older one.
-      const SendSlot& s = qp->slots[slot];
-      if (seq - qp->sq_done < qp->Unretired()) {
-        Retire(cq, seq - qp->sq_done + 1);
-        qp->sq_done = seq + 1;
-        if (s.signaled && qp->signaled_owed > 0) {
-          --qp->signaled_owed;
-          --signaled_owed_;
-        }
-      }
-      if (s.signaled) {
-        const policy::WrInfo info{vm.id, qp->handle, s.kind, s.bytes, true};
-        const policy::Nanos now = Now();
-        policy_.OnCompleted(now, info,
-                            now >= s.admit_ns ? now - s.admit_ns : 0);
-      }
-      if (failed && qp->state != QpState::kErr) NoteRnicError(*qp);
-      wc.wr_id = s.guest_wr_id;
-      wc.qp_num = qp->qpn;
-      (void)WriteCqe(cq, wc, /*solicited=*/c.status != WcStatus::kSuccess);
+      // The stage matches it to its piece and reports the guest WRs it
+      // finishes (OnWrDone, engine_sched.cc).
+      stage_.OnCompletion(qp->flow, c, Now());
       return;
     }
     case CookieKind::kRecv: {

@@ -15,19 +15,18 @@
 // free for the guest and the consumer index is stored (release) once per
 // batch: librxe reads consumer_index as "space available".
 //
-// The engine remembers each consumed WQE (guest wr_id, opcode, size) under
-// a per-QP sequence number until it is known complete; the cookie carries
-// seq & slot_mask. Backpressure comes from the RNIC (PostSend refuses when
-// its send queue is full; the WR then waits at the head of the scheduler
-// FIFO) and from the FIFO (full: stop consuming), so at most RNIC depth +
-// FIFO capacity WRs are outstanding and their records are never reused
-// early. A completion retires its WR and every older one (a signaled
-// completion implies all earlier WRs of the SQ completed).
+// The engine remembers each consumed WQE (guest wr_id, opcode, signaled)
+// under a per-QP sequence number; seq & slot_mask is the WR's tag in the
+// scheduler stage (backend/scheduler), which posts it (whole or in pieces)
+// and reports it done, in order, once its last piece completed
+// (OnWrDone, engine_sched.cc). Backpressure: a full stage FIFO stops the
+// consumption of the ring.
 //
-// A WQE that fails checks completes with an error CQE, after every older
-// WR's completion, and the QP goes to ERR; everything after it is flushed
-// (kWrFlushErr), as a real RNIC does. QPs in RESET/INIT/RTR/SQD keep their
-// WQEs in the ring until RTS.
+// A WQE that fails checks becomes a marker in the stage: it fails (error
+// CQE, QP to ERR) only after every WR before it is done, as on a native
+// QP, and nothing after it is consumed; the rest of the ring is then
+// flushed (kWrFlushErr). QPs in RESET/INIT/RTR/SQD keep their WQEs in the
+// ring until RTS.
 #include <cstring>
 
 #include "backend/engine/engine_impl.h"
@@ -97,6 +96,12 @@ void EngineImpl::Doorbell(VmId id, uint8_t kind, uint32_t handle) {
 bool EngineImpl::PollOnce() {
   now_valid_ = false;
   bool did = false;
+  // Peer messages the stage sent to this host last turn.
+  for (uint32_t i = 0; i < loopback_count_; ++i) {
+    stage_.OnPeerMessage(0, loopback_[i], Now());
+    did = true;
+  }
+  loopback_count_ = 0;
   // Receives first: a WQE the guest posted before this turn is on the RNIC
   // before this turn's sends are delivered (UD drops a message that finds
   // no receive).
@@ -106,7 +111,9 @@ bool EngineImpl::PollOnce() {
     did |= ProcessSq(*qp);
     qp = next;
   }
-  if (stage_.has_queued()) did |= stage_.Drain(Now());
+  if (stage_.busy() || stage_.next_deadline() != sched::kNoExpiry) {
+    did |= stage_.Run(Now());
+  }
   did |= rnic_.Progress();
   for (CqObj* cq = active_cq_.front(); cq != nullptr;) {
     CqObj* next = decltype(active_cq_)::next(cq);
@@ -119,11 +126,13 @@ bool EngineImpl::PollOnce() {
     did |= ReplenishRecv(*ready_rq_.PopFront());
   }
   now_valid_ = false;  // work between turns (doorbells, RunSync) reads afresh
-  // WRs the policy holds back (kQueue, kWait) are work only this loop can
-  // release, and completions the RNIC owes may wait on its timers (RNR,
-  // retransmission) that only run in Progress: report busy so the event
-  // loop keeps polling instead of sleeping until an unrelated fd fires.
-  return did || stage_.has_queued() || signaled_owed_ > 0;
+  // Work the stage can do now is work only this loop can release, and the
+  // completions the RNIC owes for signaled pieces may wait on its timers
+  // (RNR, retransmission) that only run in Progress: report busy so the
+  // event loop keeps polling. Unsignaled WRs and posted receives alone do
+  // not keep it busy, nor does work the stage holds until a later time
+  // (NextDeadline says when) or until the policy releases it.
+  return did || stage_.busy() || loopback_count_ > 0;
 }
 
 WcStatus EngineImpl::CheckSendSemantics(const QpObj& qp, DecodedSend& d) const {
@@ -159,6 +168,17 @@ WcStatus EngineImpl::CheckSendSemantics(const QpObj& qp, DecodedSend& d) const {
   return WcStatus::kSuccess;
 }
 
+SendSlot& EngineImpl::TakeSlot(QpObj& qp, uint64_t guest_wr_id, WrOpcode op,
+                               bool signaled) {
+  SendSlot& slot = qp.slots[qp.sq_seq & qp.slot_mask];
+  slot.guest_wr_id = guest_wr_id;
+  slot.opcode = op;
+  slot.signaled = signaled;
+  ++qp.sq_seq;
+  Expect(*qp.send_cq, 1);
+  return slot;
+}
+
 bool EngineImpl::ProcessSq(QpObj& qp) {
   switch (qp.state) {
     case QpState::kRts:
@@ -171,6 +191,12 @@ bool EngineImpl::ProcessSq(QpObj& qp) {
       // transition to RTS puts the QP back on the list.
       pending_sq_.Remove(&qp);
       return false;
+  }
+  if (qp.sq_failing) {
+    // A bad WQE waits in the stage behind the WRs before it; nothing after
+    // it is taken (its failure moves the QP to ERR and flushes the ring).
+    pending_sq_.Remove(&qp);
+    return false;
   }
   uint32_t prod = 0;
   if (!qp.sq.LoadProducer(&prod)) {
@@ -199,53 +225,36 @@ bool EngineImpl::ProcessSq(QpObj& qp) {
       st = DecodeSendPayload(dst, qp.sq_limits, &d);
     }
     if (st == WcStatus::kSuccess) st = CheckSendSemantics(qp, d);
+    const bool signaled = qp.sq_sig_all || (d.wr.send_flags & kSendSignaled);
     if (st != WcStatus::kSuccess) {
+      // It fails after every WR before it, as on a native QP: the stage
+      // reports it (OnMarkerReached) once they are done.
+      const uint32_t tag = qp.sq_seq & qp.slot_mask;
+      if (!stage_.SubmitMarker(qp.flow, tag, st, now) &&
+          !(stage_.Kick(qp.flow, now) &&
+            stage_.SubmitMarker(qp.flow, tag, st, now))) {
+        break;  // the stage is full: take it next turn
+      }
+      (void)TakeSlot(qp, d.wr.wr_id, d.wr.opcode, signaled);
       ++vm.stats.wqes_rejected;
-      qp.sq_head = head;
-      FailSend(qp, d.wr.wr_id, d.wr.opcode, st, /*fifo_is_older=*/true);
-      qp.sq_head = qp.sq.Next(head);
-      qp.sq.StoreConsumer(qp.sq_head);
-      return true;  // QP in ERR and still pending: the rest is flushed next
+      qp.sq_failing = true;
+      head = qp.sq.Next(head);
+      did = true;
+      break;
     }
-    const uint32_t seq = qp.sq_seq;
-    const uint32_t rec = seq & qp.slot_mask;
-    SendSlot& slot = qp.slots[rec];
-    slot.guest_wr_id = d.wr.wr_id;
-    slot.opcode = d.wr.opcode;
-    slot.kind = KindOf(d.wr.opcode);
-    slot.signaled = qp.sq_sig_all || (d.wr.send_flags & kSendSignaled);
-    const uint64_t bytes = d.wr.total_length();  // <= max_msg_sz (checked)
-    slot.bytes = static_cast<uint32_t>(bytes);
-    slot.admit_ns = now;
-    d.wr.wr_id = MakeCookie(qp.handle, CookieKind::kSend, rec);
-    const policy::WrInfo info{vm.id, qp.handle, slot.kind, slot.bytes,
-                              slot.signaled};
-    if (d.wr.opcode == WrOpcode::kSend ||
-        d.wr.opcode == WrOpcode::kSendWithImm ||
-        d.wr.opcode == WrOpcode::kRdmaWriteWithImm) {
-      PrepareDestination(qp, d.wr);
+    const uint32_t tag = qp.sq_seq & qp.slot_mask;
+    const uint64_t guest_wr_id = d.wr.wr_id;
+    const policy::WrInfo info{vm.id, qp.flow, KindOf(d.wr.opcode),
+                              static_cast<uint32_t>(d.wr.total_length()),
+                              signaled};
+    // The stage owns the low bits of the wr_id; it sets them when posting.
+    if (!stage_.Submit(qp.flow, d.wr, tag, info, now) &&
+        !(stage_.Kick(qp.flow, now) &&
+          stage_.Submit(qp.flow, d.wr, tag, info, now))) {
+      break;  // the QP's stage FIFO is full: take the rest next turn
     }
-    const Status ps = stage_.Submit(qp, d.wr, info, rec, now);
-    if (ps == Status::kNoResource)
-      break;  // the QP's FIFO is full: retry next turn
-    if (ps != Status::kOk) {
-      // The RNIC refused the post (its QP left RTS on its own).
-      qp.sq_head = head;
-      FailSend(qp, slot.guest_wr_id, slot.opcode,
-               qp.state == QpState::kErr ? WcStatus::kWrFlushErr
-                                         : WcStatus::kLocQpOpErr,
-               /*fifo_is_older=*/true);
-      qp.sq_head = qp.sq.Next(head);
-      qp.sq.StoreConsumer(qp.sq_head);
-      return true;
-    }
-    ++qp.sq_seq;
-    if (slot.signaled) {
-      ++qp.signaled_owed;
-      ++signaled_owed_;
-    }
+    (void)TakeSlot(qp, guest_wr_id, d.wr.opcode, signaled);
     ++vm.stats.wqes_posted;
-    Expect(*qp.send_cq, 1);
     head = qp.sq.Next(head);
     did = true;
   }
@@ -253,7 +262,8 @@ bool EngineImpl::ProcessSq(QpObj& qp) {
     qp.sq_head = head;
     qp.sq.StoreConsumer(head);  // release: the slots may be reused
   }
-  if (head == prod) pending_sq_.Remove(&qp);  // a new doorbell brings it back
+  if (head == prod || qp.sq_failing) pending_sq_.Remove(&qp);
+  if (did) stage_.Kick(qp.flow, now);  // this QP's batch: one post list
   return did;
 }
 
@@ -290,36 +300,23 @@ bool EngineImpl::FlushSq(QpObj& qp) {
 }
 
 void EngineImpl::DrainSendSide(QpObj& qp) {
+  // What the RNIC completed or flushed first, then whatever the stage
+  // still holds for the QP (reported as flushed, oldest first).
   PollRnicCq(*qp.send_cq, /*drain=*/true);
-  stage_.FlushFlow(qp, [&](uint32_t slot) {
-    const SendSlot& s = qp.slots[slot];
-    WriteErrorCqe(*qp.send_cq, s.guest_wr_id, qp.qpn,
-                  SendCompletionOpcode(s.opcode), WcStatus::kWrFlushErr);
-  });
-  // Whatever the RNIC held has been flushed: close the window.
-  CloseSendWindow(qp);
+  stage_.EndFlowWork(qp.flow, policy::FlowEnd::kError, Now());
+  qp.sq_failing = false;
 }
 
 void EngineImpl::CloseSendWindow(QpObj& qp) {
   Retire(*qp.send_cq, qp.Unretired());
   qp.sq_done = qp.sq_seq;
-  signaled_owed_ -= qp.signaled_owed;
-  qp.signaled_owed = 0;
+  qp.sq_failing = false;
 }
 
-void EngineImpl::FailSend(QpObj& qp, uint64_t guest_wr_id, WrOpcode op,
-                          WcStatus status, bool fifo_is_older) {
-  EnterError(qp);
-  if (fifo_is_older) {
-    DrainSendSide(qp);
-    WriteErrorCqe(*qp.send_cq, guest_wr_id, qp.qpn, SendCompletionOpcode(op),
-                  status);
-  } else {
-    PollRnicCq(*qp.send_cq, /*drain=*/true);
-    WriteErrorCqe(*qp.send_cq, guest_wr_id, qp.qpn, SendCompletionOpcode(op),
-                  status);
-    DrainSendSide(qp);
-  }
+void EngineImpl::RetireOldest(QpObj& qp) {
+  if (qp.Unretired() == 0) return;
+  ++qp.sq_done;
+  Retire(*qp.send_cq, 1);
 }
 
 void EngineImpl::EnterError(QpObj& qp) {
@@ -339,9 +336,8 @@ void EngineImpl::RingError(QpObj& qp) {
   if (first) Event(*qp.vm, VIRTIO_RDMA_EV_QP_FATAL, qp.qpn);
 }
 
-void EngineImpl::PrepareDestination(const QpObj& qp, const SendWr& wr) {
-  const uint32_t qpn =
-      qp.type == QpType::kUd ? wr.remote_qpn : qp.attrs.dest_qpn;
+void EngineImpl::PrepareDestination(const QpObj& qp, uint32_t remote_qpn) {
+  const uint32_t qpn = qp.type == QpType::kUd ? remote_qpn : qp.attrs.dest_qpn;
   std::optional<uint32_t> owner = qpn_owner_.Find(qpn);
   if (!owner) return;  // not a QP of this engine (a remote peer)
   VmContext* vm = FindVm(*owner);
@@ -350,19 +346,6 @@ void EngineImpl::PrepareDestination(const QpObj& qp, const SendWr& wr) {
   RecvQueue& rq = dest->srq ? dest->srq->rq : dest->rq;
   if (dest->srq == nullptr && dest->state == QpState::kErr) return;
   (void)ReplenishRecv(rq);
-}
-
-QpObj* EngineImpl::ResolveFlow(policy::TenantId tenant, policy::FlowId flow) {
-  VmContext* vm = FindVm(tenant);
-  return vm ? vm->qps.Lookup(flow) : nullptr;
-}
-
-void EngineImpl::OnQueuedPostFailed(QpObj& qp, uint32_t slot, Status) {
-  const SendSlot& s = qp.slots[slot];
-  FailSend(
-      qp, s.guest_wr_id, s.opcode,
-      qp.state == QpState::kErr ? WcStatus::kWrFlushErr : WcStatus::kLocQpOpErr,
-      /*fifo_is_older=*/false);
 }
 
 }  // namespace vrdma::engine

@@ -143,6 +143,9 @@ struct VmStats {
   uint64_t wqes_posted = 0;
   uint64_t wqes_rejected = 0;              // failed validation
   uint64_t cqes_written = 0;
+  // The scheduler stage's accounting of the VM's send work (bytes and
+  // messages in and out, what it holds, time held, completion latency).
+  policy::TenantAccount sched;
 };
 
 // Where the engine reports to the device of a VM; called on the data-path
@@ -196,13 +199,24 @@ class Engine {
                            uint32_t max_wr, uint32_t srq_limit) = 0;
   virtual Status DestroySrq(VmId vm, uint32_t srq) = 0;
 
+  // QoS (control thread): the operator changes a VM's QoS while it runs.
+  virtual Status SetQos(VmId vm, const policy::TenantQos& qos) = 0;
+  // The scheduler policy's view of a VM, and of the whole host.
+  virtual void Report(VmId vm, policy::ReportSink& sink) const = 0;
+  virtual void ReportPolicy(policy::ReportSink& sink) const = 0;
+
   // Data path (data-path thread).
   // A doorbell record (enum virtio_rdma_doorbell_kind, handle). Unknown or
   // foreign handles are counted and ignored.
   virtual void Doorbell(VmId vm, uint8_t kind, uint32_t handle) = 0;
   // One turn of the data path: pending send queues, the scheduler stage,
-  // RNIC progress, completions. Returns true when it did any work.
+  // RNIC progress, completions. Returns true when it did work or has work
+  // it must poll for now.
   virtual bool PollOnce() = 0;
+  // When the data path next has timed work (a paced release, a policy
+  // timer) on the engine's clock; policy::kNever when none. An idle loop
+  // may sleep until then.
+  virtual policy::Nanos NextDeadline() const = 0;
 };
 
 }  // namespace vrdma::engine

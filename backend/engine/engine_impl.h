@@ -22,12 +22,16 @@
 #include <optional>
 
 #include "backend/engine/engine.h"
-#include "backend/engine/intrusive_list.h"
+#include "backend/base/intrusive_list.h"
 #include "backend/engine/objects.h"
 #include "backend/engine/resource_table.h"
-#include "backend/engine/scheduler_stage.h"
+#include "backend/scheduler/stage.h"
 
 namespace vrdma::engine {
+
+// Guest WRs the scheduler stage holds per QP before the engine stops
+// consuming its ring (backpressure).
+inline constexpr uint32_t kStageQueueCapacity = 32;
 
 struct EngineOptions {
   // Monotonic nanoseconds for the scheduler policy; default steady_clock.
@@ -44,7 +48,7 @@ std::unique_ptr<Engine> CreateEngine(Rnic& rnic, Executor& executor,
                                      policy::SchedulerPolicy& policy,
                                      EngineOptions options);
 
-class EngineImpl final : public Engine, private SchedulerStage::Sink {
+class EngineImpl final : public Engine, private sched::StageOwner {
  public:
   EngineImpl(Rnic& rnic, Executor& executor, policy::SchedulerPolicy& policy,
              EngineOptions options);
@@ -77,8 +81,13 @@ class EngineImpl final : public Engine, private SchedulerStage::Sink {
                    uint32_t srq_limit) override;
   Status DestroySrq(VmId vm, uint32_t srq) override;
 
+  Status SetQos(VmId vm, const policy::TenantQos& qos) override;
+  void Report(VmId vm, policy::ReportSink& sink) const override;
+  void ReportPolicy(policy::ReportSink& sink) const override;
+
   void Doorbell(VmId vm, uint8_t kind, uint32_t handle) override;
   bool PollOnce() override;
+  policy::Nanos NextDeadline() const override;
 
  private:
   // --- helpers (engine_vm.cc) ---
@@ -140,25 +149,31 @@ class EngineImpl final : public Engine, private SchedulerStage::Sink {
   // receive WQEs first, so a receive the guest posted before the send was
   // posted is on the RNIC when the message arrives (as a real RNIC, which
   // reads the RQ at arrival, would find it).
-  void PrepareDestination(const QpObj& qp, const SendWr& wr);
-  // A send WR failed (validation, or the RNIC refused it): QP to ERR, its
-  // error CQE after every older completion (RNIC-posted ones, and the
-  // scheduler's queued ones when fifo_is_older), the rest flushed.
-  void FailSend(QpObj& qp, uint64_t guest_wr_id, WrOpcode op, WcStatus status,
-                bool fifo_is_older);
-  // RNIC completions of the send CQ written, the QP's queued WRs flushed,
-  // the send window closed. Only with the QP in ERR.
+  void PrepareDestination(const QpObj& qp, uint32_t remote_qpn);
+  // Takes the consumed WQE at seq: a slot for it, its record kept.
+  SendSlot& TakeSlot(QpObj& qp, uint64_t guest_wr_id, WrOpcode op,
+                     bool signaled);
+  // RNIC completions of the send CQ written, then every WR the stage still
+  // holds for the QP reported as flushed. Only with the QP in ERR.
   void DrainSendSide(QpObj& qp);
-  // Forgets every consumed, unretired WR of qp (flushed, reset, destroyed).
+  // Forgets every consumed WR the stage has not reported (reset, destroy:
+  // the RNIC discards them without completions).
   void CloseSendWindow(QpObj& qp);
+  // The stage reported the oldest consumed WR of qp done.
+  void RetireOldest(QpObj& qp);
   // QP to ERR (the RNIC flushes what it holds); the rings are flushed by
   // FlushSq and ReplenishRecv, which run next.
   void EnterError(QpObj& qp);
   // Guest wrote an impossible ring index: QP to ERR and QP_FATAL event.
   void RingError(QpObj& qp);
-  // SchedulerStage::Sink
-  QpObj* ResolveFlow(policy::TenantId tenant, policy::FlowId flow) override;
-  void OnQueuedPostFailed(QpObj& qp, uint32_t slot, Status s) override;
+  // sched::StageOwner
+  void OnWrDone(void* owner, uint32_t tag, WcStatus status,
+                uint32_t byte_len) override;
+  void OnMarkerReached(void* owner, uint32_t tag, WcStatus status) override;
+  void OnPostRefused(void* owner, uint32_t tag, Status status) override;
+  void PrepareReceive(void* owner, const sched::ReceivePiece& piece) override;
+  bool SendPeerMessage(sched::DestId dest,
+                       const policy::PeerMessage& m) override;
 
   // --- receive path (datapath_recv.cc) ---
   bool ReplenishRecv(RecvQueue& rq);
@@ -189,18 +204,16 @@ class EngineImpl final : public Engine, private SchedulerStage::Sink {
 
   Rnic& rnic_;
   Executor& executor_;
-  policy::SchedulerPolicy& policy_;
   EngineOptions options_;
   RnicLimits limits_;
-  SchedulerStage stage_;
+  sched::Stage stage_;
   ResourceTable<VmContext> vms_;
-  KeyMap qpn_owner_;
-  // Sum of QpObj::signaled_owed: while the RNIC owes completions (which may
-  // wait on its timers, e.g. RNR), PollOnce reports busy so the loop keeps
-  // running the RNIC. Unsignaled WRs and posted receives do not count: an
-  // idle QP must not keep the data path spinning.
-  uint64_t signaled_owed_ =
-      0;  // qpn -> VmId, every VM's QPs (data-path thread)
+  KeyMap qpn_owner_;  // qpn -> VmId, every VM's QPs (data-path thread)
+  // Peer messages the stage sent to this host (dest 0), delivered at the
+  // start of the next turn. Fixed capacity; a full queue drops (the
+  // policy's protocol tolerates loss: the next change sends again).
+  std::array<policy::PeerMessage, 16> loopback_{};
+  uint32_t loopback_count_ = 0;
   std::vector<Gid> gids_in_use_;  // control thread: every attached VM's GIDs
 
   // Data-path work lists.

@@ -3,6 +3,7 @@
 // CQs, QPs and SRQs on the control path: checks and ring mapping on the
 // control thread, RNIC calls and publication in one RunSync closure.
 #include <algorithm>
+#include <bit>
 
 #include "backend/engine/address.h"
 #include "backend/engine/engine_impl.h"
@@ -178,11 +179,20 @@ Result<CreateQpResult> EngineImpl::CreateQp(VmId id,
   qp->sq_limits.max_inline = c.max_inline_data;
   qp->sq_limits.elem_size = qp->sq.elem_size();
   qp->sq_limits.max_msg_sz = limits_.max_msg_sz;
-  qp->flow.entries.resize(
-      std::min(qp->sq_window, SchedulerStage::kFlowCapacity));
+  // The QP's flow in the scheduler stage: its FIFO and piece records are
+  // allocated here, on the control thread.
+  sched::FlowSpec flow;
+  flow.tenant = vm->id;
+  flow.owner = qp.get();
+  flow.type = req.type;
+  flow.rnic_depth = qp->sq_window;
+  flow.queue_capacity = std::min(qp->sq_window, kStageQueueCapacity);
+  flow.max_inline = c.max_inline_data;
+  std::unique_ptr<sched::FlowStorage> storage = sched::Stage::PrepareFlow(flow);
   {
-    uint32_t n = 1;
-    while (n < qp->sq_window + qp->flow.entries.size() + 1) n <<= 1;
+    // Room for every WR the stage can hold: its FIFO and its records.
+    const uint32_t n = std::bit_ceil(flow.queue_capacity +
+                                     sched::Stage::RecordCapacity(flow) + 1);
     qp->slots.assign(n, SendSlot{});
     qp->slot_mask = n - 1;
   }
@@ -227,6 +237,17 @@ Result<CreateQpResult> EngineImpl::CreateQp(VmId id,
       return;
     }
     (void)qpn_owner_.Insert(r->qpn, vm->id);  // best effort: an optimisation
+    storage->spec.qp = *r;
+    storage->spec.send_cq = scq->rnic;
+    storage->spec.cookie_base = MakeCookie(*h, CookieKind::kSend, 0);
+    qp->flow = stage_.AddFlow(std::move(storage), options_.clock());
+    if (qp->flow == sched::kNoFlow) {
+      vm->qpn_to_qp.Erase(r->qpn);
+      qpn_owner_.Erase(r->qpn);
+      (void)rnic_.DestroyQp(*r);
+      out = Status::kNoResource;
+      return;
+    }
     qp->rnic = *r;
     qp->qpn = r->qpn;
     qp->vm = vm;
@@ -334,7 +355,7 @@ Status EngineImpl::ModifyQpLocked(VmContext& vm, QpObj& qp,
     case QpState::kReset: {
       // The RNIC discarded outstanding work without completions.
       pending_sq_.Remove(&qp);
-      stage_.FlushFlow(qp, [](uint32_t) {});
+      stage_.EndFlowWork(qp.flow, policy::FlowEnd::kReset, options_.clock());
       CloseSendWindow(qp);
       if (!qp.srq) {
         UnlinkRecv(qp.rq);
@@ -389,7 +410,8 @@ void EngineImpl::DestroyQpLocked(VmContext& vm, uint32_t handle) {
   QpObj* qp = vm.qps.Lookup(handle);
   if (qp == nullptr) return;
   pending_sq_.Remove(qp);
-  stage_.FlushFlow(*qp, [](uint32_t) {});
+  qp->flow_storage = stage_.RemoveFlow(qp->flow, options_.clock());
+  qp->flow = sched::kNoFlow;
   if (!qp->srq) UnlinkRecv(qp->rq);
   // Destroy generates no completions; any still in the RNIC CQ carry a
   // cookie whose handle is now stale and are dropped.

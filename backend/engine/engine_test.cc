@@ -12,7 +12,7 @@
 
 #include "backend/engine/engine_impl.h"
 #include "backend/engine/testing/engine_fixture.h"
-#include "backend/engine/testing/fake_rnic.h"
+#include "backend/rnic/testing/fake_rnic.h"
 #include "backend/engine/testing/guest_env.h"
 #include "policy/pass_through_policy.h"
 
@@ -317,14 +317,20 @@ TEST_F(EngineTest, ForeignHandlesAreBadHandles) {
   Poll();
   EXPECT_EQ(rnic_.qps.at(a.qpn).sends.size(), 1u);
 
-  // A WQE naming the other VM's lkey is a protection error.
+  // A WQE naming the other VM's lkey is a protection error. As on a native
+  // QP, it fails after the WR before it has completed, which is not
+  // flushed for it.
   testing::PostSend(a.sq, GuestSend{.wr_id = 2, .sges = {{b.iova, 8, b.lkey}}});
   engine_->Doorbell(v1, VIRTIO_RDMA_DB_SQ, a.qpn);
   Poll();
+  EXPECT_TRUE(DrainCq(a.scq).empty());
+  EXPECT_EQ(rnic_.qps.at(a.qpn).attr.state, QpState::kRts);
+  rnic_.CompleteSend(a.qpn);
+  Poll();
   std::vector<ib_uverbs_wc> wcs = DrainCq(a.scq);
   ASSERT_EQ(wcs.size(), 2u);
-  EXPECT_EQ(wcs[0].wr_id, 1u);  // the older one, flushed first
-  EXPECT_EQ(wcs[0].status, static_cast<uint32_t>(WcStatus::kWrFlushErr));
+  EXPECT_EQ(wcs[0].wr_id, 1u);
+  EXPECT_EQ(wcs[0].status, 0u);
   EXPECT_EQ(wcs[1].wr_id, 2u);
   EXPECT_EQ(wcs[1].status, static_cast<uint32_t>(WcStatus::kLocProtErr));
   EXPECT_EQ(rnic_.qps.at(a.qpn).attr.state, QpState::kErr);
@@ -895,40 +901,39 @@ TEST_F(EngineTest, SharedReceiveQueue) {
   EXPECT_TRUE(rnic_.srqs.empty());
 }
 
-// A policy that queues everything and releases one WR per Next().
-class QueueAllPolicy : public policy::SchedulerPolicy {
+// A policy that gates every flow: nothing posts until the test grants.
+class GatingPolicy : public policy::SchedulerPolicy {
  public:
+  std::string_view name() const override { return "gating"; }
   void OnTenantAdded(policy::TenantId, const policy::TenantQos&) override {}
+  void OnTenantQosChanged(policy::TenantId, const policy::TenantQos&) override {}
   void OnTenantRemoved(policy::TenantId) override {}
-  policy::Verdict Admit(policy::Nanos, const policy::WrInfo& wr) override {
-    queued.push_back(wr);
-    return policy::Verdict::kQueue;
+  void OnFlowAdded(policy::Nanos, const policy::FlowInfo& f) override {
+    policy::FlowControl c;
+    c.gated = true;
+    mech().Configure(f.flow, c);
+    flow = f.flow;
   }
-  policy::Decision Next(policy::Nanos) override {
-    policy::Decision d;
-    if (queued.empty() || releases == 0) return d;
-    --releases;
-    d.kind = policy::Decision::Kind::kPost;
-    d.tenant = queued.front().tenant;
-    d.flow = queued.front().flow;
-    queued.pop_front();
-    return d;
+  void OnFlowEnded(policy::Nanos, policy::FlowId, policy::FlowEnd how) override {
+    ends.push_back(how);
   }
-  void OnPosted(policy::Nanos, const policy::WrInfo&, uint32_t bytes) override {
-    posted += bytes;
-  }
-  void OnCompleted(policy::Nanos, const policy::WrInfo&,
-                   policy::Nanos latency) override {
+  void OnArrival(policy::Nanos, const policy::WrInfo&) override { ++arrivals; }
+  void OnCompleted(policy::Nanos, const policy::WrInfo&, policy::Nanos latency,
+                   bool ok) override {
     latencies.push_back(latency);
+    oks.push_back(ok);
   }
-  std::deque<policy::WrInfo> queued;
-  int releases = 0;
-  uint64_t posted = 0;
+  void OnCreditNeeded(policy::Nanos, policy::FlowId) override { ++asks; }
+  void Release(uint32_t wrs) { mech().Grant(flow, 1u << 30, wrs); }
+  policy::FlowId flow = 0;
+  int arrivals = 0, asks = 0;
   std::vector<policy::Nanos> latencies;
+  std::vector<bool> oks;
+  std::vector<policy::FlowEnd> ends;
 };
 
-TEST_F(EngineTest, SchedulerQueuesAndReleasesInOrder) {
-  QueueAllPolicy pol;
+TEST_F(EngineTest, SchedulerHoldsReleasesAndFlushesInOrder) {
+  GatingPolicy pol;
   policy::Nanos now = 1000;
   EngineOptions o;
   o.clock = [&] { return now; };
@@ -946,19 +951,21 @@ TEST_F(EngineTest, SchedulerQueuesAndReleasesInOrder) {
   Poll();
   EXPECT_TRUE(rnic_.qps.at(r.qpn).sends.empty());  // held back
   EXPECT_EQ(r.sq.consumer(), 3u);                  // but copied out of the ring
-  EXPECT_TRUE(engine_->PollOnce());  // held WRs keep the data path busy
-  pol.releases = 2;
+  EXPECT_EQ(pol.arrivals, 3);
+  EXPECT_EQ(pol.asks, 1);
+  // Work only the policy can release costs no busy loop.
+  EXPECT_FALSE(engine_->PollOnce());
+  pol.Release(2);
   Poll(1);
   ASSERT_EQ(rnic_.qps.at(r.qpn).sends.size(), 2u);
   EXPECT_EQ(rnic_.qps.at(r.qpn).sends[0].sge[0].length, 10u);
   EXPECT_EQ(rnic_.qps.at(r.qpn).sends[1].sge[0].length, 11u);
-  EXPECT_EQ(pol.posted, 21u);
   now = 5000;
   rnic_.CompleteSend(r.qpn);
   Poll(1);
   ASSERT_EQ(pol.latencies.size(), 1u);
   EXPECT_EQ(pol.latencies[0], 4000u);
-  // Flushing the QP drops the queued one with a flush CQE, in order.
+  // Flushing the QP reports the held one and the posted one, in order.
   ModifyQpRequest m;
   m.qpn = r.qpn;
   m.mask = VIRTIO_RDMA_QP_STATE;
@@ -973,6 +980,8 @@ TEST_F(EngineTest, SchedulerQueuesAndReleasesInOrder) {
   EXPECT_EQ(wcs[1].status, static_cast<uint32_t>(WcStatus::kWrFlushErr));
   EXPECT_EQ(wcs[2].wr_id, 2u);
   EXPECT_EQ(wcs[2].status, static_cast<uint32_t>(WcStatus::kWrFlushErr));
+  ASSERT_FALSE(pol.ends.empty());
+  EXPECT_EQ(pol.ends.back(), policy::FlowEnd::kError);
   engine_.reset();  // before the policy it uses goes away
 }
 

@@ -36,7 +36,6 @@ EngineImpl::EngineImpl(Rnic& rnic, Executor& executor,
                        policy::SchedulerPolicy& policy, EngineOptions options)
     : rnic_(rnic),
       executor_(executor),
-      policy_(policy),
       options_(std::move(options)),
       limits_(rnic.limits()),
       stage_(rnic, policy, *this),
@@ -87,7 +86,7 @@ Result<VmId> EngineImpl::AttachVm(const VmConfig& config, VmEventSink* sink) {
     }
     ctx->id = *id;
     (void)vms_.Insert(std::move(ctx));
-    policy_.OnTenantAdded(*id, config.qos);
+    stage_.AddTenant(*id, config.qos);
     result = *id;
   });
   if (result.ok()) {
@@ -113,7 +112,7 @@ void EngineImpl::DetachVm(VmId id) {
     for (uint32_t h : vm->pds.Handles())
       (void)rnic_.DeallocPd(vm->pds.Lookup(h)->rnic);
     for (const Gid& g : vm->config.gids) (void)rnic_.RemoveGid(g);
-    policy_.OnTenantRemoved(id);
+    stage_.RemoveTenant(id);
     dead = vms_.Remove(id);
   });
   if (dead) {
@@ -135,7 +134,11 @@ void EngineImpl::SetGuestMemory(VmId id,
 Result<VmStats> EngineImpl::Stats(VmId id) const {
   Result<VmStats> out = Status::kBadHandle;
   executor_.RunSync([&] {
-    if (const VmContext* vm = FindVm(id)) out = vm->stats;
+    if (const VmContext* vm = FindVm(id)) {
+      VmStats s = vm->stats;
+      s.sched = stage_.tenant_account(id);
+      out = s;
+    }
   });
   return out;
 }

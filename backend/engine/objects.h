@@ -15,12 +15,13 @@
 
 #include "backend/engine/engine.h"
 #include "backend/engine/guest_ring.h"
-#include "backend/engine/intrusive_list.h"
+#include "backend/base/intrusive_list.h"
 #include "backend/engine/key_map.h"
 #include "backend/engine/resource_table.h"
 #include "backend/engine/wqe_decoder.h"
 #include "backend/memory/guest_memory.h"
 #include "backend/rnic/rnic.h"
+#include "backend/scheduler/stage.h"
 #include "policy/scheduler_policy.h"
 
 namespace vrdma::engine {
@@ -104,44 +105,12 @@ struct SrqObj {
   RecvQueue rq;
 };
 
-// What the engine remembers of a send WQE it consumed, by SQ ring slot.
+// What the engine remembers of a send WQE it consumed, by sequence number
+// (slots[seq & slot_mask]; the slot index is the WR's tag in the stage).
 struct SendSlot {
   uint64_t guest_wr_id = 0;
-  policy::Nanos admit_ns = 0;
-  uint32_t bytes = 0;
   WrOpcode opcode = WrOpcode::kSend;
-  policy::WrKind kind = policy::WrKind::kSend;
   bool signaled = false;
-};
-
-// A WR the scheduler holds back, with its own copy of inline data.
-struct QueuedWr {
-  SendWr wr;
-  policy::WrInfo info;
-  uint32_t slot = 0;
-  bool post_at_head =
-      false;  // Admit said kPostNow: post when it reaches the head
-  std::array<uint8_t, kMaxInline> inline_buf{};
-};
-
-// The per-QP FIFO of the scheduler stage: preallocated, bounded (a full
-// FIFO stops the engine from consuming more WQEs of that QP).
-struct FlowQueue {
-  std::vector<QueuedWr> entries;
-  uint32_t head = 0;
-  uint32_t count = 0;
-  bool full() const { return count == entries.size(); }
-  bool empty() const { return count == 0; }
-  QueuedWr& front() { return entries[head]; }
-  QueuedWr& PushBack() {
-    QueuedWr& e = entries[(head + count) % entries.size()];
-    ++count;
-    return e;
-  }
-  void PopFront() {
-    head = (head + 1) % entries.size();
-    --count;
-  }
 };
 
 struct QpObj {
@@ -167,20 +136,23 @@ struct QpObj {
   uint32_t sq_head = 0;    // next WQE to consume == guest consumer index
   uint32_t sq_window = 0;  // RNIC send queue depth
   // Consumed WQEs by sequence number (free-running 32-bit counters):
-  // [sq_done, sq_seq) are consumed and not known complete. A WR's record is
-  // slots[seq & slot_mask]; slots has room for every WR that can be
-  // outstanding (RNIC depth + the scheduler FIFO), so a record is never
-  // reused while its WR may still complete.
+  // [sq_done, sq_seq) are consumed and not yet reported done by the stage
+  // (which reports them in order). slots has room for every WR the stage
+  // can hold (its FIFO and its records), so a slot is never reused while
+  // its WR is live.
   uint32_t sq_seq = 0;
   uint32_t sq_done = 0;
   uint32_t slot_mask = 0;
   std::vector<SendSlot> slots;
   uint32_t Unretired() const { return sq_seq - sq_done; }
-  // Signaled WRs consumed and not completed: the RNIC owes a completion.
-  uint32_t signaled_owed = 0;
+  // A WQE failed the checks: nothing after it is consumed until the stage
+  // has finished the WRs before it and the QP has gone to ERR.
+  bool sq_failing = false;
   ListHook<QpObj> pending_hook;
-  FlowQueue flow;
-  ListHook<QpObj> queued_hook;  // flow not empty
+  // The QP's flow in the scheduler stage, and its storage once removed
+  // (freed with the QP, off the data path).
+  sched::FlowId flow = sched::kNoFlow;
+  std::unique_ptr<sched::FlowStorage> flow_storage;
   // Receive queue (unused with an SRQ).
   RecvQueue rq;
 };

@@ -48,7 +48,11 @@ enum AccessFlags : uint32_t {
   kAccessRemoteAtomic = 0x8,
 };
 
-// IB_UVERBS_WR_* values (the subset the device offers).
+// IB_UVERBS_WR_* values (the subset the device offers), and the host-only
+// cross-channel operations of RNICs that have them (RnicLimits::
+// cross_channel; MLNX_OFED's IBV_EXP_WR_CQE_WAIT / SEND_ENABLE, the RNIC
+// model). A guest never names the host-only ones: the WQE decoder accepts
+// guest opcodes only up to kAtomicFetchAdd.
 enum class WrOpcode : uint8_t {
   kRdmaWrite = 0,
   kRdmaWriteWithImm = 1,
@@ -57,6 +61,14 @@ enum class WrOpcode : uint8_t {
   kRdmaRead = 4,
   kAtomicCmpSwp = 5,
   kAtomicFetchAdd = 6,
+  // The QP processes nothing after this WR until wait_cq has produced
+  // wait_index completions in all (absolute count since the CQ was
+  // created); a wait_index already reached completes at once and, like
+  // PeRF's zero-count WAIT, makes the RNIC move on to another QP.
+  kWait = 0x40,
+  // Makes enable_count more (0: all) posted WRs of the managed QP
+  // enable_qp visible to the RNIC.
+  kEnable = 0x41,
 };
 
 // IBV_SEND_* values.
@@ -128,6 +140,11 @@ struct SendWr {
   RnicAh ah{};
   uint32_t remote_qpn = 0;
   uint32_t remote_qkey = 0;
+  // Cross-channel (kWait, kEnable).
+  RnicCq wait_cq{};
+  uint64_t wait_index = 0;
+  RnicQp enable_qp{};
+  uint32_t enable_count = 0;
 
   uint64_t total_length() const {
     if (send_flags & kSendInline) return inline_len;
@@ -172,6 +189,8 @@ struct QpInit {
   RnicSrq srq{};
   QpCaps caps{};
   bool sq_sig_all = false;
+  // Cross-channel: posted WRs wait for a kEnable from another QP.
+  bool managed = false;
 };
 
 // Where a QP or AH sends: the destination GID as the fabric knows it (the
@@ -238,6 +257,7 @@ struct RnicLimits {
   uint32_t max_msg_sz = 0;
   uint32_t active_mtu_bytes = 0;
   uint64_t node_guid = 0;
+  bool cross_channel = false;  // kWait, kEnable and managed QPs
 };
 
 class Rnic {
@@ -285,6 +305,9 @@ class Rnic {
                           Status* first_error) = 0;
   // Up to out.size() completions, oldest first.
   virtual int PollCq(RnicCq cq, std::span<Completion> out) = 0;
+  // Completions cq has produced since it was created (cross-channel
+  // RNICs; kWait counts against it). 0 elsewhere.
+  virtual uint64_t CqProduced(RnicCq) const { return 0; }
   // Lets a software RNIC do its work (move bytes, run timers). A hardware
   // RNIC does nothing here. Returns true when it did something.
   virtual bool Progress() = 0;

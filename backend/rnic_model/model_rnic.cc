@@ -25,6 +25,7 @@ RnicLimits ModelRnic::limits() const {
   l.max_msg_sz = 1u << 31;
   l.active_mtu_bytes = world_.sim().nic(host_).mtu_bytes;
   l.node_guid = 0x5a00000000000000ull | host_;
+  l.cross_channel = true;
   return l;
 }
 
@@ -62,6 +63,7 @@ Result<RnicQp> ModelRnic::CreateQp(const QpInit& init) {
   c.recv_cq = cqs_[init.recv_cq.id - 1];
   c.sq_depth = std::max<uint32_t>(init.caps.max_send_wr, 1);
   c.sig_all = init.sq_sig_all;
+  c.managed = init.managed;
   QpEntry e;
   e.live = true;
   e.model = world_.sim().CreateQp(host_, c);
@@ -118,7 +120,7 @@ Status ModelRnic::DestroyQp(RnicQp qp) {
 Result<RnicAh> ModelRnic::CreateAh(RnicPd, const AddressVector&) { return Status::kUnsupported; }
 Status ModelRnic::DestroyAh(RnicAh) { return Status::kUnsupported; }
 
-bool ModelRnic::ToModelWr(const SendWr& in, Wr* out) {
+bool ModelRnic::ToModelWr(const SendWr& in, Wr* out) const {
   Wr w;
   w.wr_id = in.wr_id;
   w.bytes = static_cast<uint32_t>(in.total_length());
@@ -129,6 +131,26 @@ bool ModelRnic::ToModelWr(const SendWr& in, Wr* out) {
     case WrOpcode::kSend: w.op = Op::kSend; break;
     case WrOpcode::kSendWithImm: w.op = Op::kSendImm; break;
     case WrOpcode::kRdmaRead: w.op = Op::kRead; break;
+    case WrOpcode::kWait: {
+      // rnic.h counts completions absolutely; the model's WAIT counts
+      // from the moment it is posted.
+      const CqId cq = model_cq(in.wait_cq);
+      if (cq == kNoCq) return false;
+      const uint64_t produced = world_.sim().cqe_count(cq);
+      w.op = Op::kWait;
+      w.wait_cq = cq;
+      w.wait_count = static_cast<uint32_t>(
+          in.wait_index > produced ? in.wait_index - produced : 0);
+      break;
+    }
+    case WrOpcode::kEnable: {
+      const QpEntry* t = Find(in.enable_qp);
+      if (t == nullptr) return false;
+      w.op = Op::kEnable;
+      w.enable_qp = t->model;
+      w.enable_count = in.enable_count;
+      break;
+    }
     default: return false;  // atomics: not modelled
   }
   *out = w;
@@ -178,6 +200,11 @@ int ModelRnic::PostRecv(RnicQp qp, std::span<const RecvWr> wrs, Status* first_er
 int ModelRnic::PostSrqRecv(RnicSrq, std::span<const RecvWr>, Status* first_error) {
   if (first_error) *first_error = Status::kUnsupported;
   return 0;
+}
+
+uint64_t ModelRnic::CqProduced(RnicCq cq) const {
+  const CqId id = model_cq(cq);
+  return id == kNoCq ? 0 : world_.sim().cqe_count(id);
 }
 
 Completion ModelRnic::ToCompletion(const Cqe& c) {

@@ -10,10 +10,12 @@
 // CQEs that became visible, with the virtual time as hardware timestamp.
 //
 // It is a timing model: it moves no bytes and does not check keys, access
-// rights or lengths (backend/soft_rnic is the functional twin). Not modelled
-// behind this interface: UD, SRQ, atomics (kUnsupported), flush of
-// outstanding work on the move to kErr (posting then fails with kBadState,
-// but no kWrFlushErr completions are generated).
+// rights or lengths (backend/soft_rnic is the functional twin). It offers
+// the cross-channel operations (kWait, kEnable, managed QPs) that PeRF's
+// own preemption uses (limits().cross_channel). Not modelled behind this
+// interface: UD, SRQ, atomics (kUnsupported), flush of outstanding work on
+// the move to kErr (posting then fails with kBadState, but no kWrFlushErr
+// completions are generated).
 #ifndef VRDMA_BACKEND_RNIC_MODEL_MODEL_RNIC_H_
 #define VRDMA_BACKEND_RNIC_MODEL_MODEL_RNIC_H_
 
@@ -28,6 +30,7 @@ class ModelWorld {
  public:
   ModelWorld(const FabricParams& fabric, uint64_t seed) : sim_(fabric, seed) {}
   Simulator& sim() { return sim_; }
+  const Simulator& sim() const { return sim_; }
 
  private:
   Simulator sim_;
@@ -62,11 +65,18 @@ class ModelRnic final : public Rnic {
   int PostRecv(RnicQp qp, std::span<const RecvWr> wrs, Status* first_error) override;
   int PostSrqRecv(RnicSrq srq, std::span<const RecvWr> wrs, Status* first_error) override;
   int PollCq(RnicCq cq, std::span<Completion> out) override;
+  uint64_t CqProduced(RnicCq cq) const override;
   bool Progress() override;
+
+  // The model's id of a CQ of this card (kNoCq when it is not one).
+  static constexpr CqId kNoCq = UINT32_MAX;
+  CqId model_cq(RnicCq cq) const {
+    return cq.id >= 1 && cq.id <= cqs_.size() ? cqs_[cq.id - 1] : kNoCq;
+  }
 
   // Translation used by PostSend; exposed so tests can check that the
   // adapter and the bench's direct use of the simulator agree.
-  static bool ToModelWr(const SendWr& in, Wr* out);
+  bool ToModelWr(const SendWr& in, Wr* out) const;
   static Completion ToCompletion(const Cqe& c);
 
  private:

@@ -141,7 +141,7 @@ TEST(ModelRnic, SameTimingAsTheSimulatorDirectly) {
   QpId y = sim.CreateQp(hb, qc);
   sim.Connect(x, y);
   Wr mw;
-  ASSERT_TRUE(ModelRnic::ToModelWr(w, &mw));
+  ASSERT_TRUE(c.a.ToModelWr(w, &mw));
   sim.PostSend(x, {&mw, 1});
   sim.RunUntil(NsToPs(1e6));
   Cqe direct[1];

@@ -106,9 +106,17 @@ void Simulator::ScheduleTimer(Picos at, TimerSink* sink, uint64_t cookie) {
   events_.Push(std::max(at, now_), kUserTimer, slot, 0);
 }
 
-void Simulator::RunUntil(Picos t) {
-  while (!events_.empty() && events_.top().time <= t) Step();
+bool Simulator::RunUntil(Picos t) {
+  stop_ = false;
+  while (!events_.empty() && events_.top().time <= t) {
+    Step();
+    if (stop_) {
+      stop_ = false;
+      return false;
+    }
+  }
   now_ = std::max(now_, t);
+  return true;
 }
 
 bool Simulator::Step() {
@@ -210,6 +218,7 @@ void Simulator::OnCqeVisible(uint64_t slot) {
     sink_->OnCqe(c);
   } else {
     cq.ring.push_back(c);
+    if (listener_ != nullptr) listener_->OnCqeVisible(c.cq);
   }
   CqeArrived(c.cq);
 }

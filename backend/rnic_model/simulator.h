@@ -85,6 +85,13 @@ class CompletionSink {
   virtual ~CompletionSink() = default;
   virtual void OnCqe(const Cqe& cqe) = 0;
 };
+// Told when a CQE becomes visible in a CQ's ring (when no CompletionSink
+// takes it): the host side knows which CQ to poll.
+class CqeListener {
+ public:
+  virtual ~CqeListener() = default;
+  virtual void OnCqeVisible(CqId cq) = 0;
+};
 // Receives timers scheduled by the user of the model (the bench's host
 // side, the scheduler stage's policy wake-ups).
 class TimerSink {
@@ -131,6 +138,7 @@ class Simulator {
   // Both QPs must share a transport; each becomes the other's peer.
   bool Connect(QpId a, QpId b);
   void set_completion_sink(CompletionSink* sink) { sink_ = sink; }
+  void set_cqe_listener(CqeListener* listener) { listener_ = listener; }
 
   // Returns how many were accepted (the SQ holds sq_depth uncompleted WQEs).
   int PostSend(QpId qp, std::span<const Wr> wrs);
@@ -138,10 +146,14 @@ class Simulator {
   // Without a sink, CQEs wait here. Oldest first.
   int PollCq(CqId cq, std::span<Cqe> out);
   uint64_t cqe_count(CqId cq) const { return cqs_[cq].produced; }
+  uint32_t qp_host(QpId qp) const { return qps_[qp].host; }
 
   void ScheduleTimer(Picos at, TimerSink* sink, uint64_t cookie);
-  // Runs events up to and including time t; now() becomes t.
-  void RunUntil(Picos t);
+  // Runs events up to and including time t; now() becomes t. A handler (a
+  // sink, listener or timer) may call Stop(): RunUntil then returns after
+  // that event with now() at its time, and returns false.
+  bool RunUntil(Picos t);
+  void Stop() { stop_ = true; }
   // Runs one event; false when none is left.
   bool Step();
   bool idle() const { return events_.empty(); }
@@ -344,6 +356,8 @@ class Simulator {
   std::vector<uint32_t> free_timers_;
   uint64_t switch_bytes_ = 0;
   CompletionSink* sink_ = nullptr;
+  CqeListener* listener_ = nullptr;
+  bool stop_ = false;
   FabricStats fstats_;
 };
 

@@ -7,7 +7,6 @@
 #include <memory>
 
 #include "bench/isolation/bench_run.h"
-#include "bench/isolation/model_stage.h"
 #include "bench/isolation/scenarios.h"
 #include "gtest/gtest.h"
 #include "policy/pass_through_policy.h"
@@ -113,110 +112,93 @@ TEST(Anomaly, LatencyAndMessageTenantsCoexist) {
   EXPECT_LT(r.alone[1].mmps / r.together[1].mmps, 1.1);
 }
 
-// The stage really consults the policy: a policy that queues everything and
-// releases one WR per Next() still gets every message through, and sees
-// every Admit/OnPosted/OnCompleted.
-class QueueAllPolicy : public policy::SchedulerPolicy {
+// The bench really runs the scheduler stage and its policy: a policy that
+// gates every flow and grants one piece per microsecond from its timer paces
+// a 13 Mmps tenant down to 1 Mmps on the virtual clock, and sees every WR.
+class PacingPolicy : public policy::SchedulerPolicy {
  public:
+  std::string_view name() const override { return "pacing"; }
   void OnTenantAdded(policy::TenantId, const policy::TenantQos&) override {}
+  void OnTenantQosChanged(policy::TenantId, const policy::TenantQos&) override {}
   void OnTenantRemoved(policy::TenantId) override {}
-  policy::Verdict Admit(policy::Nanos, const policy::WrInfo& wr) override {
-    ++admitted;
-    pending.push_back(wr.flow);
-    return policy::Verdict::kQueue;
+  void OnFlowAdded(policy::Nanos now, const policy::FlowInfo& f) override {
+    policy::FlowControl c;
+    c.gated = true;
+    mech().Configure(f.flow, c);
+    flows.push_back(f.flow);
+    mech().WakeAt(now + 1000);
   }
-  policy::Decision Next(policy::Nanos now) override {
-    policy::Decision d;
-    if (pending.empty()) return d;
-    if (now < hold_until) {
-      d.kind = policy::Decision::Kind::kWait;
-      d.wake_at = hold_until;
-      return d;
-    }
-    d.kind = policy::Decision::Kind::kPost;
-    d.flow = pending.front();
-    pending.erase(pending.begin());
-    hold_until = now + 1000;  // one WR per microsecond
-    return d;
-  }
-  void OnPosted(policy::Nanos, const policy::WrInfo&, uint32_t) override { ++posted; }
-  void OnCompleted(policy::Nanos, const policy::WrInfo&, policy::Nanos latency) override {
+  void OnFlowEnded(policy::Nanos, policy::FlowId, policy::FlowEnd) override {}
+  void OnArrival(policy::Nanos, const policy::WrInfo&) override { ++arrived; }
+  void OnCompleted(policy::Nanos, const policy::WrInfo&, policy::Nanos latency,
+                   bool ok) override {
     ++completed;
+    ok_all = ok_all && ok;
     max_latency = std::max(max_latency, latency);
   }
-  std::vector<policy::FlowId> pending;  // test-only; allocation is fine here
-  policy::Nanos hold_until = 0;
-  uint64_t admitted = 0, posted = 0, completed = 0;
+  void OnTimer(policy::Nanos now) override {
+    for (policy::FlowId f : flows) mech().Grant(f, 1u << 20, 1);
+    mech().WakeAt(now + 1000);  // one WR per microsecond
+  }
+  std::vector<policy::FlowId> flows;  // test-only; allocation is fine here
+  uint64_t arrived = 0, completed = 0;
+  bool ok_all = true;
   policy::Nanos max_latency = 0;
 };
 
-// Lets the test own the policy that RunScenario uses.
-class Forward : public policy::SchedulerPolicy {
- public:
-  explicit Forward(policy::SchedulerPolicy& p) : p_(p) {}
-  void OnTenantAdded(policy::TenantId t, const policy::TenantQos& q) override { p_.OnTenantAdded(t, q); }
-  void OnTenantRemoved(policy::TenantId t) override { p_.OnTenantRemoved(t); }
-  policy::Verdict Admit(policy::Nanos n, const policy::WrInfo& w) override { return p_.Admit(n, w); }
-  policy::Decision Next(policy::Nanos n) override { return p_.Next(n); }
-  void OnPosted(policy::Nanos n, const policy::WrInfo& w, uint32_t b) override { p_.OnPosted(n, w, b); }
-  void OnCompleted(policy::Nanos n, const policy::WrInfo& w, policy::Nanos l) override {
-    p_.OnCompleted(n, w, l);
-  }
-
- private:
-  policy::SchedulerPolicy& p_;
-};
-
-TEST(Stage, QueuingPolicyPacesThroughTheVirtualClock) {
+TEST(Stage, PacingPolicyPacesThroughTheVirtualClock) {
   ScenarioSpec s = MessageAmongMessage(1, 0.1);  // 500 us
-  QueueAllPolicy pol;
-  std::vector<TenantResult> t =
-      RunScenario(s, [&pol] { return std::make_unique<Forward>(pol); }, nullptr);
-  // Paced at 1 Mmps instead of 13 Mmps: every WR went through Next().
+  PacingPolicy* pol = nullptr;
+  std::vector<TenantResult> t = RunScenario(
+      s,
+      [&pol](const policy::CardProfile&, uint32_t host) {
+        auto p = std::make_unique<PacingPolicy>();
+        if (host == 0) pol = p.get();  // the sending host's daemon
+        return p;
+      },
+      nullptr);
+  // Paced at 1 Mmps instead of 13 Mmps: every WR waited for a grant.
   EXPECT_NEAR(t[0].mmps, 1.0, 0.1);
-  EXPECT_GT(pol.admitted, 400u);
-  EXPECT_LE(pol.admitted - pol.posted, 1u + 128u);  // the rest still queued
-  EXPECT_GT(pol.completed, 400u);
-  EXPECT_LE(pol.completed, pol.posted);
-  // Latency is measured from Admit: queued WRs wait up to ~128 us.
-  EXPECT_GT(pol.max_latency, 50000u);
+  ASSERT_NE(pol, nullptr);
+  EXPECT_GT(pol->arrived, 400u);
+  EXPECT_GT(pol->completed, 400u);
+  EXPECT_LE(pol->completed, pol->arrived);
+  EXPECT_TRUE(pol->ok_all);
+  // Latency is measured from arrival: queued WRs wait up to ~128 us.
+  EXPECT_GT(pol->max_latency, 50000u);
 }
 
-// A policy that splits large WRs into 64 KiB pieces released round robin
-// (the shape of PeRF's LMSE / Justitia's splitting, without pacing). It
-// must relieve the 16-bandwidth-tenant cliff, which comes from PUs held for
-// whole 1 MiB WQEs: evidence that the bench can tell policies apart.
+// A policy that splits large WRs into 64 KiB pieces and keeps two of them
+// outstanding per flow (the shape of PeRF's LMSE without its classifier).
+// It must relieve the 16-bandwidth-tenant cliff, which comes from PUs held
+// for whole 1 MiB WQEs: evidence that the bench can tell policies apart.
 class SplitPolicy : public policy::SchedulerPolicy {
  public:
-  static constexpr uint32_t kChunk = 64 * 1024;
+  std::string_view name() const override { return "split"; }
   void OnTenantAdded(policy::TenantId, const policy::TenantQos&) override {}
+  void OnTenantQosChanged(policy::TenantId, const policy::TenantQos&) override {}
   void OnTenantRemoved(policy::TenantId) override {}
-  policy::Verdict Admit(policy::Nanos, const policy::WrInfo& wr) override {
-    if (wr.bytes <= kChunk) return policy::Verdict::kPostNow;
-    for (uint32_t b = wr.bytes; b > 0; b -= std::min(b, kChunk)) pieces_.push_back(wr.flow);
-    return policy::Verdict::kQueue;
+  void OnFlowAdded(policy::Nanos, const policy::FlowInfo& f) override {
+    policy::FlowControl c;
+    c.chunk_bytes = 64 << 10;
+    c.window_bytes = 2 * c.chunk_bytes;
+    mech().Configure(f.flow, c);
   }
-  policy::Decision Next(policy::Nanos) override {
-    policy::Decision d;
-    if (pieces_.empty()) return d;
-    d.kind = policy::Decision::Kind::kPost;
-    d.flow = pieces_.front();
-    d.max_bytes = kChunk;
-    pieces_.erase(pieces_.begin());
-    return d;
-  }
-  void OnPosted(policy::Nanos, const policy::WrInfo&, uint32_t) override {}
-  void OnCompleted(policy::Nanos, const policy::WrInfo&, policy::Nanos) override {}
-
- private:
-  std::vector<policy::FlowId> pieces_;  // test-only
+  void OnFlowEnded(policy::Nanos, policy::FlowId, policy::FlowEnd) override {}
+  void OnArrival(policy::Nanos, const policy::WrInfo&) override {}
+  void OnCompleted(policy::Nanos, const policy::WrInfo&, policy::Nanos,
+                   bool) override {}
 };
 
 TEST(Stage, SplittingPolicyRelievesTheSixteenTenantCliff) {
   ScenarioSpec s = LatencyVsBandwidth(16, model::Op::kWrite, "cx6-100", 0.1);
   std::vector<TenantResult> native = RunScenario(s, PassThrough(), nullptr);
-  std::vector<TenantResult> split =
-      RunScenario(s, [] { return std::make_unique<SplitPolicy>(); }, nullptr);
+  std::vector<TenantResult> split = RunScenario(
+      s,
+      [](const policy::CardProfile&, uint32_t) {
+        return std::make_unique<SplitPolicy>();
+      },
+      nullptr);
   ASSERT_GT(split[0].messages, 100u);
   RecordProperty("native_p99_us", std::to_string(native[0].p99_us));
   RecordProperty("split_p99_us", std::to_string(split[0].p99_us));

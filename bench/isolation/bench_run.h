@@ -1,7 +1,10 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 //
-// Runs one scenario of tenants on the RNIC MODEL through the scheduler
-// stage and a policy, and reduces what happened to per-tenant figures.
+// Runs one scenario of tenants on the RNIC MODEL: every host is a
+// vhost-rdma daemon's scheduler stage (backend/scheduler, the code the
+// daemon runs) with its own instance of the policy, posting to its card of
+// the model through vrdma::Rnic; the results are reduced to per-tenant
+// figures. Every figure is a model output, not a hardware measurement.
 #ifndef VRDMA_BENCH_ISOLATION_BENCH_RUN_H_
 #define VRDMA_BENCH_ISOLATION_BENCH_RUN_H_
 
@@ -15,12 +18,17 @@
 
 namespace vrdma::bench {
 
-using PolicyFactory = std::function<std::unique_ptr<policy::SchedulerPolicy>()>;
+// Makes the policy of one host (a daemon) for the card it runs on.
+using PolicyFactory = std::function<std::unique_ptr<policy::SchedulerPolicy>(
+    const policy::CardProfile& card, uint32_t host)>;
 
 // The pass-through policy (native RDMA).
 PolicyFactory PassThrough();
-// By name ("pass-through"); later policies register here. Empty if unknown.
-PolicyFactory PolicyByName(const std::string& name);
+// By name (policy/policy_registry.h) with its knobs ("key=value"); empty
+// (and *error set) when unknown or malformed.
+PolicyFactory PolicyByName(const std::string& name,
+                           const std::vector<std::string>& options,
+                           std::string* error);
 
 // Runs the scenario with all its tenants together. stats may be null.
 std::vector<TenantResult> RunScenario(const ScenarioSpec& spec,

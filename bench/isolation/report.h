@@ -1,7 +1,11 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 //
-// Scenario results (alone vs together per tenant) and their CSV/Markdown
-// forms. Every figure is a MODEL output.
+// Scenario results (alone vs together per tenant, per policy) and their
+// CSV/Markdown forms. Every figure is a MODEL output.
+//
+// "Alone" is always the tenant by itself on the same model card under the
+// pass-through policy (native RDMA on a card of its own): every policy's
+// "together" figures are compared with the same reference.
 #ifndef VRDMA_BENCH_ISOLATION_REPORT_H_
 #define VRDMA_BENCH_ISOLATION_REPORT_H_
 
@@ -14,6 +18,7 @@ namespace vrdma::bench {
 
 struct ScenarioResult {
   ScenarioSpec spec;
+  std::string policy;
   std::vector<TenantResult> alone;
   std::vector<TenantResult> together;
   RunStats stats;
@@ -21,8 +26,14 @@ struct ScenarioResult {
 
 std::string CsvHeader();
 std::string CsvRows(const ScenarioResult& r);
+// One policy: the table per scenario and tenant.
 std::string MarkdownTable(const std::vector<ScenarioResult>& results,
-                          const std::string& command, const std::string& policy);
+                          const std::string& command);
+// Several policies side by side: results holds, per scenario, one result
+// per policy in `policies` order.
+std::string MarkdownSideBySide(const std::vector<ScenarioResult>& results,
+                               const std::vector<std::string>& policies,
+                               const std::string& command);
 
 }  // namespace vrdma::bench
 

@@ -12,6 +12,7 @@
 
 #include "backend/rnic_model/params.h"
 #include "backend/rnic_model/simulator.h"
+#include "policy/scheduler_policy.h"
 
 namespace vrdma::bench {
 
@@ -35,6 +36,9 @@ struct TenantSpec {
   // Host CPU time from seeing a completion to posting again (poll + post).
   double turnaround_ns = 100;
   bool uc = false;                    // UC instead of RC (WRITE/SEND only)
+  // The VM's QoS as its operator would set it (Justitia reads the class).
+  policy::TenantClass app_class = policy::TenantClass::kBandwidth;
+  uint32_t weight = 1;
 };
 
 struct ScenarioSpec {

@@ -45,8 +45,14 @@ class MockEngine : public engine::Engine {
   MOCK_METHOD(Status, ModifySrq,
               (engine::VmId, uint32_t, uint32_t, uint32_t, uint32_t), (override));
   MOCK_METHOD(Status, DestroySrq, (engine::VmId, uint32_t), (override));
+  MOCK_METHOD(Status, SetQos, (engine::VmId, const policy::TenantQos&),
+              (override));
+  MOCK_METHOD(void, Report, (engine::VmId, policy::ReportSink&),
+              (const, override));
+  MOCK_METHOD(void, ReportPolicy, (policy::ReportSink&), (const, override));
   MOCK_METHOD(void, Doorbell, (engine::VmId, uint8_t, uint32_t), (override));
   MOCK_METHOD(bool, PollOnce, (), (override));
+  MOCK_METHOD(policy::Nanos, NextDeadline, (), (const, override));
 };
 
 }  // namespace vrdma::device::testing

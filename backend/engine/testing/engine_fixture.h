@@ -13,12 +13,14 @@
 
 #include "backend/engine/engine.h"
 #include "backend/engine/engine_impl.h"
-#include "backend/engine/testing/fake_rnic.h"
+#include "backend/rnic/testing/fake_rnic.h"
 #include "backend/engine/testing/guest_env.h"
 #include "backend/engine/testing/qp_bring_up.h"
 #include "policy/pass_through_policy.h"
 
 namespace vrdma::engine::testing {
+
+using vrdma::testing::FakeRnic;
 
 inline constexpr uint32_t kLW = kAccessLocalWrite;
 inline constexpr uint32_t kAll =

@@ -1,11 +1,11 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 //
-// A fake RNIC for engine unit tests: records every call, completes work
+// A fake RNIC for unit tests (engine, scheduler stage): records every call, completes work
 // only when the test says so (or, with auto_complete, every signaled send
 // on Progress), flushes on ERR like a real RNIC. Small enough to read in a
 // minute; allocation is fine here (it is a test double).
-#ifndef VRDMA_BACKEND_ENGINE_TESTING_FAKE_RNIC_H_
-#define VRDMA_BACKEND_ENGINE_TESTING_FAKE_RNIC_H_
+#ifndef VRDMA_BACKEND_RNIC_TESTING_FAKE_RNIC_H_
+#define VRDMA_BACKEND_RNIC_TESTING_FAKE_RNIC_H_
 
 #include <algorithm>
 #include <deque>
@@ -15,7 +15,7 @@
 
 #include "backend/rnic/rnic.h"
 
-namespace vrdma::engine::testing {
+namespace vrdma::testing {
 
 class FakeRnic : public Rnic {
  public:
@@ -48,7 +48,8 @@ class FakeRnic : public Rnic {
   std::map<uint32_t, Srq> srqs;
   std::set<uint32_t> pds, ahs;
   std::map<uint32_t, AddressVector> ah_avs;
-  uint64_t posts = 0;
+  uint64_t posts = 0;       // WRs accepted
+  uint64_t post_calls = 0;  // PostSend calls (doorbells)
 
   FakeRnic() {
     lim.max_qp = 1024;
@@ -143,6 +144,7 @@ class FakeRnic : public Rnic {
 
   int PostSend(RnicQp qp, std::span<const SendWr> wrs, Status* err) override {
     Qp& q = qps.at(qp.id);
+    ++post_calls;
     int n = 0;
     for (const SendWr& wr : wrs) {
       if (q.attr.state != QpState::kRts) {
@@ -275,6 +277,6 @@ class FakeRnic : public Rnic {
   uint32_t next_ = 0x11;
 };
 
-}  // namespace vrdma::engine::testing
+}  // namespace vrdma::testing
 
-#endif  // VRDMA_BACKEND_ENGINE_TESTING_FAKE_RNIC_H_
+#endif  // VRDMA_BACKEND_RNIC_TESTING_FAKE_RNIC_H_

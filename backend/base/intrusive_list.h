@@ -5,10 +5,10 @@
 // their low watermark) link objects through a hook embedded in the object,
 // so adding and removing never allocates and removal is O(1) (needed when
 // an object is destroyed while listed).
-#ifndef VRDMA_BACKEND_ENGINE_INTRUSIVE_LIST_H_
-#define VRDMA_BACKEND_ENGINE_INTRUSIVE_LIST_H_
+#ifndef VRDMA_BACKEND_BASE_INTRUSIVE_LIST_H_
+#define VRDMA_BACKEND_BASE_INTRUSIVE_LIST_H_
 
-namespace vrdma::engine {
+namespace vrdma {
 
 template <typename T>
 struct ListHook {
@@ -66,6 +66,6 @@ class IntrusiveList {
   T* tail_ = nullptr;
 };
 
-}  // namespace vrdma::engine
+}  // namespace vrdma
 
-#endif  // VRDMA_BACKEND_ENGINE_INTRUSIVE_LIST_H_
+#endif  // VRDMA_BACKEND_BASE_INTRUSIVE_LIST_H_

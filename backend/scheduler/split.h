@@ -1,0 +1,39 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// Splitting a work request into pieces (docs/scheduler.md, "Split"): which
+// WRs may be split, and the host WR that carries bytes [offset, offset +
+// length) of a whole one. Pure functions: no state, no allocation.
+#ifndef VRDMA_BACKEND_SCHEDULER_SPLIT_H_
+#define VRDMA_BACKEND_SCHEDULER_SPLIT_H_
+
+#include <cstdint>
+
+#include "backend/rnic/rnic.h"
+
+namespace vrdma::sched {
+
+// Whether the opcode consumes a receive at the destination.
+inline bool ConsumesReceive(WrOpcode op) {
+  return op == WrOpcode::kSend || op == WrOpcode::kSendWithImm ||
+         op == WrOpcode::kRdmaWriteWithImm;
+}
+
+// A WR may be split when it moves data through SGEs on a connected QP
+// (RC/UC): WRITE and READ always, SEND and WRITE_WITH_IMM only when the
+// receiving side reassembles them. Inline data, atomics, UD never.
+bool Splittable(const SendWr& wr, QpType type, bool receiver_reassembles);
+
+// Writes into *out the piece of `whole` that carries [offset, offset +
+// length): its SGEs sliced from whole's, remote_addr advanced by offset,
+// the fence only on the first piece, the immediate, solicited flag and
+// WITH_IMM opcode only on the last. Signaling is left clear (the stage
+// decides). offset + length must be within whole.total_length().
+void BuildPiece(const SendWr& whole, uint32_t offset, uint32_t length,
+                bool last, SendWr* out);
+
+// Copies a WR's meaningful fields (its used SGEs, not the whole array).
+void CopyWr(const SendWr& src, SendWr* dst);
+
+}  // namespace vrdma::sched
+
+#endif  // VRDMA_BACKEND_SCHEDULER_SPLIT_H_

@@ -1,0 +1,276 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// The stage's control side: flows and tenants come and go, the policy's
+// mechanisms (controls, credit, release times, its timer), probes and peer
+// messages. The data path (submit, serve, complete) is stage_datapath.cc.
+#include <algorithm>
+#include <bit>
+
+#include "backend/scheduler/stage.h"
+
+namespace vrdma::sched {
+namespace {
+
+constexpr uint64_t kProbeCookie = uint64_t{2} << 62;
+constexpr uint32_t kProbeBytes = 10;
+const uint8_t kProbePayload[kProbeBytes] = {'v', 'r', 'd', 'm', 'a',
+                                            'p', 'r', 'o', 'b', 'e'};
+
+policy::QpKind KindOf(QpType t) {
+  switch (t) {
+    case QpType::kUc:
+      return policy::QpKind::kUc;
+    case QpType::kUd:
+      return policy::QpKind::kUd;
+    default:
+      return policy::QpKind::kRc;
+  }
+}
+
+}  // namespace
+
+Stage::Stage(Rnic& rnic, policy::SchedulerPolicy& policy, StageOwner& owner,
+             StageOptions options)
+    : rnic_(rnic),
+      policy_(policy),
+      owner_(owner),
+      options_(options),
+      cross_channel_(rnic.limits().cross_channel),
+      timers_(options.timer_granularity_ns) {
+  flows_.reserve(std::min<uint32_t>(options_.max_flows, 4096));
+  policy_.Bind(*this);
+}
+
+Stage::~Stage() = default;
+
+std::unique_ptr<FlowStorage> Stage::PrepareFlow(const FlowSpec& spec) {
+  auto f = std::make_unique<FlowStorage>();
+  f->spec = spec;
+  const uint32_t cap = std::max<uint32_t>(spec.queue_capacity, 1);
+  f->wrs.resize(cap);
+  f->entries.resize(cap);
+  f->inline_arena.resize(size_t{cap} * spec.max_inline);
+  const uint32_t n = RecordCapacity(spec);
+  f->records.resize(n);
+  f->rec_mask = n - 1;
+  f->release_timer.flow = f.get();
+  return f;
+}
+
+uint32_t Stage::RecordCapacity(const FlowSpec& spec) {
+  return std::bit_ceil(std::max<uint32_t>(2 * std::max(spec.rnic_depth, 1u), 8));
+}
+
+StageTenant* Stage::FindTenant(TenantId tenant) {
+  for (auto& t : tenants_) {
+    if (t->id == tenant && !t->removed) return t.get();
+  }
+  return nullptr;
+}
+
+void Stage::AddTenant(TenantId tenant, const policy::TenantQos& qos) {
+  if (FindTenant(tenant) != nullptr) return SetTenantQos(tenant, qos);
+  auto t = std::make_unique<StageTenant>();
+  t->id = tenant;
+  t->qos = qos;
+  tenants_.push_back(std::move(t));
+  policy_.OnTenantAdded(tenant, qos);
+}
+
+void Stage::SetTenantQos(TenantId tenant, const policy::TenantQos& qos) {
+  StageTenant* t = FindTenant(tenant);
+  if (t == nullptr) return;
+  t->qos = qos;
+  policy_.OnTenantQosChanged(tenant, qos);
+}
+
+void Stage::RemoveTenant(TenantId tenant) {
+  StageTenant* t = FindTenant(tenant);
+  if (t == nullptr) return;
+  policy_.OnTenantRemoved(tenant);
+  t->removed = true;
+  if (t->account.flows == 0) {
+    std::erase_if(tenants_, [t](const auto& p) { return p.get() == t; });
+  }
+}
+
+FlowId Stage::AddFlow(std::unique_ptr<FlowStorage> storage, Nanos now) {
+  now_ = std::max(now_, now);
+  FlowId id = kNoFlow;
+  if (!free_ids_.empty()) {
+    id = free_ids_.back();
+    free_ids_.pop_back();
+  } else if (flows_.size() < options_.max_flows) {
+    id = static_cast<FlowId>(flows_.size());
+    flows_.emplace_back();
+  } else {
+    return kNoFlow;
+  }
+  FlowStorage& f = *storage;
+  f.id = id;
+  f.tenant = FindTenant(f.spec.tenant);
+  if (f.tenant == nullptr) {
+    AddTenant(f.spec.tenant, policy::TenantQos{});
+    f.tenant = FindTenant(f.spec.tenant);
+  }
+  ++f.tenant->account.flows;
+  flows_[id] = std::move(storage);
+  policy::FlowInfo info;
+  info.flow = id;
+  info.tenant = f.spec.tenant;
+  info.qp = KindOf(f.spec.type);
+  info.dest = f.spec.dest;
+  info.rnic_depth = f.spec.rnic_depth;
+  policy_.OnFlowAdded(now_, info);
+  return id;
+}
+
+std::unique_ptr<FlowStorage> Stage::RemoveFlow(FlowId id, Nanos now) {
+  if (Get(id) == nullptr) return nullptr;
+  EndFlowWork(id, policy::FlowEnd::kDestroyed, now);
+  std::unique_ptr<FlowStorage> f = std::move(flows_[id]);
+  timers_.Cancel(&f->release_timer);
+  StageTenant* t = f->tenant;
+  if (--t->account.flows == 0 && t->removed) {
+    std::erase_if(tenants_, [t](const auto& p) { return p.get() == t; });
+  }
+  f->tenant = nullptr;
+  free_ids_.push_back(id);
+  return f;
+}
+
+FlowStorage* Stage::Get(FlowId flow) const {
+  return flow < flows_.size() ? flows_[flow].get() : nullptr;
+}
+
+void Stage::SetReceiverReassembles(FlowId flow, bool yes) {
+  if (FlowStorage* f = Get(flow)) f->reassembles = yes;
+}
+
+uint32_t Stage::queued_wrs(FlowId flow) const {
+  const FlowStorage* f = Get(flow);
+  return f ? f->q_count : 0;
+}
+
+void Stage::AddProbePath(DestId dest, const ProbePath& path) {
+  if (dest >= probes_.size()) probes_.resize(size_t{dest} + 1);
+  probes_[dest].live = true;
+  probes_[dest].outstanding = false;
+  probes_[dest].path = path;
+}
+
+// ------------------------------------------------------------ mechanisms --
+
+void Stage::Configure(FlowId flow, const policy::FlowControl& control) {
+  FlowStorage* f = Get(flow);
+  if (f == nullptr) return;
+  f->control = control;
+  if (!cross_channel_) f->control.interrupt_waits = 0;
+  MakeReady(*f);
+}
+
+const policy::FlowControl& Stage::control(FlowId flow) const {
+  const FlowStorage* f = Get(flow);
+  return f ? f->control : no_control_;
+}
+
+void Stage::Grant(FlowId flow, uint64_t bytes, uint32_t pieces) {
+  FlowStorage* f = Get(flow);
+  if (f == nullptr) return;
+  f->credit_bytes += static_cast<int64_t>(std::min<uint64_t>(bytes, INT64_MAX / 2));
+  f->credit_pieces += pieces;
+  f->credit_asked = false;
+  MakeReady(*f);
+}
+
+uint64_t Stage::credit_bytes(FlowId flow) const {
+  const FlowStorage* f = Get(flow);
+  return f && f->credit_bytes > 0 ? static_cast<uint64_t>(f->credit_bytes) : 0;
+}
+
+void Stage::ReleaseAt(FlowId flow, Nanos t) {
+  FlowStorage* f = Get(flow);
+  if (f == nullptr) return;
+  f->release_at = t;
+  if (t > now_) {
+    timers_.Arm(&f->release_timer, t);
+  } else {
+    timers_.Cancel(&f->release_timer);
+    MakeReady(*f);
+  }
+}
+
+void Stage::WakeAt(Nanos t) { timers_.Arm(&policy_timer_, t); }
+
+void Stage::FireTimer(TimerWheel::Entry* e) {
+  if (e == &policy_timer_) {
+    policy_.OnTimer(now_);
+    return;
+  }
+  MakeReady(*static_cast<FlowTimer*>(e)->flow);
+}
+
+bool Stage::SendProbe(DestId dest) {
+  if (!has_own_cq_ || dest >= probes_.size() || !probes_[dest].live ||
+      probes_[dest].outstanding) {
+    return false;
+  }
+  Probe& p = probes_[dest];
+  SendWr wr;
+  wr.wr_id = kProbeCookie | dest;
+  wr.opcode = WrOpcode::kRdmaWrite;
+  wr.send_flags = kSendSignaled | kSendInline;
+  wr.inline_len = kProbeBytes;
+  wr.inline_data = kProbePayload;
+  wr.remote_addr = p.path.remote_addr;
+  wr.rkey = p.path.rkey;
+  Status err = Status::kOk;
+  if (rnic_.PostSend(p.path.qp, std::span<const SendWr>(&wr, 1), &err) != 1) {
+    return false;
+  }
+  p.outstanding = true;
+  p.sent_at = now_;
+  ++probes_outstanding_;
+  return true;
+}
+
+void Stage::PollOwnCq() {
+  if (!has_own_cq_ || probes_outstanding_ == 0) return;
+  const int n = rnic_.PollCq(own_cq_, own_poll_);
+  for (int i = 0; i < n; ++i) {
+    const Completion& c = own_poll_[i];
+    if ((c.wr_id >> 62) != 2) continue;
+    const DestId dest = static_cast<DestId>(c.wr_id & 0xffffffffu);
+    if (dest >= probes_.size() || !probes_[dest].outstanding) continue;
+    Probe& p = probes_[dest];
+    p.outstanding = false;
+    --probes_outstanding_;
+    if (c.status == WcStatus::kSuccess) {
+      policy_.OnProbeCompleted(now_, dest, now_ - std::min(now_, p.sent_at));
+    }
+  }
+}
+
+bool Stage::SendPeerMessage(DestId dest, const policy::PeerMessage& m) {
+  return owner_.SendPeerMessage(dest, m);
+}
+
+void Stage::OnPeerMessage(DestId from, const policy::PeerMessage& m,
+                          Nanos now) {
+  now_ = std::max(now_, now);
+  policy_.OnPeerMessage(now_, from, m);
+}
+
+const policy::FlowAccount& Stage::flow_account(FlowId flow) const {
+  const FlowStorage* f = Get(flow);
+  return f ? f->account : no_flow_;
+}
+
+const policy::TenantAccount& Stage::tenant_account(TenantId tenant) const {
+  for (const auto& t : tenants_) {
+    if (t->id == tenant && !t->removed) return t->account;
+  }
+  return no_tenant_;
+}
+
+}  // namespace vrdma::sched

@@ -1,0 +1,555 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// The stage's data path: WRs enter a flow's FIFO (Submit), leave it as
+// whole WRs or pieces when the flow's controls allow (Plan, PostPlanned),
+// and are reported to the owner when the RNIC completed their last piece
+// (OnCompletion, Retire). Nothing here allocates. docs/scheduler.md.
+#include <algorithm>
+#include <cstring>
+
+#include "backend/scheduler/split.h"
+#include "backend/scheduler/stage.h"
+
+namespace vrdma::sched {
+
+bool Stage::Submit(FlowId flow, const SendWr& wr, uint32_t tag,
+                   const policy::WrInfo& info, Nanos now) {
+  FlowStorage* fp = Get(flow);
+  if (fp == nullptr) return false;
+  FlowStorage& f = *fp;
+  now_ = std::max(now_, now);
+  if (f.q_count == f.capacity()) return false;
+  const uint32_t idx = f.at(f.q_count);
+  SendWr& d = f.wrs[idx];
+  CopyWr(wr, &d);
+  if ((wr.send_flags & kSendInline) && wr.inline_len > 0) {
+    // The owner checked inline_len against the QP's max_inline.
+    const uint32_t n = std::min<uint32_t>(wr.inline_len, f.spec.max_inline);
+    uint8_t* dst = f.inline_arena.data() + size_t{idx} * f.spec.max_inline;
+    std::memcpy(dst, wr.inline_data, n);
+    d.inline_data = dst;
+    d.inline_len = static_cast<uint16_t>(n);
+  }
+  QueueEntry& e = f.entries[idx];
+  e = QueueEntry{};
+  e.tag = tag;
+  e.total = static_cast<uint32_t>(d.total_length());
+  e.arrival = now_;
+  e.info = info;
+  e.info.flow = f.id;
+  e.info.tenant = f.spec.tenant;
+  ++f.q_count;
+  for (policy::FlowAccount* a : {&f.account, static_cast<policy::FlowAccount*>(
+                                                 &f.tenant->account)}) {
+    ++a->wrs_arrived;
+    a->bytes_arrived += e.total;
+    ++a->queued_wrs;
+    a->queued_bytes += e.total;
+  }
+  policy_.OnArrival(now_, e.info);
+  MakeReady(f);
+  return true;
+}
+
+bool Stage::SubmitMarker(FlowId flow, uint32_t tag, WcStatus status,
+                         Nanos now) {
+  FlowStorage* fp = Get(flow);
+  if (fp == nullptr) return false;
+  FlowStorage& f = *fp;
+  now_ = std::max(now_, now);
+  if (f.q_count == f.capacity()) return false;
+  QueueEntry& e = f.entries[f.at(f.q_count)];
+  e = QueueEntry{};
+  e.tag = tag;
+  e.arrival = now_;
+  e.marker = true;
+  e.marker_status = status;
+  e.info.flow = f.id;
+  e.info.tenant = f.spec.tenant;
+  ++f.q_count;
+  for (policy::FlowAccount* a : {&f.account, static_cast<policy::FlowAccount*>(
+                                                 &f.tenant->account)}) {
+    ++a->wrs_arrived;
+    ++a->queued_wrs;
+  }
+  MakeReady(f);
+  return true;
+}
+
+void Stage::MakeReady(FlowStorage& f) {
+  if (f.q_count > 0 && !f.failed) ready_.PushBack(&f);
+}
+
+void Stage::NoteBlocked(FlowStorage& f, bool blocked) {
+  if (blocked == f.blocked) return;
+  if (blocked) {
+    f.blocked_since = now_;
+  } else {
+    const Nanos held = now_ - std::min(now_, f.blocked_since);
+    f.account.held_ns += held;
+    f.tenant->account.held_ns += held;
+  }
+  f.blocked = blocked;
+}
+
+bool Stage::Run(Nanos now) {
+  now_ = std::max(now_, now);
+  bool did = false;
+  if (timers_.size() > 0) {
+    timers_.Advance(now_, [&](TimerWheel::Entry* e) {
+      FireTimer(e);
+      did = true;
+    });
+  }
+  PollOwnCq();
+  for (FlowStorage* f = ready_.front(); f != nullptr;) {
+    FlowStorage* next = decltype(ready_)::next(f);
+    did |= ServeFlow(*f);
+    f = next;
+  }
+  return did;
+}
+
+bool Stage::Kick(FlowId flow, Nanos now) {
+  FlowStorage* f = Get(flow);
+  if (f == nullptr) return false;
+  now_ = std::max(now_, now);
+  return ServeFlow(*f);
+}
+
+Stage::Stop Stage::Plan(FlowStorage& f, uint32_t* count) {
+  const policy::FlowControl& c = f.control;
+  const uint32_t ring = static_cast<uint32_t>(f.records.size());
+  uint32_t n = 0;
+  uint32_t scratch = 0;
+  uint64_t out_bytes = f.account.outstanding_bytes;
+  uint32_t out_pieces = f.account.outstanding_pieces;
+  uint32_t unretired = f.unretired();
+  int64_t credit_bytes = f.credit_bytes;
+  int64_t credit_pieces = f.credit_pieces;
+  uint32_t since_signal = f.since_signal;
+  uint64_t bytes_since = f.bytes_since_signal;
+  uint32_t i = 0;  // FIFO position of the entry being planned
+  uint32_t offset = f.q_count > 0 ? f.entries[f.at(0)].offset : 0;
+  Stop stop = Stop::kEmpty;
+  for (;;) {
+    if (i >= f.q_count) break;
+    if (n + 1 + c.interrupt_waits > kMaxPass) {
+      stop = Stop::kPassFull;
+      break;
+    }
+    const uint32_t idx = f.at(i);
+    QueueEntry& e = f.entries[idx];
+    SendWr& wr = f.wrs[idx];
+    if (e.marker) {
+      stop = Stop::kMarker;
+      break;
+    }
+    if (c.held) {
+      stop = Stop::kHeld;
+      break;
+    }
+    if (f.release_at > now_) {
+      stop = Stop::kPaced;
+      break;
+    }
+    // The piece: the whole WR, or the next chunk of it. A SEND's chunk is
+    // fixed by its first piece (the receiver was told its slices).
+    uint32_t chunk = e.chunk;
+    if (chunk == 0 && c.chunk_bytes > 0 && e.total > c.chunk_bytes &&
+        Splittable(wr, f.spec.type, f.reassembles)) {
+      chunk = c.chunk_bytes;
+    }
+    const bool split = chunk != 0;
+    const uint32_t length = split ? std::min(e.total - offset, chunk)
+                                  : e.total;
+    const bool last = offset + length == e.total;
+    const uint16_t waits = split && !last ? c.interrupt_waits : 0;
+    if (c.gated && (credit_pieces <= 0 || credit_bytes <= 0)) {
+      stop = Stop::kCredit;
+      break;
+    }
+    if ((c.window_bytes != 0 && out_bytes > 0 &&
+         out_bytes + length > c.window_bytes) ||
+        (c.window_wrs != 0 && out_pieces >= c.window_wrs)) {
+      stop = Stop::kWindow;
+      break;
+    }
+    if (unretired + 1 + waits > ring) {
+      stop = Stop::kRecords;
+      break;
+    }
+    // The receiving side learns of every receive-consuming piece before
+    // it is posted, once (a refused post is not described again).
+    if (ConsumesReceive(wr.opcode) && offset + length > e.announced) {
+      const bool write_imm = wr.opcode == WrOpcode::kRdmaWriteWithImm;
+      if (!write_imm || last) {
+        ReceivePiece rp;
+        rp.offset = write_imm ? 0 : offset;
+        rp.length = write_imm ? e.total : length;
+        rp.total = e.total;
+        rp.first = write_imm || offset == 0;
+        rp.last = last;
+        rp.lands_in_buffer = !write_imm;
+        rp.remote_qpn = wr.remote_qpn;
+        owner_.PrepareReceive(f.spec.owner, rp);
+      }
+      e.announced = offset + length;
+    }
+    if (split) e.chunk = chunk;
+
+    Emit& em = emits_[n++];
+    if (split) {
+      BuildPiece(wr, offset, length, last, &scratch_[scratch]);
+      em.wr = &scratch_[scratch++];
+    } else {
+      em.wr = &wr;
+    }
+    em.entry = i;
+    em.offset = offset;
+    em.length = length;
+    em.completes_entry = last;
+    bool signaled = last && e.info.signaled;
+    bool forced = false;
+    if (!signaled) {
+      // Enough signals that the records always retire and the windows
+      // always reopen (docs/scheduler.md, "Signals").
+      forced = since_signal + 1 >= ring / 2 ||
+               (c.window_wrs != 0 &&
+                since_signal + 1 >= std::max<uint32_t>(1, c.window_wrs / 2)) ||
+               (c.window_bytes != 0 &&
+                bytes_since + length >= c.window_bytes / 2);
+    }
+    em.flags = static_cast<uint8_t>(
+        (last ? kRecLast : 0) | (split ? kRecSplit : 0) |
+        (signaled || forced ? kRecRnicSignaled : 0) | (forced ? kRecForced : 0));
+    if (signaled || forced) {
+      since_signal = 0;
+      bytes_since = 0;
+    } else {
+      ++since_signal;
+      bytes_since += length;
+    }
+    out_bytes += length;
+    ++out_pieces;
+    ++unretired;
+    credit_bytes -= length;
+    --credit_pieces;
+    for (uint16_t w = 0; w < waits; ++w) {
+      // Zero-count WAIT: completes at once and makes the RNIC serve
+      // another QP before the next piece (PeRF §3.5.2).
+      SendWr& ws = scratch_[scratch];
+      ws = SendWr{};
+      ws.opcode = WrOpcode::kWait;
+      ws.wait_cq = f.spec.send_cq;
+      ws.wait_index = 0;
+      Emit& we = emits_[n++];
+      we = Emit{};
+      we.wr = &scratch_[scratch++];
+      we.entry = i;
+      we.flags = kRecControl;
+      ++unretired;
+      ++since_signal;
+    }
+    if (last) {
+      ++i;
+      offset = 0;
+    } else {
+      offset += length;
+    }
+  }
+  // When the flow stops for a control, or its policy watches what it has
+  // outstanding, the last piece posted must come back visibly.
+  const bool watched = c.window_bytes != 0 || c.window_wrs != 0 || c.gated ||
+                       c.held;
+  if (n > 0 && (stop != Stop::kEmpty || watched) && stop != Stop::kPassFull) {
+    for (uint32_t k = n; k-- > 0;) {
+      if (emits_[k].flags & kRecControl) continue;
+      if (!(emits_[k].flags & kRecRnicSignaled)) {
+        emits_[k].flags |= kRecRnicSignaled | kRecForced;
+      }
+      break;
+    }
+  }
+  // A marker waits for the WRs before it. If the newest one on the RNIC
+  // will not complete visibly, a signaled zero-length WRITE (no key, no
+  // memory) behind it brings their completion back.
+  if (stop == Stop::kMarker && n == 0 && f.unretired() > 0 &&
+      f.spec.type != QpType::kUd &&
+      !(f.records[(f.rec_tail - 1) & f.rec_mask].flags & kRecRnicSignaled) &&
+      f.unretired() < ring) {
+    SendWr& s = scratch_[scratch];
+    s = SendWr{};
+    s.opcode = WrOpcode::kRdmaWrite;
+    Emit& em = emits_[n++];
+    em = Emit{};
+    em.wr = &scratch_[scratch++];
+    em.flags = kRecControl | kRecRnicSignaled | kRecForced;
+  }
+  *count = n;
+  return stop;
+}
+
+void Stage::Commit(FlowStorage& f, const Emit& em) {
+  Record& r = f.records[f.rec_tail & f.rec_mask];
+  r = Record{};
+  r.flags = em.flags;
+  r.bytes = em.length;
+  if (!(em.flags & kRecControl)) {
+    QueueEntry& e = f.entries[f.at(0)];
+    r.tag = e.tag;
+    for (policy::FlowAccount* a :
+         {&f.account,
+          static_cast<policy::FlowAccount*>(&f.tenant->account)}) {
+      ++a->pieces_posted;
+      a->bytes_posted += em.length;
+      a->queued_bytes -= std::min<uint64_t>(a->queued_bytes, em.length);
+      ++a->outstanding_pieces;
+      a->outstanding_bytes += em.length;
+    }
+    f.credit_bytes -= em.length;
+    --f.credit_pieces;
+    if (em.completes_entry) {
+      r.wr_bytes = e.total;
+      r.arrival = e.arrival;
+      r.info = e.info;
+      f.q_head = f.at(1);
+      --f.q_count;
+      --f.account.queued_wrs;
+      --f.tenant->account.queued_wrs;
+    } else {
+      e.offset += em.length;
+    }
+  }
+  if (em.flags & kRecRnicSignaled) {
+    f.since_signal = 0;
+    f.bytes_since_signal = 0;
+    ++f.signaled_outstanding;
+    ++signaled_outstanding_;
+  } else {
+    ++f.since_signal;
+    f.bytes_since_signal += em.length;
+  }
+  ++f.rec_tail;
+}
+
+uint32_t Stage::PostPlanned(FlowStorage& f, uint32_t count, Status* refused) {
+  uint32_t posted = 0;
+  while (posted < count) {
+    // A run: emits whose WRs are adjacent in memory (FIFO slots, or
+    // pieces and WAITs built one after another) go in one post list.
+    uint32_t run = 1;
+    while (posted + run < count &&
+           emits_[posted + run].wr == emits_[posted + run - 1].wr + 1) {
+      ++run;
+    }
+    for (uint32_t k = 0; k < run; ++k) {
+      const Emit& em = emits_[posted + k];
+      SendWr* w = em.wr;
+      if (em.flags & kRecRnicSignaled) {
+        w->send_flags |= kSendSignaled;
+      } else {
+        w->send_flags &= ~uint32_t{kSendSignaled};
+      }
+      // Earlier runs are committed: rec_tail is this run's first record.
+      w->wr_id = f.spec.cookie_base | ((f.rec_tail + k) & kRecordMask);
+    }
+    Status err = Status::kOk;
+    const int n = rnic_.PostSend(
+        f.spec.qp, std::span<const SendWr>(emits_[posted].wr, run), &err);
+    const uint32_t accepted = n > 0 ? static_cast<uint32_t>(n) : 0;
+    for (uint32_t k = 0; k < accepted; ++k) Commit(f, emits_[posted + k]);
+    posted += accepted;
+    if (accepted < run) {
+      *refused = err == Status::kOk ? Status::kIoError : err;
+      break;
+    }
+  }
+  return posted;
+}
+
+bool Stage::ServeFlow(FlowStorage& f) {
+  if (f.failed || f.q_count == 0) {
+    ready_.Remove(&f);
+    NoteBlocked(f, false);
+    return false;
+  }
+  uint32_t count = 0;
+  const Stop stop = Plan(f, &count);
+  if (stop == Stop::kMarker && count == 0 &&
+      (f.unretired() == 0 || f.spec.type == QpType::kUd)) {
+    // Every WR before the marker is done (on UD: posted; a UD send
+    // cannot be waited for without a signal): the marker fails now.
+    QueueEntry& e = f.entries[f.at(0)];
+    const uint32_t tag = e.tag;
+    const WcStatus status = e.marker_status;
+    f.q_head = f.at(1);
+    --f.q_count;
+    --f.account.queued_wrs;
+    --f.tenant->account.queued_wrs;
+    ++f.account.wrs_completed;
+    ++f.tenant->account.wrs_completed;
+    ready_.Remove(&f);
+    NoteBlocked(f, false);
+    owner_.OnMarkerReached(f.spec.owner, tag, status);  // last: may end f's work
+    return true;
+  }
+  Status refused = Status::kOk;
+  const uint32_t posted = count > 0 ? PostPlanned(f, count, &refused) : 0;
+  if (posted > 0) NoteBlocked(f, false);
+  if (posted < count) {
+    if (refused == Status::kNoResource) return posted > 0;  // retry next turn
+    // The RNIC refused for another reason (its QP left RTS).
+    ready_.Remove(&f);
+    owner_.OnPostRefused(f.spec.owner, f.entries[f.at(0)].tag, refused);
+    return true;
+  }
+  switch (stop) {
+    case Stop::kPassFull:
+      break;  // stays ready
+    case Stop::kEmpty:
+      ready_.Remove(&f);
+      break;
+    case Stop::kCredit:
+      ready_.Remove(&f);
+      NoteBlocked(f, true);
+      if (!f.credit_asked) {
+        f.credit_asked = true;
+        policy_.OnCreditNeeded(now_, f.id);  // may Grant: MakeReady again
+      }
+      break;
+    case Stop::kHeld:
+    case Stop::kPaced:
+    case Stop::kWindow:
+      ready_.Remove(&f);
+      NoteBlocked(f, true);
+      break;
+    case Stop::kRecords:
+    case Stop::kMarker:
+      ready_.Remove(&f);  // a completion brings it back
+      break;
+  }
+  return posted > 0;
+}
+
+void Stage::FinishWr(FlowStorage& f, uint32_t tag, const policy::WrInfo& info,
+                     Nanos arrival, WcStatus status, uint32_t byte_len,
+                     bool tell_policy) {
+  const Nanos latency = now_ - std::min(now_, arrival);
+  for (policy::FlowAccount* a :
+       {&f.account, static_cast<policy::FlowAccount*>(&f.tenant->account)}) {
+    ++a->wrs_completed;
+    a->bytes_completed += info.bytes;
+    a->latency_sum_ns += latency;
+    a->latency_max_ns = std::max(a->latency_max_ns, latency);
+  }
+  if (tell_policy) {
+    policy_.OnCompleted(now_, info, latency, status == WcStatus::kSuccess);
+  }
+  owner_.OnWrDone(f.spec.owner, tag, status, byte_len);
+}
+
+void Stage::Retire(FlowStorage& f, uint32_t upto, WcStatus status,
+                   uint32_t byte_len) {
+  while (f.rec_head != upto + 1) {
+    const uint32_t seq = f.rec_head++;
+    const Record& r = f.records[seq & f.rec_mask];
+    if (r.flags & kRecRnicSignaled) {
+      --f.signaled_outstanding;
+      --signaled_outstanding_;
+    }
+    if (r.flags & kRecControl) continue;
+    for (policy::FlowAccount* a :
+         {&f.account,
+          static_cast<policy::FlowAccount*>(&f.tenant->account)}) {
+      --a->outstanding_pieces;
+      a->outstanding_bytes -= std::min<uint64_t>(a->outstanding_bytes, r.bytes);
+    }
+    // Records before the completed one completed silently and well.
+    const WcStatus st = seq == upto ? status : WcStatus::kSuccess;
+    if (st != WcStatus::kSuccess) {
+      if (f.failed_reported && r.tag == f.failed_tag) continue;  // said once
+      f.failed = true;
+      if (!(r.flags & kRecLast)) {
+        // A middle piece failed: its WR fails now; its other pieces are
+        // flushed and not reported again.
+        f.failed_reported = true;
+        f.failed_tag = r.tag;
+        FinishWr(f, r.tag, r.info, r.arrival, st, 0);
+        continue;
+      }
+    } else if (!(r.flags & kRecLast)) {
+      continue;
+    }
+    const uint32_t len =
+        seq == upto && !(r.flags & kRecSplit) ? byte_len : r.wr_bytes;
+    FinishWr(f, r.tag, r.info, r.arrival, st, len);
+  }
+}
+
+void Stage::OnCompletion(FlowId flow, const Completion& c, Nanos now) {
+  FlowStorage* fp = Get(flow);
+  if (fp == nullptr) {
+    ++stale_completions_;
+    return;
+  }
+  FlowStorage& f = *fp;
+  now_ = std::max(now_, now);
+  const uint32_t bits = static_cast<uint32_t>(c.wr_id & kRecordMask);
+  const uint32_t unretired = f.unretired();
+  // The newest sequence number with these low bits.
+  const uint32_t seq =
+      f.rec_tail - 1 - ((f.rec_tail - 1 - bits) & static_cast<uint32_t>(kRecordMask));
+  if (unretired == 0 || seq - f.rec_head >= unretired) {
+    ++stale_completions_;  // retired already (flushed, reset) or bogus
+    return;
+  }
+  Retire(f, seq, c.status, c.byte_len);
+  MakeReady(f);
+}
+
+void Stage::EndFlowWork(FlowId flow, policy::FlowEnd how, Nanos now) {
+  FlowStorage* fp = Get(flow);
+  if (fp == nullptr) return;
+  FlowStorage& f = *fp;
+  now_ = std::max(now_, now);
+  const bool report = how == policy::FlowEnd::kError;
+  // What the RNIC still held, then what never left the FIFO, oldest first.
+  while (f.rec_head != f.rec_tail) {
+    const Record& r = f.records[f.rec_head++ & f.rec_mask];
+    if ((r.flags & kRecControl) || !(r.flags & kRecLast) || !report) continue;
+    if (f.failed_reported && r.tag == f.failed_tag) continue;
+    FinishWr(f, r.tag, r.info, r.arrival, WcStatus::kWrFlushErr, 0);
+  }
+  while (f.q_count > 0) {
+    const QueueEntry e = f.entries[f.at(0)];
+    f.q_head = f.at(1);
+    --f.q_count;
+    if (!report || (f.failed_reported && e.tag == f.failed_tag)) continue;
+    FinishWr(f, e.tag, e.info, e.arrival, WcStatus::kWrFlushErr, 0,
+             /*tell_policy=*/!e.marker);
+  }
+  // Whatever was not reported was dropped (reset, destroy): it left too.
+  const policy::FlowAccount gone = f.account;
+  const uint64_t dropped = gone.wrs_arrived - gone.wrs_completed;
+  for (policy::FlowAccount* a :
+       {&f.account, static_cast<policy::FlowAccount*>(&f.tenant->account)}) {
+    a->outstanding_pieces -= std::min(a->outstanding_pieces, gone.outstanding_pieces);
+    a->outstanding_bytes -= std::min(a->outstanding_bytes, gone.outstanding_bytes);
+    a->queued_wrs -= std::min(a->queued_wrs, gone.queued_wrs);
+    a->queued_bytes -= std::min(a->queued_bytes, gone.queued_bytes);
+    a->wrs_completed += dropped;
+  }
+  signaled_outstanding_ -= f.signaled_outstanding;
+  f.signaled_outstanding = 0;
+  f.since_signal = 0;
+  f.bytes_since_signal = 0;
+  f.failed = false;
+  f.failed_reported = false;
+  f.credit_asked = false;
+  ready_.Remove(&f);
+  NoteBlocked(f, false);
+  policy_.OnFlowEnded(now_, f.id, how);
+}
+
+}  // namespace vrdma::sched

@@ -1,0 +1,546 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// The scheduler stage on a FakeRnic: what reaches the RNIC (whole WRs,
+// pieces, WAITs, post lists, signals) under each control, and what the
+// owner and the policy are told.
+#include "backend/scheduler/stage.h"
+
+#include <vector>
+
+#include "backend/rnic/testing/fake_rnic.h"
+#include "gtest/gtest.h"
+
+namespace vrdma::sched {
+namespace {
+
+using vrdma::testing::FakeRnic;
+
+class RecordingOwner : public StageOwner {
+ public:
+  struct Done {
+    uint32_t tag;
+    WcStatus status;
+    uint32_t len;
+  };
+  void OnWrDone(void*, uint32_t tag, WcStatus s, uint32_t len) override {
+    done.push_back({tag, s, len});
+  }
+  void OnMarkerReached(void*, uint32_t tag, WcStatus s) override {
+    markers.push_back({tag, s, 0});
+  }
+  void OnPostRefused(void*, uint32_t tag, Status) override {
+    refused.push_back(tag);
+  }
+  void PrepareReceive(void*, const ReceivePiece& p) override {
+    receives.push_back(p);
+  }
+  bool SendPeerMessage(DestId dest, const policy::PeerMessage& m) override {
+    peer.push_back({dest, m});
+    return true;
+  }
+  std::vector<Done> done, markers;
+  std::vector<uint32_t> refused;
+  std::vector<ReceivePiece> receives;
+  std::vector<std::pair<DestId, policy::PeerMessage>> peer;
+};
+
+// A policy that only records; tests drive the mechanisms directly.
+class ScriptPolicy : public policy::SchedulerPolicy {
+ public:
+  std::string_view name() const override { return "script"; }
+  void OnTenantAdded(TenantId, const policy::TenantQos&) override {}
+  void OnTenantQosChanged(TenantId, const policy::TenantQos&) override {}
+  void OnTenantRemoved(TenantId) override {}
+  void OnFlowAdded(Nanos, const policy::FlowInfo& f) override {
+    flows.push_back(f);
+  }
+  void OnFlowEnded(Nanos, FlowId, policy::FlowEnd how) override {
+    ends.push_back(how);
+  }
+  void OnArrival(Nanos, const policy::WrInfo& wr) override {
+    arrivals.push_back(wr);
+  }
+  void OnCompleted(Nanos, const policy::WrInfo& wr, Nanos lat,
+                   bool ok) override {
+    completions.push_back(wr);
+    latencies.push_back(lat);
+    oks.push_back(ok);
+  }
+  void OnCreditNeeded(Nanos, FlowId f) override { credit_asks.push_back(f); }
+  void OnTimer(Nanos now) override { timers.push_back(now); }
+  void OnProbeCompleted(Nanos, DestId d, Nanos rtt) override {
+    probes.push_back({d, rtt});
+  }
+  policy::Mechanisms& M() { return mech(); }
+
+  std::vector<policy::FlowInfo> flows;
+  std::vector<policy::FlowEnd> ends;
+  std::vector<policy::WrInfo> arrivals, completions;
+  std::vector<Nanos> latencies, timers;
+  std::vector<bool> oks;
+  std::vector<FlowId> credit_asks;
+  std::vector<std::pair<DestId, Nanos>> probes;
+};
+
+class StageTest : public ::testing::Test {
+ protected:
+  void SetUp() override { MakeFlow(QpType::kRc); }
+
+  void MakeFlow(QpType type, uint32_t depth = 64, uint32_t capacity = 32) {
+    cq_ = *rnic_.CreateCq(1024);
+    QpInit init;
+    init.type = type;
+    init.send_cq = cq_;
+    init.recv_cq = cq_;
+    qp_ = *rnic_.CreateQp(init);
+    QpAttr a;
+    a.state = QpState::kRts;
+    (void)rnic_.ModifyQp(qp_, a, kQpState);
+    FlowSpec s;
+    s.tenant = 7;
+    s.qp = qp_;
+    s.type = type;
+    s.send_cq = cq_;
+    s.rnic_depth = depth;
+    s.queue_capacity = capacity;
+    s.max_inline = 64;
+    s.cookie_base = uint64_t{0xab} << 32;
+    flow_ = stage_.AddFlow(Stage::PrepareFlow(s), now_);
+    ASSERT_NE(flow_, kNoFlow);
+  }
+
+  static SendWr Wr(WrOpcode op, uint32_t bytes, bool signaled) {
+    SendWr w;
+    w.opcode = op;
+    w.num_sge = 1;
+    w.sge[0] = {0x100000, bytes, 5};
+    w.remote_addr = 0x7000000;
+    w.rkey = 9;
+    w.send_flags = signaled ? uint32_t{kSendSignaled} : 0u;
+    return w;
+  }
+  bool Submit(const SendWr& w, uint32_t tag) {
+    policy::WrInfo info;
+    info.kind = policy::WrKind::kWrite;
+    if (w.opcode == WrOpcode::kRdmaRead) info.kind = policy::WrKind::kRead;
+    if (w.opcode == WrOpcode::kSend || w.opcode == WrOpcode::kSendWithImm) {
+      info.kind = policy::WrKind::kSend;
+    }
+    info.bytes = static_cast<uint32_t>(w.total_length());
+    info.signaled = (w.send_flags & kSendSignaled) != 0;
+    return stage_.Submit(flow_, w, tag, info, now_);
+  }
+  std::deque<SendWr>& Posted() { return rnic_.qps.at(qp_.id).sends; }
+  // The RNIC completes its oldest posted WRs up to and including the n-th
+  // signaled one (unsignaled ones silently, as hardware does).
+  void CompleteSignaled(int n = 1, WcStatus status = WcStatus::kSuccess) {
+    auto& q = Posted();
+    while (n > 0 && !q.empty()) {
+      SendWr wr = q.front();
+      if (!(wr.send_flags & kSendSignaled)) {
+        q.pop_front();
+        continue;
+      }
+      rnic_.CompleteSend(qp_.qpn, status);
+      --n;
+    }
+    Poll();
+  }
+  void Poll() {
+    Completion c[64];
+    int n;
+    while ((n = rnic_.PollCq(cq_, c)) > 0) {
+      for (int i = 0; i < n; ++i) stage_.OnCompletion(flow_, c[i], now_);
+    }
+  }
+  void Run() { stage_.Run(now_); }
+
+  FakeRnic rnic_;
+  ScriptPolicy policy_;
+  RecordingOwner owner_;
+  Stage stage_{rnic_, policy_, owner_};
+  RnicCq cq_;
+  RnicQp qp_;
+  FlowId flow_ = kNoFlow;
+  Nanos now_ = 1000;
+};
+
+TEST_F(StageTest, NativeWrsGoWholeInOnePostListAndUnsignaledOnesAreReported) {
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 64, false), 1));
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 64, false), 2));
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 64, true), 3));
+  Run();
+  EXPECT_EQ(rnic_.post_calls, 1u) << "one doorbell for the batch";
+  ASSERT_EQ(Posted().size(), 3u);
+  EXPECT_FALSE(Posted()[0].send_flags & kSendSignaled) << "unsignaled stays so";
+  EXPECT_TRUE(Posted()[2].send_flags & kSendSignaled);
+  EXPECT_EQ(Posted()[0].wr_id >> 32, 0xabu);
+  EXPECT_EQ(policy_.arrivals.size(), 3u);
+  CompleteSignaled();
+  ASSERT_EQ(owner_.done.size(), 3u);
+  for (uint32_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(owner_.done[i].tag, i + 1);
+    EXPECT_EQ(owner_.done[i].status, WcStatus::kSuccess);
+  }
+  EXPECT_EQ(policy_.completions.size(), 3u) << "the policy sees unsignaled WRs too";
+  const policy::FlowAccount& a = stage_.flow_account(flow_);
+  EXPECT_EQ(a.wrs_arrived, 3u);
+  EXPECT_EQ(a.wrs_completed, 3u);
+  EXPECT_EQ(a.outstanding_pieces, 0u);
+  EXPECT_EQ(stage_.tenant_account(7).bytes_completed, 192u);
+  EXPECT_FALSE(stage_.busy());
+}
+
+TEST_F(StageTest, SplitWriteBecomesPiecesAtOffsetsWithOneCompletion) {
+  policy::FlowControl c;
+  c.chunk_bytes = 64 << 10;
+  policy_.M().Configure(flow_, c);
+  SendWr w = Wr(WrOpcode::kRdmaWrite, 1 << 20, true);
+  w.send_flags |= kSendFence;
+  ASSERT_TRUE(Submit(w, 9));
+  Run();
+  ASSERT_EQ(Posted().size(), 16u);
+  EXPECT_EQ(rnic_.post_calls, 1u);
+  for (size_t i = 0; i < 16; ++i) {
+    const SendWr& p = Posted()[i];
+    const uint64_t off = i * (64 << 10);
+    EXPECT_EQ(p.remote_addr, w.remote_addr + off);
+    EXPECT_EQ(p.sge[0].addr, w.sge[0].addr + off);
+    EXPECT_EQ(p.total_length(), 64u << 10);
+    EXPECT_EQ(bool(p.send_flags & kSendSignaled), i == 15) << i;
+    EXPECT_EQ(bool(p.send_flags & kSendFence), i == 0) << i;
+  }
+  CompleteSignaled();
+  ASSERT_EQ(owner_.done.size(), 1u);
+  EXPECT_EQ(owner_.done[0].tag, 9u);
+  EXPECT_EQ(owner_.done[0].len, 1u << 20);
+  ASSERT_EQ(policy_.completions.size(), 1u);
+  EXPECT_EQ(policy_.completions[0].bytes, 1u << 20);
+  EXPECT_EQ(stage_.flow_account(flow_).pieces_posted, 16u);
+}
+
+TEST_F(StageTest, WriteWithImmIsSplitOnlyWhenTheReceiverReassembles) {
+  policy::FlowControl c;
+  c.chunk_bytes = 4096;
+  policy_.M().Configure(flow_, c);
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWriteWithImm, 10000, true), 1));
+  Run();
+  ASSERT_EQ(Posted().size(), 1u) << "held whole";
+  EXPECT_EQ(owner_.receives.size(), 1u);
+  EXPECT_EQ(owner_.receives[0].total, 10000u);
+  CompleteSignaled();
+  stage_.SetReceiverReassembles(flow_, true);
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWriteWithImm, 10000, true), 2));
+  Run();
+  ASSERT_EQ(Posted().size(), 3u);
+  // Only the last piece consumes a receive, described with the total.
+  ASSERT_EQ(owner_.receives.size(), 2u);
+  EXPECT_EQ(owner_.receives[1].total, 10000u);
+  EXPECT_FALSE(owner_.receives[1].lands_in_buffer);
+  CompleteSignaled();
+  ASSERT_EQ(owner_.done.size(), 2u);
+  EXPECT_EQ(owner_.done[1].len, 10000u);
+}
+
+TEST_F(StageTest, SplitSendDescribesEveryPieceToTheReceiverOnce) {
+  stage_.SetReceiverReassembles(flow_, true);
+  policy::FlowControl c;
+  c.chunk_bytes = 4096;
+  c.window_bytes = 8192;
+  policy_.M().Configure(flow_, c);
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kSendWithImm, 10000, true), 1));
+  Run();
+  ASSERT_EQ(Posted().size(), 2u) << "the window holds two pieces";
+  ASSERT_EQ(owner_.receives.size(), 2u);
+  EXPECT_TRUE(owner_.receives[0].first);
+  EXPECT_EQ(owner_.receives[1].offset, 4096u);
+  EXPECT_FALSE(owner_.receives[1].last);
+  EXPECT_TRUE(Posted()[1].send_flags & kSendSignaled) << "forced: the window "
+                                                          "must reopen";
+  EXPECT_EQ(Posted()[1].opcode, WrOpcode::kSend);
+  CompleteSignaled(2);
+  Run();
+  ASSERT_EQ(Posted().size(), 1u);
+  EXPECT_EQ(Posted()[0].opcode, WrOpcode::kSendWithImm);
+  EXPECT_EQ(Posted()[0].total_length(), 10000u - 8192u);
+  ASSERT_EQ(owner_.receives.size(), 3u);
+  EXPECT_TRUE(owner_.receives[2].last);
+  EXPECT_TRUE(owner_.done.empty());
+  CompleteSignaled();
+  ASSERT_EQ(owner_.done.size(), 1u);
+  EXPECT_EQ(owner_.done[0].len, 10000u);
+}
+
+TEST_F(StageTest, WindowBoundsWhatIsOutstandingAndForcesASignal) {
+  policy::FlowControl c;
+  c.window_wrs = 4;
+  policy_.M().Configure(flow_, c);
+  for (uint32_t i = 0; i < 10; ++i) {
+    ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 16, false), i));
+  }
+  Run();
+  ASSERT_EQ(Posted().size(), 4u);
+  EXPECT_TRUE(stage_.busy()) << "it awaits the completions it forced";
+  EXPECT_EQ(stage_.flow_account(flow_).queued_wrs, 6u);
+  // Every second piece is signaled (half the window), so the window
+  // reopens in steps; never more than four on the RNIC.
+  for (int round = 0; round < 20 && owner_.done.size() < 10; ++round) {
+    CompleteSignaled();
+    Run();
+    EXPECT_LE(stage_.flow_account(flow_).outstanding_pieces, 4u);
+    EXPECT_LE(Posted().size(), 4u);
+  }
+  EXPECT_EQ(owner_.done.size(), 10u);
+  EXPECT_EQ(stage_.flow_account(flow_).outstanding_pieces, 0u);
+  EXPECT_FALSE(stage_.busy());
+  for (const auto& d : owner_.done) EXPECT_EQ(d.status, WcStatus::kSuccess);
+}
+
+TEST_F(StageTest, HeldFlowPostsNothingUntilResumedAndCountsHeldTime) {
+  policy::FlowControl c;
+  c.held = true;
+  policy_.M().Configure(flow_, c);
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 100, true), 1));
+  Run();
+  EXPECT_TRUE(Posted().empty());
+  now_ += 5000;
+  c.held = false;
+  policy_.M().Configure(flow_, c);
+  Run();
+  EXPECT_EQ(Posted().size(), 1u);
+  EXPECT_EQ(stage_.flow_account(flow_).held_ns, 5000u);
+  EXPECT_EQ(stage_.tenant_account(7).held_ns, 5000u);
+}
+
+TEST_F(StageTest, GatedFlowAsksForCreditOnceAndPaysDebts) {
+  policy::FlowControl c;
+  c.gated = true;
+  policy_.M().Configure(flow_, c);
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 3000, true), 1));
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 3000, true), 2));
+  Run();
+  Run();
+  EXPECT_TRUE(Posted().empty());
+  EXPECT_EQ(policy_.credit_asks.size(), 1u);
+  policy_.M().Grant(flow_, 1000, 10);  // less than a WR: it posts in debt
+  Run();
+  EXPECT_EQ(Posted().size(), 1u);
+  EXPECT_EQ(policy_.M().credit_bytes(flow_), 0u);
+  EXPECT_EQ(policy_.credit_asks.size(), 2u);
+  policy_.M().Grant(flow_, 2000, 10);  // pays the debt, nothing left
+  Run();
+  EXPECT_EQ(Posted().size(), 1u);
+  policy_.M().Grant(flow_, 1, 1);
+  Run();
+  EXPECT_EQ(Posted().size(), 2u);
+}
+
+TEST_F(StageTest, ReleaseTimesAndThePolicyTimerRunOnTheWheel) {
+  policy_.M().ReleaseAt(flow_, now_ + 10000);
+  policy_.M().WakeAt(now_ + 3000);
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 100, true), 1));
+  Run();
+  EXPECT_TRUE(Posted().empty());
+  EXPECT_EQ(stage_.next_deadline(), now_ + 3000);
+  now_ += 3000;
+  Run();
+  ASSERT_EQ(policy_.timers.size(), 1u);
+  EXPECT_EQ(stage_.next_deadline(), now_ + 7000);
+  EXPECT_TRUE(Posted().empty());
+  now_ += 7000;
+  Run();
+  EXPECT_EQ(Posted().size(), 1u);
+  EXPECT_EQ(stage_.next_deadline(), kNoExpiry);
+}
+
+TEST_F(StageTest, BadWrBehindHeldWorkFailsAfterTheValidOnesComplete) {
+  policy::FlowControl c;
+  c.held = true;
+  policy_.M().Configure(flow_, c);
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 100, false), 1));
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 100, true), 2));
+  ASSERT_TRUE(stage_.SubmitMarker(flow_, 3, WcStatus::kLocProtErr, now_));
+  Run();
+  EXPECT_TRUE(owner_.markers.empty()) << "held work first";
+  c.held = false;
+  policy_.M().Configure(flow_, c);
+  Run();
+  ASSERT_EQ(Posted().size(), 2u);
+  EXPECT_TRUE(owner_.markers.empty());
+  CompleteSignaled();
+  EXPECT_EQ(owner_.done.size(), 2u);
+  Run();
+  ASSERT_EQ(owner_.markers.size(), 1u);
+  EXPECT_EQ(owner_.markers[0].tag, 3u);
+  EXPECT_EQ(owner_.markers[0].status, WcStatus::kLocProtErr);
+}
+
+TEST_F(StageTest, MarkerBehindUnsignaledWorkPostsASentinel) {
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 100, false), 1));
+  Run();
+  ASSERT_TRUE(stage_.SubmitMarker(flow_, 2, WcStatus::kLocLenErr, now_));
+  Run();
+  ASSERT_EQ(Posted().size(), 2u);
+  const SendWr& s = Posted()[1];
+  EXPECT_EQ(s.opcode, WrOpcode::kRdmaWrite);
+  EXPECT_EQ(s.total_length(), 0u);
+  EXPECT_EQ(s.rkey, 0u);
+  EXPECT_TRUE(s.send_flags & kSendSignaled);
+  EXPECT_TRUE(owner_.markers.empty());
+  CompleteSignaled();
+  Run();
+  ASSERT_EQ(owner_.done.size(), 1u);
+  EXPECT_EQ(owner_.done[0].status, WcStatus::kSuccess) << "the valid WR is not flushed";
+  ASSERT_EQ(owner_.markers.size(), 1u);
+}
+
+TEST_F(StageTest, ErrorInAMiddlePieceIsReportedOnceAndLaterWrsFlush) {
+  policy::FlowControl c;
+  c.chunk_bytes = 1000;
+  policy_.M().Configure(flow_, c);
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 4000, true), 1));
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 100, false), 2));
+  Run();
+  ASSERT_EQ(Posted().size(), 5u);
+  rnic_.CompleteSend(qp_.qpn);  // piece 0 (completed visibly: a fake)
+  rnic_.CompleteSend(qp_.qpn, WcStatus::kRemAccessErr);  // piece 1; flushes the rest
+  Poll();
+  ASSERT_EQ(owner_.done.size(), 2u);
+  EXPECT_EQ(owner_.done[0].tag, 1u);
+  EXPECT_EQ(owner_.done[0].status, WcStatus::kRemAccessErr);
+  EXPECT_EQ(owner_.done[1].tag, 2u);
+  EXPECT_EQ(owner_.done[1].status, WcStatus::kWrFlushErr);
+  stage_.EndFlowWork(flow_, policy::FlowEnd::kError, now_);
+  EXPECT_EQ(owner_.done.size(), 2u) << "nothing twice";
+  EXPECT_EQ(policy_.ends.back(), policy::FlowEnd::kError);
+}
+
+TEST_F(StageTest, EndFlowWorkFlushesQueuedWorkInOrder) {
+  policy::FlowControl c;
+  c.held = true;
+  policy_.M().Configure(flow_, c);
+  for (uint32_t i = 0; i < 3; ++i) ASSERT_TRUE(Submit(Wr(WrOpcode::kSend, 10, i == 2), i));
+  ASSERT_TRUE(stage_.SubmitMarker(flow_, 3, WcStatus::kLocQpOpErr, now_));
+  stage_.EndFlowWork(flow_, policy::FlowEnd::kError, now_);
+  ASSERT_EQ(owner_.done.size(), 4u);
+  for (uint32_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(owner_.done[i].tag, i);
+    EXPECT_EQ(owner_.done[i].status, WcStatus::kWrFlushErr);
+  }
+  EXPECT_EQ(policy_.completions.size(), 3u) << "the marker was never the policy's";
+  EXPECT_EQ(stage_.queued_wrs(flow_), 0u);
+  EXPECT_EQ(stage_.flow_account(flow_).sq_len(), 0u);
+  // A reset drops silently.
+  for (uint32_t i = 0; i < 2; ++i) ASSERT_TRUE(Submit(Wr(WrOpcode::kSend, 10, true), i));
+  stage_.EndFlowWork(flow_, policy::FlowEnd::kReset, now_);
+  EXPECT_EQ(owner_.done.size(), 4u);
+  EXPECT_EQ(stage_.flow_account(flow_).sq_len(), 0u);
+}
+
+TEST_F(StageTest, FullFifoIsBackpressureAndARefusingRnicIsRetried) {
+  rnic_.sq_capacity = 2;
+  for (uint32_t i = 0; i < 32; ++i) ASSERT_TRUE(Submit(Wr(WrOpcode::kSend, 8, true), i));
+  EXPECT_FALSE(Submit(Wr(WrOpcode::kSend, 8, true), 99)) << "FIFO full";
+  Run();
+  EXPECT_EQ(Posted().size(), 2u);
+  // Every planned SEND was described once, in order; the refused ones are
+  // not described again when they are retried.
+  EXPECT_EQ(owner_.receives.size(), 32u);
+  EXPECT_TRUE(stage_.busy()) << "stays ready: the RNIC may take it next turn";
+  Run();
+  EXPECT_EQ(owner_.receives.size(), 32u);
+  CompleteSignaled(2);
+  Run();
+  EXPECT_EQ(Posted().size(), 2u);
+  EXPECT_EQ(owner_.receives.size(), 32u);
+  EXPECT_EQ(owner_.done.size(), 2u);
+  EXPECT_TRUE(Submit(Wr(WrOpcode::kSend, 8, true), 99));
+}
+
+TEST_F(StageTest, ZeroCountWaitsSitBetweenPiecesOnlyWhereTheRnicHasThem) {
+  policy::FlowControl c;
+  c.chunk_bytes = 1024;
+  c.interrupt_waits = 2;
+  policy_.M().Configure(flow_, c);
+  EXPECT_EQ(policy_.M().control(flow_).interrupt_waits, 0) << "no WAIT here";
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 3000, true), 1));
+  Run();
+  EXPECT_EQ(Posted().size(), 3u);
+
+  FakeRnic xc;
+  xc.lim.cross_channel = true;
+  ScriptPolicy pol;
+  RecordingOwner own;
+  Stage st(xc, pol, own);
+  RnicCq cq = *xc.CreateCq(64);
+  QpInit init;
+  init.send_cq = init.recv_cq = cq;
+  RnicQp qp = *xc.CreateQp(init);
+  QpAttr a;
+  a.state = QpState::kRts;
+  (void)xc.ModifyQp(qp, a, kQpState);
+  FlowSpec s;
+  s.qp = qp;
+  s.send_cq = cq;
+  s.rnic_depth = 64;
+  FlowId f = st.AddFlow(Stage::PrepareFlow(s), 0);
+  pol.M().Configure(f, c);
+  policy::WrInfo info;
+  info.bytes = 3000;
+  info.signaled = true;
+  ASSERT_TRUE(st.Submit(f, Wr(WrOpcode::kRdmaWrite, 3000, true), 1, info, 0));
+  st.Run(0);
+  auto& posted = xc.qps.at(qp.id).sends;
+  ASSERT_EQ(posted.size(), 3u + 2u * 2u);
+  EXPECT_EQ(posted[1].opcode, WrOpcode::kWait);
+  EXPECT_EQ(posted[1].wait_cq.id, cq.id);
+  EXPECT_EQ(posted[2].opcode, WrOpcode::kWait);
+  EXPECT_EQ(posted[3].opcode, WrOpcode::kRdmaWrite);
+  EXPECT_EQ(posted[6].opcode, WrOpcode::kRdmaWrite);
+  EXPECT_EQ(xc.post_calls, 1u) << "pieces and WAITs in one post list";
+}
+
+TEST_F(StageTest, FlowIdsAreUniqueAcrossTenantsAndReused) {
+  FlowSpec s;
+  s.tenant = 8;
+  s.qp = qp_;
+  s.rnic_depth = 4;
+  const FlowId other = stage_.AddFlow(Stage::PrepareFlow(s), now_);
+  EXPECT_NE(other, flow_);
+  ASSERT_EQ(policy_.flows.size(), 2u);
+  EXPECT_EQ(policy_.flows[1].tenant, 8u);
+  EXPECT_EQ(stage_.tenant_account(8).flows, 1u);
+  auto storage = stage_.RemoveFlow(other, now_);
+  EXPECT_NE(storage, nullptr);
+  EXPECT_EQ(policy_.ends.back(), policy::FlowEnd::kDestroyed);
+  EXPECT_EQ(stage_.AddFlow(Stage::PrepareFlow(s), now_), other);
+}
+
+TEST_F(StageTest, ProbesGoOnTheStagesOwnQpAndReportTheirRoundTrip) {
+  RnicCq own = *rnic_.CreateCq(16);
+  QpInit init;
+  init.send_cq = init.recv_cq = own;
+  RnicQp pq = *rnic_.CreateQp(init);
+  QpAttr a;
+  a.state = QpState::kRts;
+  (void)rnic_.ModifyQp(pq, a, kQpState);
+  stage_.SetOwnCq(own);
+  EXPECT_FALSE(policy_.M().SendProbe(3)) << "no path yet";
+  stage_.AddProbePath(3, ProbePath{pq, 0x1000, 77});
+  ASSERT_TRUE(policy_.M().SendProbe(3));
+  EXPECT_FALSE(policy_.M().SendProbe(3)) << "one outstanding per destination";
+  const SendWr& p = rnic_.qps.at(pq.id).sends.front();
+  EXPECT_EQ(p.total_length(), 10u);
+  EXPECT_EQ(p.rkey, 77u);
+  EXPECT_TRUE(stage_.busy());
+  now_ += 2500;
+  rnic_.CompleteSend(pq.qpn);
+  Run();
+  ASSERT_EQ(policy_.probes.size(), 1u);
+  EXPECT_EQ(policy_.probes[0].first, 3u);
+  EXPECT_EQ(policy_.probes[0].second, 2500u);
+  EXPECT_TRUE(policy_.M().SendProbe(3));
+}
+
+}  // namespace
+}  // namespace vrdma::sched

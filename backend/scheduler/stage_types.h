@@ -1,0 +1,84 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// What an owner of the scheduler stage hands it and gets back: a flow's
+// description, the receive-side description of a message piece, the
+// stage's probe paths, and the owner's callbacks. See stage.h.
+#ifndef VRDMA_BACKEND_SCHEDULER_STAGE_TYPES_H_
+#define VRDMA_BACKEND_SCHEDULER_STAGE_TYPES_H_
+
+#include <cstdint>
+
+#include "backend/base/status.h"
+#include "backend/rnic/rnic.h"
+#include "policy/scheduler_policy.h"
+
+namespace vrdma::sched {
+
+using policy::DestId;
+using policy::FlowId;
+using policy::TenantId;
+using Nanos = policy::Nanos;
+
+inline constexpr FlowId kNoFlow = UINT32_MAX;
+// The stage owns the low kRecordBits of every wr_id it posts for a flow.
+inline constexpr uint32_t kRecordBits = 30;
+inline constexpr uint64_t kRecordMask = (uint64_t{1} << kRecordBits) - 1;
+
+struct FlowSpec {
+  TenantId tenant = 0;
+  void* owner = nullptr;          // passed back in StageOwner calls
+  RnicQp qp;
+  QpType type = QpType::kRc;
+  RnicCq send_cq;                 // the QP's send CQ (zero-count WAITs)
+  uint32_t rnic_depth = 1;        // the host send queue's depth
+  uint32_t queue_capacity = 32;   // guest WRs the stage may hold
+  uint32_t max_inline = 0;        // inline bytes a WR may carry
+  uint64_t cookie_base = 0;       // wr_id = cookie_base | record bits
+  DestId dest = 0;
+};
+
+// One message piece that consumes a receive at the destination, described
+// to the owner just before it is posted (docs/scheduler.md, "Split SEND").
+struct ReceivePiece {
+  uint32_t offset = 0;  // of the piece in the message
+  uint32_t length = 0;  // bytes it carries
+  uint32_t total = 0;   // the whole message
+  bool first = true;
+  bool last = true;
+  bool lands_in_buffer = true;  // SEND: yes; WRITE_WITH_IMM: no (only its
+                                // last piece consumes a receive)
+  uint32_t remote_qpn = 0;      // UD: the WR's destination QP
+};
+
+// The stage's own QP towards one destination, for probes: RC, connected,
+// its send CQ the one given to SetOwnCq; probes are 10-byte inline WRITEs
+// to [remote_addr, +10) under rkey.
+struct ProbePath {
+  RnicQp qp;
+  uint64_t remote_addr = 0;
+  uint32_t rkey = 0;
+};
+
+class StageOwner {
+ public:
+  virtual ~StageOwner() = default;
+  // A guest WR left the stage for good: completed (kSuccess), failed with
+  // its first error, or flushed (kWrFlushErr). byte_len as its completion
+  // reports it.
+  virtual void OnWrDone(void* owner, uint32_t tag, WcStatus status,
+                        uint32_t byte_len) = 0;
+  // An error marker (SubmitMarker) reached the head of its flow and every
+  // WR before it is done: the owner now fails the QP.
+  virtual void OnMarkerReached(void* owner, uint32_t tag, WcStatus status) = 0;
+  // The RNIC refused a post for another reason than a full queue (the QP
+  // left RTS on its own). The WR stays at the head; the owner fails the QP.
+  virtual void OnPostRefused(void* owner, uint32_t tag, Status status) = 0;
+  // A piece that consumes a receive at the destination is posted next.
+  virtual void PrepareReceive(void* owner, const ReceivePiece& piece) = 0;
+  // Carries a peer message to dest's daemon; false when there is no way.
+  virtual bool SendPeerMessage(DestId dest, const policy::PeerMessage& m) = 0;
+};
+
+}  // namespace vrdma::sched
+
+#endif  // VRDMA_BACKEND_SCHEDULER_STAGE_TYPES_H_

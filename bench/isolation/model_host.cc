@@ -1,0 +1,207 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+#include "bench/isolation/model_host.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace vrdma::bench {
+
+using model::Picos;
+
+policy::CardProfile CardProfileOf(const model::NicParams& nic,
+                                  const model::FabricParams& fabric) {
+  policy::CardProfile c;
+  c.line_rate_bps = nic.line_rate_gbps * 1e9;
+  // The dispatcher admits one WQE per dispatch_gap (the card's ceiling);
+  // a QP is on one PU at a time, a PU spends wqe_cost per WQE.
+  c.max_msgs_per_s = 1e12 / static_cast<double>(nic.dispatch_gap_ps);
+  c.qp_msgs_per_s = 1e12 / static_cast<double>(nic.wqe_cost_ps);
+  c.mtu_bytes = nic.mtu_bytes;
+  c.processing_units = nic.num_pus;
+  // A small message's round trip on an idle card: doorbell and fetch,
+  // processing, two hops each way, the responder, the CQE write.
+  const Picos hop = fabric.link_propagation_ps * 2 + fabric.switch_latency_ps;
+  const Picos rtt = nic.doorbell_ps + nic.wqe_fetch_ps + nic.wqe_cost_ps +
+                    2 * hop + nic.rx_cost_ps + nic.cqe_write_ps +
+                    nic.wire_time_ps(16) + nic.wire_time_ps(0);
+  c.base_rtt_ns = rtt / model::kPicosPerNano;
+  return c;
+}
+
+// ------------------------------------------------------------- HostSet --
+
+class HostSet::Delivery final : public model::TimerSink {
+ public:
+  Delivery(HostSet& set, uint32_t from, uint32_t to,
+           const policy::PeerMessage& m)
+      : set_(set), from_(from), to_(to), m_(m) {}
+  void OnTimer(uint64_t) override {
+    done = true;
+    set_.host(to_).DeliverPeer(from_, m_);
+  }
+  bool done = false;
+
+ private:
+  HostSet& set_;
+  uint32_t from_, to_;
+  policy::PeerMessage m_;
+};
+
+HostSet::HostSet(model::ModelWorld& world) : world_(world) {}
+HostSet::~HostSet() = default;
+
+void HostSet::MarkDirty(ModelHost& host) {
+  if (!host.dirty) {
+    host.dirty = true;
+    dirty_.push_back(&host);
+  }
+  sim().Stop();
+}
+
+bool HostSet::RunTurns() {
+  bool any = false;
+  for (size_t i = 0; i < dirty_.size(); ++i) {  // turns may mark more
+    ModelHost* h = dirty_[i];
+    if (!h->dirty) continue;
+    h->Turn();
+    any = true;
+  }
+  dirty_.clear();
+  return any;
+}
+
+void HostSet::WatchCq(model::CqId cq, ModelHost* host) { cq_host_[cq] = host; }
+
+void HostSet::OnCqeVisible(model::CqId cq) {
+  auto it = cq_host_.find(cq);
+  if (it != cq_host_.end()) MarkDirty(*it->second);
+}
+
+void HostSet::SendPeer(uint32_t from, uint32_t to,
+                       const policy::PeerMessage& m) {
+  std::erase_if(deliveries_, [](const auto& d) { return d->done; });
+  deliveries_.push_back(std::make_unique<Delivery>(*this, from, to, m));
+  sim().ScheduleTimer(sim().now() + model::NsToPs(kControlDelayNs),
+                      deliveries_.back().get(), 0);
+}
+
+// ----------------------------------------------------------- ModelHost --
+
+ModelHost::ModelHost(HostSet& set, const model::NicParams& nic,
+                     std::unique_ptr<policy::SchedulerPolicy> policy)
+    : set_(set),
+      id_(static_cast<uint32_t>(set.size())),
+      rnic_(set.world(), nic),
+      policy_(std::move(policy)) {
+  stage_ = std::make_unique<sched::Stage>(rnic_, *policy_, *this);
+  cq_ = *rnic_.CreateCq(1u << 16);
+  own_cq_ = *rnic_.CreateCq(1u << 12);
+  stage_->SetOwnCq(own_cq_);
+  set_.WatchCq(rnic_.model_cq(cq_), this);
+  set_.WatchCq(rnic_.model_cq(own_cq_), this);
+  set_.Add(this);
+}
+
+ModelHost::~ModelHost() = default;
+
+policy::Nanos ModelHost::now_ns() const {
+  return set_.sim().now() / model::kPicosPerNano;
+}
+
+sched::FlowId ModelHost::AddFlow(policy::TenantId tenant, RnicQp qp,
+                                 uint32_t depth, sched::DestId dest,
+                                 Tenant* tenant_ctx) {
+  sched::FlowSpec spec;
+  spec.tenant = tenant;
+  spec.owner = tenant_ctx;
+  spec.qp = qp;
+  spec.send_cq = cq_;
+  spec.rnic_depth = depth;
+  spec.queue_capacity = depth;
+  spec.dest = dest;
+  const sched::FlowId flow =
+      stage_->AddFlow(sched::Stage::PrepareFlow(spec), now_ns());
+  // Both ends are vhost-rdma daemons: split SENDs are put back together.
+  stage_->SetReceiverReassembles(flow, true);
+  flows_[qp.qpn] = flow;
+  return flow;
+}
+
+void ModelHost::AddReceiver(RnicQp qp, uint32_t count) {
+  receivers_[qp.qpn] = qp;
+  RecvWr r;
+  for (uint32_t i = 0; i < count; ++i) {
+    r.wr_id = i;
+    (void)rnic_.PostRecv(qp, {&r, 1}, nullptr);
+  }
+}
+
+void ModelHost::AddProbePath(sched::DestId dest, RnicQp qp) {
+  stage_->AddProbePath(dest, sched::ProbePath{qp, 0, 0});
+}
+
+void ModelHost::Turn() {
+  dirty = false;
+  const policy::Nanos now = now_ns();
+  int n;
+  while ((n = rnic_.PollCq(cq_, poll_)) > 0) {
+    for (int i = 0; i < n; ++i) {
+      const Completion& c = poll_[i];
+      if (c.opcode == WcOpcode::kRecv || c.opcode == WcOpcode::kRecvRdmaWithImm) {
+        // The receiving guest posts its buffer again at once.
+        auto it = receivers_.find(c.qpn);
+        if (it == receivers_.end()) continue;
+        RecvWr r;
+        r.wr_id = c.wr_id;
+        (void)rnic_.PostRecv(it->second, {&r, 1}, nullptr);
+        continue;
+      }
+      auto it = flows_.find(c.qpn);
+      if (it != flows_.end()) stage_->OnCompletion(it->second, c, now);
+    }
+  }
+  // A pass is bounded (kMaxPass pieces): serve until nothing moves.
+  for (int i = 0; i < 64 && stage_->Run(now); ++i) {
+  }
+  if (stage_->has_ready()) {
+    // The model's send queue was full (unsignaled WRs free it silently):
+    // look again shortly, as a polling data path would.
+    ArmWake(set_.sim().now() + model::NsToPs(1000));
+  }
+  const sched::Nanos deadline = stage_->next_deadline();
+  if (deadline != sched::kNoExpiry) ArmWake(deadline * model::kPicosPerNano);
+}
+
+void ModelHost::ArmWake(Picos at) {
+  const Picos now = set_.sim().now();
+  at = std::max(at, now);
+  if (wake_armed_ > now && wake_armed_ <= at) return;  // an earlier one is armed
+  wake_armed_ = at;
+  set_.sim().ScheduleTimer(at, this, at);
+}
+
+void ModelHost::OnTimer(uint64_t cookie) {
+  if (cookie == wake_armed_) wake_armed_ = UINT64_MAX;
+  set_.MarkDirty(*this);
+}
+
+void ModelHost::OnWrDone(void* owner, uint32_t tag, WcStatus status,
+                         uint32_t) {
+  static_cast<Tenant*>(owner)->OnWrDone(tag, status);
+}
+
+void ModelHost::OnPostRefused(void*, uint32_t, Status) { ++refused_posts; }
+
+bool ModelHost::SendPeerMessage(sched::DestId dest,
+                                const policy::PeerMessage& m) {
+  if (dest >= set_.size()) return false;
+  set_.SendPeer(id_, dest, m);
+  return true;
+}
+
+void ModelHost::DeliverPeer(uint32_t from, const policy::PeerMessage& m) {
+  stage_->OnPeerMessage(from, m, now_ns());
+  set_.MarkDirty(*this);
+}
+
+}  // namespace vrdma::bench

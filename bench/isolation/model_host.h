@@ -1,0 +1,129 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// One host of the isolation bench: a vhost-rdma daemon's scheduler stage
+// and policy (the same sched::Stage the engine runs) on that host's card of
+// the RNIC MODEL, reached through vrdma::Rnic (model::ModelRnic). The
+// bench's tenants submit their WRs here as the engine would after decoding
+// a guest's ring; the stage reports them back when done.
+//
+// Everything runs on the model's virtual clock: a host takes a turn (polls
+// its CQs, runs the stage) whenever the model makes one of its CQEs
+// visible, a timer it armed fires (the stage's next deadline, a retry), or
+// a tenant submits work. Figures are model outputs, not hardware ones.
+#ifndef VRDMA_BENCH_ISOLATION_MODEL_HOST_H_
+#define VRDMA_BENCH_ISOLATION_MODEL_HOST_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/rnic_model/model_rnic.h"
+#include "backend/scheduler/stage.h"
+#include "policy/scheduler_policy.h"
+
+namespace vrdma::bench {
+
+// The card a policy plans for, from the model's parameters (the figures
+// the model's preset is built on, docs/rnic-model.md).
+policy::CardProfile CardProfileOf(const model::NicParams& nic,
+                                  const model::FabricParams& fabric);
+
+class ModelHost;
+
+// The hosts' shared context: the model, which host must take a turn, and
+// the control channel between daemons (peer messages).
+class HostSet final : public model::CqeListener {
+ public:
+  explicit HostSet(model::ModelWorld& world);
+  ~HostSet() override;
+  model::ModelWorld& world() { return world_; }
+  model::Simulator& sim() { return world_.sim(); }
+  void Add(ModelHost* host) { hosts_.push_back(host); }
+  ModelHost& host(uint32_t id) { return *hosts_[id]; }
+  size_t size() const { return hosts_.size(); }
+  // The host must take a turn before virtual time moves on.
+  void MarkDirty(ModelHost& host);
+  // Runs every pending turn; returns true when any ran.
+  bool RunTurns();
+  void WatchCq(model::CqId cq, ModelHost* host);
+  void OnCqeVisible(model::CqId cq) override;
+  // Peer messages travel the control channel with a fixed one-way delay.
+  static constexpr double kControlDelayNs = 2000;
+  void SendPeer(uint32_t from, uint32_t to, const policy::PeerMessage& m);
+
+ private:
+  class Delivery;
+  model::ModelWorld& world_;
+  std::vector<ModelHost*> hosts_;
+  std::vector<ModelHost*> dirty_;
+  std::unordered_map<model::CqId, ModelHost*> cq_host_;
+  std::vector<std::unique_ptr<Delivery>> deliveries_;
+};
+
+class ModelHost final : public sched::StageOwner, public model::TimerSink {
+ public:
+  // Told when the stage is done with one of the tenant's WRs.
+  class Tenant {
+   public:
+    virtual ~Tenant() = default;
+    virtual void OnWrDone(uint32_t tag, WcStatus status) = 0;
+  };
+
+  ModelHost(HostSet& set, const model::NicParams& nic,
+            std::unique_ptr<policy::SchedulerPolicy> policy);
+  ~ModelHost() override;
+
+  uint32_t id() const { return id_; }
+  model::ModelRnic& rnic() { return rnic_; }
+  RnicCq cq() const { return cq_; }
+  sched::Stage& stage() { return *stage_; }
+  policy::Nanos now_ns() const;
+
+  // A tenant QP sending from this host (already connected).
+  sched::FlowId AddFlow(policy::TenantId tenant, RnicQp qp, uint32_t depth,
+                        sched::DestId dest, Tenant* tenant_ctx);
+  // A peer QP on this host that receives: the host keeps `count` receives
+  // posted on it (a guest that always has buffers).
+  void AddReceiver(RnicQp qp, uint32_t count);
+  // The stage's own QP towards dest (probes), send CQ = own_cq().
+  RnicCq own_cq() const { return own_cq_; }
+  void AddProbePath(sched::DestId dest, RnicQp qp);
+
+  void Turn();
+  void DeliverPeer(uint32_t from, const policy::PeerMessage& m);
+
+  // sched::StageOwner
+  void OnWrDone(void* owner, uint32_t tag, WcStatus status,
+                uint32_t byte_len) override;
+  void OnMarkerReached(void*, uint32_t, WcStatus) override {}
+  void OnPostRefused(void*, uint32_t, Status) override;
+  void PrepareReceive(void*, const sched::ReceivePiece&) override {}
+  bool SendPeerMessage(sched::DestId dest,
+                       const policy::PeerMessage& m) override;
+  // model::TimerSink: the stage's deadline or a retry.
+  void OnTimer(uint64_t cookie) override;
+
+  bool dirty = false;
+  uint64_t refused_posts = 0;
+
+ private:
+  void ArmWake(model::Picos at);
+
+  HostSet& set_;
+  uint32_t id_;
+  model::ModelRnic rnic_;
+  std::unique_ptr<policy::SchedulerPolicy> policy_;
+  std::unique_ptr<sched::Stage> stage_;
+  RnicCq cq_;
+  RnicCq own_cq_;
+  std::unordered_map<uint32_t, RnicQp> receivers_;  // by QPN
+  std::unordered_map<uint32_t, sched::FlowId> flows_;  // by QPN
+  model::Picos wake_armed_ = UINT64_MAX;
+  std::array<Completion, 64> poll_{};
+};
+
+}  // namespace vrdma::bench
+
+#endif  // VRDMA_BENCH_ISOLATION_MODEL_HOST_H_
