@@ -133,12 +133,13 @@ void EngineImpl::HandleCompletion(CqObj& cq, const Completion& c) {
       RecvQueue& rq = qp->rq;
       wc.wr_id = rq.wr_ids[slot];
       wc.qp_num = qp->qpn;
-      if (rq.posted > 0) --rq.posted;
       Retire(cq, 1);
-      MarkRecvDone(rq, slot);
       if (failed && qp->state != QpState::kErr) NoteRnicError(*qp);
-      (void)WriteCqe(cq, wc, /*solicited=*/true);
       ready_rq_.PushBack(&rq);  // refill after this batch
+      // A WQE filled in slices completes with its last one.
+      if (CompleteRecvSlice(rq, slot, c, &wc)) {
+        (void)WriteCqe(cq, wc, /*solicited=*/true);
+      }
       return;
     }
     case CookieKind::kSrqRecv: {
@@ -148,8 +149,7 @@ void EngineImpl::HandleCompletion(CqObj& cq, const Completion& c) {
         return;
       }
       wc.wr_id = srq->rq.wr_ids[slot];
-      if (srq->rq.posted > 0) --srq->rq.posted;
-      MarkRecvDone(srq->rq, slot);
+      (void)CompleteRecvSlice(srq->rq, slot, c, &wc);  // always whole
       if (failed) {
         if (QpObj* qp = FindQp(vm, c.qpn);
             qp != nullptr && qp->state != QpState::kErr) {

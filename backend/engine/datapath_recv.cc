@@ -33,6 +33,9 @@
 // marks completed slots; the index moves over the finished prefix), so the
 // guest can never overwrite a buffer the RNIC may still write into.
 //
+// When the only sender is a local QP, the queue is fed "announced"
+// instead: only what the sender's stage described (datapath_recv_slices.cc).
+//
 // A receive WQE that fails checks (bad lkey, MR of another PD, no
 // LOCAL_WRITE, range outside the MR, too many SGEs) completes with an error
 // CQE after the older receives and moves the QP to ERR. On an SRQ there is
@@ -91,6 +94,8 @@ bool EngineImpl::ReplenishRecv(RecvQueue& rq) {
       UnlinkRecv(rq);
       return false;
     }
+    // Announced: only what the local sender described is posted.
+    if (rq.announced) return PostAnnounced(rq);
   }
   uint32_t prod = 0;
   if (!rq.ring.LoadProducer(&prod)) {
@@ -147,6 +152,9 @@ bool EngineImpl::ReplenishRecv(RecvQueue& rq) {
       continue;
     }
     rq.wr_ids[next] = wr.wr_id;
+    rq.slots[next] = RecvSlot{};
+    rq.slots[next].posted = 1;
+    rq.slots[next].closed = true;
     wr.wr_id = MakeCookie(handle, kind, next);
     ++n;
     next = rq.ring.Next(next);
@@ -174,6 +182,7 @@ void EngineImpl::FailRecv(RecvQueue& rq, uint32_t slot, uint64_t guest_wr_id,
 bool EngineImpl::FlushRecvRing(RecvQueue& rq) {
   QpObj& qp = *rq.qp;
   PollRnicCq(*qp.recv_cq, /*drain=*/true);  // the RNIC's flushed receives first
+  CloseOpenWqe(rq);
   uint32_t prod = 0;
   if (!rq.ring.LoadProducer(&prod)) {
     UnlinkRecv(rq);

@@ -171,7 +171,7 @@ class EngineImpl final : public Engine, private sched::StageOwner {
                 uint32_t byte_len) override;
   void OnMarkerReached(void* owner, uint32_t tag, WcStatus status) override;
   void OnPostRefused(void* owner, uint32_t tag, Status status) override;
-  void PrepareReceive(void* owner, const sched::ReceivePiece& piece) override;
+  bool PrepareReceive(void* owner, const sched::ReceivePiece& piece) override;
   bool SendPeerMessage(sched::DestId dest,
                        const policy::PeerMessage& m) override;
 
@@ -188,6 +188,23 @@ class EngineImpl final : public Engine, private sched::StageOwner {
   bool SweepRecv();
   void UnlinkRecv(RecvQueue& rq);
   void CheckSrqLimit(SrqObj& srq);
+
+  // --- announced receives, split SENDs (datapath_recv_slices.cc) ---
+  // The local QP qp sends to (RC/UC, destination GID of its VM), if any.
+  QpObj* LocalPeer(const QpObj& qp) const;
+  // At RTR: announced when the only possible sender is a local QP.
+  void ChooseReceiveMode(QpObj& qp);
+  // Whether sender's stage may split receive-consuming WRs.
+  void UpdateReassembly(QpObj& sender);
+  bool AnnounceReceive(RecvQueue& rq, const sched::ReceivePiece& piece);
+  bool PostAnnounced(RecvQueue& rq);
+  // Flush or reset: the plan is dropped; a WQE waiting for slices that will
+  // never come completes (flushed) once what was posted of it has.
+  void CloseOpenWqe(RecvQueue& rq);
+  // A slice of slot completed; true when the WQE is complete (wc's status
+  // and byte_len then set).
+  bool CompleteRecvSlice(RecvQueue& rq, uint32_t slot, const Completion& c,
+                         ib_uverbs_wc* wc);
 
   // --- completions (datapath_cq.cc) ---
   // Polls one batch, or until empty when drain; true when any.

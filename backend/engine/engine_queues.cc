@@ -41,6 +41,7 @@ void EngineImpl::InitRecvQueue(RecvQueue& rq, const RingSpec& ring,
   rq.low_watermark = std::max<uint32_t>(1, rq.depth / 2);
   rq.wr_ids.assign(rq.ring.num_elem(), 0);
   rq.done.assign(rq.ring.num_elem(), 0);
+  rq.slots.assign(rq.ring.num_elem(), RecvSlot{});
   rq.head = rq.consumer = rq.posted = 0;
 }
 
@@ -363,6 +364,10 @@ Status EngineImpl::ModifyQpLocked(VmContext& vm, QpObj& qp,
         qp.rq.posted = 0;
         qp.rq.head = qp.rq.consumer;  // those WQEs get posted again later
         std::fill(qp.rq.done.begin(), qp.rq.done.end(), 0);
+        std::fill(qp.rq.slots.begin(), qp.rq.slots.end(), RecvSlot{});
+        qp.rq.plan_head = qp.rq.plan_count = 0;
+        qp.rq.open = false;
+        qp.rq.announced = false;  // chosen again at RTR
       }
       qp.state = next;
       break;
@@ -373,7 +378,13 @@ Status EngineImpl::ModifyQpLocked(VmContext& vm, QpObj& qp,
       break;
     default:
       qp.state = next;
-      if (next == QpState::kRtr && !qp.srq) ReplenishRecv(qp.rq);
+      if (next == QpState::kRtr) {
+        if (!qp.srq) {
+          ChooseReceiveMode(qp);
+          ReplenishRecv(qp.rq);
+        }
+        UpdateReassembly(qp);
+      }
       if (next == QpState::kRts)
         pending_sq_.PushBack(&qp);  // WQEs posted early
       break;

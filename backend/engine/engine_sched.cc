@@ -51,9 +51,16 @@ void EngineImpl::OnPostRefused(void* owner, uint32_t, Status) {
   if (qp.state != QpState::kErr) NoteRnicError(qp);
 }
 
-void EngineImpl::PrepareReceive(void* owner, const sched::ReceivePiece& piece) {
-  if (!piece.first) return;
-  PrepareDestination(*static_cast<QpObj*>(owner), piece.remote_qpn);
+bool EngineImpl::PrepareReceive(void* owner, const sched::ReceivePiece& piece) {
+  QpObj& qp = *static_cast<QpObj*>(owner);
+  if (QpObj* dest = LocalPeer(qp);
+      dest != nullptr && dest->srq == nullptr && dest->rq.announced &&
+      dest->state != QpState::kErr) {
+    return AnnounceReceive(dest->rq, piece);
+  }
+  // Receives posted ahead: make sure what the guest posted is on the RNIC.
+  if (piece.first) PrepareDestination(qp, piece.remote_qpn);
+  return true;
 }
 
 bool EngineImpl::SendPeerMessage(sched::DestId dest,

@@ -4,130 +4,21 @@
 // WQEs written into their rings by hand (rdma_user_rxe.h layouts, as librxe
 // writes them), doorbells, PollOnce, then the CQEs in the guest CQ rings
 // and the bytes in the guests' memory.
+#include "backend/engine/testing/soft_rnic_guests.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <functional>
-
-#include "backend/engine/engine.h"
-#include "backend/engine/testing/guest_env.h"
-#include "backend/engine/testing/qp_bring_up.h"
-#include "backend/soft_rnic/soft_rnic.h"
-#include "policy/pass_through_policy.h"
 
 namespace vrdma::engine {
 namespace {
 
 using testing::DrainCq;
-using testing::GuestEnv;
+using testing::EngineSoftRnicTest;
+using testing::Guest;
 using testing::GuestRingRef;
 using testing::GuestSend;
-using testing::MakeGid;
-using testing::RecordingSink;
-
-constexpr uint32_t kAll = kAccessLocalWrite | kAccessRemoteWrite |
-                          kAccessRemoteRead | kAccessRemoteAtomic;
-constexpr uint32_t kBufPages = 4;
-
-// One guest: its RAM, a PD, a registered buffer, CQs and one QP.
-struct Guest {
-  explicit Guest(uint64_t gpa_base) : env(8u << 20, gpa_base) {}
-  GuestEnv env;
-  RecordingSink sink;
-  Gid gid{};
-  VmId vm = 0;
-  uint32_t pd = 0;
-  uint64_t buf_gpa = 0;
-  uint64_t iova = 0;
-  uint32_t lkey = 0, rkey = 0;
-  GuestRingRef scq, rcq, sq, rq;
-  uint32_t scq_h = 0, rcq_h = 0;
-  uint32_t qpn = 0;
-  uint8_t* buf() { return env.host(buf_gpa); }
-};
-
-class EngineSoftRnicTest : public ::testing::Test {
- protected:
-  void SetUp() override { engine_ = Engine::Create(rnic_, exec_, policy_); }
-
-  void AddGuest(Guest& g, uint8_t id, QpType type = QpType::kRc) {
-    g.gid = MakeGid(id);
-    VmConfig c;
-    c.name = "vm" + std::to_string(id);
-    c.gids = {g.gid};
-    Result<VmId> vm = engine_->AttachVm(c, &g.sink);
-    ASSERT_TRUE(vm.ok());
-    g.vm = *vm;
-    engine_->SetGuestMemory(g.vm, g.env.memory());
-    g.pd = *engine_->CreatePd(g.vm);
-    g.buf_gpa = g.env.AllocPages(kBufPages);
-    for (uint32_t i = 0; i < kBufPages * 4096; ++i)
-      g.buf()[i] = static_cast<uint8_t>(i * 3 + id);
-    g.iova = uint64_t{id} << 36;
-    RegMrRequest mr;
-    mr.pd = g.pd;
-    mr.access = kAll;
-    mr.iova = g.iova;
-    mr.length = kBufPages * 4096;
-    mr.pages = GuestEnv::Pages(g.buf_gpa, kBufPages);
-    Result<RegMrResult> m = engine_->RegMr(g.vm, mr);
-    ASSERT_TRUE(m.ok());
-    g.lkey = m->lkey;
-    g.rkey = m->rkey;
-    for (auto [ring, h] :
-         {std::pair{&g.scq, &g.scq_h}, std::pair{&g.rcq, &g.rcq_h}}) {
-      *ring = GuestRingRef(g.env, 6, 6);
-      CreateCqRequest cq;
-      cq.cqe = 63;
-      cq.ring = ring->spec;
-      Result<CreateCqResult> r = engine_->CreateCq(g.vm, cq);
-      ASSERT_TRUE(r.ok());
-      *h = r->handle;
-    }
-    CreateQpRequest q;
-    q.pd = g.pd;
-    q.type = type;
-    q.send_cq = g.scq_h;
-    q.recv_cq = g.rcq_h;
-    q.caps = {32, 32, 4, 4, 128};
-    g.sq = GuestRingRef(g.env, 6, 9);
-    g.rq = GuestRingRef(g.env, 6, 7);
-    q.sq = g.sq.spec;
-    q.rq = g.rq.spec;
-    Result<CreateQpResult> r = engine_->CreateQp(g.vm, q);
-    ASSERT_TRUE(r.ok()) << StatusName(r.status());
-    g.qpn = r->qpn;
-  }
-
-  void BringUp(Guest& g, QpType type, const Guest* peer) {
-    testing::BringUpQp(*engine_, g.vm, g.qpn, type, kAll,
-                       peer ? peer->gid : Gid{}, peer ? peer->qpn : 0);
-  }
-
-  // Runs the data path until pred holds (bounded).
-  bool RunUntil(const std::function<bool()>& pred, int max_turns = 100000) {
-    for (int i = 0; i < max_turns; ++i) {
-      if (pred()) return true;
-      engine_->PollOnce();
-    }
-    return pred();
-  }
-
-  // Collects CQEs as the guest polls them.
-  static std::function<bool()> Collect(GuestRingRef& cq,
-                                       std::vector<ib_uverbs_wc>& out,
-                                       size_t n) {
-    return [&cq, &out, n] {
-      for (const ib_uverbs_wc& wc : DrainCq(cq)) out.push_back(wc);
-      return out.size() >= n;
-    };
-  }
-
-  SoftRnic rnic_;
-  InlineExecutor exec_;
-  policy::PassThroughPolicy policy_;
-  std::unique_ptr<Engine> engine_;
-};
+using testing::kBufPages;
 
 TEST_F(EngineSoftRnicTest, RcSendWriteReadBetweenTwoVms) {
   Guest a(0x100000), b(0x40000000);

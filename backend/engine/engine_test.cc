@@ -985,5 +985,39 @@ TEST_F(EngineTest, SchedulerHoldsReleasesAndFlushesInOrder) {
   engine_.reset();  // before the policy it uses goes away
 }
 
+// A WQE that fails the checks behind WRs the stage holds does not flush
+// them: they are released, complete, and only then does it fail.
+TEST_F(EngineTest, BadWqeBehindHeldWorkFailsAfterIt) {
+  GatingPolicy pol;
+  engine_ = CreateEngine(rnic_, exec_, pol, EngineOptions{});
+  GuestEnv env;
+  VmId vm = Attach(env, {MakeGid(1)});
+  Rig r = MakeRig(env, vm);
+  rnic_.auto_complete = true;
+  testing::PostSend(r.sq, GuestSend{.wr_id = 1, .sges = {{r.iova, 8, r.lkey}}});
+  testing::PostSend(r.sq, GuestSend{.wr_id = 2, .sges = {{r.iova, 8, r.lkey}}});
+  // lkey of no MR: a local protection error.
+  testing::PostSend(r.sq, GuestSend{.wr_id = 3, .sges = {{r.iova, 8, 0xbad}}});
+  testing::PostSend(r.sq, GuestSend{.wr_id = 4, .sges = {{r.iova, 8, r.lkey}}});
+  engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, r.qpn);
+  Poll();
+  EXPECT_TRUE(DrainCq(r.scq).empty()) << "held, and the bad one waits";
+  EXPECT_EQ(rnic_.qps.at(r.qpn).attr.state, QpState::kRts);
+  pol.Release(2);
+  Poll();
+  std::vector<ib_uverbs_wc> wcs = DrainCq(r.scq);
+  ASSERT_EQ(wcs.size(), 4u);
+  EXPECT_EQ(wcs[0].wr_id, 1u);
+  EXPECT_EQ(wcs[0].status, 0u);
+  EXPECT_EQ(wcs[1].wr_id, 2u);
+  EXPECT_EQ(wcs[1].status, 0u);
+  EXPECT_EQ(wcs[2].wr_id, 3u);
+  EXPECT_EQ(wcs[2].status, static_cast<uint32_t>(WcStatus::kLocProtErr));
+  EXPECT_EQ(wcs[3].wr_id, 4u);
+  EXPECT_EQ(wcs[3].status, static_cast<uint32_t>(WcStatus::kWrFlushErr));
+  EXPECT_EQ(engine_->Stats(vm)->wqes_rejected, 1u);
+  engine_.reset();
+}
+
 }  // namespace
 }  // namespace vrdma::engine

@@ -9,6 +9,7 @@
 #ifndef VRDMA_BACKEND_ENGINE_OBJECTS_H_
 #define VRDMA_BACKEND_ENGINE_OBJECTS_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -71,10 +72,38 @@ struct CqObj {
   static constexpr uint8_t kArmSolicited = 2;
 };
 
+// A guest receive WQE in the RNIC's hands: one RNIC receive, or several
+// slices of it when a local sender split its message (docs/scheduler.md,
+// "Split SEND"). Its CQE is written when its last slice is posted
+// (closed) and every posted slice has completed.
+struct RecvSlot {
+  uint32_t bytes = 0;       // received by the completed slices
+  uint32_t report_len = 0;  // WRITE_WITH_IMM: the message's length
+  uint16_t posted = 0;
+  uint16_t done = 0;
+  uint8_t status = 0;       // the first error (WcStatus), 0 if none
+  bool closed = false;
+};
+
+// A receive-consuming piece a local sender announced before posting it.
+struct AnnouncedPiece {
+  uint32_t offset = 0;
+  uint32_t length = 0;
+  uint32_t total = 0;
+  bool first = true;
+  bool last = true;
+  bool lands = true;  // its bytes land in the receive buffer (SEND)
+};
+
 // A receive ring (a QP's RQ or an SRQ) and what of it is on the RNIC.
 // head: next ring index to post to the RNIC; consumer: the host-owned
 // consumer index, advanced over completed WQEs in ring order (done[]), so
 // the guest never reuses a slot the RNIC may still write into.
+//
+// Two ways to feed the RNIC: ahead (receives are pulled from the ring and
+// posted whole, up to the depth) or, when every sender is a local QP whose
+// stage describes its pieces first, announced: each described piece
+// becomes one RNIC receive, a slice of the WQE it lands in.
 struct RecvQueue {
   QpObj* qp = nullptr;  // exactly one of qp / srq
   SrqObj* srq = nullptr;
@@ -88,6 +117,18 @@ struct RecvQueue {
   uint32_t posted = 0;             // on the RNIC, not completed
   std::vector<uint64_t> wr_ids;    // guest wr_id by ring slot
   std::vector<uint8_t> done;       // completed, consumer not yet past it
+  std::vector<RecvSlot> slots;     // by ring slot, while on the RNIC
+  // Announced mode.
+  static constexpr uint32_t kPlanCapacity = 64;
+  bool announced = false;
+  sched::FlowId sender = sched::kNoFlow;  // the local sender's flow
+  bool sender_waits = false;              // it found the plan full
+  std::array<AnnouncedPiece, kPlanCapacity> plan{};
+  uint32_t plan_head = 0;
+  uint32_t plan_count = 0;
+  RecvWr open_wqe;                        // the WQE its slices come from
+  uint32_t open_slot = 0;
+  bool open = false;
   ListHook<RecvQueue> sweep_hook;  // posted < low_watermark
   ListHook<RecvQueue> ready_hook;  // replenish on this turn
 };

@@ -44,33 +44,36 @@ void CopyWr(const SendWr& src, SendWr* dst) {
   dst->enable_count = src.enable_count;
 }
 
-void BuildPiece(const SendWr& whole, uint32_t offset, uint32_t length,
-                bool last, SendWr* out) {
-  CopyWr(whole, out);
-  out->num_sge = 0;
-  const bool first = offset == 0;
-  const uint32_t piece_offset = offset;
-  uint64_t pos = 0;  // byte position of sge[i] in the message
-  for (int i = 0; i < whole.num_sge && length > 0; ++i) {
-    const Sge& s = whole.sge[i];
+int SliceSges(std::span<const Sge> in, uint64_t offset, uint64_t length,
+              std::span<Sge> out) {
+  int n = 0;
+  uint64_t pos = 0;  // byte position of in[i] in the list
+  for (const Sge& s : in) {
+    if (length == 0 || n == static_cast<int>(out.size())) break;
     const uint64_t end = pos + s.length;
     if (end > offset) {
       const uint64_t skip = offset > pos ? offset - pos : 0;
-      const uint32_t take = static_cast<uint32_t>(
-          std::min<uint64_t>(s.length - skip, length));
-      Sge& d = out->sge[out->num_sge++];
-      d.addr = s.addr + skip;
-      d.length = take;
-      d.lkey = s.lkey;
+      const uint64_t take = std::min<uint64_t>(s.length - skip, length);
+      out[n++] = Sge{s.addr + skip, static_cast<uint32_t>(take), s.lkey};
       offset += take;
       length -= take;
     }
     pos = end;
   }
+  return n;
+}
+
+void BuildPiece(const SendWr& whole, uint32_t offset, uint32_t length,
+                bool last, SendWr* out) {
+  CopyWr(whole, out);
+  const bool first = offset == 0;
+  out->num_sge = static_cast<uint8_t>(
+      SliceSges(std::span<const Sge>(whole.sge.data(), whole.num_sge), offset,
+                length, out->sge));
   if (whole.opcode == WrOpcode::kRdmaWrite ||
       whole.opcode == WrOpcode::kRdmaWriteWithImm ||
       whole.opcode == WrOpcode::kRdmaRead) {
-    out->remote_addr = whole.remote_addr + piece_offset;
+    out->remote_addr = whole.remote_addr + offset;
   }
   uint32_t flags = whole.send_flags & ~(kSendSignaled | kSendFence |
                                         kSendSolicited);

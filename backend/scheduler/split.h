@@ -7,6 +7,7 @@
 #define VRDMA_BACKEND_SCHEDULER_SPLIT_H_
 
 #include <cstdint>
+#include <span>
 
 #include "backend/rnic/rnic.h"
 
@@ -30,6 +31,12 @@ bool Splittable(const SendWr& wr, QpType type, bool receiver_reassembles);
 // decides). offset + length must be within whole.total_length().
 void BuildPiece(const SendWr& whole, uint32_t offset, uint32_t length,
                 bool last, SendWr* out);
+
+// Writes into out the SGEs covering bytes [offset, offset + length) of the
+// list in (fewer bytes when the list is shorter); returns how many. Used
+// for send pieces and for the receive slices they land in.
+int SliceSges(std::span<const Sge> in, uint64_t offset, uint64_t length,
+              std::span<Sge> out);
 
 // Copies a WR's meaningful fields (its used SGEs, not the whole array).
 void CopyWr(const SendWr& src, SendWr* dst);

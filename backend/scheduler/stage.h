@@ -90,6 +90,9 @@ class Stage final : public policy::Mechanisms {
   // Posts what one flow may post now (the owner's end of a batch, or a
   // full FIFO). Returns true when it posted anything.
   bool Kick(FlowId flow, Nanos now);
+  // The flow may post again (what it waited for outside the stage, e.g.
+  // its destination's receive descriptions, is there); Run serves it.
+  void Wake(FlowId flow);
   // A completion polled from the flow's send CQ whose wr_id carries this
   // flow's cookie_base.
   void OnCompletion(FlowId flow, const Completion& c, Nanos now);
@@ -147,6 +150,7 @@ class Stage final : public policy::Mechanisms {
   };
   enum class Stop : uint8_t {
     kEmpty, kHeld, kPaced, kCredit, kWindow, kRecords, kMarker, kPassFull,
+    kReceiver,
   };
   static constexpr uint32_t kMaxPass = 64;
 

@@ -110,6 +110,10 @@ bool Stage::Run(Nanos now) {
   return did;
 }
 
+void Stage::Wake(FlowId flow) {
+  if (FlowStorage* f = Get(flow)) MakeReady(*f);
+}
+
 bool Stage::Kick(FlowId flow, Nanos now) {
   FlowStorage* f = Get(flow);
   if (f == nullptr) return false;
@@ -192,7 +196,10 @@ Stage::Stop Stage::Plan(FlowStorage& f, uint32_t* count) {
         rp.last = last;
         rp.lands_in_buffer = !write_imm;
         rp.remote_qpn = wr.remote_qpn;
-        owner_.PrepareReceive(f.spec.owner, rp);
+        if (!owner_.PrepareReceive(f.spec.owner, rp)) {
+          stop = Stop::kReceiver;
+          break;
+        }
       }
       e.announced = offset + length;
     }
@@ -427,6 +434,9 @@ bool Stage::ServeFlow(FlowStorage& f) {
     case Stop::kRecords:
     case Stop::kMarker:
       ready_.Remove(&f);  // a completion brings it back
+      break;
+    case Stop::kReceiver:
+      ready_.Remove(&f);  // the owner wakes it
       break;
   }
   return posted > 0;

@@ -31,9 +31,12 @@ class RecordingOwner : public StageOwner {
   void OnPostRefused(void*, uint32_t tag, Status) override {
     refused.push_back(tag);
   }
-  void PrepareReceive(void*, const ReceivePiece& p) override {
+  bool PrepareReceive(void*, const ReceivePiece& p) override {
+    if (receiver_full) return false;
     receives.push_back(p);
+    return true;
   }
+  bool receiver_full = false;
   bool SendPeerMessage(DestId dest, const policy::PeerMessage& m) override {
     peer.push_back({dest, m});
     return true;

@@ -74,7 +74,9 @@ class StageOwner {
   // left RTS on its own). The WR stays at the head; the owner fails the QP.
   virtual void OnPostRefused(void* owner, uint32_t tag, Status status) = 0;
   // A piece that consumes a receive at the destination is posted next.
-  virtual void PrepareReceive(void* owner, const ReceivePiece& piece) = 0;
+  // false: the destination cannot take its description now; the flow
+  // waits until the owner wakes it (Stage::Wake).
+  virtual bool PrepareReceive(void* owner, const ReceivePiece& piece) = 0;
   // Carries a peer message to dest's daemon; false when there is no way.
   virtual bool SendPeerMessage(DestId dest, const policy::PeerMessage& m) = 0;
 };

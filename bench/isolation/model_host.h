@@ -99,7 +99,9 @@ class ModelHost final : public sched::StageOwner, public model::TimerSink {
                 uint32_t byte_len) override;
   void OnMarkerReached(void*, uint32_t, WcStatus) override {}
   void OnPostRefused(void*, uint32_t, Status) override;
-  void PrepareReceive(void*, const sched::ReceivePiece&) override {}
+  bool PrepareReceive(void*, const sched::ReceivePiece&) override {
+    return true;  // the receiving guest always has buffers posted
+  }
   bool SendPeerMessage(sched::DestId dest,
                        const policy::PeerMessage& m) override;
   // model::TimerSink: the stage's deadline or a retry.
