@@ -1,6 +1,8 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 #include "policy/policy_registry.h"
 
+#include <charconv>
+
 #include "policy/pass_through_policy.h"
 
 namespace vrdma::policy {
@@ -16,7 +18,40 @@ bool SplitOption(std::string_view opt, std::string_view* key,
   return true;
 }
 
+bool ParseDouble(std::string_view text, double* out) {
+  const char* end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(text.data(), end, *out);
+  return ec == std::errc() && p == end;
+}
+
 }  // namespace
+
+bool ParseCardOption(std::string_view option, CardProfile* card,
+                     std::string* error) {
+  std::string_view key, value;
+  double v = 0;
+  if (!SplitOption(option, &key, &value) || !ParseDouble(value, &v) || v <= 0) {
+    *error = "card option must be key=positive-number: " + std::string(option);
+    return false;
+  }
+  if (key == "line_gbps") {
+    card->line_rate_bps = v * 1e9;
+  } else if (key == "max_mpps") {
+    card->max_msgs_per_s = v * 1e6;
+  } else if (key == "qp_mpps") {
+    card->qp_msgs_per_s = v * 1e6;
+  } else if (key == "mtu") {
+    card->mtu_bytes = static_cast<uint32_t>(v);
+  } else if (key == "pus") {
+    card->processing_units = static_cast<uint32_t>(v);
+  } else if (key == "rtt_us") {
+    card->base_rtt_ns = static_cast<Nanos>(v * 1e3);
+  } else {
+    *error = "unknown card option: " + std::string(key);
+    return false;
+  }
+  return true;
+}
 
 std::vector<std::string> PolicyNames() { return {"pass-through"}; }
 

@@ -26,6 +26,11 @@ std::unique_ptr<SchedulerPolicy> MakePolicy(
     const std::vector<std::string>& options, uint32_t host_id,
     std::string* error);
 
+// A figure of the card ("line_gbps", "max_mpps", "qp_mpps", "mtu", "pus",
+// "rtt_us") from "key=value"; false (with *error) when unknown or bad.
+bool ParseCardOption(std::string_view option, CardProfile* card,
+                     std::string* error);
+
 }  // namespace vrdma::policy
 
 #endif  // VRDMA_POLICY_POLICY_REGISTRY_H_

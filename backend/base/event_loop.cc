@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,7 +15,7 @@ namespace vrdma {
 namespace {
 
 constexpr int kMaxEvents = 64;
-constexpr uint32_t kWakeGeneration = 0;  // generation of the loop's own wake fd
+constexpr uint32_t kWakeGeneration = 0;  // the loop's own wake and timer fds
 
 uint64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -32,21 +33,27 @@ std::unique_ptr<EpollEventLoop> EpollEventLoop::Create(Options options) {
   std::unique_ptr<EpollEventLoop> loop(new EpollEventLoop(options));
   loop->epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   loop->wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (loop->epoll_fd_ < 0 || loop->wake_fd_ < 0) return nullptr;
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.u64 = Pack(loop->wake_fd_, kWakeGeneration);
-  if (epoll_ctl(loop->epoll_fd_, EPOLL_CTL_ADD, loop->wake_fd_, &ev) != 0) return nullptr;
+  loop->timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+  if (loop->epoll_fd_ < 0 || loop->wake_fd_ < 0 || loop->timer_fd_ < 0) return nullptr;
+  for (int fd : {loop->wake_fd_, loop->timer_fd_}) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = Pack(fd, kWakeGeneration);
+    if (epoll_ctl(loop->epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) return nullptr;
+  }
   return loop;
 }
 
 EpollEventLoop::~EpollEventLoop() {
   if (epoll_fd_ >= 0) close(epoll_fd_);
   if (wake_fd_ >= 0) close(wake_fd_);
+  if (timer_fd_ >= 0) close(timer_fd_);
 }
 
 bool EpollEventLoop::AddFd(int fd, uint32_t epoll_events, FdHandler handler) {
-  if (fd < 0 || fd == wake_fd_ || fds_.count(fd) != 0 || !handler) return false;
+  if (fd < 0 || fd == wake_fd_ || fd == timer_fd_ || fds_.count(fd) != 0 || !handler) {
+    return false;
+  }
   // A generation per registration, so an event for a removed fd whose number
   // was reused within the same epoll batch is not delivered to the new one.
   uint32_t gen = next_generation_++;
@@ -66,9 +73,10 @@ void EpollEventLoop::RemoveFd(int fd) {
   fds_.erase(it);
 }
 
-uint64_t EpollEventLoop::AddPoller(Poller poller, ArmHook arm) {
+uint64_t EpollEventLoop::AddPoller(Poller poller, ArmHook arm, DeadlineHook deadline) {
   const uint64_t id = next_poller_id_++;
-  pollers_.push_back(PollerEntry{id, std::move(poller), std::move(arm), false});
+  pollers_.push_back(
+      PollerEntry{id, std::move(poller), std::move(arm), std::move(deadline), false});
   return id;
 }
 
@@ -110,6 +118,21 @@ void EpollEventLoop::ArmPollers() {
   CompactPollers();
 }
 
+void EpollEventLoop::ArmDeadline() {
+  uint64_t earliest = UINT64_MAX;
+  for (const PollerEntry& p : pollers_) {
+    if (!p.removed && p.deadline) earliest = std::min(earliest, p.deadline());
+  }
+  itimerspec spec{};  // zero: disarmed
+  if (earliest != UINT64_MAX) {
+    // An absolute time already past would disarm: at least 1 ns.
+    earliest = std::max<uint64_t>(earliest, 1);
+    spec.it_value.tv_sec = static_cast<time_t>(earliest / 1'000'000'000);
+    spec.it_value.tv_nsec = static_cast<long>(earliest % 1'000'000'000);
+  }
+  timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &spec, nullptr);
+}
+
 bool EpollEventLoop::DispatchFds(int timeout_ms) {
   epoll_event events[kMaxEvents];
   int n = epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
@@ -118,9 +141,10 @@ bool EpollEventLoop::DispatchFds(int timeout_ms) {
   for (int i = 0; i < n; ++i) {
     const int fd = static_cast<int>(events[i].data.u64 & 0xffffffffu);
     const uint32_t gen = static_cast<uint32_t>(events[i].data.u64 >> 32);
-    if (fd == wake_fd_ && gen == kWakeGeneration) {
+    if ((fd == wake_fd_ || fd == timer_fd_) && gen == kWakeGeneration) {
       uint64_t v;
-      [[maybe_unused]] ssize_t r = read(wake_fd_, &v, sizeof(v));
+      [[maybe_unused]] ssize_t r = read(fd, &v, sizeof(v));
+      if (fd == timer_fd_) deadline_wakeups_.fetch_add(1, std::memory_order_relaxed);
       did = true;
       continue;
     }
@@ -176,6 +200,9 @@ void EpollEventLoop::Run() {
         ArmPollers();
         if (RunPollers()) continue;
         if (stop_.load(std::memory_order_acquire)) break;
+        // Timed work (a paced release, a policy timer) wakes the loop; it
+        // costs no busy core until then.
+        ArmDeadline();
         sleeps_.fetch_add(1, std::memory_order_relaxed);
         DispatchFds(-1);
         continue;

@@ -50,7 +50,8 @@ class EpollEventLoop final : public EventLoop {
 
   bool AddFd(int fd, uint32_t epoll_events, FdHandler handler) override;
   void RemoveFd(int fd) override;
-  uint64_t AddPoller(Poller poller, ArmHook arm = nullptr) override;
+  uint64_t AddPoller(Poller poller, ArmHook arm = nullptr,
+                     DeadlineHook deadline = nullptr) override;
   void RemovePoller(uint64_t id) override;
 
   // Runs on the calling thread until Stop().
@@ -67,6 +68,10 @@ class EpollEventLoop final : public EventLoop {
   bool InLoopThread() const;
   // Number of times the loop went to sleep in epoll_wait (tests, stats).
   uint64_t sleeps() const { return sleeps_.load(std::memory_order_relaxed); }
+  // Number of sleeps a poller's deadline ended (tests, stats).
+  uint64_t deadline_wakeups() const {
+    return deadline_wakeups_.load(std::memory_order_relaxed);
+  }
 
  private:
   struct FdEntry {
@@ -77,12 +82,15 @@ class EpollEventLoop final : public EventLoop {
     uint64_t id;
     Poller poller;
     ArmHook arm;
+    DeadlineHook deadline;
     bool removed;
   };
 
   explicit EpollEventLoop(Options options) : options_(options) {}
   bool RunPollers();
   void ArmPollers();
+  // Arms the timer fd for the earliest poller deadline (or disarms it).
+  void ArmDeadline();
   // Returns true when a handler ran.
   bool DispatchFds(int timeout_ms);
   void CompactPollers();
@@ -90,9 +98,11 @@ class EpollEventLoop final : public EventLoop {
   Options options_;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
+  int timer_fd_ = -1;  // wakes a sleeping loop at a poller's deadline
   std::atomic<bool> stop_{false};
   std::atomic<std::thread::id> loop_thread_{};
   std::atomic<uint64_t> sleeps_{0};
+  std::atomic<uint64_t> deadline_wakeups_{0};
   uint32_t next_generation_ = 1;
   std::unordered_map<int, std::shared_ptr<FdEntry>> fds_;
   std::vector<PollerEntry> pollers_;

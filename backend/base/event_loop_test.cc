@@ -252,5 +252,40 @@ TEST(MailboxExecutorTest, RunSyncFromLoopThreadRunsInline) {
   EXPECT_EQ(inner, 1);
 }
 
+// Timed work costs no busy core: a poller with a deadline 30 ms ahead
+// lets the loop sleep, and the deadline (not an fd) wakes it, once.
+TEST(EventLoopTest, PollerDeadlineWakesTheSleepingLoop) {
+  EpollEventLoop::Options o;
+  o.idle_spin_ns = 0;
+  LoopThread t(o);
+  auto now_ns = [] {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now().time_since_epoch())
+                                     .count());
+  };
+  std::atomic<uint64_t> due{now_ns() + 30'000'000};
+  std::atomic<uint64_t> fired_at{0};
+  std::atomic<int> turns{0};
+  t.loop().AddPoller(
+      [&] {
+        ++turns;
+        if (due.load() != UINT64_MAX && now_ns() >= due.load()) {
+          fired_at = now_ns();
+          due = UINT64_MAX;  // done: no more timed work
+          return true;
+        }
+        return false;
+      },
+      nullptr, [&] { return due.load(); });
+  const uint64_t start = now_ns();
+  t.Start();
+  ASSERT_TRUE(WaitFor([&] { return fired_at.load() != 0; }));
+  EXPECT_GE(fired_at.load(), start + 30'000'000);
+  EXPECT_LT(fired_at.load(), start + 2'000'000'000ull);
+  EXPECT_GE(t.loop().deadline_wakeups(), 1u);
+  // Asleep in between: a handful of turns, not a spin.
+  EXPECT_LT(turns.load(), 100);
+}
+
 }  // namespace
 }  // namespace vrdma

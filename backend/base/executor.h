@@ -29,19 +29,23 @@ class InlineExecutor final : public Executor {
 // run on every turn while any of them reports work (busy polling). When all
 // pollers have been idle for idle_spin_ns, the loop calls each poller's
 // `arm` hook (e.g. re-enable guest kicks), re-polls once, then sleeps in
-// epoll_wait until an fd fires.
+// epoll_wait until an fd fires or the earliest deadline a poller's
+// `deadline` hook names (absolute CLOCK_MONOTONIC nanoseconds) passes.
 class EventLoop {
  public:
   using FdHandler = std::function<void(uint32_t epoll_events)>;
   // Returns true when it did work.
   using Poller = std::function<bool()>;
   using ArmHook = std::function<void()>;
+  // When the poller next has timed work; UINT64_MAX when none.
+  using DeadlineHook = std::function<uint64_t()>;
 
   virtual ~EventLoop() = default;
   virtual bool AddFd(int fd, uint32_t epoll_events, FdHandler handler) = 0;
   virtual void RemoveFd(int fd) = 0;
   // Returns an id for RemovePoller.
-  virtual uint64_t AddPoller(Poller poller, ArmHook arm = nullptr) = 0;
+  virtual uint64_t AddPoller(Poller poller, ArmHook arm = nullptr,
+                             DeadlineHook deadline = nullptr) = 0;
   virtual void RemovePoller(uint64_t id) = 0;
 };
 

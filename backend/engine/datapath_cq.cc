@@ -29,7 +29,13 @@
 namespace vrdma::engine {
 
 void EngineImpl::Event(VmContext& vm, uint32_t type, uint32_t handle) {
-  if (vm.sink != nullptr) vm.sink->OnEvent(type, handle);
+  if (vm.sink == nullptr) return;
+  vm.sink->OnEvent(type, handle);
+  events_pending_.PushBack(&vm);
+}
+
+void EngineImpl::FlushEvents() {
+  while (VmContext* vm = events_pending_.PopFront()) vm->sink->FlushEvents();
 }
 
 void EngineImpl::Expect(CqObj& cq, uint64_t n) {

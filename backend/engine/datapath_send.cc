@@ -125,6 +125,7 @@ bool EngineImpl::PollOnce() {
   for (int i = 0; i < 1024 && !ready_rq_.empty(); ++i) {
     did |= ReplenishRecv(*ready_rq_.PopFront());
   }
+  FlushEvents();  // one guest notification per VM for this turn's events
   now_valid_ = false;  // work between turns (doorbells, RunSync) reads afresh
   // Work the stage can do now is work only this loop can release, and the
   // completions the RNIC owes for signaled pieces may wait on its timers

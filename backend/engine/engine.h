@@ -155,6 +155,9 @@ class VmEventSink {
   virtual ~VmEventSink() = default;
   // uint32_t type: enum virtio_rdma_event_type.
   virtual void OnEvent(uint32_t type, uint32_t handle) = 0;
+  // The end of a data-path turn that raised events: one guest notification
+  // for the batch instead of one per event.
+  virtual void FlushEvents() {}
 };
 
 class Engine {

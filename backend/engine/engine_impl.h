@@ -238,6 +238,9 @@ class EngineImpl final : public Engine, private sched::StageOwner {
   IntrusiveList<CqObj, &CqObj::active_hook> active_cq_;
   IntrusiveList<RecvQueue, &RecvQueue::sweep_hook> sweep_rq_;
   IntrusiveList<RecvQueue, &RecvQueue::ready_hook> ready_rq_;
+  IntrusiveList<VmContext, &VmContext::events_hook> events_pending_;
+  // One notification per VM for the events of a turn.
+  void FlushEvents();
   // The clock, read at most once per turn and only when something needs
   // it (an idle turn reads no clock).
   policy::Nanos Now() {

@@ -457,10 +457,30 @@ TEST_F(EngineTest, SendPathEndToEnd) {
   EXPECT_EQ(wcs[1].wr_id, 0x1235u);
   EXPECT_EQ(sink.Count(VIRTIO_RDMA_EV_CQ_COMP), 1);  // once, then disarmed
   EXPECT_EQ(sink.events[0].second, r.scq_h);
+  EXPECT_EQ(sink.flushes, 1);
+
+  // Events of one turn reach the guest in one notification.
+  sink.flushes = 0;
+  ASSERT_EQ(engine_->ReqNotifyCq(vm, r.scq_h, false), Status::kOk);
+  ASSERT_EQ(engine_->ReqNotifyCq(vm, r.rcq_h, false), Status::kOk);
+  testing::PostRecv(r.rq, 0x77, {{r.iova, 64, r.lkey}});
+  engine_->Doorbell(vm, VIRTIO_RDMA_DB_RQ, r.qpn);
+  testing::PostSend(r.sq, GuestSend{.wr_id = 0x1236, .sges = {{r.iova, 8, r.lkey}}});
+  engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, r.qpn);
+  Poll(1);
+  rnic_.CompleteSend(r.qpn);
+  rnic_.CompleteRecv(r.qpn, 8);
+  const size_t before = sink.events.size();
+  EXPECT_TRUE(engine_->PollOnce());
+  EXPECT_EQ(sink.events.size(), before + 2);  // both CQs armed
+  EXPECT_EQ(sink.flushes, 1);
+  DrainCq(r.scq);
+  DrainCq(r.rcq);
   VmStats s = *engine_->Stats(vm);
-  EXPECT_EQ(s.wqes_posted, 2u);
-  EXPECT_EQ(s.cqes_written, 2u);
+  EXPECT_EQ(s.wqes_posted, 3u);
+  EXPECT_EQ(s.cqes_written, 4u);
   EXPECT_EQ(s.wqes_rejected, 0u);
+  EXPECT_EQ(s.sched.wrs_completed, 3u);
 }
 
 TEST_F(EngineTest, MaliciousSendWqesCompleteWithErrors) {

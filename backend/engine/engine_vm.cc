@@ -113,6 +113,7 @@ void EngineImpl::DetachVm(VmId id) {
       (void)rnic_.DeallocPd(vm->pds.Lookup(h)->rnic);
     for (const Gid& g : vm->config.gids) (void)rnic_.RemoveGid(g);
     stage_.RemoveTenant(id);
+    events_pending_.Remove(vm);
     dead = vms_.Remove(id);
   });
   if (dead) {

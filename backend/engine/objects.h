@@ -224,6 +224,7 @@ struct VmContext {
   KeyMap lkey_to_mr;  // lkey -> MR handle
   VmStats stats;
   uint64_t doorbells_ignored = 0;
+  ListHook<VmContext> events_hook;  // raised events this turn, not flushed
 };
 
 // Engine cookies: the wr_id the RNIC sees. [63:32] handle of the QP (send,

@@ -22,6 +22,43 @@ constexpr size_t kMaxRequestBytes = 64 * 1024;
 
 json Error(const std::string& message) { return json{{"ok", false}, {"error", message}}; }
 
+// What a policy reports, as JSON members.
+class JsonReport final : public policy::ReportSink {
+ public:
+  explicit JsonReport(json* out) : out_(*out) {}
+  void Number(std::string_view key, double value) override { out_[std::string(key)] = value; }
+  void Text(std::string_view key, std::string_view value) override {
+    out_[std::string(key)] = std::string(value);
+  }
+
+ private:
+  json& out_;
+};
+
+json QosJson(const policy::TenantQos& q) {
+  return json{{"weight", q.weight},
+              {"class", TenantClassName(q.app_class)},
+              {"latency_target_ns", q.latency_target_ns},
+              {"max_rate_bps", q.max_rate_bps}};
+}
+
+json SchedulerJson(const policy::TenantAccount& a) {
+  return json{{"flows", a.flows},
+              {"wrs_arrived", a.wrs_arrived},
+              {"bytes_arrived", a.bytes_arrived},
+              {"wrs_completed", a.wrs_completed},
+              {"bytes_completed", a.bytes_completed},
+              {"pieces_posted", a.pieces_posted},
+              {"bytes_posted", a.bytes_posted},
+              {"queued_wrs", a.queued_wrs},
+              {"queued_bytes", a.queued_bytes},
+              {"outstanding_pieces", a.outstanding_pieces},
+              {"outstanding_bytes", a.outstanding_bytes},
+              {"held_ns", a.held_ns},
+              {"latency_avg_ns", a.wrs_completed ? a.latency_sum_ns / a.wrs_completed : 0},
+              {"latency_max_ns", a.latency_max_ns}};
+}
+
 }  // namespace
 
 Daemon::Daemon(const DaemonDeps& deps) : deps_(deps) {}
@@ -117,6 +154,7 @@ json Daemon::Handle(const json& request) {
     if (c == "detach-vm") return DetachVm(request);
     if (c == "list-vms") return ListVms();
     if (c == "stats") return Stats();
+    if (c == "set-qos") return SetQos(request);
   } catch (const std::exception& e) {
     return Error(std::string("bad request: ") + e.what());
   }
@@ -244,6 +282,14 @@ json Daemon::Stats() const {
       entry["vm_id"] = *id;
       if (auto r = deps_.engine->Stats(*id); r.ok()) s = *r;
     }
+    entry["qos"] = QosJson(vm->device->qos());
+    if (auto id = vm->device->vm(); id.has_value()) {
+      json pol = json::object();
+      JsonReport report(&pol);
+      deps_.engine->Report(*id, report);
+      entry["policy"] = pol;
+    }
+    entry["scheduler"] = SchedulerJson(s.sched);
     // Zeros when the guest holds nothing (also after a reset/disconnect).
     entry["pds"] = s.pds;
     entry["cqs"] = s.cqs;
@@ -257,7 +303,27 @@ json Daemon::Stats() const {
     entry["cqes_written"] = s.cqes_written;
     list.push_back(std::move(entry));
   }
-  return json{{"ok", true}, {"vms", list}};
+  json pol = json::object();
+  JsonReport report(&pol);
+  deps_.engine->ReportPolicy(report);
+  return json{{"ok", true}, {"policy", pol}, {"vms", list}};
+}
+
+json Daemon::SetQos(const json& request) {
+  auto name = request.find("name");
+  if (name == request.end() || !name->is_string()) return Error("name required");
+  auto it = vms_.find(name->get<std::string>());
+  if (it == vms_.end()) return Error("no such VM: " + name->get<std::string>());
+  auto q = request.find("qos");
+  if (q == request.end()) return Error("qos required");
+  policy::TenantQos qos = it->second->device->qos();
+  std::string error;
+  if (!ParseQos(*q, &qos, &error)) return Error(error);
+  const Status st = it->second->device->SetQos(qos);
+  if (st != Status::kOk) return Error(std::string("engine: ") + StatusName(st));
+  spdlog::info("VM {}: qos weight={} class={}", it->first, qos.weight,
+               TenantClassName(qos.app_class));
+  return json{{"ok", true}, {"qos", QosJson(qos)}};
 }
 
 }  // namespace vrdma::daemon

@@ -11,8 +11,12 @@
 //   {"cmd":"attach-vm", ...}   see vm_request.h
 //   {"cmd":"detach-vm","name":N}
 //   {"cmd":"list-vms"}         -> {"ok":true,"vms":[{"name","socket","connected",...}]}
-//   {"cmd":"stats"}            -> {"ok":true,"vms":[{"name",...,"pds","cqs","qps",
-//                                  "mrs","ahs","srqs","pinned_bytes",...}]}
+//   {"cmd":"stats"}            -> {"ok":true,"policy":{"name",...},
+//                                  "vms":[{"name",...,"pds","cqs","qps","mrs",
+//                                  "ahs","srqs","pinned_bytes",...,"qos":{...},
+//                                  "scheduler":{...},"policy":{...}}]}
+//   {"cmd":"set-qos","name":N,"qos":{"weight":..,"class":..,...}}
+//                                  the fields named replace the VM's QoS
 #ifndef VRDMA_VHOST_RDMA_DAEMON_DAEMON_H_
 #define VRDMA_VHOST_RDMA_DAEMON_DAEMON_H_
 
@@ -73,6 +77,7 @@ class Daemon {
   nlohmann::json DetachVm(const nlohmann::json& request);
   nlohmann::json ListVms() const;
   nlohmann::json Stats() const;
+  nlohmann::json SetQos(const nlohmann::json& request);
 
   void AcceptVhostUser(Vm* vm);
   void OnVhostUserReadable(Vm* vm);

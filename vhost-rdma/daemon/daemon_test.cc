@@ -141,6 +141,44 @@ TEST_F(DaemonTest, AttachListStatsDetach) {
   EXPECT_EQ(Request(R"({"cmd":"list-vms"})")["vms"].size(), 0u);
 }
 
+TEST_F(DaemonTest, QosIsSetAtAttachAndChangedLive) {
+  json r = Request(json{{"cmd", "attach-vm"},
+                        {"name", "vm-q"},
+                        {"socket", dir_ + "/vm-q.sock"},
+                        {"gids", {"::ffff:10.0.0.9"}},
+                        {"qos", {{"weight", 3}, {"class", "latency"}}}});
+  ASSERT_TRUE(r.value("ok", false)) << r.dump();
+  json vm = FindVm(Request(R"({"cmd":"stats"})"), "vm-q");
+  EXPECT_EQ(vm["qos"]["weight"], 3);
+  EXPECT_EQ(vm["qos"]["class"], "latency");
+  EXPECT_TRUE(vm["scheduler"].is_object());
+  EXPECT_EQ(vm["scheduler"]["wrs_arrived"], 0);
+
+  // Only the fields named change.
+  r = Request(R"({"cmd":"set-qos","name":"vm-q","qos":{"class":"throughput"}})");
+  ASSERT_TRUE(r.value("ok", false)) << r.dump();
+  vm = FindVm(Request(R"({"cmd":"stats"})"), "vm-q");
+  EXPECT_EQ(vm["qos"]["weight"], 3);
+  EXPECT_EQ(vm["qos"]["class"], "throughput");
+
+  // A bad change is refused whole; the old QoS stays.
+  for (const char* bad :
+       {R"({"cmd":"set-qos","name":"vm-q","qos":{"class":"urgent","weight":9}})",
+        R"({"cmd":"set-qos","name":"vm-q","qos":{"weight":0}})",
+        R"({"cmd":"set-qos","name":"vm-q","qos":{"priority":1}})",
+        R"({"cmd":"set-qos","name":"nobody","qos":{"weight":2}})",
+        R"({"cmd":"set-qos","name":"vm-q"})"}) {
+    json e = Request(std::string(bad));
+    EXPECT_FALSE(e.value("ok", true)) << bad;
+    EXPECT_TRUE(e.contains("error")) << bad;
+  }
+  vm = FindVm(Request(R"({"cmd":"stats"})"), "vm-q");
+  EXPECT_EQ(vm["qos"]["weight"], 3);
+  EXPECT_EQ(vm["qos"]["class"], "throughput");
+  json stats = Request(R"({"cmd":"stats"})");
+  EXPECT_EQ(stats["policy"]["name"], "pass-through");
+}
+
 TEST_F(DaemonTest, BadControlRequestsGetErrors) {
   const char* bad[] = {"not json", "[1]", R"({"cmd":7})", R"({"cmd":"reboot"})",
                        R"({"cmd":"detach-vm"})", R"({"cmd":"attach-vm","name":"x"})"};

@@ -19,7 +19,7 @@
 #include "backend/base/executor_mailbox.h"
 #include "backend/engine/engine.h"
 #include "backend/soft_rnic/soft_rnic.h"
-#include "policy/pass_through_policy.h"
+#include "policy/policy_registry.h"
 #include "vhost-rdma/daemon/daemon.h"
 #include "vhost-rdma/device/rdma_device.h"
 
@@ -57,6 +57,9 @@ int main(int argc, char** argv) {
   // --idle-yield-turns 4 (docs/benchmarks.md).
   uint32_t idle_spin_us = 50;
   uint32_t idle_yield_turns = 0;
+  std::string policy_name = "pass-through";
+  std::vector<std::string> policy_opts;
+  std::vector<std::string> card_opts;
   app.add_option("--control-socket,--control", control_path,
                  "JSON control socket (attach-vm, detach-vm, list-vms, stats)")
       ->required();
@@ -74,6 +77,15 @@ int main(int argc, char** argv) {
   app.add_option("--idle-yield-turns", idle_yield_turns,
                  "while spinning idle, sched_yield after this many empty turns "
                  "(0: never; lets guest threads sharing the cores run)");
+  app.add_option("--policy", policy_name,
+                 "scheduler policy for every VM's work (docs/policies.md)")
+      ->check(CLI::IsMember(vrdma::policy::PolicyNames()));
+  app.add_option("--policy-opt", policy_opts,
+                 "a knob of the policy, key=value (repeatable; docs/policies.md)");
+  app.add_option("--card", card_opts,
+                 "a figure of the RNIC the policy plans for, key=value: line_gbps, "
+                 "max_mpps, qp_mpps, mtu, pus, rtt_us (repeatable; default: a "
+                 "ConnectX-6 100 GbE)");
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));
 
@@ -87,8 +99,21 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);  // inherited by the data-path thread
   int sig_fd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 
+  vrdma::policy::CardProfile card;
+  std::string error;
+  for (const std::string& o : card_opts) {
+    if (!vrdma::policy::ParseCardOption(o, &card, &error)) {
+      spdlog::error("--card: {}", error);
+      return 2;
+    }
+  }
+  std::unique_ptr<vrdma::policy::SchedulerPolicy> policy =
+      vrdma::policy::MakePolicy(policy_name, card, policy_opts, /*host_id=*/0, &error);
+  if (!policy) {
+    spdlog::error("--policy {}: {}", policy_name, error);
+    return 2;
+  }
   vrdma::SoftRnic rnic;
-  vrdma::policy::PassThroughPolicy policy;
   vrdma::EpollEventLoop::Options datapath_options;
   datapath_options.idle_spin_ns = uint64_t{idle_spin_us} * 1000;
   datapath_options.idle_yield_turns = idle_yield_turns;
@@ -103,7 +128,7 @@ int main(int argc, char** argv) {
     spdlog::error("cannot create the data-path mailbox");
     return 1;
   }
-  auto engine = vrdma::engine::Engine::Create(rnic, *executor, policy);
+  auto engine = vrdma::engine::Engine::Create(rnic, *executor, *policy);
   if (!engine) {
     spdlog::error("cannot create the engine");
     return 1;
@@ -140,7 +165,8 @@ int main(int argc, char** argv) {
         spdlog::info("signal {}: shutting down", si.ssi_signo);
         control_loop->Stop();
       });
-      spdlog::info("vhost-rdma-daemon running (rnic={})", rnic_kind);
+      spdlog::info("vhost-rdma-daemon running (rnic={}, policy={})", rnic_kind,
+                   policy_name);
       control_loop->Run();
     }
     // ~Daemon detaches every VM (through the data-path executor).

@@ -116,22 +116,65 @@ bool ParseAttachRequest(const json& j, AttachRequest* out, std::string* error) {
     }
   }
   if (auto q = j.find("qos"); q != j.end()) {
-    if (!q->is_object()) {
-      *error = "qos must be an object";
-      return false;
-    }
-    policy::TenantQos& Q = out->config.qos;
-    if (!OptionalUnsigned(*q, "weight", &Q.weight, error) ||
-        !OptionalUnsigned(*q, "latency_target_ns", &Q.latency_target_ns, error) ||
-        !OptionalUnsigned(*q, "max_rate_bps", &Q.max_rate_bps, error)) {
-      return false;
-    }
-    if (Q.weight == 0) {
-      *error = "qos.weight must be >= 1";
+    return ParseQos(*q, &out->config.qos, error);
+  }
+  return true;
+}
+
+bool ParseQos(const json& q, policy::TenantQos* out, std::string* error) {
+  if (!q.is_object()) {
+    *error = "qos must be an object";
+    return false;
+  }
+  for (const auto& [key, value] : q.items()) {
+    if (key != "weight" && key != "latency_target_ns" && key != "max_rate_bps" &&
+        key != "class") {
+      *error = "qos: unknown field " + key;
       return false;
     }
   }
+  policy::TenantQos Q = *out;
+  if (!OptionalUnsigned(q, "weight", &Q.weight, error) ||
+      !OptionalUnsigned(q, "latency_target_ns", &Q.latency_target_ns, error) ||
+      !OptionalUnsigned(q, "max_rate_bps", &Q.max_rate_bps, error)) {
+    return false;
+  }
+  if (Q.weight == 0) {
+    *error = "qos.weight must be >= 1";
+    return false;
+  }
+  if (auto c = q.find("class"); c != q.end()) {
+    if (!c->is_string() || !ParseTenantClass(c->get<std::string>(), &Q.app_class)) {
+      *error = "qos.class must be \"bandwidth\", \"throughput\" or \"latency\"";
+      return false;
+    }
+  }
+  *out = Q;
   return true;
+}
+
+bool ParseTenantClass(const std::string& text, policy::TenantClass* out) {
+  if (text == "bandwidth") {
+    *out = policy::TenantClass::kBandwidth;
+  } else if (text == "throughput") {
+    *out = policy::TenantClass::kThroughput;
+  } else if (text == "latency") {
+    *out = policy::TenantClass::kLatency;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+const char* TenantClassName(policy::TenantClass c) {
+  switch (c) {
+    case policy::TenantClass::kThroughput:
+      return "throughput";
+    case policy::TenantClass::kLatency:
+      return "latency";
+    default:
+      return "bandwidth";
+  }
 }
 
 }  // namespace vrdma::daemon

@@ -5,6 +5,7 @@
 //
 //   vrdma-ctl -s /run/vhost-rdma/ctl.sock attach-vm --name a --socket /run/a.sock
 //             --gid ::ffff:192.0.2.10 [--max-qp 64 ...] [--weight 2]
+//   vrdma-ctl -s ... set-qos --name a [--weight 2] [--class latency] ...
 //   vrdma-ctl -s ... detach-vm --name a
 //   vrdma-ctl -s ... list-vms | stats
 //   vrdma-ctl -s ... raw '{"cmd":"stats"}'
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> gids;
   std::optional<uint64_t> max_pd, max_cq, max_qp, max_mr, max_ah, max_srq, max_pinned;
   std::optional<uint64_t> weight, latency_ns, rate_bps;
+  std::optional<std::string> app_class;
   attach->add_option("--name", name, "VM name")->required();
   attach->add_option("--socket", vm_socket, "vhost-user socket path for QEMU")->required();
   attach->add_option("--gid", gids, "RoCEv2 GID (IPv6 text), repeatable")->required();
@@ -48,6 +50,14 @@ int main(int argc, char** argv) {
   attach->add_option("--weight", weight);
   attach->add_option("--latency-target-ns", latency_ns);
   attach->add_option("--max-rate-bps", rate_bps);
+  attach->add_option("--class", app_class, "bandwidth|throughput|latency");
+
+  auto* set_qos = app.add_subcommand("set-qos", "change a running VM's QoS (fields given)");
+  set_qos->add_option("--name", name, "VM name")->required();
+  set_qos->add_option("--weight", weight);
+  set_qos->add_option("--latency-target-ns", latency_ns);
+  set_qos->add_option("--max-rate-bps", rate_bps);
+  set_qos->add_option("--class", app_class, "bandwidth|throughput|latency");
 
   auto* detach = app.add_subcommand("detach-vm", "detach a VM, releasing everything it holds");
   detach->add_option("--name", name, "VM name")->required();
@@ -76,7 +86,15 @@ int main(int argc, char** argv) {
     put(qos, "weight", weight);
     put(qos, "latency_target_ns", latency_ns);
     put(qos, "max_rate_bps", rate_bps);
+    if (app_class) qos["class"] = *app_class;
     if (!qos.empty()) request["qos"] = qos;
+  } else if (*set_qos) {
+    json qos = json::object();
+    if (weight) qos["weight"] = *weight;
+    if (latency_ns) qos["latency_target_ns"] = *latency_ns;
+    if (rate_bps) qos["max_rate_bps"] = *rate_bps;
+    if (app_class) qos["class"] = *app_class;
+    request = {{"cmd", "set-qos"}, {"name", name}, {"qos", qos}};
   } else if (*detach) {
     request = {{"cmd", "detach-vm"}, {"name", name}};
   } else if (*list) {

@@ -27,16 +27,22 @@ void EventQueue::Post(uint32_t type, uint32_t handle) {
       const size_t n = chain.Write(
           0, {reinterpret_cast<const uint8_t*>(&ev), sizeof(ev)});
       vq_->Push(chain.head, static_cast<uint32_t>(n));
-      vq_->NotifyGuest();
+      notify_pending_ = true;
       lost_.store(0, std::memory_order_relaxed);
       written_.store(written_.load(std::memory_order_relaxed) + 1,
                      std::memory_order_relaxed);
       return;
     }
-    vq_->NotifyGuest();  // for any small buffers returned above
+    notify_pending_ = true;  // for any small buffers returned above
   }
   const uint32_t lost = lost_.load(std::memory_order_relaxed);
   if (lost != UINT32_MAX) lost_.store(lost + 1, std::memory_order_relaxed);
+}
+
+void EventQueue::Flush() {
+  if (!notify_pending_) return;
+  notify_pending_ = false;
+  if (vq_ != nullptr && vq_->ready() && !vq_->broken()) vq_->NotifyGuest();
 }
 
 }  // namespace vrdma::device

@@ -6,7 +6,8 @@
 // the next event written (docs/virtio-rdma.md section 6).
 //
 // Data-path thread only (the engine raises events from its PollOnce).
-// Allocates nothing.
+// Allocates nothing. The guest is notified once per batch (Flush), not per
+// event: the engine flushes at the end of each turn that raised any.
 #ifndef VRDMA_VHOST_RDMA_DEVICE_EVENT_QUEUE_H_
 #define VRDMA_VHOST_RDMA_DEVICE_EVENT_QUEUE_H_
 
@@ -24,6 +25,8 @@ class EventQueue {
   void Attach(vhost::Virtqueue* vq) { vq_ = vq; }
 
   void Post(uint32_t type, uint32_t handle);
+  // Notifies the guest once for what Post wrote since the last Flush.
+  void Flush();
 
   // Readable from any thread (the daemon's stats).
   uint32_t pending_lost() const { return lost_.load(std::memory_order_relaxed); }
@@ -31,6 +34,7 @@ class EventQueue {
 
  private:
   vhost::Virtqueue* vq_ = nullptr;
+  bool notify_pending_ = false;
   // Single writer (the data path): plain load + store, no locked RMW.
   std::atomic<uint32_t> lost_{0};  // saturates at UINT32_MAX
   std::atomic<uint64_t> written_{0};

@@ -24,7 +24,7 @@ class FakeLoop : public EventLoop {
     return true;
   }
   void RemoveFd(int fd) override { fds.erase(fd); }
-  uint64_t AddPoller(Poller poller, ArmHook arm) override {
+  uint64_t AddPoller(Poller poller, ArmHook arm, DeadlineHook) override {
     pollers[++next_id] = {std::move(poller), std::move(arm)};
     return next_id;
   }

@@ -34,7 +34,9 @@ void DrainEventFd(int fd) {
 
 uint64_t RegisterEnginePoller(EventLoop& datapath_loop,
                               engine::Engine& engine) {
-  return datapath_loop.AddPoller([&engine] { return engine.PollOnce(); });
+  return datapath_loop.AddPoller(
+      [&engine] { return engine.PollOnce(); }, nullptr,
+      [&engine] { return engine.NextDeadline(); });
 }
 
 Result<std::unique_ptr<RdmaDevice>> RdmaDevice::Create(
@@ -224,6 +226,14 @@ void RdmaDevice::Reset() {
 
 void RdmaDevice::OnEvent(uint32_t type, uint32_t handle) {
   events_.Post(type, handle);
+}
+
+void RdmaDevice::FlushEvents() { events_.Flush(); }
+
+Status RdmaDevice::SetQos(const policy::TenantQos& qos) {
+  if (vm_.has_value()) VRDMA_RETURN_IF_ERROR(engine_.SetQos(*vm_, qos));
+  vm_config_.qos = qos;
+  return Status::kOk;
 }
 
 uint64_t RdmaDevice::bad_doorbells() const {

@@ -81,6 +81,12 @@ class RdmaDevice final : public vhost::VhostUserDevice,
 
   // VmEventSink (data-path thread).
   void OnEvent(uint32_t type, uint32_t handle) override;
+  void FlushEvents() override;
+
+  // The operator's QoS for this VM: kept for later re-attachments (a
+  // frontend reconnecting) and applied now when the VM is attached.
+  Status SetQos(const policy::TenantQos& qos);
+  const policy::TenantQos& qos() const { return vm_config_.qos; }
 
   // For the daemon's stats and for tests.
   std::optional<engine::VmId> vm() const { return vm_; }
@@ -106,7 +112,7 @@ class RdmaDevice final : public vhost::VhostUserDevice,
   };
 
   engine::Engine& engine_;
-  const engine::VmConfig vm_config_;
+  engine::VmConfig vm_config_;
   EventLoop& control_loop_;
   EventLoop& datapath_loop_;
   Executor& datapath_executor_;

@@ -215,6 +215,8 @@ class RecordingSink : public VmEventSink {
   void OnEvent(uint32_t type, uint32_t handle) override {
     events.push_back({type, handle});
   }
+  void FlushEvents() override { ++flushes; }
+  int flushes = 0;
   int Count(uint32_t type) const {
     int n = 0;
     for (auto& e : events) n += e.first == type;
