@@ -13,15 +13,17 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-TAG = " - RNIC model, pass-through policy (not hardware)"
+TAG = " - RNIC model, {} policy (not hardware)"
 
 
 def load(path):
-    rows = {}
+    """{policy: {scenario: [rows]}} (CSVs before the policy column: pass-through)."""
+    by_policy = {}
     with open(path, newline="") as f:
         for r in csv.DictReader(f):
-            rows.setdefault(r["scenario"], []).append(r)
-    return rows
+            p = r.get("policy") or "pass-through"
+            by_policy.setdefault(p, {}).setdefault(r["scenario"], []).append(r)
+    return by_policy
 
 
 def f(r, k):
@@ -37,7 +39,7 @@ def series(rows, pattern):
     return sorted(out, key=lambda x: x[0])
 
 
-def plot_latency_crowd(rows, d):
+def plot_latency_crowd(rows, d, tag):
     s = series(rows, r"d_vs_(\d+)b")
     if not s:
         return
@@ -51,15 +53,15 @@ def plot_latency_crowd(rows, d):
     plt.axhline(alone, color="gray", ls=":", label="D p99 alone")
     plt.xlabel("number of 1 MiB bandwidth tenants (1 QP each)")
     plt.ylabel("16 B WRITE completion time (us)")
-    plt.title("Latency tenant vs bandwidth crowd" + TAG, fontsize=8)
+    plt.title("Latency tenant vs bandwidth crowd" + tag, fontsize=8)
     plt.legend()
     plt.grid(True, which="both", alpha=0.3)
     plt.tight_layout()
-    plt.savefig(f"{d}/latency_vs_bandwidth_crowd.png", dpi=120)
+    plt.savefig(f"{d}/latency_vs_bandwidth_crowd{suffix(tag)}.png", dpi=120)
     plt.close()
 
 
-def plot_qp_share(rows, d):
+def plot_qp_share(rows, d, tag):
     s = series(rows, r"b1_vs_b(\d+)qp")
     if not s:
         return
@@ -73,15 +75,15 @@ def plot_qp_share(rows, d):
     plt.plot(xs, ideal, "k:", label="total / (N+1)")
     plt.xlabel("QPs of B_multi (N)")
     plt.ylabel("throughput (Gbps)")
-    plt.title("QP-count anomaly (PeRF Fig. 3a)" + TAG, fontsize=8)
+    plt.title("QP-count anomaly (PeRF Fig. 3a)" + tag, fontsize=8)
     plt.legend()
     plt.grid(True, alpha=0.3)
     plt.tight_layout()
-    plt.savefig(f"{d}/qp_count_share.png", dpi=120)
+    plt.savefig(f"{d}/qp_count_share{suffix(tag)}.png", dpi=120)
     plt.close()
 
 
-def plot_pu_saturation(rows, d):
+def plot_pu_saturation(rows, d, tag):
     s = series(rows, r"m1_vs_m(\d+)qp")
     if not s:
         return
@@ -94,15 +96,15 @@ def plot_pu_saturation(rows, d):
     plt.plot(xs, [a + b for a, b in zip(single, multi)], "k:", label="total")
     plt.xlabel("QPs of M_multi (N)")
     plt.ylabel("message rate (Mmps)")
-    plt.title("PU saturation (PeRF Fig. 3b)" + TAG, fontsize=8)
+    plt.title("PU saturation (PeRF Fig. 3b)" + tag, fontsize=8)
     plt.legend()
     plt.grid(True, alpha=0.3)
     plt.tight_layout()
-    plt.savefig(f"{d}/pu_saturation.png", dpi=120)
+    plt.savefig(f"{d}/pu_saturation{suffix(tag)}.png", dpi=120)
     plt.close()
 
 
-def plot_headline(rows, d):
+def plot_headline(rows, d, tag):
     bars = []
     for name, rs in rows.items():
         if re.fullmatch(r"d_vs_1b.*", name):
@@ -122,19 +124,59 @@ def plot_headline(rows, d):
     plt.axvline(1.0, color="gray", ls=":")
     plt.xscale("log")
     plt.xlabel("degradation factor (together vs alone)")
-    plt.title("Anomalies per card preset" + TAG, fontsize=8)
+    plt.title("Anomalies per card preset" + tag, fontsize=8)
     plt.tight_layout()
-    plt.savefig(f"{d}/anomaly_factors.png", dpi=120)
+    plt.savefig(f"{d}/anomaly_factors{suffix(tag)}.png", dpi=120)
+    plt.close()
+
+
+def suffix(tag):
+    """'' for pass-through (the historical file names), '_POLICY' otherwise."""
+    p = tag.split(",")[1].strip().split(" ")[0]
+    return "" if p == "pass-through" else "_" + p.replace("-", "_")
+
+
+def plot_policies(by_policy, d):
+    """The issue's scenarios under every policy, side by side."""
+    if len(by_policy) < 2:
+        return
+    policies = list(by_policy)
+    metrics = [("d_vs_1b", 0, "p99_growth", "D p99 x (1 B)"),
+               ("d_vs_16b", 0, "p99_growth", "D p99 x (16 B)"),
+               ("m_vs_1b", 0, "rate_drop", "M rate / (1 B)"),
+               ("b1_vs_b1qp", 0, "rate_drop", "B_single / vs 1-QP B"),
+               ("b1_vs_b8qp", 0, "rate_drop", "B_single / vs 8-QP B")]
+    metrics = [m for m in metrics if all(m[0] in by_policy[p] for p in policies)]
+    if not metrics:
+        return
+    width = 0.8 / len(policies)
+    plt.figure(figsize=(8, 4))
+    for i, p in enumerate(policies):
+        vals = [f(by_policy[p][m[0]][m[1]], m[2]) for m in metrics]
+        plt.bar([k + i * width for k in range(len(metrics))], vals, width, label=p)
+    plt.axhline(1.0, color="gray", ls=":")
+    plt.yscale("log")
+    plt.xticks([k + 0.4 - width / 2 for k in range(len(metrics))], [m[3] for m in metrics],
+               fontsize=7)
+    plt.ylabel("degradation vs alone (native), lower is better")
+    plt.title("Policies side by side - RNIC model (not hardware)", fontsize=8)
+    plt.legend(fontsize=7)
+    plt.grid(True, axis="y", alpha=0.3)
+    plt.tight_layout()
+    plt.savefig(f"{d}/policies.png", dpi=120)
     plt.close()
 
 
 def main():
     d = sys.argv[1]
-    rows = load(f"{d}/results.csv")
-    plot_latency_crowd(rows, d)
-    plot_qp_share(rows, d)
-    plot_pu_saturation(rows, d)
-    plot_headline(rows, d)
+    by_policy = load(f"{d}/results.csv")
+    for p, rows in by_policy.items():
+        tag = TAG.format(p)
+        plot_latency_crowd(rows, d, tag)
+        plot_qp_share(rows, d, tag)
+        plot_pu_saturation(rows, d, tag)
+        plot_headline(rows, d, tag)
+    plot_policies(by_policy, d)
     print(f"plots written to {d}/*.png")
 
 
