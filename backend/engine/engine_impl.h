@@ -33,6 +33,10 @@ namespace vrdma::engine {
 // consuming its ring (backpressure).
 inline constexpr uint32_t kStageQueueCapacity = 32;
 
+// The daemon's own source GID (its probe QPs): ::ffff:127.0.0.1, never a
+// VM's (attach-vm refuses it).
+inline constexpr Gid kHostGid = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
+
 struct EngineOptions {
   // Monotonic nanoseconds for the scheduler policy; default steady_clock.
   std::function<policy::Nanos()> clock;
@@ -174,6 +178,8 @@ class EngineImpl final : public Engine, private sched::StageOwner {
   bool PrepareReceive(void* owner, const sched::ReceivePiece& piece) override;
   bool SendPeerMessage(sched::DestId dest,
                        const policy::PeerMessage& m) override;
+  bool OpenProbePath(sched::DestId dest) override;
+  void CloseProbePath();
 
   // --- receive path (datapath_recv.cc) ---
   bool ReplenishRecv(RecvQueue& rq);
@@ -231,6 +237,17 @@ class EngineImpl final : public Engine, private sched::StageOwner {
   // policy's protocol tolerates loss: the next change sends again).
   std::array<policy::PeerMessage, 16> loopback_{};
   uint32_t loopback_count_ = 0;
+  // The daemon's own loopback QP pair for probes towards this host (dest
+  // 0), built the first time a policy probes.
+  struct ProbeObjects {
+    bool built = false;
+    RnicPd pd;
+    RnicMr mr;
+    RnicCq cq;
+    RnicQp a, b;
+    alignas(64) std::array<uint8_t, 64> target{};
+  };
+  ProbeObjects probe_;
   std::vector<Gid> gids_in_use_;  // control thread: every attached VM's GIDs
 
   // Data-path work lists.

@@ -45,6 +45,9 @@ EngineImpl::EngineImpl(Rnic& rnic, Executor& executor,
 
 EngineImpl::~EngineImpl() {
   for (uint32_t id : vms_.Handles()) DetachVm(id);
+  // The data path no longer runs (its poller is gone before the engine):
+  // the RNIC is this thread's now.
+  CloseProbePath();
 }
 
 // ---------------------------------------------------------------- VMs
@@ -62,9 +65,11 @@ Result<VmId> EngineImpl::AttachVm(const VmConfig& config, VmEventSink* sink) {
     for (size_t j = 0; j < i; ++j) {
       if (config.gids[i] == config.gids[j]) return Status::kInvalid;
     }
-    // One owner per GID: otherwise a VM could send as another.
-    if (std::find(gids_in_use_.begin(), gids_in_use_.end(), config.gids[i]) !=
-        gids_in_use_.end()) {
+    // One owner per GID: otherwise a VM could send as another (or as the
+    // daemon itself).
+    if (config.gids[i] == kHostGid ||
+        std::find(gids_in_use_.begin(), gids_in_use_.end(), config.gids[i]) !=
+            gids_in_use_.end()) {
       return Status::kInvalid;
     }
   }

@@ -211,10 +211,16 @@ void Stage::FireTimer(TimerWheel::Entry* e) {
 }
 
 bool Stage::SendProbe(DestId dest) {
-  if (!has_own_cq_ || dest >= probes_.size() || !probes_[dest].live ||
-      probes_[dest].outstanding) {
-    return false;
+  if (dest >= probes_.size() || !probes_[dest].live) {
+    // Once per destination: the owner builds the path or says it cannot.
+    if (dest < probes_.size() && probes_[dest].refused) return false;
+    if (dest >= probes_.size()) probes_.resize(size_t{dest} + 1);
+    if (!owner_.OpenProbePath(dest) || !probes_[dest].live) {
+      probes_[dest].refused = true;
+      return false;
+    }
   }
+  if (!has_own_cq_ || probes_[dest].outstanding) return false;
   Probe& p = probes_[dest];
   SendWr wr;
   wr.wr_id = kProbeCookie | dest;

@@ -133,6 +133,7 @@ class Stage final : public policy::Mechanisms {
  private:
   struct Probe {
     bool live = false;
+    bool refused = false;  // the owner could not build a path
     bool outstanding = false;
     ProbePath path;
     Nanos sent_at = 0;

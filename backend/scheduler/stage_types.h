@@ -79,6 +79,9 @@ class StageOwner {
   virtual bool PrepareReceive(void* owner, const ReceivePiece& piece) = 0;
   // Carries a peer message to dest's daemon; false when there is no way.
   virtual bool SendPeerMessage(DestId dest, const policy::PeerMessage& m) = 0;
+  // The policy probes dest and the stage has no path there yet: the owner
+  // may build one now (AddProbePath). false: none can be built.
+  virtual bool OpenProbePath(DestId) { return false; }
 };
 
 }  // namespace vrdma::sched
