@@ -79,6 +79,11 @@ struct FlowControl {
   uint32_t window_wrs = 0;       // pieces outstanding on the RNIC at most
   uint16_t interrupt_waits = 0;  // zero-count WAITs after each non-last
                                  // piece (only where the RNIC has WAIT)
+  // With held: the RNIC holds the flow instead of the stage (PeRF's own
+  // PAUSE: a WAIT on the stage's control CQ, released by ENABLE). Only
+  // where the stage has a preemption control queue; resumes then happen in
+  // the order the flows were paused.
+  bool pause_on_rnic = false;
   bool operator==(const FlowControl&) const = default;
 };
 
@@ -151,8 +156,10 @@ class Mechanisms {
   virtual bool SendPeerMessage(DestId dest, const PeerMessage& m) = 0;
   virtual const FlowAccount& flow_account(FlowId flow) const = 0;
   virtual const TenantAccount& tenant_account(TenantId tenant) const = 0;
-  // The RNIC offers cross-channel WAIT/ENABLE (interrupt_waits work).
+  // The RNIC offers cross-channel WAIT/ENABLE (interrupt_waits work; with
+  // a preemption control queue, pause_on_rnic too).
   virtual bool cross_channel() const = 0;
+  virtual bool rnic_pause() const { return false; }
 };
 
 // Figures of the card a policy plans for (from the RNIC model's preset in

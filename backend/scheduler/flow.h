@@ -40,6 +40,7 @@ enum RecordFlags : uint8_t {
   kRecForced = 4,         // signaled by the stage, not by the guest
   kRecControl = 8,        // a WAIT or sentinel, not guest data
   kRecSplit = 16,         // its WR was posted in pieces
+  kRecPause = 32,         // the WAIT that pauses the flow on the RNIC
 };
 
 struct Record {
@@ -98,6 +99,10 @@ struct FlowStorage {
   Nanos release_at = 0;
   FlowTimer release_timer;
 
+  // PAUSE on the RNIC: the pcc completion that releases the flow's WAIT
+  // (0: not paused there), and whether the WAIT is still to be posted.
+  uint64_t rnic_ticket = 0;
+  bool wait_pending = false;
   bool reassembles = false;  // SEND / WRITE_WITH_IMM may be split
   bool failed = false;       // an error completion; until EndFlowWork
   bool failed_reported = false;

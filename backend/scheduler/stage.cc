@@ -12,6 +12,7 @@ namespace vrdma::sched {
 namespace {
 
 constexpr uint64_t kProbeCookie = uint64_t{2} << 62;
+constexpr uint64_t kPcqCookie = uint64_t{3} << 62;
 constexpr uint32_t kProbeBytes = 10;
 const uint8_t kProbePayload[kProbeBytes] = {'v', 'r', 'd', 'm', 'a',
                                             'p', 'r', 'o', 'b', 'e'};
@@ -166,7 +167,55 @@ void Stage::Configure(FlowId flow, const policy::FlowControl& control) {
   if (f == nullptr) return;
   f->control = control;
   if (!cross_channel_) f->control.interrupt_waits = 0;
+  if (!rnic_pause()) f->control.pause_on_rnic = false;
+  const bool pause = f->control.held && f->control.pause_on_rnic;
+  if (pause && f->rnic_ticket == 0) {
+    // PAUSE on the RNIC: the flow's next post is a WAIT for the next
+    // ticket's pcc completion; its work queues behind it in the RNIC.
+    f->rnic_ticket = ++tickets_issued_;
+    f->wait_pending = true;
+  } else if (!pause && f->rnic_ticket != 0) {
+    ReleaseTicket(f->rnic_ticket);  // RESUME (and every older pause)
+    f->rnic_ticket = 0;
+    f->wait_pending = false;
+  }
   MakeReady(*f);
+}
+
+Status Stage::SetPreemptionControl(const PreemptionControl& pc) {
+  if (!cross_channel_ || pc.pcq_depth == 0) return Status::kUnsupported;
+  pc_ = pc;
+  StockPcq();
+  return Status::kOk;
+}
+
+void Stage::StockPcq() {
+  // Every pcq WRITE is signaled: completed = pcc completions produced.
+  const uint64_t produced = rnic_.CqProduced(pc_.pcc);
+  SendWr w;
+  w.opcode = WrOpcode::kRdmaWrite;  // zero bytes: no key, no memory
+  w.send_flags = kSendSignaled;
+  w.wr_id = kPcqCookie;
+  Status err = Status::kOk;
+  while (pcq_posted_ - produced < pc_.pcq_depth &&
+         rnic_.PostSend(pc_.pcq, std::span<const SendWr>(&w, 1), &err) == 1) {
+    ++pcq_posted_;
+  }
+}
+
+void Stage::ReleaseTicket(uint64_t ticket) {
+  released_upto_ = std::max(released_upto_, ticket);
+  StockPcq();
+  SendWr e;
+  e.opcode = WrOpcode::kEnable;
+  e.enable_qp = pc_.pcq;
+  e.enable_count = 1;
+  Status err = Status::kOk;
+  while (enables_issued_ < ticket && enables_issued_ < pcq_posted_ &&
+         rnic_.PostSend(pc_.enabler, std::span<const SendWr>(&e, 1), &err) ==
+             1) {
+    ++enables_issued_;
+  }
 }
 
 const policy::FlowControl& Stage::control(FlowId flow) const {
@@ -241,6 +290,14 @@ bool Stage::SendProbe(DestId dest) {
 }
 
 void Stage::PollOwnCq() {
+  if (pc_.pcq_depth > 0) {
+    // The control queue's completions only count (CqProduced): drop them,
+    // stock pcq again, and finish releases that found it empty.
+    while (rnic_.PollCq(pc_.pcc, own_poll_) > 0) {
+    }
+    StockPcq();
+    if (enables_issued_ < released_upto_) ReleaseTicket(released_upto_);
+  }
   if (!has_own_cq_ || probes_outstanding_ == 0) return;
   const int n = rnic_.PollCq(own_cq_, own_poll_);
   for (int i = 0; i < n; ++i) {

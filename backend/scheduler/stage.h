@@ -75,6 +75,9 @@ class Stage final : public policy::Mechanisms {
   // The CQ of the stage's own QPs (probes); polled in Run.
   void SetOwnCq(RnicCq cq) { own_cq_ = cq; has_own_cq_ = true; }
   void AddProbePath(DestId dest, const ProbePath& path);
+  // PeRF's own PAUSE/RESUME (pause_on_rnic), where the RNIC has WAIT and
+  // ENABLE. Posts the first stock of pcq WRITEs.
+  Status SetPreemptionControl(const PreemptionControl& pc);
 
   // --- data path ---
   // Takes a checked WR (its inline bytes are copied). false: the flow's
@@ -107,7 +110,7 @@ class Stage final : public policy::Mechanisms {
   // those only when polled), or a probe is out.
   bool busy() const {
     return !ready_.empty() || signaled_outstanding_ > 0 ||
-           probes_outstanding_ > 0;
+           probes_outstanding_ > 0 || enables_issued_ < released_upto_;
   }
   // Flows that may post now (after Run: the RNIC refused for lack of room,
   // or a pass was full).
@@ -129,6 +132,7 @@ class Stage final : public policy::Mechanisms {
   const policy::FlowAccount& flow_account(FlowId flow) const override;
   const policy::TenantAccount& tenant_account(TenantId tenant) const override;
   bool cross_channel() const override { return cross_channel_; }
+  bool rnic_pause() const override { return pc_.pcq_depth > 0; }
 
  private:
   struct Probe {
@@ -172,6 +176,9 @@ class Stage final : public policy::Mechanisms {
   uint32_t PostPlanned(FlowStorage& f, uint32_t count, Status* refused);
   void Commit(FlowStorage& f, const Emit& e);
   void PollOwnCq();
+  // Preemption control: keep pcq stocked; enable pcq WRITEs up to ticket.
+  void StockPcq();
+  void ReleaseTicket(uint64_t ticket);
   void FireTimer(TimerWheel::Entry* e);
 
   Rnic& rnic_;
@@ -189,6 +196,11 @@ class Stage final : public policy::Mechanisms {
   uint64_t signaled_outstanding_ = 0;  // signaled pieces on the RNIC
   bool has_own_cq_ = false;
   RnicCq own_cq_;
+  PreemptionControl pc_;
+  uint64_t tickets_issued_ = 0;   // WAITs handed to paused flows
+  uint64_t enables_issued_ = 0;   // pcq WRITEs enabled
+  uint64_t pcq_posted_ = 0;       // pcq WRITEs posted (enabled or not)
+  uint64_t released_upto_ = 0;    // tickets the policy has released
   std::vector<Probe> probes_;  // by DestId
   uint32_t probes_outstanding_ = 0;
   uint64_t stale_completions_ = 0;

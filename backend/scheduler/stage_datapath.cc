@@ -149,9 +149,25 @@ Stage::Stop Stage::Plan(FlowStorage& f, uint32_t* count) {
       stop = Stop::kMarker;
       break;
     }
-    if (c.held) {
+    if (c.held && f.rnic_ticket == 0) {
       stop = Stop::kHeld;
       break;
+    }
+    if (f.wait_pending && n == 0) {
+      // Paused on the RNIC: the WAIT for its ticket goes first; the work
+      // behind it waits in the RNIC until the ticket is released.
+      SendWr& ws = scratch_[scratch];
+      ws = SendWr{};
+      ws.opcode = WrOpcode::kWait;
+      ws.wait_cq = pc_.pcc;
+      ws.wait_index = f.rnic_ticket;
+      Emit& we = emits_[n++];
+      we = Emit{};
+      we.wr = &scratch_[scratch++];
+      we.entry = i;
+      we.flags = kRecControl | kRecPause;
+      ++unretired;
+      ++since_signal;
     }
     if (f.release_at > now_) {
       stop = Stop::kPaced;
@@ -328,6 +344,7 @@ void Stage::Commit(FlowStorage& f, const Emit& em) {
       e.offset += em.length;
     }
   }
+  if (em.flags & kRecPause) f.wait_pending = false;
   if (em.flags & kRecRnicSignaled) {
     f.since_signal = 0;
     f.bytes_since_signal = 0;
@@ -552,6 +569,8 @@ void Stage::EndFlowWork(FlowId flow, policy::FlowEnd how, Nanos now) {
   }
   signaled_outstanding_ -= f.signaled_outstanding;
   f.signaled_outstanding = 0;
+  // A pause WAIT went with the queue: it is posted again if still paused.
+  f.wait_pending = f.rnic_ticket != 0;
   f.since_signal = 0;
   f.bytes_since_signal = 0;
   f.failed = false;

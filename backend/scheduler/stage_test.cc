@@ -545,5 +545,69 @@ TEST_F(StageTest, ProbesGoOnTheStagesOwnQpAndReportTheirRoundTrip) {
   EXPECT_TRUE(policy_.M().SendProbe(3));
 }
 
+TEST(StageRnicPause, PausedFlowsWaitOnTheControlQueueAndResumeInOrder) {
+  FakeRnic xc;
+  xc.lim.cross_channel = true;
+  ScriptPolicy pol;
+  RecordingOwner own;
+  Stage st(xc, pol, own);
+  RnicCq cq = *xc.CreateCq(64);
+  RnicCq pcc = *xc.CreateCq(64);
+  auto make_qp = [&](RnicCq c) {
+    QpInit init;
+    init.send_cq = init.recv_cq = c;
+    RnicQp qp = *xc.CreateQp(init);
+    QpAttr a;
+    a.state = QpState::kRts;
+    (void)xc.ModifyQp(qp, a, kQpState);
+    return qp;
+  };
+  RnicQp pcq = make_qp(pcc), enabler = make_qp(cq);
+  EXPECT_FALSE(pol.M().rnic_pause());
+  ASSERT_EQ(st.SetPreemptionControl({pcc, pcq, 4, enabler}), Status::kOk);
+  EXPECT_TRUE(pol.M().rnic_pause());
+  EXPECT_EQ(xc.qps.at(pcq.id).sends.size(), 4u) << "stocked";
+  FlowId f[2];
+  RnicQp q[2];
+  for (int i = 0; i < 2; ++i) {
+    q[i] = make_qp(cq);
+    FlowSpec s;
+    s.qp = q[i];
+    s.send_cq = cq;
+    s.rnic_depth = 16;
+    f[i] = st.AddFlow(Stage::PrepareFlow(s), 0);
+    policy::FlowControl c;
+    c.held = true;
+    c.pause_on_rnic = true;
+    pol.M().Configure(f[i], c);
+  }
+  policy::WrInfo info;
+  info.bytes = 8;
+  info.signaled = true;
+  SendWr w;
+  w.num_sge = 1;
+  w.sge[0].length = 8;
+  w.send_flags = kSendSignaled;
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(st.Submit(f[i], w, 1, info, 0));
+  st.Run(0);
+  for (int i = 0; i < 2; ++i) {
+    auto& sends = xc.qps.at(q[i].id).sends;
+    ASSERT_EQ(sends.size(), 2u) << "WAIT, then the work behind it";
+    EXPECT_EQ(sends[0].opcode, WrOpcode::kWait);
+    EXPECT_EQ(sends[0].wait_cq.id, pcc.id);
+    EXPECT_EQ(sends[0].wait_index, uint64_t(i) + 1) << "tickets in pause order";
+    EXPECT_EQ(sends[1].opcode, WrOpcode::kSend);
+  }
+  EXPECT_TRUE(xc.qps.at(enabler.id).sends.empty());
+  // RESUME the first: one pcq WRITE enabled.
+  pol.M().Configure(f[0], policy::FlowControl{});
+  ASSERT_EQ(xc.qps.at(enabler.id).sends.size(), 1u);
+  EXPECT_EQ(xc.qps.at(enabler.id).sends[0].opcode, WrOpcode::kEnable);
+  EXPECT_EQ(xc.qps.at(enabler.id).sends[0].enable_qp.id, pcq.id);
+  // RESUME the second: its ticket is the next one.
+  pol.M().Configure(f[1], policy::FlowControl{});
+  EXPECT_EQ(xc.qps.at(enabler.id).sends.size(), 2u);
+}
+
 }  // namespace
 }  // namespace vrdma::sched

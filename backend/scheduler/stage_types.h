@@ -59,6 +59,19 @@ struct ProbePath {
   uint32_t rkey = 0;
 };
 
+// PeRF's preemption control queue (§3.5.1), on an RNIC with cross-channel
+// operations: a managed QP (pcq) whose send CQ is pcc, connected to a
+// sink; and an ordinary connected QP (enabler) that carries ENABLEs. The
+// stage keeps pcq stocked with zero-byte signaled WRITEs (invisible until
+// enabled); a paused flow's QP carries a WAIT for the n-th pcc completion;
+// resuming it enables pcq WRITEs until that completion comes.
+struct PreemptionControl {
+  RnicCq pcc;
+  RnicQp pcq;
+  uint32_t pcq_depth = 0;
+  RnicQp enabler;
+};
+
 class StageOwner {
  public:
   virtual ~StageOwner() = default;

@@ -208,5 +208,56 @@ TEST(Stage, SplittingPolicyRelievesTheSixteenTenantCliff) {
   EXPECT_GT(total, 90.0);  // still work conserving
 }
 
+// PeRF's own PAUSE on the model: a flow held with pause_on_rnic posts its
+// work behind a WAIT on the stage's control CQ; nothing completes until the
+// policy resumes it (an ENABLE of the control queue), then everything does.
+class RnicPausePolicy : public policy::SchedulerPolicy {
+ public:
+  std::string_view name() const override { return "rnic-pause"; }
+  void OnTenantAdded(policy::TenantId, const policy::TenantQos&) override {}
+  void OnTenantQosChanged(policy::TenantId, const policy::TenantQos&) override {}
+  void OnTenantRemoved(policy::TenantId) override {}
+  void OnFlowAdded(policy::Nanos now, const policy::FlowInfo& f) override {
+    flow = f.flow;
+    policy::FlowControl c;
+    c.held = true;
+    c.pause_on_rnic = true;
+    mech().Configure(f.flow, c);
+    mech().WakeAt(now + 100000);
+  }
+  void OnFlowEnded(policy::Nanos, policy::FlowId, policy::FlowEnd) override {}
+  void OnArrival(policy::Nanos, const policy::WrInfo&) override {}
+  void OnCompleted(policy::Nanos now, const policy::WrInfo&, policy::Nanos,
+                   bool) override {
+    if (first_completion == 0) first_completion = now;
+  }
+  void OnTimer(policy::Nanos now) override {
+    on_rnic_at_release = mech().flow_account(flow).outstanding_pieces;
+    released_at = now;
+    mech().Configure(flow, policy::FlowControl{});
+  }
+  policy::FlowId flow = 0;
+  policy::Nanos first_completion = 0, released_at = 0;
+  uint32_t on_rnic_at_release = 0;
+};
+
+TEST(Stage, RnicPauseHoldsWorkInTheRnicUntilReleased) {
+  ScenarioSpec s = MessageAmongMessage(1, 0.1);  // 500 us
+  RnicPausePolicy* pol = nullptr;
+  std::vector<TenantResult> t = RunScenario(
+      s,
+      [&pol](const policy::CardProfile&, uint32_t host) {
+        auto p = std::make_unique<RnicPausePolicy>();
+        if (host == 0) pol = p.get();
+        return p;
+      },
+      nullptr);
+  ASSERT_NE(pol, nullptr);
+  EXPECT_TRUE(pol->released_at >= 100000u);
+  EXPECT_GT(pol->on_rnic_at_release, 100u) << "the work waited in the RNIC";
+  EXPECT_GE(pol->first_completion, pol->released_at);
+  EXPECT_GT(t[0].mmps, 5.0) << "and ran at full rate after the release";
+}
+
 }  // namespace
 }  // namespace vrdma::bench

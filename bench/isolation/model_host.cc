@@ -100,6 +100,37 @@ ModelHost::ModelHost(HostSet& set, const model::NicParams& nic,
   set_.WatchCq(rnic_.model_cq(cq_), this);
   set_.WatchCq(rnic_.model_cq(own_cq_), this);
   set_.Add(this);
+  SetUpPreemptionControl();
+}
+
+void ModelHost::SetUpPreemptionControl() {
+  // PeRF's preemption control queue on this card (§3.5.1): a managed QP
+  // with its own CQ, connected to a sink QP of the same host, and a QP
+  // that carries the ENABLEs, connected the same way.
+  RnicCq pcc = *rnic_.CreateCq(1u << 12);
+  QpInit init;
+  init.caps.max_send_wr = kPcqDepth;
+  init.send_cq = init.recv_cq = pcc;
+  init.managed = true;
+  RnicQp pcq = *rnic_.CreateQp(init);
+  init.managed = false;
+  RnicQp sink = *rnic_.CreateQp(init);
+  RnicQp enabler = *rnic_.CreateQp(init);
+  RnicQp sink2 = *rnic_.CreateQp(init);
+  for (auto [a, b] : {std::pair{pcq, sink}, std::pair{enabler, sink2}}) {
+    for (auto [q, peer] : {std::pair{a, b}, std::pair{b, a}}) {
+      QpAttr at;
+      at.state = QpState::kInit;
+      (void)rnic_.ModifyQp(q, at, kQpState);
+      at.state = QpState::kRtr;
+      at.dest_qpn = peer.qpn;
+      (void)rnic_.ModifyQp(q, at, kQpState | kQpDestQpn);
+      at.state = QpState::kRts;
+      (void)rnic_.ModifyQp(q, at, kQpState);
+    }
+  }
+  (void)stage_->SetPreemptionControl(sched::PreemptionControl{pcc, pcq, kPcqDepth, enabler});
+  set_.WatchCq(rnic_.model_cq(pcc), this);
 }
 
 ModelHost::~ModelHost() = default;

@@ -112,6 +112,8 @@ class ModelHost final : public sched::StageOwner, public model::TimerSink {
 
  private:
   void ArmWake(model::Picos at);
+  void SetUpPreemptionControl();
+  static constexpr uint32_t kPcqDepth = 64;
 
   HostSet& set_;
   uint32_t id_;
