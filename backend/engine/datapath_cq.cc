@@ -105,7 +105,18 @@ void EngineImpl::NoteRnicError(QpObj& qp) {
 void EngineImpl::HandleCompletion(CqObj& cq, const Completion& c) {
   VmContext& vm = *cq.vm;
   const uint32_t handle = CookieHandle(c.wr_id);
-  const uint32_t slot = CookieSlot(c.wr_id);  // receive kinds
+  if (CookieKindOf(c.wr_id) == CookieKind::kSend) {
+    // The stage matches it to its piece and reports the guest WRs it
+    // finishes (OnWrDone, engine_sched.cc).
+    QpObj* qp = vm.qps.Lookup(handle);
+    if (qp == nullptr) {
+      ++cq.dropped;  // QP destroyed since
+      return;
+    }
+    stage_.OnCompletion(qp->flow, c, Now());
+    return;
+  }
+  const uint32_t slot = CookieSlot(c.wr_id);
   ib_uverbs_wc wc{};
   wc.status = static_cast<uint32_t>(c.status);
   wc.opcode = static_cast<uint32_t>(c.opcode);
@@ -119,17 +130,8 @@ void EngineImpl::HandleCompletion(CqObj& cq, const Completion& c) {
       c.status != WcStatus::kSuccess && c.status != WcStatus::kWrFlushErr;
 
   switch (CookieKindOf(c.wr_id)) {
-    case CookieKind::kSend: {
-      QpObj* qp = vm.qps.Lookup(handle);
-      if (qp == nullptr) {
-        ++cq.dropped;  // QP destroyed since
-        return;
-      }
-      // The stage matches it to its piece and reports the guest WRs it
-      // finishes (OnWrDone, engine_sched.cc).
-      stage_.OnCompletion(qp->flow, c, Now());
-      return;
-    }
+    case CookieKind::kSend:
+      break;  // handled above
     case CookieKind::kRecv: {
       QpObj* qp = vm.qps.Lookup(handle);
       if (qp == nullptr || qp->srq != nullptr || slot > qp->rq.ring.mask()) {

@@ -111,9 +111,7 @@ bool EngineImpl::PollOnce() {
     did |= ProcessSq(*qp);
     qp = next;
   }
-  if (stage_.busy() || stage_.next_deadline() != sched::kNoExpiry) {
-    did |= stage_.Run(Now());
-  }
+  if (stage_.needs_run()) did |= stage_.Run(Now());
   did |= rnic_.Progress();
   for (CqObj* cq = active_cq_.front(); cq != nullptr;) {
     CqObj* next = decltype(active_cq_)::next(cq);
@@ -136,11 +134,11 @@ bool EngineImpl::PollOnce() {
   return did || stage_.busy() || loopback_count_ > 0;
 }
 
-WcStatus EngineImpl::CheckSendSemantics(const QpObj& qp, DecodedSend& d) const {
+WcStatus EngineImpl::CheckSendSemantics(const QpObj& qp, SendWr& wr,
+                                        uint32_t ah_handle) const {
   const VmContext& vm = *qp.vm;
-  SendWr& wr = d.wr;
   if (qp.type == QpType::kUd) {
-    const AhObj* ah = vm.ahs.Lookup(d.ah_handle);
+    const AhObj* ah = vm.ahs.Lookup(ah_handle);
     if (ah == nullptr || ah->pd != qp.pd) return WcStatus::kLocQpOpErr;
     wr.ah = ah->rnic;
   }
@@ -209,52 +207,53 @@ bool EngineImpl::ProcessSq(QpObj& qp) {
   uint32_t budget = options_.sq_budget;
   bool did = false;
   alignas(64) uint8_t header[kSendWqeHeaderBytes];
-  alignas(64) uint8_t payload[kMaxSendPayloadBytes];
-  DecodedSend& d = send_scratch_;
   const policy::Nanos now = head != prod ? Now() : 0;
   while (head != prod && budget > 0) {
     --budget;
+    // The WQE is decoded straight into the stage's FIFO slot.
+    sched::Stage::Slot slot = stage_.Reserve(qp.flow);
+    if (slot.wr == nullptr) {
+      stage_.Kick(qp.flow, now);  // post what the FIFO holds, then retry
+      slot = stage_.Reserve(qp.flow);
+      if (slot.wr == nullptr) break;  // full: take the rest next turn
+    }
+    SendWr& wr = *slot.wr;
     const uint8_t* elem = qp.sq.element(head);
     std::memcpy(header, elem, kSendWqeHeaderBytes);
-    WcStatus st = DecodeSendHeader(header, qp.sq_limits, &d);
+    uint32_t ah_handle = 0, payload_bytes = 0;
+    WcStatus st = DecodeSendHeaderInto(header, qp.sq_limits, &wr, &ah_handle,
+                                       &payload_bytes);
     if (st == WcStatus::kSuccess) {
-      // One read of the guest's payload, into the WR itself for SGEs.
-      uint8_t* dst = (d.wr.send_flags & kSendInline)
-                         ? payload
-                         : reinterpret_cast<uint8_t*>(d.wr.sge.data());
-      std::memcpy(dst, elem + kSendWqeHeaderBytes, d.payload_bytes);
-      st = DecodeSendPayload(dst, qp.sq_limits, &d);
+      // One read of the guest's payload: SGEs into the WR, inline bytes
+      // into the slot's own buffer.
+      uint8_t* dst = (wr.send_flags & kSendInline)
+                         ? slot.inline_buf
+                         : reinterpret_cast<uint8_t*>(wr.sge.data());
+      if (payload_bytes > 0) {
+        std::memcpy(dst, elem + kSendWqeHeaderBytes, payload_bytes);
+      }
+      st = DecodeSendPayloadInto(dst, qp.sq_limits, &wr);
     }
-    if (st == WcStatus::kSuccess) st = CheckSendSemantics(qp, d);
-    const bool signaled = qp.sq_sig_all || (d.wr.send_flags & kSendSignaled);
+    if (st == WcStatus::kSuccess) st = CheckSendSemantics(qp, wr, ah_handle);
+    const bool signaled = qp.sq_sig_all || (wr.send_flags & kSendSignaled);
+    const uint32_t tag = qp.sq_seq & qp.slot_mask;
     if (st != WcStatus::kSuccess) {
       // It fails after every WR before it, as on a native QP: the stage
       // reports it (OnMarkerReached) once they are done.
-      const uint32_t tag = qp.sq_seq & qp.slot_mask;
-      if (!stage_.SubmitMarker(qp.flow, tag, st, now) &&
-          !(stage_.Kick(qp.flow, now) &&
-            stage_.SubmitMarker(qp.flow, tag, st, now))) {
-        break;  // the stage is full: take it next turn
-      }
-      (void)TakeSlot(qp, d.wr.wr_id, d.wr.opcode, signaled);
+      if (!stage_.SubmitMarker(qp.flow, tag, st, now)) break;  // next turn
+      (void)TakeSlot(qp, wr.wr_id, wr.opcode, signaled);
       ++vm.stats.wqes_rejected;
       qp.sq_failing = true;
       head = qp.sq.Next(head);
       did = true;
       break;
     }
-    const uint32_t tag = qp.sq_seq & qp.slot_mask;
-    const uint64_t guest_wr_id = d.wr.wr_id;
-    const policy::WrInfo info{vm.id, qp.flow, KindOf(d.wr.opcode),
-                              static_cast<uint32_t>(d.wr.total_length()),
+    const policy::WrInfo info{vm.id, qp.flow, KindOf(wr.opcode),
+                              static_cast<uint32_t>(wr.total_length()),
                               signaled};
-    // The stage owns the low bits of the wr_id; it sets them when posting.
-    if (!stage_.Submit(qp.flow, d.wr, tag, info, now) &&
-        !(stage_.Kick(qp.flow, now) &&
-          stage_.Submit(qp.flow, d.wr, tag, info, now))) {
-      break;  // the QP's stage FIFO is full: take the rest next turn
-    }
-    (void)TakeSlot(qp, guest_wr_id, d.wr.opcode, signaled);
+    (void)TakeSlot(qp, wr.wr_id, wr.opcode, signaled);
+    // The stage owns the wr_id from here (it sets it when posting).
+    stage_.Commit(qp.flow, tag, info, now);
     ++vm.stats.wqes_posted;
     head = qp.sq.Next(head);
     did = true;

@@ -147,7 +147,8 @@ class EngineImpl final : public Engine, private sched::StageOwner {
   bool ProcessSq(QpObj& qp);
   // ERR or SQE: flush what the guest posted, oldest first.
   bool FlushSq(QpObj& qp);
-  WcStatus CheckSendSemantics(const QpObj& qp, DecodedSend& d) const;
+  WcStatus CheckSendSemantics(const QpObj& qp, SendWr& wr,
+                              uint32_t ah_handle) const;
   // Before a WR that consumes a receive (SEND, WRITE_WITH_IMM) reaches the
   // RNIC: when its destination QP is on this engine, pull that QP's new
   // receive WQEs first, so a receive the guest posted before the send was
@@ -270,7 +271,6 @@ class EngineImpl final : public Engine, private sched::StageOwner {
   policy::Nanos now_ = 0;
   bool now_valid_ = false;
   // Scratch for the data path, reused so nothing is built per WQE.
-  DecodedSend send_scratch_;
   static constexpr int kRecvBatch = 8;
   std::array<RecvWr, kRecvBatch> recv_batch_{};
   static constexpr int kPollBatch = 32;

@@ -78,9 +78,16 @@ bool IsRdma(WrOpcode op) {
 
 }  // namespace
 
-WcStatus DecodeSendHeader(const uint8_t* h, const SendQueueLimits& limits,
+WcStatus DecodeSendHeader(const uint8_t* header, const SendQueueLimits& limits,
                           DecodedSend* out) {
-  SendWr& wr = out->wr;
+  return DecodeSendHeaderInto(header, limits, &out->wr, &out->ah_handle,
+                              &out->payload_bytes);
+}
+
+WcStatus DecodeSendHeaderInto(const uint8_t* h, const SendQueueLimits& limits,
+                              SendWr* wr_out, uint32_t* ah_handle,
+                              uint32_t* payload_bytes) {
+  SendWr& wr = *wr_out;
   // Fields only some opcodes set: never carry them over from a previous
   // decode into the same buffer.
   wr.remote_addr = 0;
@@ -92,8 +99,8 @@ WcStatus DecodeSendHeader(const uint8_t* h, const SendQueueLimits& limits,
   wr.remote_qkey = 0;
   wr.inline_data = nullptr;
   wr.opcode = WrOpcode::kSend;  // what an error CQE reports for a bad opcode
-  out->ah_handle = 0;
-  out->payload_bytes = 0;
+  *ah_handle = 0;
+  *payload_bytes = 0;
   // wr_id first: an error CQE must carry it.
   wr.wr_id = Load64(h + send_wqe::kWrId);
   const uint32_t op = Load32(h + send_wqe::kOpcode);
@@ -121,7 +128,7 @@ WcStatus DecodeSendHeader(const uint8_t* h, const SendQueueLimits& limits,
     }
     wr.inline_len = static_cast<uint16_t>(len);
     wr.num_sge = 0;
-    out->payload_bytes = len;
+    *payload_bytes = len;
   } else {
     const uint32_t n = Load32(h + send_wqe::kDmaNumSge);
     if (n > limits.max_sge || n > static_cast<uint32_t>(kMaxSge) ||
@@ -130,7 +137,7 @@ WcStatus DecodeSendHeader(const uint8_t* h, const SendQueueLimits& limits,
     }
     wr.num_sge = static_cast<uint8_t>(n);
     wr.inline_len = 0;
-    out->payload_bytes = n * kWqeSgeBytes;
+    *payload_bytes = n * kWqeSgeBytes;
   }
 
   if (IsRdma(wr.opcode)) {
@@ -147,10 +154,10 @@ WcStatus DecodeSendHeader(const uint8_t* h, const SendQueueLimits& limits,
     if (wr.num_sge != 1) return WcStatus::kLocLenErr;
   }
   if (limits.type == QpType::kUd) {
-    out->ah_handle = Load32(h + send_wqe::kUdAhNum);
+    *ah_handle = Load32(h + send_wqe::kUdAhNum);
     wr.remote_qpn = Load32(h + send_wqe::kUdRemoteQpn);
     wr.remote_qkey = Load32(h + send_wqe::kUdRemoteQkey);
-    if (out->ah_handle == 0 || wr.remote_qpn > 0xffffff)
+    if (*ah_handle == 0 || wr.remote_qpn > 0xffffff)
       return WcStatus::kLocQpOpErr;
   }
   return WcStatus::kSuccess;
@@ -158,7 +165,12 @@ WcStatus DecodeSendHeader(const uint8_t* h, const SendQueueLimits& limits,
 
 WcStatus DecodeSendPayload(const uint8_t* payload,
                            const SendQueueLimits& limits, DecodedSend* out) {
-  SendWr& wr = out->wr;
+  return DecodeSendPayloadInto(payload, limits, &out->wr);
+}
+
+WcStatus DecodeSendPayloadInto(const uint8_t* payload,
+                               const SendQueueLimits& limits, SendWr* wr_out) {
+  SendWr& wr = *wr_out;
   uint64_t total = 0;
   if (wr.send_flags & kSendInline) {
     wr.inline_data = payload;

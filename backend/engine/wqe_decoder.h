@@ -89,6 +89,13 @@ WcStatus DecodeSendHeader(const uint8_t* header, const SendQueueLimits& limits,
 // payload): struct rxe_sge and Sge share their layout.
 WcStatus DecodeSendPayload(const uint8_t* payload,
                            const SendQueueLimits& limits, DecodedSend* out);
+// The same two steps writing into the caller's SendWr (the data path: the
+// scheduler stage's FIFO slot, so the WR is never copied again).
+WcStatus DecodeSendHeaderInto(const uint8_t* header,
+                              const SendQueueLimits& limits, SendWr* wr,
+                              uint32_t* ah_handle, uint32_t* payload_bytes);
+WcStatus DecodeSendPayloadInto(const uint8_t* payload,
+                               const SendQueueLimits& limits, SendWr* wr);
 // Both steps on one buffer (tests, fuzzing); kLocLenErr when the buffer is
 // shorter than the WQE says.
 WcStatus DecodeSendWqe(std::span<const uint8_t> wqe,

@@ -27,7 +27,7 @@ struct QueueEntry {
   uint32_t total = 0;      // bytes of the WR
   uint32_t offset = 0;     // bytes already posted as pieces
   uint32_t chunk = 0;      // piece size, fixed by the first piece
-  uint32_t announced = 0;  // bytes already described by PrepareReceive
+  uint32_t described = 0;  // pieces already described by PrepareReceive
   Nanos arrival = 0;
   policy::WrInfo info;
   bool marker = false;     // a failed WR (SubmitMarker)
@@ -57,18 +57,14 @@ struct FlowTimer : TimerWheel::Entry {
   FlowStorage* flow = nullptr;
 };
 
-struct StageTenant {
-  TenantId id = 0;
-  policy::TenantQos qos;
-  policy::TenantAccount account;
-  bool removed = false;
-};
+struct StageTenant;
 
 struct FlowStorage {
   FlowSpec spec;
   FlowId id = kNoFlow;
   StageTenant* tenant = nullptr;
   policy::FlowControl control;
+  bool native = true;  // control is the default and no RNIC pause
   policy::FlowAccount account;
 
   // FIFO (capacity = spec.queue_capacity).
@@ -110,6 +106,20 @@ struct FlowStorage {
   bool blocked = false;      // queued work the controls keep back
   Nanos blocked_since = 0;
   ListHook<FlowStorage> ready_hook;
+  ListHook<FlowStorage> tenant_hook;  // the tenant's flows
+};
+
+// A tenant's account is summed from its flows when asked (control path,
+// policy timers): the data path updates only the flow's. What removed flows
+// did is kept in `retired`.
+struct StageTenant {
+  TenantId id = 0;
+  policy::TenantQos qos;
+  uint32_t flows = 0;
+  policy::FlowAccount retired;
+  policy::TenantAccount sum;  // the last tenant_account() answer
+  bool removed = false;
+  IntrusiveList<FlowStorage, &FlowStorage::tenant_hook> live;
 };
 
 }  // namespace vrdma::sched

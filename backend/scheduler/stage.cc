@@ -90,7 +90,7 @@ void Stage::RemoveTenant(TenantId tenant) {
   if (t == nullptr) return;
   policy_.OnTenantRemoved(tenant);
   t->removed = true;
-  if (t->account.flows == 0) {
+  if (t->flows == 0) {
     std::erase_if(tenants_, [t](const auto& p) { return p.get() == t; });
   }
 }
@@ -114,7 +114,8 @@ FlowId Stage::AddFlow(std::unique_ptr<FlowStorage> storage, Nanos now) {
     AddTenant(f.spec.tenant, policy::TenantQos{});
     f.tenant = FindTenant(f.spec.tenant);
   }
-  ++f.tenant->account.flows;
+  ++f.tenant->flows;
+  f.tenant->live.PushBack(&f);
   flows_[id] = std::move(storage);
   policy::FlowInfo info;
   info.flow = id;
@@ -132,16 +133,14 @@ std::unique_ptr<FlowStorage> Stage::RemoveFlow(FlowId id, Nanos now) {
   std::unique_ptr<FlowStorage> f = std::move(flows_[id]);
   timers_.Cancel(&f->release_timer);
   StageTenant* t = f->tenant;
-  if (--t->account.flows == 0 && t->removed) {
+  t->live.Remove(f.get());
+  AddAccount(f->account, &t->retired);
+  if (--t->flows == 0 && t->removed) {
     std::erase_if(tenants_, [t](const auto& p) { return p.get() == t; });
   }
   f->tenant = nullptr;
   free_ids_.push_back(id);
   return f;
-}
-
-FlowStorage* Stage::Get(FlowId flow) const {
-  return flow < flows_.size() ? flows_[flow].get() : nullptr;
 }
 
 void Stage::SetReceiverReassembles(FlowId flow, bool yes) {
@@ -179,6 +178,7 @@ void Stage::Configure(FlowId flow, const policy::FlowControl& control) {
     f->rnic_ticket = 0;
     f->wait_pending = false;
   }
+  f->native = f->control == policy::FlowControl{} && f->rnic_ticket == 0;
   MakeReady(*f);
 }
 
@@ -331,9 +331,36 @@ const policy::FlowAccount& Stage::flow_account(FlowId flow) const {
 
 const policy::TenantAccount& Stage::tenant_account(TenantId tenant) const {
   for (const auto& t : tenants_) {
-    if (t->id == tenant && !t->removed) return t->account;
+    if (t->id != tenant || t->removed) continue;
+    policy::TenantAccount& sum = t->sum;
+    sum = policy::TenantAccount{};
+    AddAccount(t->retired, &sum);
+    // Removed flows' live figures (queued, outstanding) are zero by then.
+    for (FlowStorage* f = t->live.front(); f != nullptr;
+         f = decltype(t->live)::next(f)) {
+      AddAccount(f->account, &sum);
+    }
+    sum.flows = t->flows;
+    return sum;
   }
+  no_tenant_ = policy::TenantAccount{};
   return no_tenant_;
+}
+
+void Stage::AddAccount(const policy::FlowAccount& a, policy::FlowAccount* to) {
+  to->wrs_arrived += a.wrs_arrived;
+  to->bytes_arrived += a.bytes_arrived;
+  to->wrs_completed += a.wrs_completed;
+  to->bytes_completed += a.bytes_completed;
+  to->pieces_posted += a.pieces_posted;
+  to->bytes_posted += a.bytes_posted;
+  to->queued_wrs += a.queued_wrs;
+  to->queued_bytes += a.queued_bytes;
+  to->outstanding_pieces += a.outstanding_pieces;
+  to->outstanding_bytes += a.outstanding_bytes;
+  to->held_ns += a.held_ns;
+  to->latency_sum_ns += a.latency_sum_ns;
+  to->latency_max_ns = std::max(to->latency_max_ns, a.latency_max_ns);
 }
 
 }  // namespace vrdma::sched

@@ -80,8 +80,18 @@ class Stage final : public policy::Mechanisms {
   Status SetPreemptionControl(const PreemptionControl& pc);
 
   // --- data path ---
-  // Takes a checked WR (its inline bytes are copied). false: the flow's
-  // FIFO is full; submit it again later.
+  // Zero-copy submission: the owner decodes the WR straight into the FIFO
+  // slot Reserve returns (inline bytes into inline_buf, room for the flow's
+  // max_inline), then Commits it once checked. wr == nullptr: the FIFO is
+  // full (backpressure). An uncommitted slot is simply reused.
+  struct Slot {
+    SendWr* wr = nullptr;
+    uint8_t* inline_buf = nullptr;
+  };
+  Slot Reserve(FlowId flow);
+  void Commit(FlowId flow, uint32_t tag, const policy::WrInfo& info,
+              Nanos now);
+  // Reserve, copy (inline bytes too), Commit. false: the FIFO is full.
   bool Submit(FlowId flow, const SendWr& wr, uint32_t tag,
               const policy::WrInfo& info, Nanos now);
   // A WR that failed the owner's checks: it fails (OnMarkerReached) once
@@ -115,6 +125,11 @@ class Stage final : public policy::Mechanisms {
   // Flows that may post now (after Run: the RNIC refused for lack of room,
   // or a pass was full).
   bool has_ready() const { return !ready_.empty(); }
+  // Whether Run has anything to do: flows to serve, timers, its own CQs.
+  bool needs_run() const {
+    return !ready_.empty() || timers_.size() > 0 || probes_outstanding_ > 0 ||
+           pc_.pcq_depth > 0;
+  }
   // The earliest timer (release time, policy timer), kNoExpiry if none.
   Nanos next_deadline() const { return timers_.NextExpiry(); }
   uint32_t queued_wrs(FlowId flow) const;
@@ -159,8 +174,11 @@ class Stage final : public policy::Mechanisms {
   };
   static constexpr uint32_t kMaxPass = 64;
 
-  FlowStorage* Get(FlowId flow) const;
+  FlowStorage* Get(FlowId flow) const {
+    return flow < flows_.size() ? flows_[flow].get() : nullptr;
+  }
   StageTenant* FindTenant(TenantId tenant);
+  static void AddAccount(const policy::FlowAccount& a, policy::FlowAccount* to);
   void MakeReady(FlowStorage& f);
   // Posts what the flow may post now; returns true when it posted any.
   bool ServeFlow(FlowStorage& f);
@@ -171,10 +189,15 @@ class Stage final : public policy::Mechanisms {
   void NoteBlocked(FlowStorage& f, bool blocked);
   // Emits the flow's pieces into emits_ until a control stops it.
   Stop Plan(FlowStorage& f, uint32_t* count);
+  // Plan for a flow at the default controls: whole WRs only.
+  Stop PlanNative(FlowStorage& f, uint32_t* count);
+  // After a plan: the last piece comes back visibly when the flow must see
+  // it, and a marker waiting behind unsignaled work gets its sentinel.
+  void FinishPlan(FlowStorage& f, Stop stop, uint32_t* count);
   // Hands emits_[0, count) to the RNIC and commits what it accepted.
   // Returns the number accepted; *refused the RNIC's status if it refused.
   uint32_t PostPlanned(FlowStorage& f, uint32_t count, Status* refused);
-  void Commit(FlowStorage& f, const Emit& e);
+  void CommitEmit(FlowStorage& f, const Emit& e);
   void PollOwnCq();
   // Preemption control: keep pcq stocked; enable pcq WRITEs up to ticket.
   void StockPcq();
@@ -207,7 +230,7 @@ class Stage final : public policy::Mechanisms {
   std::array<Completion, 16> own_poll_{};
   std::array<Emit, kMaxPass> emits_{};
   std::array<SendWr, kMaxPass> scratch_{};
-  policy::TenantAccount no_tenant_{};
+  mutable policy::TenantAccount no_tenant_{};
   policy::FlowAccount no_flow_{};
   policy::FlowControl no_control_{};
 };

@@ -12,42 +12,56 @@
 
 namespace vrdma::sched {
 
-bool Stage::Submit(FlowId flow, const SendWr& wr, uint32_t tag,
-                   const policy::WrInfo& info, Nanos now) {
-  FlowStorage* fp = Get(flow);
-  if (fp == nullptr) return false;
-  FlowStorage& f = *fp;
+Stage::Slot Stage::Reserve(FlowId flow) {
+  FlowStorage* f = Get(flow);
+  if (f == nullptr || f->q_count == f->capacity()) return Slot{};
+  const uint32_t idx = f->at(f->q_count);
+  return Slot{&f->wrs[idx],
+              f->inline_arena.data() + size_t{idx} * f->spec.max_inline};
+}
+
+void Stage::Commit(FlowId flow, uint32_t tag, const policy::WrInfo& info,
+                   Nanos now) {
+  FlowStorage& f = *Get(flow);  // Reserve succeeded for it
   now_ = std::max(now_, now);
-  if (f.q_count == f.capacity()) return false;
   const uint32_t idx = f.at(f.q_count);
-  SendWr& d = f.wrs[idx];
-  CopyWr(wr, &d);
-  if ((wr.send_flags & kSendInline) && wr.inline_len > 0) {
-    // The owner checked inline_len against the QP's max_inline.
-    const uint32_t n = std::min<uint32_t>(wr.inline_len, f.spec.max_inline);
-    uint8_t* dst = f.inline_arena.data() + size_t{idx} * f.spec.max_inline;
-    std::memcpy(dst, wr.inline_data, n);
-    d.inline_data = dst;
-    d.inline_len = static_cast<uint16_t>(n);
-  }
   QueueEntry& e = f.entries[idx];
-  e = QueueEntry{};
   e.tag = tag;
-  e.total = static_cast<uint32_t>(d.total_length());
+  e.total = info.bytes;
+  e.offset = 0;
+  e.chunk = 0;
+  e.described = 0;
   e.arrival = now_;
   e.info = info;
   e.info.flow = f.id;
   e.info.tenant = f.spec.tenant;
+  e.marker = false;
   ++f.q_count;
-  for (policy::FlowAccount* a : {&f.account, static_cast<policy::FlowAccount*>(
-                                                 &f.tenant->account)}) {
-    ++a->wrs_arrived;
-    a->bytes_arrived += e.total;
-    ++a->queued_wrs;
-    a->queued_bytes += e.total;
-  }
+  policy::FlowAccount& a = f.account;
+  ++a.wrs_arrived;
+  a.bytes_arrived += e.total;
+  ++a.queued_wrs;
+  a.queued_bytes += e.total;
   policy_.OnArrival(now_, e.info);
   MakeReady(f);
+}
+
+bool Stage::Submit(FlowId flow, const SendWr& wr, uint32_t tag,
+                   const policy::WrInfo& info, Nanos now) {
+  const Slot slot = Reserve(flow);
+  if (slot.wr == nullptr) return false;
+  CopyWr(wr, slot.wr);
+  if ((wr.send_flags & kSendInline) && wr.inline_len > 0) {
+    // The owner checked inline_len against the QP's max_inline.
+    const uint32_t n =
+        std::min<uint32_t>(wr.inline_len, Get(flow)->spec.max_inline);
+    std::memcpy(slot.inline_buf, wr.inline_data, n);
+    slot.wr->inline_data = slot.inline_buf;
+    slot.wr->inline_len = static_cast<uint16_t>(n);
+  }
+  policy::WrInfo i = info;
+  i.bytes = static_cast<uint32_t>(slot.wr->total_length());
+  Commit(flow, tag, i, now);
   return true;
 }
 
@@ -67,11 +81,8 @@ bool Stage::SubmitMarker(FlowId flow, uint32_t tag, WcStatus status,
   e.info.flow = f.id;
   e.info.tenant = f.spec.tenant;
   ++f.q_count;
-  for (policy::FlowAccount* a : {&f.account, static_cast<policy::FlowAccount*>(
-                                                 &f.tenant->account)}) {
-    ++a->wrs_arrived;
-    ++a->queued_wrs;
-  }
+  ++f.account.wrs_arrived;
+  ++f.account.queued_wrs;
   MakeReady(f);
   return true;
 }
@@ -85,9 +96,7 @@ void Stage::NoteBlocked(FlowStorage& f, bool blocked) {
   if (blocked) {
     f.blocked_since = now_;
   } else {
-    const Nanos held = now_ - std::min(now_, f.blocked_since);
-    f.account.held_ns += held;
-    f.tenant->account.held_ns += held;
+    f.account.held_ns += now_ - std::min(now_, f.blocked_since);
   }
   f.blocked = blocked;
 }
@@ -121,8 +130,67 @@ bool Stage::Kick(FlowId flow, Nanos now) {
   return ServeFlow(*f);
 }
 
+Stage::Stop Stage::PlanNative(FlowStorage& f, uint32_t* count) {
+  // The default controls (native RDMA, the pass-through policy, PeRF's
+  // bypassed tenants): every WR whole, in order, as the records allow.
+  const uint32_t ring = static_cast<uint32_t>(f.records.size());
+  uint32_t unretired = f.unretired();
+  uint32_t since_signal = f.since_signal;
+  uint32_t n = 0;
+  Stop stop = Stop::kEmpty;
+  for (uint32_t i = 0; i < f.q_count; ++i) {
+    if (n == kMaxPass) {
+      stop = Stop::kPassFull;
+      break;
+    }
+    const uint32_t idx = f.at(i);
+    QueueEntry& e = f.entries[idx];
+    SendWr& wr = f.wrs[idx];
+    if (e.marker) {
+      stop = Stop::kMarker;
+      break;
+    }
+    if (unretired + 1 > ring) {
+      stop = Stop::kRecords;
+      break;
+    }
+    if (ConsumesReceive(wr.opcode) && e.described == 0) {
+      ReceivePiece rp;
+      rp.total = rp.length = e.total;
+      rp.lands_in_buffer = wr.opcode != WrOpcode::kRdmaWriteWithImm;
+      rp.remote_qpn = wr.remote_qpn;
+      if (!owner_.PrepareReceive(f.spec.owner, rp)) {
+        stop = Stop::kReceiver;
+        break;
+      }
+      e.described = 1;
+    }
+    const bool signaled = e.info.signaled;
+    const bool forced = !signaled && since_signal + 1 >= ring / 2;
+    since_signal = signaled || forced ? 0 : since_signal + 1;
+    Emit& em = emits_[n++];
+    em.wr = &wr;
+    em.entry = i;
+    em.offset = 0;
+    em.length = e.total;
+    em.completes_entry = true;
+    em.flags = static_cast<uint8_t>(
+        kRecLast | (signaled || forced ? kRecRnicSignaled : 0) |
+        (forced ? kRecForced : 0));
+    ++unretired;
+  }
+  *count = n;
+  return stop;
+}
+
 Stage::Stop Stage::Plan(FlowStorage& f, uint32_t* count) {
   const policy::FlowControl& c = f.control;
+  if (f.native && f.release_at <= now_ &&
+      (f.q_count == 0 || f.entries[f.at(0)].offset == 0)) {
+    const Stop stop = PlanNative(f, count);
+    FinishPlan(f, stop, count);
+    return stop;
+  }
   const uint32_t ring = static_cast<uint32_t>(f.records.size());
   uint32_t n = 0;
   uint32_t scratch = 0;
@@ -201,7 +269,8 @@ Stage::Stop Stage::Plan(FlowStorage& f, uint32_t* count) {
     }
     // The receiving side learns of every receive-consuming piece before
     // it is posted, once (a refused post is not described again).
-    if (ConsumesReceive(wr.opcode) && offset + length > e.announced) {
+    const uint32_t piece = split ? offset / chunk : 0;
+    if (ConsumesReceive(wr.opcode) && piece >= e.described) {
       const bool write_imm = wr.opcode == WrOpcode::kRdmaWriteWithImm;
       if (!write_imm || last) {
         ReceivePiece rp;
@@ -217,7 +286,7 @@ Stage::Stop Stage::Plan(FlowStorage& f, uint32_t* count) {
           break;
         }
       }
-      e.announced = offset + length;
+      e.described = piece + 1;
     }
     if (split) e.chunk = chunk;
 
@@ -281,6 +350,15 @@ Stage::Stop Stage::Plan(FlowStorage& f, uint32_t* count) {
       offset += length;
     }
   }
+  *count = n;
+  FinishPlan(f, stop, count);
+  return stop;
+}
+
+void Stage::FinishPlan(FlowStorage& f, Stop stop, uint32_t* count) {
+  const policy::FlowControl& c = f.control;
+  const uint32_t ring = static_cast<uint32_t>(f.records.size());
+  uint32_t n = *count;
   // When the flow stops for a control, or its policy watches what it has
   // outstanding, the last piece posted must come back visibly.
   const bool watched = c.window_bytes != 0 || c.window_wrs != 0 || c.gated ||
@@ -301,35 +379,30 @@ Stage::Stop Stage::Plan(FlowStorage& f, uint32_t* count) {
       f.spec.type != QpType::kUd &&
       !(f.records[(f.rec_tail - 1) & f.rec_mask].flags & kRecRnicSignaled) &&
       f.unretired() < ring) {
-    SendWr& s = scratch_[scratch];
+    SendWr& s = scratch_[0];  // nothing else was planned
     s = SendWr{};
     s.opcode = WrOpcode::kRdmaWrite;
     Emit& em = emits_[n++];
     em = Emit{};
-    em.wr = &scratch_[scratch++];
+    em.wr = &s;
     em.flags = kRecControl | kRecRnicSignaled | kRecForced;
   }
   *count = n;
-  return stop;
 }
 
-void Stage::Commit(FlowStorage& f, const Emit& em) {
+void Stage::CommitEmit(FlowStorage& f, const Emit& em) {
   Record& r = f.records[f.rec_tail & f.rec_mask];
-  r = Record{};
   r.flags = em.flags;
   r.bytes = em.length;
   if (!(em.flags & kRecControl)) {
     QueueEntry& e = f.entries[f.at(0)];
     r.tag = e.tag;
-    for (policy::FlowAccount* a :
-         {&f.account,
-          static_cast<policy::FlowAccount*>(&f.tenant->account)}) {
-      ++a->pieces_posted;
-      a->bytes_posted += em.length;
-      a->queued_bytes -= std::min<uint64_t>(a->queued_bytes, em.length);
-      ++a->outstanding_pieces;
-      a->outstanding_bytes += em.length;
-    }
+    policy::FlowAccount& a = f.account;
+    ++a.pieces_posted;
+    a.bytes_posted += em.length;
+    a.queued_bytes -= em.length;
+    ++a.outstanding_pieces;
+    a.outstanding_bytes += em.length;
     f.credit_bytes -= em.length;
     --f.credit_pieces;
     if (em.completes_entry) {
@@ -338,8 +411,7 @@ void Stage::Commit(FlowStorage& f, const Emit& em) {
       r.info = e.info;
       f.q_head = f.at(1);
       --f.q_count;
-      --f.account.queued_wrs;
-      --f.tenant->account.queued_wrs;
+      --a.queued_wrs;
     } else {
       e.offset += em.length;
     }
@@ -382,7 +454,7 @@ uint32_t Stage::PostPlanned(FlowStorage& f, uint32_t count, Status* refused) {
     const int n = rnic_.PostSend(
         f.spec.qp, std::span<const SendWr>(emits_[posted].wr, run), &err);
     const uint32_t accepted = n > 0 ? static_cast<uint32_t>(n) : 0;
-    for (uint32_t k = 0; k < accepted; ++k) Commit(f, emits_[posted + k]);
+    for (uint32_t k = 0; k < accepted; ++k) CommitEmit(f, emits_[posted + k]);
     posted += accepted;
     if (accepted < run) {
       *refused = err == Status::kOk ? Status::kIoError : err;
@@ -410,9 +482,7 @@ bool Stage::ServeFlow(FlowStorage& f) {
     f.q_head = f.at(1);
     --f.q_count;
     --f.account.queued_wrs;
-    --f.tenant->account.queued_wrs;
     ++f.account.wrs_completed;
-    ++f.tenant->account.wrs_completed;
     ready_.Remove(&f);
     NoteBlocked(f, false);
     owner_.OnMarkerReached(f.spec.owner, tag, status);  // last: may end f's work
@@ -463,13 +533,11 @@ void Stage::FinishWr(FlowStorage& f, uint32_t tag, const policy::WrInfo& info,
                      Nanos arrival, WcStatus status, uint32_t byte_len,
                      bool tell_policy) {
   const Nanos latency = now_ - std::min(now_, arrival);
-  for (policy::FlowAccount* a :
-       {&f.account, static_cast<policy::FlowAccount*>(&f.tenant->account)}) {
-    ++a->wrs_completed;
-    a->bytes_completed += info.bytes;
-    a->latency_sum_ns += latency;
-    a->latency_max_ns = std::max(a->latency_max_ns, latency);
-  }
+  policy::FlowAccount& a = f.account;
+  ++a.wrs_completed;
+  a.bytes_completed += info.bytes;
+  a.latency_sum_ns += latency;
+  a.latency_max_ns = std::max(a.latency_max_ns, latency);
   if (tell_policy) {
     policy_.OnCompleted(now_, info, latency, status == WcStatus::kSuccess);
   }
@@ -478,6 +546,7 @@ void Stage::FinishWr(FlowStorage& f, uint32_t tag, const policy::WrInfo& info,
 
 void Stage::Retire(FlowStorage& f, uint32_t upto, WcStatus status,
                    uint32_t byte_len) {
+  policy::FlowAccount& a = f.account;
   while (f.rec_head != upto + 1) {
     const uint32_t seq = f.rec_head++;
     const Record& r = f.records[seq & f.rec_mask];
@@ -486,15 +555,10 @@ void Stage::Retire(FlowStorage& f, uint32_t upto, WcStatus status,
       --signaled_outstanding_;
     }
     if (r.flags & kRecControl) continue;
-    for (policy::FlowAccount* a :
-         {&f.account,
-          static_cast<policy::FlowAccount*>(&f.tenant->account)}) {
-      --a->outstanding_pieces;
-      a->outstanding_bytes -= std::min<uint64_t>(a->outstanding_bytes, r.bytes);
-    }
+    --a.outstanding_pieces;
+    a.outstanding_bytes -= r.bytes;
     // Records before the completed one completed silently and well.
-    const WcStatus st = seq == upto ? status : WcStatus::kSuccess;
-    if (st != WcStatus::kSuccess) {
+    if (seq == upto && status != WcStatus::kSuccess) {
       if (f.failed_reported && r.tag == f.failed_tag) continue;  // said once
       f.failed = true;
       if (!(r.flags & kRecLast)) {
@@ -502,15 +566,15 @@ void Stage::Retire(FlowStorage& f, uint32_t upto, WcStatus status,
         // flushed and not reported again.
         f.failed_reported = true;
         f.failed_tag = r.tag;
-        FinishWr(f, r.tag, r.info, r.arrival, st, 0);
-        continue;
       }
-    } else if (!(r.flags & kRecLast)) {
+      FinishWr(f, r.tag, r.info, r.arrival, status, 0);
       continue;
     }
+    if (!(r.flags & kRecLast)) continue;
+    if (f.failed_reported && r.tag == f.failed_tag) continue;  // said once
     const uint32_t len =
         seq == upto && !(r.flags & kRecSplit) ? byte_len : r.wr_bytes;
-    FinishWr(f, r.tag, r.info, r.arrival, st, len);
+    FinishWr(f, r.tag, r.info, r.arrival, WcStatus::kSuccess, len);
   }
 }
 
@@ -557,16 +621,12 @@ void Stage::EndFlowWork(FlowId flow, policy::FlowEnd how, Nanos now) {
              /*tell_policy=*/!e.marker);
   }
   // Whatever was not reported was dropped (reset, destroy): it left too.
-  const policy::FlowAccount gone = f.account;
-  const uint64_t dropped = gone.wrs_arrived - gone.wrs_completed;
-  for (policy::FlowAccount* a :
-       {&f.account, static_cast<policy::FlowAccount*>(&f.tenant->account)}) {
-    a->outstanding_pieces -= std::min(a->outstanding_pieces, gone.outstanding_pieces);
-    a->outstanding_bytes -= std::min(a->outstanding_bytes, gone.outstanding_bytes);
-    a->queued_wrs -= std::min(a->queued_wrs, gone.queued_wrs);
-    a->queued_bytes -= std::min(a->queued_bytes, gone.queued_bytes);
-    a->wrs_completed += dropped;
-  }
+  policy::FlowAccount& a = f.account;
+  a.outstanding_pieces = 0;
+  a.outstanding_bytes = 0;
+  a.queued_wrs = 0;
+  a.queued_bytes = 0;
+  a.wrs_completed = a.wrs_arrived;
   signaled_outstanding_ -= f.signaled_outstanding;
   f.signaled_outstanding = 0;
   // A pause WAIT went with the queue: it is posted again if still paused.

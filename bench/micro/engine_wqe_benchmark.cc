@@ -2,11 +2,12 @@
 //
 // The engine's cost per WQE, with nothing underneath: a guest (memfd RAM,
 // librxe rings) writes `batch` signaled 64-byte RDMA WRITE WQEs, rings one
-// SQ doorbell, and the engine (inline executor, pass-through policy) reads,
-// decodes, checks, schedules and posts them to a no-op RNIC that completes
-// them at once; the benchmark iteration ends when the guest has consumed
-// every CQE. ns_per_wqe = engine + guest-ring CPU cost per WQE on one thread
-// (CPU time: on this shared 2-core machine wall time includes preemption).
+// SQ doorbell, and the engine (inline executor) reads, decodes, checks,
+// schedules (the scheduler stage and the policy named in the benchmark's
+// name) and posts them to a no-op RNIC that completes them at once; the
+// benchmark iteration ends when the guest has consumed every CQE.
+// ns_per_wqe = engine + guest-ring CPU cost per WQE on one thread (CPU
+// time: on this shared 2-core machine wall time includes preemption).
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -15,7 +16,7 @@
 #include "backend/engine/engine.h"
 #include "backend/engine/testing/guest_env.h"
 #include "bench/micro/noop_rnic.h"
-#include "policy/pass_through_policy.h"
+#include "policy/policy_registry.h"
 
 namespace vrdma::bench {
 
@@ -35,7 +36,7 @@ class NullSink final : public engine::VmEventSink {
 struct Rig {
   NoopRnic rnic;
   InlineExecutor executor;
-  policy::PassThroughPolicy policy;
+  std::unique_ptr<policy::SchedulerPolicy> policy;
   std::unique_ptr<engine::Engine> engine;
   GuestEnv env{16u << 20};
   NullSink sink;
@@ -45,8 +46,11 @@ struct Rig {
   uint64_t buf_iova = 0x10000000;
   bool ok = false;
 
-  Rig() {
-    engine = engine::Engine::Create(rnic, executor, policy);
+  explicit Rig(const std::string& policy_name) {
+    std::string error;
+    policy = policy::MakePolicy(policy_name, policy::CardProfile{}, {}, 0, &error);
+    if (!policy) return;
+    engine = engine::Engine::Create(rnic, executor, *policy);
     engine::VmConfig c;
     c.name = "bench";
     Gid gid{};
@@ -127,8 +131,7 @@ struct Rig {
   }
 };
 
-void BM_EngineWqe(benchmark::State& state) {
-  static Rig* rig = new Rig();  // one engine for every batch size
+void BM_EngineWqe(benchmark::State& state, Rig* rig) {
   if (!rig->ok) {
     g_failed = true;
     state.SkipWithError("engine setup failed");
@@ -175,14 +178,25 @@ void BM_EngineWqe(benchmark::State& state) {
   state.counters["error_cqes"] = static_cast<double>(errors);
   if (errors != 0) g_failed = true;  // every WQE here is valid
 }
-BENCHMARK(BM_EngineWqe)->Arg(1)->Arg(16)->Arg(64);
-
 }  // namespace
+
+// One engine per policy, shared by its batch sizes.
+void RegisterPerPolicy() {
+  for (const std::string& name : policy::PolicyNames()) {
+    Rig* rig = new Rig(name);  // lives for the whole run
+    benchmark::RegisterBenchmark(("BM_EngineWqe/" + name).c_str(), BM_EngineWqe, rig)
+        ->Arg(1)
+        ->Arg(16)
+        ->Arg(64);
+  }
+}
+
 }  // namespace vrdma::bench
 
 // A failed setup is an error exit (SkipWithError alone exits 0), so the
 // smoke test in CMakeLists.txt catches a rotten benchmark.
 int main(int argc, char** argv) {
+  vrdma::bench::RegisterPerPolicy();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
