@@ -1,36 +1,16 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 #include "policy/policy_registry.h"
 
-#include <charconv>
-
 #include "policy/pass_through_policy.h"
+#include "policy/policy_options.h"
 
 namespace vrdma::policy {
-namespace {
-
-// Splits "key=value"; false when there is no '='.
-bool SplitOption(std::string_view opt, std::string_view* key,
-                 std::string_view* value) {
-  const size_t eq = opt.find('=');
-  if (eq == std::string_view::npos || eq == 0) return false;
-  *key = opt.substr(0, eq);
-  *value = opt.substr(eq + 1);
-  return true;
-}
-
-bool ParseDouble(std::string_view text, double* out) {
-  const char* end = text.data() + text.size();
-  auto [p, ec] = std::from_chars(text.data(), end, *out);
-  return ec == std::errc() && p == end;
-}
-
-}  // namespace
 
 bool ParseCardOption(std::string_view option, CardProfile* card,
                      std::string* error) {
   std::string_view key, value;
   double v = 0;
-  if (!SplitOption(option, &key, &value) || !ParseDouble(value, &v) || v <= 0) {
+  if (!SplitOption(option, &key, &value) || !ParseNumber(value, &v) || v <= 0) {
     *error = "card option must be key=positive-number: " + std::string(option);
     return false;
   }
@@ -53,14 +33,14 @@ bool ParseCardOption(std::string_view option, CardProfile* card,
   return true;
 }
 
-std::vector<std::string> PolicyNames() { return {"pass-through"}; }
+std::vector<std::string> PolicyNames() {
+  return {"pass-through"};
+}
 
 std::unique_ptr<SchedulerPolicy> MakePolicy(
     std::string_view name, const CardProfile& card,
     const std::vector<std::string>& options, uint32_t host_id,
     std::string* error) {
-  (void)card;
-  (void)host_id;
   std::string unused;
   std::string& err = error != nullptr ? *error : unused;
   if (name == "pass-through") {
@@ -70,13 +50,8 @@ std::unique_ptr<SchedulerPolicy> MakePolicy(
     }
     return std::make_unique<PassThroughPolicy>();
   }
-  for (const std::string& o : options) {
-    std::string_view k, v;
-    if (!SplitOption(o, &k, &v)) {
-      err = "option must be key=value: " + o;
-      return nullptr;
-    }
-  }
+  (void)card;
+  (void)host_id;
   err = "unknown policy: " + std::string(name);
   return nullptr;
 }
