@@ -2,6 +2,7 @@
 #include "policy/policy_registry.h"
 
 #include "policy/pass_through_policy.h"
+#include "policy/perf_policy.h"
 #include "policy/policy_options.h"
 
 namespace vrdma::policy {
@@ -34,7 +35,7 @@ bool ParseCardOption(std::string_view option, CardProfile* card,
 }
 
 std::vector<std::string> PolicyNames() {
-  return {"pass-through"};
+  return {"pass-through", "perf", "perf-xc"};
 }
 
 std::unique_ptr<SchedulerPolicy> MakePolicy(
@@ -50,7 +51,11 @@ std::unique_ptr<SchedulerPolicy> MakePolicy(
     }
     return std::make_unique<PassThroughPolicy>();
   }
-  (void)card;
+  if (name == "perf" || name == "perf-xc") {
+    const PerfPreemption how = name == "perf" ? PerfPreemption::kStage
+                                              : PerfPreemption::kCrossChannel;
+    return MakePerfPolicy(card, options, how, &err);
+  }
   (void)host_id;
   err = "unknown policy: " + std::string(name);
   return nullptr;

@@ -39,6 +39,7 @@ TenantSpec LatencyTenant(const std::string& name, Op op) {
   t.op = op;
   t.msg_bytes = 16;
   t.mode = Mode::kLatency;
+  t.app_class = policy::TenantClass::kLatency;  // as its operator sets it
   return t;
 }
 
@@ -51,6 +52,7 @@ TenantSpec MessageTenant(const std::string& name, uint32_t qps, Op op) {
   t.tx_depth = 128;
   t.num_qps = qps;
   t.mode = Mode::kBandwidth;
+  t.app_class = policy::TenantClass::kThroughput;
   return t;
 }
 
