@@ -56,6 +56,9 @@ struct PerfParams {
   uint32_t qnum_allow = 1;             // default QNum_allow
   uint32_t qnum_capa = 0;              // 0: from the card
   uint32_t rotate_wrs = 64;            // MQSE quantum for small messages
+  // Isolate even a tenant that has the card to itself (PeRF's evaluation
+  // runs it always on; the default triggers it only when others send).
+  bool always_isolate = false;
   // kStage only: sub-messages a B_App's QP may have on the RNIC at once;
   // 0: twice the card's bandwidth-delay product (the link stays busy while
   // the oldest sub-message's completion travels back), at least one.
@@ -188,13 +191,14 @@ class PerfPolicy final : public SchedulerPolicy {
   }
 
   void Report(ReportSink& out) const override {
-    out.Text("mechanism", how_ == PerfPreemption::kStage
-                              ? "stage hold + posting window"
-                              : "cross-channel WAIT/ENABLE");
+    out.Text("interrupts", rnic_interrupts() ? "zero-count WAIT" : "posting window");
+    out.Text("pause", how_ == PerfPreemption::kCrossChannel && mech().rnic_pause()
+                          ? "WAIT on the preemption control CQ"
+                          : "held in the stage");
     out.Number("qnum_capa", p_.qnum_capa);
     out.Number("zero_wait_num", ZeroWaitNum());
     out.Number("sub_msg_size", p_.sub_msg_bytes);
-    if (how_ == PerfPreemption::kStage) out.Number("window_subs", p_.window_subs);
+    if (!rnic_interrupts()) out.Number("window_subs", p_.window_subs);
     out.Number("rotations", static_cast<double>(rotations_));
   }
 
@@ -280,7 +284,7 @@ class PerfPolicy final : public SchedulerPolicy {
     // QPs the tenants outside M_App_multi keep active, for QNum_capa.
     uint32_t fixed_active = 0, m_multi = 0;
     for (auto& [id, t] : tenants_) {
-      t.isolated = Present(t, now) && present > 1;
+      t.isolated = Present(t, now) && (present > 1 || p_.always_isolate);
       const bool multi = t.flows.size() > 1;
       t.lmse = t.isolated && t.type == AppType::kB;
       t.managed = t.isolated && multi && t.type != AppType::kD;
@@ -303,11 +307,18 @@ class PerfPolicy final : public SchedulerPolicy {
     }
   }
 
+  // PeRF's own interrupts where the RNIC has WAIT; otherwise (perf-xc on
+  // an RNIC without cross-channel operations) the stage's form, never an
+  // unbounded split.
+  bool rnic_interrupts() const {
+    return how_ == PerfPreemption::kCrossChannel && mech().cross_channel();
+  }
+
   FlowControl ControlFor(const Tenant& t, const Flow& f) const {
     FlowControl c;
     if (t.lmse) {
       c.chunk_bytes = p_.sub_msg_bytes;
-      if (how_ == PerfPreemption::kCrossChannel) {
+      if (rnic_interrupts()) {
         c.interrupt_waits = ZeroWaitNum();
       } else {
         c.window_bytes = uint64_t{p_.window_subs} * p_.sub_msg_bytes;
@@ -315,7 +326,7 @@ class PerfPolicy final : public SchedulerPolicy {
     }
     if (t.managed && !f.mqse_active) {
       c.held = true;
-      c.pause_on_rnic = how_ == PerfPreemption::kCrossChannel;
+      c.pause_on_rnic = how_ == PerfPreemption::kCrossChannel && mech().rnic_pause();
     }
     return c;
   }
@@ -376,7 +387,9 @@ class PerfPolicy final : public SchedulerPolicy {
   // Work arrived on a paused QP: an active sibling with nothing queued or
   // outstanding gives it its slot now (work conserving).
   void ActivateForArrival(Tenant& t, FlowId id) {
-    if (how_ == PerfPreemption::kCrossChannel) return;  // resumes go in pause order
+    if (how_ == PerfPreemption::kCrossChannel && mech().rnic_pause()) {
+      return;  // resumes go in pause order
+    }
     for (FlowId a : t.flows) {
       const Flow& f = flows_[a];
       if (!f.mqse_active) continue;
@@ -419,6 +432,7 @@ std::unique_ptr<SchedulerPolicy> MakePerfPolicy(
       {"qnum_capa", &p.qnum_capa, 0, 1u << 16},
       {"rotate_wrs", &p.rotate_wrs, 1, 1u << 20},
       {"window_subs", &p.window_subs, 0, 1024},
+      {"always_isolate", &p.always_isolate, 0, 1},
   };
   if (!ApplyKnobs(options, knobs, error)) {
     *error = "perf: " + *error;

@@ -28,7 +28,7 @@ class PerfPolicyTest : public ::testing::TestWithParam<PerfPreemption> {
     policy_ = MakePerfPolicy(card_, options, GetParam(), &error);
     ASSERT_NE(policy_, nullptr) << error;
     mech_ = testing::FakeMechanisms{};
-    mech_.has_cross_channel = GetParam() == PerfPreemption::kCrossChannel;
+    mech_.has_cross_channel = mech_.has_rnic_pause = xc();
     policy_->Bind(mech_);
   }
   bool xc() const { return GetParam() == PerfPreemption::kCrossChannel; }
@@ -80,6 +80,13 @@ TEST_P(PerfPolicyTest, ATenantAloneIsNeverIsolated) {
   AddFlow(1, 0);
   Arrive(1, 0, 1 << 20);
   EXPECT_EQ(control(0), FlowControl{}) << "work conserving: nobody to protect";
+}
+
+TEST_P(PerfPolicyTest, AlwaysIsolateSplitsATenantAlone) {
+  Make({"always_isolate=true"});
+  AddFlow(1, 0);
+  Arrive(1, 0, 1 << 20);
+  EXPECT_TRUE(isolated_b(0));
 }
 
 TEST_P(PerfPolicyTest, BandwidthAppIsSplitWithInterruptsOnceAnotherTenantSends) {
@@ -281,7 +288,7 @@ TEST(PerfPolicyCrossChannel, ZeroWaitUnitSetsTheInterruptCount) {
                           PerfPreemption::kCrossChannel, &error);
   ASSERT_NE(p, nullptr) << error;
   testing::FakeMechanisms mech;
-  mech.has_cross_channel = true;
+  mech.has_cross_channel = mech.has_rnic_pause = true;
   p->Bind(mech);
   for (TenantId t : {1u, 2u}) {
     p->OnTenantAdded(t, TenantQos{});
@@ -302,6 +309,34 @@ TEST(PerfPolicyCrossChannel, ZeroWaitUnitSetsTheInterruptCount) {
   EXPECT_EQ(mech.control(0).chunk_bytes, 65536u);
   EXPECT_EQ(mech.control(0).interrupt_waits, 16) << "0_WAIT_NUM = 64 KiB / 4 KiB";
   EXPECT_EQ(mech.control(0).window_bytes, 0u) << "the RNIC interrupts: no window";
+}
+
+TEST(PerfPolicyCrossChannel, WithoutWaitOnTheRnicItUsesTheStagesForm) {
+  std::string error;
+  auto p = MakePerfPolicy(CardProfile{}, {}, PerfPreemption::kCrossChannel, &error);
+  ASSERT_NE(p, nullptr) << error;
+  testing::FakeMechanisms mech;  // no cross-channel operations
+  p->Bind(mech);
+  p->OnTenantAdded(1, TenantQos{});
+  p->OnTenantAdded(2, TenantQos{});
+  for (FlowId f = 0; f < 3; ++f) {
+    FlowInfo info;
+    info.flow = f;
+    info.tenant = f == 0 ? 1 : 2;
+    p->OnFlowAdded(1000, info);
+  }
+  for (FlowId f = 0; f < 3; ++f) {
+    WrInfo wr;
+    wr.tenant = f == 0 ? 1 : 2;
+    wr.flow = f;
+    wr.bytes = 1 << 20;
+    p->OnArrival(1000, wr);
+  }
+  EXPECT_EQ(mech.control(0).interrupt_waits, 0);
+  EXPECT_GT(mech.control(0).window_bytes, 0u) << "a split is never unbounded";
+  const FlowControl& held = mech.control(1).held ? mech.control(1) : mech.control(2);
+  EXPECT_TRUE(held.held);
+  EXPECT_FALSE(held.pause_on_rnic);
 }
 
 TEST(PerfPolicyOptions, UnknownOrOutOfRangeKnobsAreRefused) {

@@ -59,6 +59,7 @@ class FakeMechanisms : public Mechanisms {
     return it == tenant_accounts.end() ? no_tenant_ : it->second;
   }
   bool cross_channel() const override { return has_cross_channel; }
+  bool rnic_pause() const override { return has_rnic_pause; }
 
   // What the policy asked for.
   std::map<FlowId, FlowControl> controls;
@@ -73,6 +74,7 @@ class FakeMechanisms : public Mechanisms {
   std::map<FlowId, FlowAccount> flow_accounts;
   std::map<TenantId, TenantAccount> tenant_accounts;
   bool has_cross_channel = false;
+  bool has_rnic_pause = false;  // a preemption control queue exists
   bool probe_paths = true;
   bool peer_channel = true;
 
