@@ -2,7 +2,8 @@
 //
 // The data path allocates nothing: steady-state send, completion and
 // receive traffic through Doorbell/PollOnce is run with a global operator
-// new that counts, on an RNIC double that itself never allocates.
+// new that counts, on an RNIC double that itself never allocates, under
+// every policy the daemon offers.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -12,7 +13,7 @@
 
 #include "backend/engine/engine.h"
 #include "backend/engine/testing/guest_env.h"
-#include "policy/pass_through_policy.h"
+#include "policy/policy_registry.h"
 
 namespace {
 std::atomic<long> g_allocs{0};
@@ -131,11 +132,16 @@ class ArrayRnic final : public Rnic {
   uint32_t next_ = 1;
 };
 
-TEST(EngineAllocTest, SteadyStateDataPathDoesNotAllocate) {
+class EngineAllocTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EngineAllocTest, SteadyStateDataPathDoesNotAllocate) {
   ArrayRnic rnic;
   InlineExecutor exec;
-  policy::PassThroughPolicy policy;
-  std::unique_ptr<Engine> engine = Engine::Create(rnic, exec, policy);
+  std::string error;
+  std::unique_ptr<policy::SchedulerPolicy> policy =
+      policy::MakePolicy(GetParam(), policy::CardProfile{}, {}, 0, &error);
+  ASSERT_NE(policy, nullptr) << error;
+  std::unique_ptr<Engine> engine = Engine::Create(rnic, exec, *policy);
   GuestEnv env;
   VmConfig c;
   c.gids = {Gid{0xfe, 0x80, 1}};
@@ -208,6 +214,14 @@ TEST(EngineAllocTest, SteadyStateDataPathDoesNotAllocate) {
   EXPECT_EQ(engine_allocs, 0);
   EXPECT_EQ(engine->Stats(vm)->wqes_posted, 2000u + 200u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Policies, EngineAllocTest,
+                         ::testing::ValuesIn(policy::PolicyNames()),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           std::erase(n, '-');
+                           return n;
+                         });
 
 }  // namespace
 }  // namespace vrdma::engine
