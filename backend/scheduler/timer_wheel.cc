@@ -7,9 +7,13 @@ namespace vrdma::sched {
 
 void TimerWheel::Arm(Entry* e, Nanos expiry) {
   Cancel(e);
+  // An instant already served (before cursor_) cannot fire any more: the
+  // entry is due at the first one not yet served, and NextExpiry says so
+  // (an owner that sleeps until NextExpiry and advances to it must find
+  // the entry due, or virtual time stops).
+  expiry = std::max(expiry, cursor_);
   e->expiry = expiry;
-  // Already due: the slot the next Advance visits first.
-  e->slot = SlotOf(std::max(expiry, cursor_));
+  e->slot = SlotOf(expiry);
   slots_[e->slot].PushBack(e);
   if (size_++ == 0) {
     earliest_ = expiry;

@@ -39,8 +39,9 @@ class TimerWheel {
   TimerWheel(const TimerWheel&) = delete;
   TimerWheel& operator=(const TimerWheel&) = delete;
 
-  // Arms (or moves) e to fire at expiry. An expiry in the past fires on the
-  // next Advance.
+  // Arms (or moves) e to fire at expiry. An expiry at or before an instant
+  // already advanced to fires at the first later instant, which NextExpiry
+  // then reports.
   void Arm(Entry* e, Nanos expiry);
   void Cancel(Entry* e);
   static bool armed(const Entry* e) { return e->hook.linked && !e->due; }

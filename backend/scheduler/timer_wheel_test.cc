@@ -70,8 +70,19 @@ TEST_F(TimerWheelTest, LaterRevolutionsWaitTheirTurn) {
 TEST_F(TimerWheelTest, PastExpiryFiresOnNextAdvance) {
   EXPECT_TRUE(Advance(10000).empty());
   wheel_.Arm(&a_, 10);
-  EXPECT_EQ(wheel_.NextExpiry(), 10u);
+  EXPECT_EQ(wheel_.NextExpiry(), 10001u) << "the first instant not yet served";
   EXPECT_EQ(Advance(10001), std::vector<int>{1});
+}
+
+TEST_F(TimerWheelTest, ArmedAtTheInstantJustServedFiresAtNextExpiry) {
+  // An owner on a virtual clock sleeps until NextExpiry and advances to
+  // exactly it: the entry must be due then, or time never moves on.
+  EXPECT_TRUE(Advance(4000).empty());
+  wheel_.Arm(&a_, 4000);
+  EXPECT_TRUE(Advance(4000).empty()) << "4000 was served already";
+  const Nanos next = wheel_.NextExpiry();
+  EXPECT_GT(next, 4000u);
+  EXPECT_EQ(Advance(next), std::vector<int>{1});
 }
 
 TEST_F(TimerWheelTest, CallbackMayRearmAndCancelDueEntries) {
