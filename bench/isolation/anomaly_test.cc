@@ -115,8 +115,17 @@ TEST(Anomaly, LatencyAndMessageTenantsCoexist) {
 // The bench really runs the scheduler stage and its policy: a policy that
 // gates every flow and grants one piece per microsecond from its timer paces
 // a 13 Mmps tenant down to 1 Mmps on the virtual clock, and sees every WR.
+// What a test policy saw; owned by the test, since the policy itself dies
+// with its model host when RunScenario returns.
+struct PacingSeen {
+  uint64_t arrived = 0, completed = 0;
+  bool ok_all = true;
+  policy::Nanos max_latency = 0;
+};
+
 class PacingPolicy : public policy::SchedulerPolicy {
  public:
+  explicit PacingPolicy(PacingSeen* seen) : seen_(*seen) {}
   std::string_view name() const override { return "pacing"; }
   void OnTenantAdded(policy::TenantId, const policy::TenantQos&) override {}
   void OnTenantQosChanged(policy::TenantId, const policy::TenantQos&) override {}
@@ -129,43 +138,39 @@ class PacingPolicy : public policy::SchedulerPolicy {
     mech().WakeAt(now + 1000);
   }
   void OnFlowEnded(policy::Nanos, policy::FlowId, policy::FlowEnd) override {}
-  void OnArrival(policy::Nanos, const policy::WrInfo&) override { ++arrived; }
+  void OnArrival(policy::Nanos, const policy::WrInfo&) override { ++seen_.arrived; }
   void OnCompleted(policy::Nanos, const policy::WrInfo&, policy::Nanos latency,
                    bool ok) override {
-    ++completed;
-    ok_all = ok_all && ok;
-    max_latency = std::max(max_latency, latency);
+    ++seen_.completed;
+    seen_.ok_all = seen_.ok_all && ok;
+    seen_.max_latency = std::max(seen_.max_latency, latency);
   }
   void OnTimer(policy::Nanos now) override {
     for (policy::FlowId f : flows) mech().Grant(f, 1u << 20, 1);
     mech().WakeAt(now + 1000);  // one WR per microsecond
   }
   std::vector<policy::FlowId> flows;  // test-only; allocation is fine here
-  uint64_t arrived = 0, completed = 0;
-  bool ok_all = true;
-  policy::Nanos max_latency = 0;
+  PacingSeen& seen_;
 };
 
 TEST(Stage, PacingPolicyPacesThroughTheVirtualClock) {
   ScenarioSpec s = MessageAmongMessage(1, 0.1);  // 500 us
-  PacingPolicy* pol = nullptr;
+  PacingSeen sender, receiver;
   std::vector<TenantResult> t = RunScenario(
       s,
-      [&pol](const policy::CardProfile&, uint32_t host) {
-        auto p = std::make_unique<PacingPolicy>();
-        if (host == 0) pol = p.get();  // the sending host's daemon
-        return p;
+      [&](const policy::CardProfile&, uint32_t host) {
+        // The sending host's daemon is host 0.
+        return std::make_unique<PacingPolicy>(host == 0 ? &sender : &receiver);
       },
       nullptr);
   // Paced at 1 Mmps instead of 13 Mmps: every WR waited for a grant.
   EXPECT_NEAR(t[0].mmps, 1.0, 0.1);
-  ASSERT_NE(pol, nullptr);
-  EXPECT_GT(pol->arrived, 400u);
-  EXPECT_GT(pol->completed, 400u);
-  EXPECT_LE(pol->completed, pol->arrived);
-  EXPECT_TRUE(pol->ok_all);
+  EXPECT_GT(sender.arrived, 400u);
+  EXPECT_GT(sender.completed, 400u);
+  EXPECT_LE(sender.completed, sender.arrived);
+  EXPECT_TRUE(sender.ok_all);
   // Latency is measured from arrival: queued WRs wait up to ~128 us.
-  EXPECT_GT(pol->max_latency, 50000u);
+  EXPECT_GT(sender.max_latency, 50000u);
 }
 
 // A policy that splits large WRs into 64 KiB pieces and keeps two of them
@@ -211,8 +216,14 @@ TEST(Stage, SplittingPolicyRelievesTheSixteenTenantCliff) {
 // PeRF's own PAUSE on the model: a flow held with pause_on_rnic posts its
 // work behind a WAIT on the stage's control CQ; nothing completes until the
 // policy resumes it (an ENABLE of the control queue), then everything does.
+struct PauseSeen {
+  policy::Nanos first_completion = 0, released_at = 0;
+  uint32_t on_rnic_at_release = 0;
+};
+
 class RnicPausePolicy : public policy::SchedulerPolicy {
  public:
+  explicit RnicPausePolicy(PauseSeen* seen) : seen_(*seen) {}
   std::string_view name() const override { return "rnic-pause"; }
   void OnTenantAdded(policy::TenantId, const policy::TenantQos&) override {}
   void OnTenantQosChanged(policy::TenantId, const policy::TenantQos&) override {}
@@ -229,33 +240,29 @@ class RnicPausePolicy : public policy::SchedulerPolicy {
   void OnArrival(policy::Nanos, const policy::WrInfo&) override {}
   void OnCompleted(policy::Nanos now, const policy::WrInfo&, policy::Nanos,
                    bool) override {
-    if (first_completion == 0) first_completion = now;
+    if (seen_.first_completion == 0) seen_.first_completion = now;
   }
   void OnTimer(policy::Nanos now) override {
-    on_rnic_at_release = mech().flow_account(flow).outstanding_pieces;
-    released_at = now;
+    seen_.on_rnic_at_release = mech().flow_account(flow).outstanding_pieces;
+    seen_.released_at = now;
     mech().Configure(flow, policy::FlowControl{});
   }
   policy::FlowId flow = 0;
-  policy::Nanos first_completion = 0, released_at = 0;
-  uint32_t on_rnic_at_release = 0;
+  PauseSeen& seen_;
 };
 
 TEST(Stage, RnicPauseHoldsWorkInTheRnicUntilReleased) {
   ScenarioSpec s = MessageAmongMessage(1, 0.1);  // 500 us
-  RnicPausePolicy* pol = nullptr;
+  PauseSeen sender, receiver;
   std::vector<TenantResult> t = RunScenario(
       s,
-      [&pol](const policy::CardProfile&, uint32_t host) {
-        auto p = std::make_unique<RnicPausePolicy>();
-        if (host == 0) pol = p.get();
-        return p;
+      [&](const policy::CardProfile&, uint32_t host) {
+        return std::make_unique<RnicPausePolicy>(host == 0 ? &sender : &receiver);
       },
       nullptr);
-  ASSERT_NE(pol, nullptr);
-  EXPECT_TRUE(pol->released_at >= 100000u);
-  EXPECT_GT(pol->on_rnic_at_release, 100u) << "the work waited in the RNIC";
-  EXPECT_GE(pol->first_completion, pol->released_at);
+  EXPECT_TRUE(sender.released_at >= 100000u);
+  EXPECT_GT(sender.on_rnic_at_release, 100u) << "the work waited in the RNIC";
+  EXPECT_GE(sender.first_completion, sender.released_at);
   EXPECT_GT(t[0].mmps, 5.0) << "and ran at full rate after the release";
 }
 

@@ -11,6 +11,7 @@
 #include <benchmark/benchmark.h>
 
 #include <memory>
+#include <vector>
 
 #include "backend/base/executor.h"
 #include "backend/engine/engine.h"
@@ -180,15 +181,18 @@ void BM_EngineWqe(benchmark::State& state, Rig* rig) {
 }
 }  // namespace
 
-// One engine per policy, shared by its batch sizes.
-void RegisterPerPolicy() {
+// One engine per policy, shared by its batch sizes; they live for the
+// whole run.
+std::vector<std::unique_ptr<Rig>> RegisterPerPolicy() {
+  std::vector<std::unique_ptr<Rig>> rigs;
   for (const std::string& name : policy::PolicyNames()) {
-    Rig* rig = new Rig(name);  // lives for the whole run
+    Rig* rig = rigs.emplace_back(std::make_unique<Rig>(name)).get();
     benchmark::RegisterBenchmark(("BM_EngineWqe/" + name).c_str(), BM_EngineWqe, rig)
         ->Arg(1)
         ->Arg(16)
         ->Arg(64);
   }
+  return rigs;
 }
 
 }  // namespace vrdma::bench
@@ -196,7 +200,7 @@ void RegisterPerPolicy() {
 // A failed setup is an error exit (SkipWithError alone exits 0), so the
 // smoke test in CMakeLists.txt catches a rotten benchmark.
 int main(int argc, char** argv) {
-  vrdma::bench::RegisterPerPolicy();
+  const auto rigs = vrdma::bench::RegisterPerPolicy();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
