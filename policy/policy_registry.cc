@@ -1,6 +1,7 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 #include "policy/policy_registry.h"
 
+#include "policy/justitia_policy.h"
 #include "policy/pass_through_policy.h"
 #include "policy/perf_policy.h"
 #include "policy/policy_options.h"
@@ -35,7 +36,7 @@ bool ParseCardOption(std::string_view option, CardProfile* card,
 }
 
 std::vector<std::string> PolicyNames() {
-  return {"pass-through", "perf", "perf-xc"};
+  return {"pass-through", "perf", "perf-xc", "justitia"};
 }
 
 std::unique_ptr<SchedulerPolicy> MakePolicy(
@@ -56,7 +57,7 @@ std::unique_ptr<SchedulerPolicy> MakePolicy(
                                               : PerfPreemption::kCrossChannel;
     return MakePerfPolicy(card, options, how, &err);
   }
-  (void)host_id;
+  if (name == "justitia") return MakeJustitiaPolicy(card, options, host_id, &err);
   err = "unknown policy: " + std::string(name);
   return nullptr;
 }
