@@ -9,6 +9,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -63,6 +64,18 @@ class PerfPolicyTest : public ::testing::TestWithParam<PerfPreemption> {
     policy_->OnTimer(now_);
   }
   const FlowControl& control(FlowId f) { return mech_.control(f); }
+  // Tenant 1 (flow 0) next to a B_App_multi with flows 1 and 2, all
+  // sending 1 MiB WRs: which of flows 1, 2 MQSE keeps active and paused.
+  std::pair<FlowId, FlowId> SingleNextToTwoQpBandwidthApp() {
+    AddFlow(1, 0);
+    AddFlow(2, 1);
+    AddFlow(2, 2);
+    Arrive(1, 0, 1 << 20);
+    Arrive(2, 1, 1 << 20);
+    Arrive(2, 2, 1 << 20);
+    const FlowId active = control(1).held ? 2 : 1;
+    return {active, active == 1 ? 2 : 1};
+  }
   bool isolated_b(FlowId f) {
     const FlowControl& c = control(f);
     return c.chunk_bytes == 16384 &&
@@ -220,14 +233,7 @@ TEST_P(PerfPolicyTest, IsolationStopsWhenTheOtherTenantGoesQuiet) {
 }
 
 TEST_P(PerfPolicyTest, DestroyedFlowsLeaveTheRoundRobin) {
-  AddFlow(1, 0);
-  AddFlow(2, 1);
-  AddFlow(2, 2);
-  Arrive(1, 0, 1 << 20);
-  Arrive(2, 1, 1 << 20);
-  Arrive(2, 2, 1 << 20);
-  const FlowId active = control(1).held ? 2 : 1;
-  const FlowId paused = active == 1 ? 2 : 1;
+  const auto [active, paused] = SingleNextToTwoQpBandwidthApp();
   ASSERT_TRUE(control(paused).held);
   policy_->OnFlowEnded(now_, active, FlowEnd::kDestroyed);
   EXPECT_FALSE(control(paused).held) << "a single QP is left: nothing to pause";
@@ -236,14 +242,7 @@ TEST_P(PerfPolicyTest, DestroyedFlowsLeaveTheRoundRobin) {
 }
 
 TEST_P(PerfPolicyTest, AFlushedActiveQpHandsItsSlotOn) {
-  AddFlow(1, 0);
-  AddFlow(2, 1);
-  AddFlow(2, 2);
-  Arrive(1, 0, 1 << 20);
-  Arrive(2, 1, 1 << 20);
-  Arrive(2, 2, 1 << 20);
-  const FlowId active = control(1).held ? 2 : 1;
-  const FlowId paused = active == 1 ? 2 : 1;
+  const auto [active, paused] = SingleNextToTwoQpBandwidthApp();
   policy_->OnFlowEnded(now_, active, FlowEnd::kError);
   EXPECT_FALSE(control(paused).held);
   EXPECT_TRUE(control(active).held);
