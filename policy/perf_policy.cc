@@ -209,9 +209,12 @@ class PerfPolicy final : public SchedulerPolicy {
     std::string type = TypeName(t.type);
     type += t.flows.size() > 1 ? "_multi" : "_single";
     out.Text("class", type);
-    out.Text("isolation", !t.isolated ? "none (alone or bypass)"
-                          : t.managed  ? (t.lmse ? "LMSE+MQSE" : "MQSE")
-                                       : "LMSE");
+    const char* isolation = !t.isolated ? "none (alone)"
+                            : t.lmse && t.managed ? "LMSE+MQSE"
+                            : t.lmse    ? "LMSE"
+                            : t.managed ? "MQSE"
+                                        : "bypass";
+    out.Text("isolation", isolation);
     out.Number("qps", static_cast<double>(t.flows.size()));
     out.Number("qnum_allow", t.allow);
     uint32_t active = 0;

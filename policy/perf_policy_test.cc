@@ -271,6 +271,7 @@ TEST_P(PerfPolicyTest, ReportsClassAndIsolation) {
   Sink d;
   policy_->ReportTenant(1, d);
   EXPECT_EQ(d.texts["class"], "D_App_single");
+  EXPECT_EQ(d.texts["isolation"], "bypass");
 }
 
 INSTANTIATE_TEST_SUITE_P(Mechanisms, PerfPolicyTest,
