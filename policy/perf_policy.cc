@@ -75,8 +75,6 @@ const char* TypeName(AppType t) {
   }
 }
 
-constexpr uint32_t kNoSlot = UINT32_MAX;
-
 class PerfPolicy final : public SchedulerPolicy {
  public:
   PerfPolicy(const CardProfile& card, const PerfParams& p, PerfPreemption how)
@@ -103,7 +101,12 @@ class PerfPolicy final : public SchedulerPolicy {
   // ---------------------------------------------------------- control --
   void OnTenantAdded(TenantId id, const TenantQos&) override { GetTenant(id); }
   void OnTenantQosChanged(TenantId, const TenantQos&) override {}
-  void OnTenantRemoved(TenantId id) override { tenants_.erase(id); }
+  void OnTenantRemoved(TenantId id) override {
+    auto it = tenants_.find(id);
+    if (it == tenants_.end()) return;
+    for (FlowId f : it->second.flows) flows_[f] = Flow{};  // none should be left
+    tenants_.erase(it);
+  }
 
   void OnFlowAdded(Nanos now, const FlowInfo& info) override {
     if (info.flow >= flows_.size()) flows_.resize(size_t{info.flow} + 1);
