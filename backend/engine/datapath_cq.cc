@@ -16,6 +16,14 @@
 // is a CQ overflow: VIRTIO_RDMA_EV_CQ_ERR once, and this and later CQEs
 // are dropped (an overflowed CQ is in error, as in IB).
 //
+// Host CQ errors: host CQs are sized so they cannot overflow (cq_sizing.h),
+// but if the RNIC reports one in error anyway (Rnic::PollAsyncEvent,
+// kCqError) the completions it owed are lost: the guest CQ gets CQ_ERR,
+// every QP completing into it goes to ERR with QP_FATAL (counted in
+// VmStats::rnic_cq_errors), and the QPs' flush reports what was in flight
+// as kWrFlushErr (the stage stops waiting for it, so the loop goes idle).
+// The CQ takes no QP again (kBadState).
+//
 // Notifications: an armed CQ raises VIRTIO_RDMA_EV_CQ_COMP once on the
 // next CQE (or, when armed for solicited only, on the next receive or error
 // CQE: rnic.h's Completion carries no solicited bit, so every receive
@@ -32,6 +40,38 @@ void EngineImpl::Event(VmContext& vm, uint32_t type, uint32_t handle) {
   if (vm.sink == nullptr) return;
   vm.sink->OnEvent(type, handle);
   events_pending_.PushBack(&vm);
+}
+
+bool EngineImpl::PollRnicEvents() {
+  bool did = false;
+  AsyncEvent ev;
+  // A few per turn: each is O(the CQs of all VMs), and rare.
+  for (int i = 0; i < 4 && rnic_.PollAsyncEvent(&ev); ++i) {
+    if (ev.type != AsyncEvent::Type::kCqError) continue;
+    CqObj* hit = nullptr;
+    vms_.ForEach([&](uint32_t, VmContext& vm) {
+      vm.cqs.ForEach([&](uint32_t, CqObj& cq) {
+        if (hit == nullptr && cq.rnic.id == ev.id) hit = &cq;
+      });
+    });
+    if (hit != nullptr) FailHostCq(*hit);  // else: the probe CQ, or gone
+    did = true;
+  }
+  return did;
+}
+
+void EngineImpl::FailHostCq(CqObj& cq) {
+  if (cq.rnic_failed) return;
+  cq.rnic_failed = true;
+  VmContext& vm = *cq.vm;
+  ++vm.stats.rnic_cq_errors;
+  Event(vm, VIRTIO_RDMA_EV_CQ_ERR, cq.handle);
+  vm.qps.ForEach([&](uint32_t, QpObj& qp) {
+    if (qp.send_cq != &cq && qp.recv_cq != &cq) return;
+    const bool first = qp.state != QpState::kErr;
+    EnterError(qp);  // its flush ends what the stage and the CQ were owed
+    if (first) Event(vm, VIRTIO_RDMA_EV_QP_FATAL, qp.qpn);
+  });
 }
 
 void EngineImpl::FlushEvents() {

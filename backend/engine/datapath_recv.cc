@@ -45,6 +45,7 @@
 // Receive CQs: a CQ is polled while the RNIC holds receives that complete
 // into it (expected > 0) or while a QP with an SRQ receives into it
 // (srq_listeners > 0), because a receive completion can arrive at any time.
+#include <algorithm>
 #include <cstring>
 
 #include "backend/engine/engine_impl.h"
@@ -183,13 +184,20 @@ bool EngineImpl::FlushRecvRing(RecvQueue& rq) {
   QpObj& qp = *rq.qp;
   PollRnicCq(*qp.recv_cq, /*drain=*/true);  // the RNIC's flushed receives first
   CloseOpenWqe(rq);
+  bool did = false;
+  if (qp.recv_cq->rnic_failed && FlushLostReceives(rq, &did)) {
+    flush_rq_.PushBack(&rq);  // budget spent: go on next turn
+    return true;
+  }
   uint32_t prod = 0;
   if (!rq.ring.LoadProducer(&prod)) {
     UnlinkRecv(rq);
-    return false;
+    return did;
   }
-  bool did = false;
-  for (uint32_t n = 0; rq.head != prod && n < rq.ring.capacity(); ++n) {
+  // Within the VM's flush budget, like the send ring (FlushSq).
+  uint32_t& left = FlushLeft(*qp.vm);
+  for (uint32_t n = 0; rq.head != prod && n < rq.ring.capacity() && left > 0;
+       ++n, --left) {
     uint64_t wr_id;
     std::memcpy(&wr_id, rq.ring.element(rq.head) + recv_wqe::kWrId,
                 sizeof(wr_id));
@@ -201,7 +209,41 @@ bool EngineImpl::FlushRecvRing(RecvQueue& rq) {
     did = true;
   }
   UpdateSweep(rq);  // stays swept: WQEs posted in ERR are flushed too
+  if (rq.head != prod) {
+    ++qp.vm->stats.flush_deferred;
+    flush_rq_.PushBack(&rq);  // budget spent: go on next turn
+    return true;
+  }
   return did;
+}
+
+bool EngineImpl::FlushLostReceives(RecvQueue& rq, bool* did) {
+  // The host CQ lost the completions of what was posted: each such WQE,
+  // oldest first, is flushed here instead (consumer .. head, not done).
+  CqObj& cq = *rq.qp->recv_cq;
+  uint32_t& left = FlushLeft(*rq.qp->vm);
+  for (uint32_t s = rq.consumer; s != rq.head && rq.posted > 0;
+       s = rq.ring.Next(s)) {
+    if (rq.done[s]) continue;
+    if (left == 0) {
+      ++rq.qp->vm->stats.flush_deferred;
+      return true;
+    }
+    --left;
+    RecvSlot& slot = rq.slots[s];
+    const uint32_t lost = std::min<uint32_t>(
+        slot.posted > slot.done ? slot.posted - slot.done : 1, rq.posted);
+    rq.posted -= lost;
+    Retire(cq, lost);
+    slot = RecvSlot{};
+    WriteErrorCqe(cq, rq.wr_ids[s], rq.qp->qpn, WcOpcode::kRecv,
+                  WcStatus::kWrFlushErr);
+    MarkRecvDone(rq, s);
+    *did = true;
+  }
+  // Nothing more will come from it for this queue.
+  if (cq.expected == 0 && cq.srq_listeners == 0) active_cq_.Remove(&cq);
+  return false;
 }
 
 void EngineImpl::UpdateSweep(RecvQueue& rq) {
@@ -229,6 +271,7 @@ bool EngineImpl::SweepRecv() {
 void EngineImpl::UnlinkRecv(RecvQueue& rq) {
   sweep_rq_.Remove(&rq);
   ready_rq_.Remove(&rq);
+  flush_rq_.Remove(&rq);
 }
 
 void EngineImpl::CheckSrqLimit(SrqObj& srq) {

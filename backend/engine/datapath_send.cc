@@ -95,7 +95,10 @@ void EngineImpl::Doorbell(VmId id, uint8_t kind, uint32_t handle) {
 
 bool EngineImpl::PollOnce() {
   now_valid_ = false;
+  ++turn_;  // a fresh flush budget for every VM
   bool did = false;
+  // Receive rings whose flush ran out of budget last turn.
+  while (RecvQueue* rq = flush_rq_.PopFront()) ready_rq_.PushBack(rq);
   // Peer messages the stage sent to this host last turn.
   for (uint32_t i = 0; i < loopback_count_; ++i) {
     stage_.OnPeerMessage(0, loopback_[i], Now());
@@ -118,6 +121,9 @@ bool EngineImpl::PollOnce() {
     did |= PollRnicCq(*cq, /*drain=*/false);
     cq = next;
   }
+  // Slow path: a host CQ the RNIC put in error fails its QPs; their
+  // flush (next turn) ends what the stage was owed.
+  did |= PollRnicEvents();
   // Receive queues that had completions or errors: refill or flush. Bounded
   // in case completions keep re-adding them.
   for (int i = 0; i < 1024 && !ready_rq_.empty(); ++i) {
@@ -131,7 +137,7 @@ bool EngineImpl::PollOnce() {
   // event loop keeps polling. Unsignaled WRs and posted receives alone do
   // not keep it busy, nor does work the stage holds until a later time
   // (NextDeadline says when) or until the policy releases it.
-  return did || stage_.busy() || loopback_count_ > 0;
+  return did || stage_.busy() || loopback_count_ > 0 || !flush_rq_.empty();
 }
 
 WcStatus EngineImpl::CheckSendSemantics(const QpObj& qp, SendWr& wr,
@@ -268,6 +274,12 @@ bool EngineImpl::ProcessSq(QpObj& qp) {
 }
 
 bool EngineImpl::FlushSq(QpObj& qp) {
+  if (FlushLeft(*qp.vm) == 0) {
+    // The VM's flush budget for this turn is spent: all of it (what the
+    // RNIC and stage hold first, then the ring) waits for the next turn.
+    ++qp.vm->stats.flush_deferred;
+    return true;
+  }
   DrainSendSide(qp);
   uint32_t prod = 0;
   if (!qp.sq.LoadProducer(&prod)) {
@@ -276,8 +288,12 @@ bool EngineImpl::FlushSq(QpObj& qp) {
   }
   bool did = false;
   uint32_t head = qp.sq_head;
-  // At most one pass over the ring per turn.
-  for (uint32_t n = 0; head != prod && n < qp.sq.capacity(); ++n) {
+  // At most one pass over the ring per turn, and at most what is left of
+  // the VM's flush budget: a VM that errors QPs with full rings pays for
+  // its flushes in its own turns, not in other VMs' latency.
+  uint32_t& left = FlushLeft(*qp.vm);
+  for (uint32_t n = 0; head != prod && n < qp.sq.capacity() && left > 0;
+       ++n, --left) {
     const uint8_t* elem = qp.sq.element(head);
     uint64_t wr_id;
     uint32_t op;
@@ -295,8 +311,13 @@ bool EngineImpl::FlushSq(QpObj& qp) {
     qp.sq_head = head;
     qp.sq.StoreConsumer(head);
   }
-  if (head == prod) pending_sq_.Remove(&qp);
-  return did;
+  if (head == prod) {
+    pending_sq_.Remove(&qp);
+    return did;
+  }
+  // Out of budget: the QP stays pending and goes on next turn.
+  ++qp.vm->stats.flush_deferred;
+  return true;
 }
 
 void EngineImpl::DrainSendSide(QpObj& qp) {

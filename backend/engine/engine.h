@@ -143,6 +143,12 @@ struct VmStats {
   uint64_t wqes_posted = 0;
   uint64_t wqes_rejected = 0;              // failed validation
   uint64_t cqes_written = 0;
+  // The RNIC reported one of the VM's host CQs in error (an overflow the
+  // sizing rule should make impossible): its QPs went to ERR (QP_FATAL).
+  uint64_t rnic_cq_errors = 0;
+  // Flush work (kWrFlushErr CQEs for ring WQEs of QPs in ERR) left for a
+  // later turn because the VM had used its per-turn flush budget.
+  uint64_t flush_deferred = 0;
   // The scheduler stage's accounting of the VM's send work (bytes and
   // messages in and out, what it holds, time held, completion latency).
   policy::TenantAccount sched;

@@ -45,6 +45,9 @@ struct EngineOptions {
   uint32_t sq_budget = 64;
   // Receive queues refilled by the low-watermark sweep per turn.
   uint32_t sweep_budget = 4;
+  // Ring WQEs flushed (kWrFlushErr CQEs written for QPs in ERR) per VM per
+  // turn, send and receive rings together; the rest waits for later turns.
+  uint32_t flush_budget = 64;
 };
 
 // Engine::Create with options (tests: a manual clock).
@@ -225,6 +228,22 @@ class EngineImpl final : public Engine, private sched::StageOwner {
   void Expect(CqObj& cq, uint64_t n);
   void Retire(CqObj& cq, uint64_t n);
   void Event(VmContext& vm, uint32_t type, uint32_t handle);
+  // The RNIC's asynchronous errors (slow path, a few per turn).
+  bool PollRnicEvents();
+  // The RNIC put cq's host CQ in error: CQ_ERR, every QP using it to ERR
+  // with QP_FATAL; what it owed is flushed by the QPs' flush.
+  void FailHostCq(CqObj& cq);
+  // Receives on the RNIC whose completions a failed host CQ lost: flushed
+  // (within the VM's flush budget). Returns true when work remains.
+  bool FlushLostReceives(RecvQueue& rq, bool* did);
+  // The VM's flush budget left in this turn (reset on its first use).
+  uint32_t& FlushLeft(VmContext& vm) {
+    if (vm.flush_turn != turn_) {
+      vm.flush_turn = turn_;
+      vm.flush_left = options_.flush_budget;
+    }
+    return vm.flush_left;
+  }
 
   Rnic& rnic_;
   Executor& executor_;
@@ -256,6 +275,10 @@ class EngineImpl final : public Engine, private sched::StageOwner {
   IntrusiveList<CqObj, &CqObj::active_hook> active_cq_;
   IntrusiveList<RecvQueue, &RecvQueue::sweep_hook> sweep_rq_;
   IntrusiveList<RecvQueue, &RecvQueue::ready_hook> ready_rq_;
+  // Receive rings in ERR with WQEs left to flush after their VM's budget
+  // ran out: back on ready_rq_ at the start of the next turn.
+  IntrusiveList<RecvQueue, &RecvQueue::flush_hook> flush_rq_;
+  uint64_t turn_ = 0;  // PollOnce count (per-turn budgets)
   IntrusiveList<VmContext, &VmContext::events_hook> events_pending_;
   // One notification per VM for the events of a turn.
   void FlushEvents();

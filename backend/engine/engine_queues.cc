@@ -6,6 +6,7 @@
 #include <bit>
 
 #include "backend/engine/address.h"
+#include "backend/engine/cq_sizing.h"
 #include "backend/engine/engine_impl.h"
 #include "backend/engine/qp_attr_check.h"
 #include "backend/engine/ring_check.h"
@@ -68,12 +69,16 @@ Result<CreateCqResult> EngineImpl::CreateCq(VmId id,
   executor_.RunSync([&] {
     Result<uint32_t> h = vm->cqs.PeekNextHandle();
     if (!h.ok()) return;
-    Result<RnicCq> r = rnic_.CreateCq(std::min(cq->depth, limits_.max_cqe));
+    // Sized for the guest's ring; CreateQp grows it to its QPs' worst case
+    // (cq_sizing.h).
+    const uint32_t host_depth = std::min(cq->depth, limits_.max_cqe);
+    Result<RnicCq> r = rnic_.CreateCq(host_depth);
     if (!r.ok()) {
       out = r.status();
       return;
     }
     cq->rnic = *r;
+    cq->host_depth = host_depth;
     cq->vm = vm;
     cq->handle = *h;
     cq->ring.StoreProducer(0);  // the host owns the producer index
@@ -214,6 +219,35 @@ Result<CreateQpResult> EngineImpl::CreateQp(VmId id,
     }
     Result<uint32_t> h = vm->qps.PeekNextHandle();
     if (!h.ok()) return;
+    // Host CQs that cannot overflow (cq_sizing.h): grow them to hold this
+    // QP's worst case too, or refuse the QP.
+    if (scq->rnic_failed || rcq->rnic_failed) {
+      out = Status::kBadState;  // the guest was told (CQ_ERR): destroy it
+      return;
+    }
+    const uint32_t records = sched::Stage::RecordCapacity(flow);
+    uint32_t recv_depth = qp->rq.depth;
+    if (srq != nullptr) {
+      const bool counted =
+          std::any_of(rcq->srq_users.begin(), rcq->srq_users.end(),
+                      [&](const auto& u) { return u.first == srq; });
+      recv_depth = counted ? 0 : srq->rq.depth;
+    }
+    const uint64_t send_demand = QpCqDemand(true, records, 0);
+    const uint64_t recv_demand = QpCqDemand(false, 0, recv_depth);
+    for (CqObj* cq : {scq, rcq == scq ? nullptr : rcq}) {
+      if (cq == nullptr) continue;  // one CQ for both: counted once
+      const uint64_t added =
+          (cq == scq ? send_demand : 0) + (cq == rcq ? recv_demand : 0);
+      const uint32_t need =
+          RequiredCqDepth(cq->demand, added, cq->host_depth, limits_.max_cqe);
+      if (need == 0 || (need > cq->host_depth &&
+                        rnic_.ResizeCq(cq->rnic, need) != Status::kOk)) {
+        out = Status::kNoResource;
+        return;
+      }
+      cq->host_depth = need;
+    }
     QpInit init;
     init.type = req.type;
     init.pd = pd->rnic;
@@ -264,7 +298,18 @@ Result<CreateQpResult> EngineImpl::CreateQp(VmId id,
     ++pd->refs;
     ++scq->refs;
     ++rcq->refs;
+    qp->send_cq_demand = send_demand;
+    qp->recv_cq_demand = srq ? 0 : recv_demand;  // an SRQ's: per CQ
+    scq->demand += send_demand;
+    rcq->demand += recv_demand;
     if (srq) {
+      auto it = std::find_if(rcq->srq_users.begin(), rcq->srq_users.end(),
+                             [&](const auto& u) { return u.first == srq; });
+      if (it == rcq->srq_users.end()) {
+        rcq->srq_users.emplace_back(srq, 1);  // control path: may allocate
+      } else {
+        ++it->second;
+      }
       ++srq->refs;
       ++rcq->srq_listeners;
       active_cq_.PushBack(rcq);  // SRQ receives may land at any time
@@ -305,6 +350,11 @@ Status EngineImpl::ModifyQpLocked(VmContext& vm, QpObj& qp,
       limits_.active_mtu_bytes ? limits_.active_mtu_bytes : 4096;
   QpState next = qp.state;
   VRDMA_RETURN_IF_ERROR(CheckModifyQp(req, ctx, &next));
+  // A QP on a host CQ the RNIC failed cannot work again.
+  if ((qp.send_cq->rnic_failed || qp.recv_cq->rnic_failed) &&
+      next != QpState::kErr && next != QpState::kReset) {
+    return Status::kBadState;
+  }
 
   // 2. Translate and let the RNIC apply (it enforces its own rules too).
   constexpr uint32_t kRnicBits = kQpState | kQpAccessFlags | kQpPkeyIndex |
@@ -432,7 +482,17 @@ void EngineImpl::DestroyQpLocked(VmContext& vm, uint32_t handle) {
   if (qp->srq) {
     --qp->srq->refs;
     --qp->recv_cq->srq_listeners;
+    auto& users = qp->recv_cq->srq_users;
+    auto it = std::find_if(users.begin(), users.end(), [&](const auto& u) {
+      return u.first == qp->srq;
+    });
+    if (it != users.end() && --it->second == 0) {
+      qp->recv_cq->demand -= qp->srq->rq.depth;  // the SRQ's share
+      users.erase(it);
+    }
   }
+  qp->send_cq->demand -= qp->send_cq_demand;
+  qp->recv_cq->demand -= qp->recv_cq_demand;
   --qp->send_cq->refs;
   --qp->recv_cq->refs;
   if (PdObj* pd = vm.pds.Lookup(qp->pd)) --pd->refs;

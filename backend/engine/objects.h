@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "backend/engine/engine.h"
@@ -64,6 +65,15 @@ struct CqObj {
   bool overflowed = false;     // CQ_ERR reported; CQEs dropped since
   uint32_t refs = 0;           // QPs using it
   uint32_t srq_listeners = 0;  // QPs with an SRQ receiving into it
+  // Host CQ sizing (cq_sizing.h): the RNIC CQ's depth and the worst-case
+  // completions its QPs may leave in it; SRQs receiving into it, with the
+  // number of its QPs using each (their depth counts once).
+  uint32_t host_depth = 0;
+  uint64_t demand = 0;
+  std::vector<std::pair<const SrqObj*, uint32_t>> srq_users;
+  // The RNIC reported the host CQ in error (overflow): its QPs are in ERR
+  // and no QP may use it again.
+  bool rnic_failed = false;
   uint64_t expected = 0;       // WRs on the RNIC that complete here
   uint64_t dropped = 0;
   uint64_t pinned = 0;
@@ -131,6 +141,7 @@ struct RecvQueue {
   bool open = false;
   ListHook<RecvQueue> sweep_hook;  // posted < low_watermark
   ListHook<RecvQueue> ready_hook;  // replenish on this turn
+  ListHook<RecvQueue> flush_hook;  // flush left for the next turn
 };
 
 struct SrqObj {
@@ -166,6 +177,10 @@ struct QpObj {
   RnicQp rnic;
   QpCaps caps;  // as granted to the guest
   bool sq_sig_all = false;
+  // Its worst-case completions in send_cq / recv_cq (cq_sizing.h), given
+  // back when it is destroyed.
+  uint64_t send_cq_demand = 0;
+  uint64_t recv_cq_demand = 0;
   uint64_t pinned = 0;              // ring pages
   QpState state = QpState::kReset;  // mirror of the RNIC's
   // Last attributes set (QUERY_QP answers from these and the RNIC).
@@ -224,6 +239,9 @@ struct VmContext {
   KeyMap lkey_to_mr;  // lkey -> MR handle
   VmStats stats;
   uint64_t doorbells_ignored = 0;
+  // Flush budget (EngineOptions::flush_budget) left in turn flush_turn.
+  uint64_t flush_turn = ~uint64_t{0};
+  uint32_t flush_left = 0;
   ListHook<VmContext> events_hook;  // raised events this turn, not flushed
 };
 

@@ -242,6 +242,16 @@ struct QpAttr {
   uint32_t dest_qpn = 0;
 };
 
+// An asynchronous error the RNIC reports outside any completion
+// (IBV_EVENT_CQ_ERR): kCqError means the CQ named by id overflowed or
+// failed; it is in error, and every completion it would have produced since
+// (and will produce) is lost.
+struct AsyncEvent {
+  enum class Type : uint8_t { kCqError = 1 };
+  Type type = Type::kCqError;
+  uint32_t id = 0;  // RnicCq::id
+};
+
 struct RnicLimits {
   uint32_t max_qp = 0;
   uint32_t max_qp_wr = 0;
@@ -279,6 +289,10 @@ class Rnic {
                                uint64_t iova, uint32_t access) = 0;
   virtual Status DeregMr(RnicMr mr) = 0;
   virtual Result<RnicCq> CreateCq(uint32_t depth) = 0;
+  // Grows cq to hold depth completions, keeping those it holds
+  // (ibv_resize_cq). kUnsupported where the RNIC cannot; kInvalid above
+  // max_cqe.
+  virtual Status ResizeCq(RnicCq, uint32_t) { return Status::kUnsupported; }
   virtual Status DestroyCq(RnicCq cq) = 0;
   virtual Result<RnicSrq> CreateSrq(RnicPd pd, uint32_t max_wr,
                                     uint32_t max_sge) = 0;
@@ -308,6 +322,10 @@ class Rnic {
   // Completions cq has produced since it was created (cross-channel
   // RNICs; kWait counts against it). 0 elsewhere.
   virtual uint64_t CqProduced(RnicCq) const { return 0; }
+  // The oldest asynchronous error not yet taken (ibv_get_async_event
+  // without the fd): false when there is none. Data path: never allocates,
+  // never blocks.
+  virtual bool PollAsyncEvent(AsyncEvent*) { return false; }
   // Lets a software RNIC do its work (move bytes, run timers). A hardware
   // RNIC does nothing here. Returns true when it did something.
   virtual bool Progress() = 0;

@@ -1,8 +1,10 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 //
-// Completion queues: a ring sized at creation. On overflow the CQ enters an
-// error state like hardware (IBV_EVENT_CQ_ERR): the completion is lost and so
-// is every later one; they are counted so the loss is visible.
+// Completion queues: a ring sized at creation (grown by ResizeCq on the
+// control path). On overflow the CQ enters an error state like hardware: the
+// completion is lost and so is every later one; they are counted so the
+// loss is visible, and the CQ is reported once as an asynchronous kCqError
+// (IBV_EVENT_CQ_ERR) through PollAsyncEvent.
 #include "backend/soft_rnic/soft_rnic.h"
 
 namespace vrdma {
@@ -15,6 +17,23 @@ Result<RnicCq> SoftRnic::CreateCq(uint32_t depth) {
   cq->handle = h;
   cq->ring.Init(depth);
   return RnicCq{h};
+}
+
+Status SoftRnic::ResizeCq(RnicCq cq, uint32_t depth) {
+  soft::Cq* c = cqs_.Get(cq.id);
+  if (c == nullptr) return Status::kBadHandle;
+  if (depth == 0 || depth > limits_.max_cqe || depth < c->ring.size()) {
+    return Status::kInvalid;
+  }
+  if (depth <= c->ring.capacity()) return Status::kOk;  // never shrinks
+  soft::FixedRing<Completion> grown;
+  grown.Init(depth);
+  while (!c->ring.empty()) {
+    *grown.Push() = c->ring.front();
+    c->ring.Pop();
+  }
+  c->ring = std::move(grown);
+  return Status::kOk;
 }
 
 Status SoftRnic::DestroyCq(RnicCq cq) {
@@ -34,6 +53,7 @@ void SoftRnic::PushCompletion(soft::Cq* cq, const Completion& c) {
   if (slot == nullptr) {
     cq->overflowed = true;
     ++cq->dropped;
+    if (uint32_t* ev = async_cq_errors_.Push()) *ev = cq->handle;
     return;
   }
   *slot = c;
@@ -48,6 +68,18 @@ int SoftRnic::PollCq(RnicCq cq, std::span<Completion> out) {
     c->ring.Pop();
   }
   return n;
+}
+
+bool SoftRnic::PollAsyncEvent(AsyncEvent* ev) {
+  while (!async_cq_errors_.empty()) {
+    const uint32_t id = async_cq_errors_.front();
+    async_cq_errors_.Pop();
+    const soft::Cq* c = cqs_.Get(id);
+    if (c == nullptr || !c->overflowed) continue;  // destroyed since
+    *ev = AsyncEvent{AsyncEvent::Type::kCqError, id};
+    return true;
+  }
+  return false;
 }
 
 Result<SoftCqStats> SoftRnic::QueryCqStats(RnicCq cq) const {

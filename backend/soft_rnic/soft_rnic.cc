@@ -62,7 +62,9 @@ SoftRnic::SoftRnic(RnicLimits limits, SoftRnicClock clock)
       srqs_(limits_.max_srq),
       qps_(limits_.max_qp),
       // An AH per peer per PD: bound it like QPs.
-      ahs_(limits_.max_qp) {}
+      ahs_(limits_.max_qp) {
+  async_cq_errors_.Init(limits_.max_cq);
+}
 
 SoftRnic::~SoftRnic() = default;
 

@@ -70,6 +70,7 @@ class SoftRnic final : public Rnic {
                        uint32_t access) override;
   Status DeregMr(RnicMr mr) override;
   Result<RnicCq> CreateCq(uint32_t depth) override;
+  Status ResizeCq(RnicCq cq, uint32_t depth) override;
   Status DestroyCq(RnicCq cq) override;
   Result<RnicSrq> CreateSrq(RnicPd pd, uint32_t max_wr,
                             uint32_t max_sge) override;
@@ -88,6 +89,8 @@ class SoftRnic final : public Rnic {
   int PostSrqRecv(RnicSrq srq, std::span<const RecvWr> wrs,
                   Status* first_error) override;
   int PollCq(RnicCq cq, std::span<Completion> out) override;
+  // kCqError once per CQ, when it overflows.
+  bool PollAsyncEvent(AsyncEvent* ev) override;
   bool Progress() override;
 
   // Not part of Rnic: overflow state of a CQ (kBadHandle if unknown).
@@ -198,6 +201,10 @@ class SoftRnic final : public Rnic {
   // costs one rescan of timers_.
   static constexpr uint64_t kNever = ~uint64_t{0};
   uint64_t next_deadline_ns_ = kNever;
+  // CQs that overflowed, oldest first, not yet taken by PollAsyncEvent.
+  // Each CQ enters once (its overflow is sticky), so max_cq entries hold
+  // every live CQ; stale ids (destroyed since) are skipped when taken.
+  soft::FixedRing<uint32_t> async_cq_errors_;
 };
 
 }  // namespace vrdma

@@ -386,5 +386,53 @@ TEST_F(Errors, CqOverflowDropsAndCounts) {
   EXPECT_EQ(rnic_.QueryCqStats(c.scq)->dropped, 4u);
 }
 
+TEST_F(Errors, CqOverflowIsReportedOnceAsAnAsyncEvent) {
+  Vm c;
+  MakeVm(&c, 3, /*cq_depth=*/2);
+  RnicQp qc = MakeQp(c, QpType::kRc);
+  RnicQp qb2 = MakeQp(b_, QpType::kRc);
+  BringUp(qc, QpType::kRc, c, b_, qb2.qpn);
+  BringUp(qb2, QpType::kRc, b_, c, qc.qpn);
+  AsyncEvent ev;
+  EXPECT_FALSE(rnic_.PollAsyncEvent(&ev)) << "nothing before the overflow";
+  for (int i = 0; i < 5; ++i) {
+    SendWr w = Wr(WrOpcode::kRdmaWrite, i, c, 0, 8);
+    w.remote_addr = b_.at(0);
+    w.rkey = b_.mr.rkey;
+    ASSERT_EQ(Post(qc, w), Status::kOk);
+  }
+  Drain();
+  ASSERT_TRUE(rnic_.PollAsyncEvent(&ev));
+  EXPECT_EQ(ev.type, AsyncEvent::Type::kCqError);
+  EXPECT_EQ(ev.id, c.scq.id);
+  EXPECT_FALSE(rnic_.PollAsyncEvent(&ev)) << "once per CQ, not per loss";
+}
+
+TEST_F(Errors, ResizeCqGrowsAndKeepsWhatItHolds) {
+  Vm c;
+  MakeVm(&c, 3, /*cq_depth=*/2);
+  RnicQp qc = MakeQp(c, QpType::kRc);
+  RnicQp qb2 = MakeQp(b_, QpType::kRc);
+  BringUp(qc, QpType::kRc, c, b_, qb2.qpn);
+  BringUp(qb2, QpType::kRc, b_, c, qc.qpn);
+  auto post = [&](uint64_t id) {
+    SendWr w = Wr(WrOpcode::kRdmaWrite, id, c, 0, 8);
+    w.remote_addr = b_.at(0);
+    w.rkey = b_.mr.rkey;
+    ASSERT_EQ(Post(qc, w), Status::kOk);
+  };
+  post(0);
+  Drain();  // one completion held
+  EXPECT_EQ(rnic_.ResizeCq(c.scq, DefaultSoftRnicLimits().max_cqe + 1),
+            Status::kInvalid);
+  ASSERT_EQ(rnic_.ResizeCq(c.scq, 5), Status::kOk);
+  for (uint64_t i = 1; i < 5; ++i) post(i);
+  Drain();
+  EXPECT_FALSE(rnic_.QueryCqStats(c.scq)->overflowed);
+  auto sc = Poll(c.scq);
+  ASSERT_EQ(sc.size(), 5u);
+  for (uint64_t i = 0; i < 5; ++i) EXPECT_EQ(sc[i].wr_id, i);
+}
+
 }  // namespace
 }  // namespace vrdma::testing

@@ -90,9 +90,18 @@ class FakeRnic : public Rnic {
   Status DeregMr(RnicMr mr) override {
     return mrs.erase(mr.lkey) ? Status::kOk : Status::kBadHandle;
   }
-  Result<RnicCq> CreateCq(uint32_t) override {
+  Result<RnicCq> CreateCq(uint32_t depth) override {
     cqs[next_];
+    cq_depths[next_] = depth;
     return RnicCq{next_++};
+  }
+  Status ResizeCq(RnicCq cq, uint32_t depth) override {
+    if (!resize_supported) return Status::kUnsupported;
+    if (depth > lim.max_cqe) return Status::kInvalid;
+    auto it = cq_depths.find(cq.id);
+    if (it == cq_depths.end()) return Status::kBadHandle;
+    it->second = std::max(it->second, depth);
+    return Status::kOk;
   }
   Status DestroyCq(RnicCq cq) override {
     return cqs.erase(cq.id) ? Status::kOk : Status::kBadHandle;
@@ -177,12 +186,22 @@ class FakeRnic : public Rnic {
   int PollCq(RnicCq cq, std::span<Completion> out) override {
     ++polls[cq.id];
     auto& q = cqs.at(cq.id);
+    if (failed_cqs.count(cq.id)) {
+      q.clear();  // a CQ in error loses everything
+      return 0;
+    }
     int n = 0;
     while (n < static_cast<int>(out.size()) && !q.empty()) {
       out[n++] = q.front();
       q.pop_front();
     }
     return n;
+  }
+  bool PollAsyncEvent(AsyncEvent* ev) override {
+    if (async_events.empty()) return false;
+    *ev = async_events.front();
+    async_events.pop_front();
+    return true;
   }
   bool Progress() override {
     if (!auto_complete) return false;
@@ -251,7 +270,19 @@ class FakeRnic : public Rnic {
     cqs.at(q.init.recv_cq.id).push_back(c);
   }
 
+  // The CQ overflowed on the RNIC: what it holds and will hold is lost,
+  // and kCqError is reported through PollAsyncEvent.
+  void FailCq(uint32_t cq_id) {
+    failed_cqs.insert(cq_id);
+    cqs.at(cq_id).clear();
+    async_events.push_back(AsyncEvent{AsyncEvent::Type::kCqError, cq_id});
+  }
+
   std::map<uint32_t, uint64_t> polls;  // PollCq calls by CQ id
+  std::map<uint32_t, uint32_t> cq_depths;  // by CQ id: created or resized
+  bool resize_supported = true;
+  std::set<uint32_t> failed_cqs;
+  std::deque<AsyncEvent> async_events;
 
  private:
   void Flush(uint32_t qpn) {
