@@ -26,9 +26,21 @@ bool Overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen) {
   return a < b + blen && b < a + alen;
 }
 
-// Syntax of one spec; the fd must also back the whole range, or touching
-// the tail of the mapping would SIGBUS the daemon.
-Status CheckSpec(const GuestRegionSpec& s) {
+// The file can no longer shrink: F_SEAL_SHRINK is added where the file
+// allows it (a memfd created with MFD_ALLOW_SEALING) and is in force when
+// F_GET_SEALS says so, whoever added it (QEMU's memory-backend-memfd seals
+// GROW|SHRINK|SEAL itself, after which F_ADD_SEALS fails with EPERM).
+bool SealedAgainstShrink(int fd) {
+  (void)fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK);
+  const int seals = fcntl(fd, F_GET_SEALS);
+  return seals >= 0 && (seals & F_SEAL_SHRINK) != 0;
+}
+
+// One spec: syntax, the kind of its fd, its seal, and that the file backs
+// the whole range (or touching the tail of the mapping would SIGBUS the
+// daemon). The seal comes before the size check: a file that is checked
+// first and sealed afterwards could shrink in between.
+Status CheckSpec(const GuestRegionSpec& s, const GuestMemoryOptions& options) {
   uint64_t end;
   if (s.size == 0 || s.fd < 0) return Status::kInvalid;
   if (__builtin_add_overflow(s.guest_phys_addr, s.size, &end)) return Status::kInvalid;
@@ -40,21 +52,25 @@ Status CheckSpec(const GuestRegionSpec& s) {
   if (__builtin_add_overflow(s.size, delta, &end)) return Status::kInvalid;
   struct stat st;
   if (fstat(s.fd, &st) != 0) return Status::kIoError;
-  if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) < file_end) {
-    return Status::kInvalid;
-  }
+  // Guest RAM is a file (memfd, tmpfs, hugetlbfs); never a device, pipe or
+  // socket.
+  if (!S_ISREG(st.st_mode)) return Status::kInvalid;
+  if (!SealedAgainstShrink(s.fd) && !options.allow_unsealed) return Status::kAccess;
+  if (fstat(s.fd, &st) != 0) return Status::kIoError;
+  if (static_cast<uint64_t>(st.st_size) < file_end) return Status::kInvalid;
   return Status::kOk;
 }
 
 }  // namespace
 
-Result<std::shared_ptr<const GuestMemory>> GuestMemory::Map(std::vector<GuestRegionSpec> specs) {
+Result<std::shared_ptr<const GuestMemory>> GuestMemory::Map(std::vector<GuestRegionSpec> specs,
+                                                            const GuestMemoryOptions& options) {
   if (specs.empty() || specs.size() > kMaxRegions) {
     CloseAll(specs);
     return Status::kInvalid;
   }
   for (const auto& s : specs) {
-    if (Status st = CheckSpec(s); st != Status::kOk) {
+    if (Status st = CheckSpec(s, options); st != Status::kOk) {
       CloseAll(specs);
       return st;
     }
@@ -80,11 +96,6 @@ Result<std::shared_ptr<const GuestMemory>> GuestMemory::Map(std::vector<GuestReg
     s.fd = -1;
   }
   for (auto& r : mem->regions_) {
-    // A frontend that shrank the file under our mapping would make the next
-    // access SIGBUS the whole daemon. Where the file allows it (a memfd
-    // created with MFD_ALLOW_SEALING, as QEMU's memory-backend-memfd does),
-    // forbid shrinking from now on; otherwise this is best effort only.
-    (void)fcntl(r.spec.fd, F_ADD_SEALS, F_SEAL_SHRINK);
     // mmap needs a page-aligned file offset: map from the aligned-down
     // offset and point `host` at the region's first byte inside it.
     uint64_t delta = r.spec.mmap_offset % kPage;

@@ -30,6 +30,17 @@ struct GuestRegionSpec {
   int fd = -1;
 };
 
+// How much the memory layer trusts the frontend's region files.
+struct GuestMemoryOptions {
+  // Accept a region whose file cannot be sealed against shrinking (a memfd
+  // created without MFD_ALLOW_SEALING, a hugetlbfs or tmpfs file). A
+  // frontend holding such a file can truncate it under the daemon's mapping
+  // and the daemon's next access to that memory dies of SIGBUS: only an
+  // operator who trusts the frontend turns this on (the daemon's
+  // --allow-unsealed-memory; docs/operators.md). Default: refused.
+  bool allow_unsealed = false;
+};
+
 class GuestMemory {
  public:
   // Where guest-physical bytes live in a backing file: what a page view maps.
@@ -39,12 +50,19 @@ class GuestMemory {
     uint64_t bytes_to_end;      // bytes from there to the end of the region
   };
 
-  // Validates the specs (non-empty, no overflow, no overlap in guest-physical
-  // or user address space, at most kMaxRegions) and maps every region
-  // MAP_SHARED. Takes ownership of every fd, on success and on failure.
+  // Validates the specs and maps every region MAP_SHARED. Takes ownership of
+  // every fd, on success and on failure. The rules, all checked here and
+  // nowhere else (docs/virtio-rdma.md, "Validation rules"):
+  //  - 1..kMaxRegions regions, size > 0, no overflow of any address + size,
+  //    no overlap in guest-physical or user address space: kInvalid;
+  //  - each fd is a regular file (memfd, tmpfs, hugetlbfs): kInvalid;
+  //  - each file is sealed against shrinking (F_SEAL_SHRINK: added here when
+  //    the file allows it, then read back with F_GET_SEALS): kAccess when the
+  //    seal is not in force, unless options.allow_unsealed;
+  //  - [mmap_offset, mmap_offset + size) lies inside the file, checked after
+  //    sealing so the file cannot shrink between check and use: kInvalid.
   static Result<std::shared_ptr<const GuestMemory>> Map(
-      std::vector<GuestRegionSpec> specs);
-
+      std::vector<GuestRegionSpec> specs, const GuestMemoryOptions& options);
   static constexpr size_t kMaxRegions = 8;  // VHOST_MEMORY_BASELINE_NREGIONS
 
   ~GuestMemory();

@@ -1,7 +1,9 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 #include "backend/memory/guest_memory.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -17,8 +19,9 @@ constexpr uint64_t kPage = 4096;
 
 // A memfd of `bytes` whose byte i holds (i / kPage) & 0xff + salt, so a test
 // can tell which file page it is looking at.
+// Sealable (as QEMU's memory-backend-memfd): Map adds F_SEAL_SHRINK.
 int MakeMemfd(uint64_t bytes, uint8_t salt = 0) {
-  int fd = memfd_create("guest_memory_test", MFD_CLOEXEC);
+  int fd = memfd_create("guest_memory_test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   EXPECT_GE(fd, 0);
   EXPECT_EQ(ftruncate(fd, static_cast<off_t>(bytes)), 0);
   std::vector<uint8_t> page(kPage);
@@ -32,10 +35,15 @@ int MakeMemfd(uint64_t bytes, uint8_t salt = 0) {
 
 bool FdIsOpen(int fd) { return fcntl(fd, F_GETFD) != -1; }
 
+// What the protocol layer does by default: every rule, no unsealed files.
+Result<std::shared_ptr<const GuestMemory>> MapStrict(std::vector<GuestRegionSpec> specs) {
+  return GuestMemory::Map(std::move(specs), GuestMemoryOptions{});
+}
+
 TEST(GuestMemoryTest, MapsAndTranslatesTwoRegions) {
   int a = MakeMemfd(16 * kPage, 0);
   int b = MakeMemfd(16 * kPage, 100);
-  auto mem = GuestMemory::Map({
+  auto mem = MapStrict({
       {.guest_phys_addr = 0, .size = 8 * kPage, .user_addr = 0x7000'0000, .mmap_offset = 0, .fd = a},
       {.guest_phys_addr = 0x100000, .size = 8 * kPage, .user_addr = 0x8000'0000,
        .mmap_offset = 4 * kPage, .fd = b},
@@ -68,7 +76,7 @@ TEST(GuestMemoryTest, MapsAndTranslatesTwoRegions) {
 
 TEST(GuestMemoryTest, UnalignedMmapOffset) {
   int a = MakeMemfd(4 * kPage, 0);
-  auto mem = GuestMemory::Map(
+  auto mem = MapStrict(
       {{.guest_phys_addr = 0, .size = 2 * kPage, .user_addr = 0, .mmap_offset = kPage + 16,
         .fd = a}});
   ASSERT_TRUE(mem.ok());
@@ -94,7 +102,7 @@ TEST(GuestMemoryTest, TranslateRejectsMaliciousRanges) {
   int b = MakeMemfd(4 * kPage);
   // Two regions that are adjacent in GPA space but not in the host mapping:
   // a range crossing them must fault, never be served from one mapping.
-  auto mem = GuestMemory::Map({
+  auto mem = MapStrict({
       {.guest_phys_addr = 0x10000, .size = 4 * kPage, .user_addr = 0x10000, .mmap_offset = 0,
        .fd = a},
       {.guest_phys_addr = 0x14000, .size = 4 * kPage, .user_addr = 0x90000, .mmap_offset = 0,
@@ -161,20 +169,20 @@ TEST(GuestMemoryTest, MapRejectsBadSpecs) {
       s.fd = MakeMemfd(kBig);
       fds.push_back(s.fd);
     }
-    auto r = GuestMemory::Map(c.specs);
-    EXPECT_FALSE(r.ok()) << c.name;
+    auto r = MapStrict(c.specs);
+    EXPECT_EQ(r.status(), Status::kInvalid) << c.name;
     for (int fd : fds) EXPECT_FALSE(FdIsOpen(fd)) << c.name << ": fd leaked";
   }
 }
 
 TEST(GuestMemoryTest, MapRejectsBadFd) {
-  EXPECT_FALSE(GuestMemory::Map({{0, kPage, 0, 0, -1}}).ok());
+  EXPECT_FALSE(MapStrict({{0, kPage, 0, 0, -1}}).ok());
 }
 
 TEST(GuestMemoryTest, ClosesFdsOnDestruction) {
   int a = MakeMemfd(kPage);
   {
-    auto mem = GuestMemory::Map({{0, kPage, 0, 0, a}});
+    auto mem = MapStrict({{0, kPage, 0, 0, a}});
     ASSERT_TRUE(mem.ok());
     EXPECT_TRUE(FdIsOpen(a));
   }
@@ -186,17 +194,83 @@ TEST(GuestMemoryTest, SealsSealableFilesAgainstShrinking) {
   ASSERT_GE(a, 0);
   ASSERT_EQ(ftruncate(a, 4 * kPage), 0);
   int other = dup(a);  // what the frontend keeps
-  auto mem = GuestMemory::Map({{0, 4 * kPage, 0, 0, a}});
+  auto mem = MapStrict({{0, 4 * kPage, 0, 0, a}});
   ASSERT_TRUE(mem.ok());
-  EXPECT_NE(ftruncate(other, kPage), 0);  // the frontend can no longer shrink it
+  // The frontend can no longer shrink it: the seal holds.
+  EXPECT_EQ(ftruncate(other, kPage), -1);
+  EXPECT_EQ(errno, EPERM);
+  EXPECT_TRUE(fcntl(other, F_GET_SEALS) & F_SEAL_SHRINK);
   EXPECT_EQ(*(*mem)->Translate(4 * kPage - 1, 1).value(), 0);  // still mapped, no SIGBUS
   close(other);
+}
+
+// A memfd without MFD_ALLOW_SEALING (born with F_SEAL_SEAL) cannot be
+// sealed: a frontend could truncate it under the mapping. Refused with
+// kAccess, the sealing rule, unless the operator allows unsealed memory.
+TEST(GuestMemoryTest, RefusesFileThatCannotBeSealed) {
+  int a = memfd_create("unsealable", MFD_CLOEXEC);
+  ASSERT_GE(a, 0);
+  ASSERT_EQ(ftruncate(a, 4 * kPage), 0);
+  int other = dup(a);
+  auto mem = MapStrict({{0, 4 * kPage, 0, 0, a}});
+  EXPECT_EQ(mem.status(), Status::kAccess);
+  EXPECT_FALSE(FdIsOpen(a));  // closed on refusal too
+  EXPECT_EQ(ftruncate(other, kPage), 0);  // nothing sealed it
+
+  // The operator's choice (hugetlbfs files cannot be sealed either).
+  auto allowed =
+      GuestMemory::Map({{0, kPage, 0, 0, dup(other)}}, GuestMemoryOptions{.allow_unsealed = true});
+  ASSERT_TRUE(allowed.ok());
+  EXPECT_EQ((*allowed)->total_bytes(), kPage);
+  // The size rule still holds when sealing is waived.
+  auto too_big = GuestMemory::Map({{0, 2 * kPage, 0, 0, dup(other)}},
+                                  GuestMemoryOptions{.allow_unsealed = true});
+  EXPECT_EQ(too_big.status(), Status::kInvalid);
+  close(other);
+}
+
+// Sealable, but already sealed without F_SEAL_SHRINK (F_SEAL_SEAL forbids
+// adding it): refused like an unsealable file.
+TEST(GuestMemoryTest, RefusesFileSealedWithoutShrinkSeal) {
+  int a = memfd_create("sealed-open", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ASSERT_GE(a, 0);
+  ASSERT_EQ(ftruncate(a, 4 * kPage), 0);
+  ASSERT_EQ(fcntl(a, F_ADD_SEALS, F_SEAL_SEAL), 0);
+  EXPECT_EQ(MapStrict({{0, 4 * kPage, 0, 0, a}}).status(), Status::kAccess);
+}
+
+// QEMU's memory-backend-memfd (seal=on, the default) seals GROW, SHRINK and
+// SEAL itself: F_ADD_SEALS then fails, but the seal is in force.
+TEST(GuestMemoryTest, AcceptsFileTheFrontendSealed) {
+  int a = memfd_create("qemu-like", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ASSERT_GE(a, 0);
+  ASSERT_EQ(ftruncate(a, 4 * kPage), 0);
+  ASSERT_EQ(fcntl(a, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL), 0);
+  auto mem = MapStrict({{0, 4 * kPage, 0, 0, a}});
+  ASSERT_TRUE(mem.ok());
+  EXPECT_EQ((*mem)->total_bytes(), 4 * kPage);
+}
+
+// Guest RAM is a regular file; a pipe or an eventfd is refused before any
+// seal or mmap is tried (kInvalid), also when unsealed memory is allowed.
+TEST(GuestMemoryTest, RefusesFdThatIsNotARegularFile) {
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+  close(p[1]);
+  const int efd = eventfd(0, EFD_CLOEXEC);
+  ASSERT_GE(efd, 0);
+  EXPECT_EQ(GuestMemory::Map({{0, kPage, 0, 0, p[0]}}, GuestMemoryOptions{.allow_unsealed = true})
+                .status(),
+            Status::kInvalid);
+  EXPECT_EQ(MapStrict({{0, kPage, 0, 0, efd}}).status(), Status::kInvalid);
+  EXPECT_FALSE(FdIsOpen(p[0]));
+  EXPECT_FALSE(FdIsOpen(efd));
 }
 
 TEST(GuestPageViewTest, MapsScatteredPagesContiguously) {
   int a = MakeMemfd(16 * kPage, 0);
   int b = MakeMemfd(16 * kPage, 50);
-  auto mem = GuestMemory::Map({
+  auto mem = MapStrict({
       {0, 16 * kPage, 0x1000'0000, 0, a},
       {0x100000, 8 * kPage, 0x2000'0000, 8 * kPage, b},
   });
@@ -224,7 +298,7 @@ TEST(GuestPageViewTest, MapsScatteredPagesContiguously) {
 TEST(GuestPageViewTest, RejectsBadPages) {
   int a = MakeMemfd(8 * kPage);
   int b = MakeMemfd(8 * kPage);
-  auto mem = GuestMemory::Map({
+  auto mem = MapStrict({
       {0, 4 * kPage, 0, 0, a},
       {0x100000, 2 * kPage, 0x100000, 100, b},  // not page aligned in the file
   });
@@ -252,7 +326,7 @@ TEST(GuestPageViewTest, ViewOutlivesMemoryTable) {
   int a = MakeMemfd(4 * kPage, 7);
   GuestPageView view;
   {
-    auto mem = GuestMemory::Map({{0, 4 * kPage, 0, 0, a}});
+    auto mem = MapStrict({{0, 4 * kPage, 0, 0, a}});
     ASSERT_TRUE(mem.ok());
     const uint64_t pages[] = {2 * kPage};
     auto v = GuestPageView::Map(**mem, pages);

@@ -226,14 +226,18 @@ void Daemon::AcceptVhostUser(Vm* vm) {
       close(fd);
       continue;
     }
-    vm->conn = std::make_unique<vhost::Connection>(fd, vm->device.get());
-    if (spdlog::should_log(spdlog::level::debug)) {
-      const std::string name = vm->name;
-      vm->conn->set_trace([name](const vhost::VhostUserHeader& h, Status st) {
-        spdlog::debug("VM {}: {} ({} bytes, flags {:#x}) -> {}", name,
-                      vhost::RequestName(h.request), h.size, h.flags, StatusName(st));
-      });
-    }
+    vm->conn = std::make_unique<vhost::Connection>(fd, vm->device.get(),
+                                                   deps_.connection_options);
+    // Every refused or failed request is logged (the operator needs to see
+    // e.g. an unsealed memory table, kAccess, or a kick fd that is not an
+    // eventfd, kBadHandle); with debug logging, every request.
+    const std::string name = vm->name;
+    vm->conn->set_trace([name](const vhost::VhostUserHeader& h, Status st) {
+      const auto level = st == Status::kOk ? spdlog::level::debug : spdlog::level::warn;
+      if (!spdlog::should_log(level)) return;
+      spdlog::log(level, "VM {}: {} ({} bytes, flags {:#x}) -> {}", name,
+                  vhost::RequestName(h.request), h.size, h.flags, StatusName(st));
+    });
     vm->conn_fd = fd;
     ++vm->connections;
     deps_.control_loop->AddFd(fd, EPOLLIN, [this, vm](uint32_t) { OnVhostUserReadable(vm); });

@@ -40,6 +40,8 @@ struct DaemonDeps {
   EventLoop* datapath_loop = nullptr;
   Executor* datapath_executor = nullptr;
   device::RdmaDeviceOptions device_options;
+  // What every VM's vhost-user connection accepts (--allow-unsealed-memory).
+  vhost::ConnectionOptions connection_options;
 };
 
 class Daemon {

@@ -12,7 +12,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <thread>
 
 #include "backend/base/executor_mailbox.h"
@@ -231,6 +234,52 @@ TEST_F(DaemonTest, FrontendNegotiatesWithTheRealDevice) {
   ASSERT_TRUE(again.ok());
   EXPECT_EQ((*again)->Negotiate(~0ull), Status::kOk);
   EXPECT_TRUE(Request(R"({"cmd":"detach-vm","name":"vm-q"})").value("ok", false));
+}
+
+// Mappings of the file behind `fd` in this process (/proc/self/maps).
+int CountMappingsOf(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return -1;
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  int n = 0;
+  while (std::getline(maps, line)) {
+    char path[256] = {};
+    unsigned long inode = 0;
+    if (sscanf(line.c_str(), "%*s %*s %*s %*s %lu %255s", &inode, path) == 2 &&
+        inode == st.st_ino && std::strstr(path, "memfd:") != nullptr) {
+      ++n;
+    }
+  }
+  return n;
+}
+
+// A frontend that goes away takes its guest RAM along: the daemon unmaps it
+// at once, with the VM still attached (no detach-vm), although the real
+// device keeps its table across a driver reset.
+TEST_F(DaemonTest, FrontendDisconnectUnmapsGuestRam) {
+  ASSERT_TRUE(Attach("vm-m").value("ok", false));
+  auto fe = vhost::VhostUserFrontend::Connect(dir_ + "/vm-m.sock", 16 << 20);
+  ASSERT_TRUE(fe.ok());
+  ASSERT_EQ((*fe)->Negotiate(~0ull), Status::kOk);
+  for (uint32_t q = 0; q < (*fe)->queue_num(); ++q) {
+    auto ring = (*fe)->AllocGpa(vhost::VringBytes(64), 4096);
+    ASSERT_TRUE(ring.ok());
+    ASSERT_EQ((*fe)->SetupQueue(q, 64, *ring), Status::kOk) << q;
+    ASSERT_EQ((*fe)->EnableQueue(q, true), Status::kOk) << q;
+  }
+  ASSERT_EQ((*fe)->SetStatus(VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
+                             VIRTIO_CONFIG_S_FEATURES_OK | VIRTIO_CONFIG_S_DRIVER_OK),
+            Status::kOk);
+  const int memfd = (*fe)->memfd();
+  EXPECT_EQ(CountMappingsOf(memfd), 2);  // the frontend's and the daemon's
+
+  (*fe)->Disconnect();
+  EXPECT_TRUE(WaitFor([&] { return !FindVm(Request(R"({"cmd":"list-vms"})"), "vm-m")
+                                        .value("connected", true); }));
+  EXPECT_EQ(CountMappingsOf(memfd), 1) << "the daemon still maps the guest RAM";
+  EXPECT_FALSE(FindVm(Request(R"({"cmd":"list-vms"})"), "vm-m").is_null());  // still attached
+  EXPECT_TRUE(Request(R"({"cmd":"detach-vm","name":"vm-m"})").value("ok", false));
 }
 
 TEST_F(DaemonTest, DetachWhileQueuesRunDisconnectsTheFrontend) {

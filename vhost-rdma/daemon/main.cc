@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
   std::string policy_name = "pass-through";
   std::vector<std::string> policy_opts;
   std::vector<std::string> card_opts;
+  bool allow_unsealed_memory = false;
   app.add_option("--control-socket,--control", control_path,
                  "JSON control socket (attach-vm, detach-vm, list-vms, stats)")
       ->required();
@@ -86,6 +87,10 @@ int main(int argc, char** argv) {
                  "a figure of the RNIC the policy plans for, key=value: line_gbps, "
                  "max_mpps, qp_mpps, mtu, pus, rtt_us (repeatable; default: a "
                  "ConnectX-6 100 GbE)");
+  app.add_flag("--allow-unsealed-memory", allow_unsealed_memory,
+               "accept guest RAM that cannot be sealed against shrinking (hugetlbfs, "
+               "memfd without sealing); a frontend can then crash the daemon with "
+               "SIGBUS by truncating it: only for trusted frontends (docs/operators.md)");
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));
 
@@ -154,6 +159,11 @@ int main(int argc, char** argv) {
     deps.datapath_executor = executor.get();
     deps.device_options.num_doorbell_queues = doorbell_queues;
     deps.device_options.max_queue_size = queue_size;
+    deps.connection_options.memory.allow_unsealed = allow_unsealed_memory;
+    if (allow_unsealed_memory) {
+      spdlog::warn("--allow-unsealed-memory: frontends may pass guest RAM that can shrink "
+                   "under the daemon's mapping (a frontend can crash the daemon)");
+    }
     vrdma::daemon::Daemon daemon(deps);
     if (daemon.ListenControl(control_path) != vrdma::Status::kOk) {
       spdlog::error("cannot listen on {}", control_path);

@@ -19,8 +19,10 @@ constexpr uint64_t kOfferedFeatures =
 // Virtio reserves feature bits 0..23 for the device type.
 constexpr uint64_t kDeviceFeatureMask = (uint64_t{1} << 24) - 1;
 
-// Consumes a kick. The fd is shared with the frontend (its flags are not
-// ours to change), so check readiness instead of making it non-blocking.
+// Consumes a kick. The protocol layer only hands over non-blocking eventfds
+// (vhost::CheckEventFd), so the read cannot block: EAGAIN means "no kick".
+// The readiness check stays as a second line: the O_NONBLOCK flag lives in
+// a file description the frontend shares.
 void DrainEventFd(int fd) {
   pollfd p{fd, POLLIN, 0};
   if (poll(&p, 1, 0) == 1 && (p.revents & POLLIN)) {
@@ -249,8 +251,10 @@ void RdmaDevice::ServeControl() {
                                           options_.control_budget);
   if (r.more) {
     // Yield to the other fds of the control loop (other VMs' queues and
-    // sockets) and come back: re-signal our own kick.
-    eventfd_write(control_kick_fd_, 1);
+    // sockets) and come back: re-signal our own kick. Non-blocking: EAGAIN
+    // (a counter the frontend filled) leaves the fd readable, which is all
+    // this needs.
+    (void)eventfd_write(control_kick_fd_, 1);
   }
 }
 

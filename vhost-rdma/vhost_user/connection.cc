@@ -29,15 +29,16 @@ T Load(const uint8_t* payload) {
 
 }  // namespace
 
-Connection::Connection(int sock, VhostUserDevice* device)
+Connection::Connection(int sock, VhostUserDevice* device, const ConnectionOptions& options)
     : sock_(sock),
       device_(device),
+      options_(options),
       num_queues_(std::min(device->num_queues(), kMaxQueues)) {
   queues_.reserve(num_queues_);
   for (uint32_t i = 0; i < num_queues_; ++i) queues_.push_back(std::make_unique<Queue>());
-  // Reads never block (MSG_DONTWAIT); the timeout bounds replies to a peer
-  // that stops reading. Best effort: failing here only loses that bound.
-  (void)SetSocketTimeouts(sock_, kIoTimeoutMs);
+  // Reads and replies never block (MSG_DONTWAIT); the send buffer is the
+  // bound of unread output. Best effort: the default buffer is a bound too.
+  (void)setsockopt(sock_, SOL_SOCKET, SO_SNDBUF, &kMaxOutputBytes, sizeof(kMaxOutputBytes));
 }
 
 Connection::~Connection() { Shutdown(); }
@@ -56,6 +57,10 @@ void Connection::Shutdown() {
   rx_.fds.CloseAll();
   ResetQueues();
   device_->Reset();
+  // The device keeps its table across Reset (a driver reset keeps the
+  // connection and its table); a gone frontend takes it along, so no
+  // reference outlives the connection and guest RAM is unmapped now.
+  device_->SetMemory(nullptr);
   memory_.reset();
   close(sock_);
   sock_ = -1;
@@ -107,10 +112,11 @@ Status Connection::HandleMessage() {
   if (st == Status::kOk && complete) {
     const VhostUserHeader hdr = rx_.hdr;
     st = CheckFdCount(hdr, rx_.fds.size());
+    Status outcome = st;
     if (st == Status::kOk) {
-      st = Dispatch(hdr, rx_.payload, rx_.fds);
-      // kAccess: a refused but well-formed request (e.g. SET_CONFIG on a
-      // read-only config). Nack it and keep going.
+      outcome = st = Dispatch(hdr, rx_.payload, rx_.fds);
+      // kAccess: a refused but well-formed request (SET_CONFIG on a
+      // read-only config, an unsealed memory table). Nack it and keep going.
       const bool refused = st == Status::kAccess;
       if (WantsAck(hdr, protocol_features_)) {
         Status ack = ReplyU64(hdr.request, st == Status::kOk ? 0 : 1);
@@ -119,7 +125,9 @@ Status Connection::HandleMessage() {
         st = Status::kOk;
       }
     }
-    if (trace_) trace_(hdr, st);
+    // The trace sees why a refused request was refused, also when the
+    // connection goes on.
+    if (trace_) trace_(hdr, st == Status::kOk ? outcome : st);
     // Ready for the next message; fds no handler took are closed.
     rx_.fds.CloseAll();
     std::memset(rx_.payload, 0, rx_.payload_got);
@@ -134,7 +142,9 @@ Status Connection::HandleMessage() {
 
 Status Connection::Reply(uint32_t request, const void* payload, uint32_t size) {
   VhostUserHeader hdr{request, kVhostUserVersion | kReplyMask, size};
-  return SendMessage(sock_, hdr, {static_cast<const uint8_t*>(payload), size}, {});
+  // A reply that does not fit: the frontend stopped reading (kNoResource);
+  // the connection ends.
+  return SendMessageNoWait(sock_, hdr, {static_cast<const uint8_t*>(payload), size});
 }
 
 Status Connection::ReplyU64(uint32_t request, uint64_t value) {
@@ -265,7 +275,7 @@ Status Connection::SetMemTable(const uint8_t* payload, uint32_t size, ReceivedFd
     specs.push_back({r.guest_phys_addr, r.memory_size, r.userspace_addr, r.mmap_offset,
                      fds.Take(i)});
   }
-  auto mem = GuestMemory::Map(std::move(specs));
+  auto mem = GuestMemory::Map(std::move(specs), options_.memory);
   if (!mem.ok()) return mem.status();
 
   // Swap the table whole. Running queues are paused across the swap so the
@@ -301,7 +311,14 @@ Status Connection::SetVringFd(Request request, uint64_t v, ReceivedFds& fds) {
   const bool nofd = v & kVringNoFdMask;
   if (fds.size() != (nofd ? 0u : 1u)) return Status::kInvalid;
   const uint32_t i = static_cast<uint32_t>(v & kVringIdxMask);
-  const int fd = nofd ? -1 : fds.Take(0);
+  int fd = nofd ? -1 : fds.Take(0);
+  // Only a non-blocking eventfd is ever read or written by this process.
+  if (fd >= 0) {
+    if (Status st = CheckEventFd(fd); st != Status::kOk) {
+      CloseFd(fd);
+      return st;
+    }
+  }
   if (request == Request::kSetVringKick) {
     // A new kick fd (re)starts the ring (vhost-user.rst, "Ring states").
     VRDMA_RETURN_IF_ERROR(WithQueuePaused(i, [fd](Queue& q) {

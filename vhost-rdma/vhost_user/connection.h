@@ -7,11 +7,17 @@
 // thread; the device moves queues to the data-path thread itself.
 //
 // Any protocol violation or socket error ends the connection: all queues are
-// stopped, the device is Reset() and every fd is closed. A frontend can make
+// stopped, the device is Reset(), the memory table is dropped and every fd
+// is closed. A well-formed request the backend refuses (kAccess: SET_CONFIG
+// on the read-only config, a memory table that is not sealed) is NACKed and
+// the connection goes on. A frontend can make
 // HandleMessage fail, never crash or hang the process: reads never block
 // (a message that arrives in pieces is assembled across calls, so a peer
-// that stalls mid-message stalls only itself), and replies time out
-// (kIoTimeoutMs) on a peer that stops reading.
+// that stalls mid-message stalls only itself), and neither do replies: the
+// connection's output is bounded (kMaxOutputBytes of socket send buffer)
+// and a peer that stops reading until a reply no longer fits is
+// disconnected (kNoResource). A frontend reads each reply before its next
+// request, so it never has more than one reply unread.
 #ifndef VRDMA_VHOST_RDMA_VHOST_USER_CONNECTION_H_
 #define VRDMA_VHOST_RDMA_VHOST_USER_CONNECTION_H_
 
@@ -29,16 +35,25 @@
 
 namespace vrdma::vhost {
 
+// What the operator allows a frontend (daemon flags).
+struct ConnectionOptions {
+  // SET_MEM_TABLE regions (see GuestMemoryOptions::allow_unsealed).
+  GuestMemoryOptions memory;
+};
+
 class Connection {
  public:
-  static constexpr int kIoTimeoutMs = 2000;
+  // Unread replies a frontend may leave in the socket (SO_SNDBUF; the kernel
+  // doubles it for bookkeeping). Thousands of replies: only a frontend that
+  // never reads reaches it.
+  static constexpr int kMaxOutputBytes = 64 * 1024;
   // Protocol features offered to the frontend.
   static constexpr uint64_t kProtocolFeatures = (1ull << kProtoMq) | (1ull << kProtoReplyAck) |
                                                 (1ull << kProtoConfig) | (1ull << kProtoStatus);
 
   // Takes ownership of `sock`, a connected unix stream socket. `device`
   // must outlive the connection.
-  Connection(int sock, VhostUserDevice* device);
+  Connection(int sock, VhostUserDevice* device, const ConnectionOptions& options = {});
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -57,7 +72,9 @@ class Connection {
   using TraceFn = std::function<void(const VhostUserHeader& hdr, Status result)>;
   void set_trace(TraceFn trace) { trace_ = std::move(trace); }
 
-  // Stops every queue, resets the device, closes every fd. Idempotent.
+  // Stops every queue, resets the device, closes every fd and lets go of the
+  // memory table: the connection's and the device's (SetMemory(nullptr)),
+  // so guest RAM is unmapped when the frontend goes away. Idempotent.
   void Shutdown();
 
   // Virtio features offered in GET_FEATURES (device's + protocol layer's).
@@ -118,6 +135,7 @@ class Connection {
 
   int sock_;
   VhostUserDevice* device_;
+  const ConnectionOptions options_;
   uint32_t num_queues_;
   std::vector<std::unique_ptr<Queue>> queues_;
   std::shared_ptr<const GuestMemory> memory_;

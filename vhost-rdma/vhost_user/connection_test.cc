@@ -7,16 +7,21 @@
 #include "vhost-rdma/vhost_user/connection.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -65,10 +70,11 @@ class FakeDevice : public VhostUserDevice {
     ++stops_;
   }
   void SetStatus(uint8_t status) override { status_ = status; }
-  // Like a real device, drops everything of the VM (its memory table too).
+  // Like RdmaDevice: drops the VM's objects but keeps the memory table (a
+  // driver reset keeps the connection and its table); only SetMemory(nullptr)
+  // lets go of it.
   void Reset() override {
     std::lock_guard<std::mutex> l(mu_);
-    memory_.reset();
     ++resets_;
   }
 
@@ -98,7 +104,8 @@ class FakeDevice : public VhostUserDevice {
 // Accepts connections one after the other and serves each until it ends.
 class Server {
  public:
-  explicit Server(FakeDevice* device) : device_(device) {
+  explicit Server(FakeDevice* device, const ConnectionOptions& options = {})
+      : device_(device), options_(options) {
     static std::atomic<int> counter{0};
     path_ = "/tmp/vrdma-conn-test-" + std::to_string(getpid()) + "-" +
             std::to_string(counter++) + ".sock";
@@ -120,6 +127,25 @@ class Server {
   const std::string& path() const { return path_; }
   int disconnects() const { return disconnects_; }
   Status last_error() const { return last_error_; }
+  // The request of the last complete message (the trace).
+  uint32_t last_request() const { return last_request_; }
+  // The outcome of the n-th (1-based) message `request` the server traced,
+  // waiting for it (the client may see a reply before the server traced
+  // the message); kIoError when it never comes.
+  Status WaitOutcome(uint32_t request, int n, int timeout_ms = 5000) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> l(trace_mu_);
+        int seen = 0;
+        for (const auto& [req, st] : traced_) {
+          if (req == request && ++seen == n) return st;
+        }
+      }
+      if (std::chrono::steady_clock::now() > deadline) return Status::kIoError;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
   bool WaitDisconnects(int n, int timeout_ms = 5000) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     while (disconnects_ < n) {
@@ -136,7 +162,12 @@ class Server {
       if (poll(&p, 1, 20) != 1) continue;
       int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd < 0) continue;
-      Connection conn(fd, device_);
+      Connection conn(fd, device_, options_);
+      conn.set_trace([this](const VhostUserHeader& h, Status st) {
+        last_request_ = h.request;
+        std::lock_guard<std::mutex> l(trace_mu_);
+        traced_.emplace_back(h.request, st);
+      });
       while (!stop_) {
         pollfd c{conn.fd(), POLLIN, 0};
         if (poll(&c, 1, 20) != 1) continue;
@@ -152,11 +183,15 @@ class Server {
   }
 
   FakeDevice* device_;
+  const ConnectionOptions options_;
   std::string path_;
   int listen_fd_ = -1;
   std::atomic<bool> stop_{false};
   std::atomic<int> disconnects_{0};
   std::atomic<Status> last_error_{Status::kOk};
+  std::atomic<uint32_t> last_request_{0};
+  std::mutex trace_mu_;
+  std::vector<std::pair<uint32_t, Status>> traced_;  // every connection's
   std::thread thread_;
 };
 
@@ -385,9 +420,44 @@ std::span<const uint8_t> Bytes(const T& v) {
   return {reinterpret_cast<const uint8_t*>(&v), sizeof(T)};
 }
 
+// Sends `fd` as the kick, call or err fd of queue 1 (closes it here).
+Status SendVringFd(VhostUserFrontend& fe, Request request, int fd) {
+  const uint64_t v = 1;
+  Status s = fe.SendRaw(R(request), kV, Bytes(v), {&fd, 1});
+  close(fd);
+  return s;
+}
+int PipeReadEnd() {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) return -1;
+  close(p[1]);
+  return p[0];
+}
+int SocketEnd() {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return -1;
+  close(sv[1]);
+  return sv[0];
+}
+
 std::vector<BadMessage> BadMessages() {
   auto eventfd_now = [] { return eventfd(0, EFD_CLOEXEC); };
   return {
+      {"vring kick is a pipe", [](VhostUserFrontend& fe) {
+         return SendVringFd(fe, Request::kSetVringKick, PipeReadEnd());
+       }},
+      {"vring kick is a socket", [](VhostUserFrontend& fe) {
+         return SendVringFd(fe, Request::kSetVringKick, SocketEnd());
+       }},
+      {"vring call is a pipe", [](VhostUserFrontend& fe) {
+         return SendVringFd(fe, Request::kSetVringCall, PipeReadEnd());
+       }},
+      {"vring call is a memfd", [](VhostUserFrontend& fe) {
+         return SendVringFd(fe, Request::kSetVringCall, memfd_create("x", MFD_CLOEXEC));
+       }},
+      {"vring err is a socket", [](VhostUserFrontend& fe) {
+         return SendVringFd(fe, Request::kSetVringErr, SocketEnd());
+       }},
       {"set features wrong size", [](VhostUserFrontend& fe) {
          uint32_t v = 1;
          return fe.SendRaw(R(Request::kSetFeatures), kV, Bytes(v));
@@ -491,7 +561,7 @@ std::vector<BadMessage> BadMessages() {
          VhostUserMemory m{};
          m.nregions = 1;
          m.regions[0] = {0, fe.ram_size() * 2, reinterpret_cast<uint64_t>(fe.guest_ram()), 0};
-         int fd = memfd_create("short", MFD_CLOEXEC);
+         int fd = memfd_create("short", MFD_CLOEXEC | MFD_ALLOW_SEALING);
          EXPECT_EQ(ftruncate(fd, static_cast<off_t>(fe.ram_size())), 0);
          Status s = fe.SendRaw(R(Request::kSetMemTable), kV,
                                {reinterpret_cast<uint8_t*>(&m), MemTablePayloadSize(1)}, {&fd, 1});
@@ -503,7 +573,8 @@ std::vector<BadMessage> BadMessages() {
          m.nregions = 2;
          m.regions[0] = {0, 8192, 0x10000, 0};
          m.regions[1] = {4096, 8192, 0x90000, 0};
-         int fds[2] = {memfd_create("a", MFD_CLOEXEC), memfd_create("b", MFD_CLOEXEC)};
+         int fds[2] = {memfd_create("a", MFD_CLOEXEC | MFD_ALLOW_SEALING),
+                       memfd_create("b", MFD_CLOEXEC | MFD_ALLOW_SEALING)};
          EXPECT_EQ(ftruncate(fds[0], 8192), 0);
          EXPECT_EQ(ftruncate(fds[1], 8192), 0);
          Status s = fe.SendRaw(R(Request::kSetMemTable), kV,
@@ -516,7 +587,7 @@ std::vector<BadMessage> BadMessages() {
          VhostUserMemory m{};
          m.nregions = 3;
          m.regions[0] = {0, 4096, 0x10000, 0};
-         int fd = memfd_create("a", MFD_CLOEXEC);
+         int fd = memfd_create("a", MFD_CLOEXEC | MFD_ALLOW_SEALING);
          EXPECT_EQ(ftruncate(fd, 4096), 0);
          Status s = fe.SendRaw(R(Request::kSetMemTable), kV,
                                {reinterpret_cast<uint8_t*>(&m), MemTablePayloadSize(1)}, {&fd, 1});
@@ -528,7 +599,7 @@ std::vector<BadMessage> BadMessages() {
          VhostUserMemory m{};
          m.nregions = 1;
          m.regions[0] = {0, 4096, 0x1000, 0};
-         int fd = memfd_create("a", MFD_CLOEXEC);
+         int fd = memfd_create("a", MFD_CLOEXEC | MFD_ALLOW_SEALING);
          EXPECT_EQ(ftruncate(fd, 4096), 0);
          Status s = fe.SendRaw(R(Request::kSetMemTable), kV,
                                {reinterpret_cast<uint8_t*>(&m), MemTablePayloadSize(1)}, {&fd, 1});
@@ -609,6 +680,7 @@ TEST_F(ConnectionTest, MalformedMessagesDisconnectAndServerSurvives) {
       }
       if (name == "mem table drops the running ring") want = Status::kFault;
       if (name == "closed mid-message") want = Status::kIoError;
+      if (name.find(" is a ") != std::string::npos) want = Status::kBadHandle;
       EXPECT_EQ(server_.last_error(), want) << bad.name;
     }
     // Every fd the frontend sent, valid or not, was closed by the server.
@@ -618,6 +690,225 @@ TEST_F(ConnectionTest, MalformedMessagesDisconnectAndServerSurvives) {
   auto fe = ConnectAndNegotiate();
   ASSERT_NE(fe, nullptr);
   EXPECT_TRUE(fe->GetConfig(0, 4).ok());
+}
+
+// --- Hostile frontends: memory that can shrink, fds that can block. -------
+
+// Mappings of the file behind `fd` in this process (the frontend's and the
+// backend's, both live here), from /proc/self/maps.
+int CountMappingsOf(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return -1;
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  int n = 0;
+  while (std::getline(maps, line)) {
+    // address perms offset dev inode path
+    char path[256] = {};
+    unsigned long inode = 0;
+    if (sscanf(line.c_str(), "%*s %*s %*s %*s %lu %255s", &inode, path) == 2 &&
+        inode == st.st_ino && std::strstr(path, "memfd:") != nullptr) {
+      ++n;
+    }
+  }
+  return n;
+}
+
+// SET_MEM_TABLE of the whole guest RAM from `fd` (closed here), acked.
+Status SendMemTableFrom(VhostUserFrontend& fe, int fd) {
+  VhostUserMemory m{};
+  m.nregions = 1;
+  m.regions[0] = {0, fe.ram_size(), reinterpret_cast<uint64_t>(fe.guest_ram()), 0};
+  Status s = fe.Request(R(Request::kSetMemTable),
+                        {reinterpret_cast<uint8_t*>(&m), MemTablePayloadSize(1)}, {&fd, 1});
+  close(fd);
+  return s;
+}
+
+int UnsealableMemfd(uint64_t bytes) {
+  int fd = memfd_create("unsealable", MFD_CLOEXEC);  // no MFD_ALLOW_SEALING
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(ftruncate(fd, static_cast<off_t>(bytes)), 0);
+  return fd;
+}
+
+// Rule: a region whose file cannot be sealed against shrinking is refused
+// (kAccess, NACKed); the connection and the previous table stay.
+TEST_F(ConnectionTest, UnsealedMemTableIsRefused) {
+  auto fe = ConnectAndNegotiate();
+  ASSERT_NE(fe, nullptr);
+  auto before = device_.memory();
+  ASSERT_NE(before, nullptr);
+  const int baseline_fds = CountOpenFds();
+  const int fd = UnsealableMemfd(fe->ram_size());
+  EXPECT_EQ(SendMemTableFrom(*fe, fd), Status::kIoError);  // NACK
+  // Negotiate sent the first table; this is the second.
+  EXPECT_EQ(server_.WaitOutcome(R(Request::kSetMemTable), 2), Status::kAccess);  // sealing rule
+  EXPECT_EQ(device_.memory(), before);  // the old table is still in use
+  EXPECT_TRUE(fe->GetStatus().ok());
+  EXPECT_EQ(server_.disconnects(), 0);
+  EXPECT_EQ(CountOpenFds(), baseline_fds);  // the refused fd was closed
+}
+
+// Rule: the backend seals what it accepts: a frontend that truncates its
+// guest RAM later gets EPERM, and the backend keeps serving the ring.
+TEST_F(ConnectionTest, SealedMemTableHoldsAgainstTruncation) {
+  auto fe = ConnectAndNegotiate();  // sealable memfd, not sealed by the frontend
+  ASSERT_NE(fe, nullptr);
+  SetupRing(*fe, 0);
+  ASSERT_EQ(fe->EnableQueue(0, true), Status::kOk);
+  EXPECT_TRUE(fcntl(fe->memfd(), F_GET_SEALS) & F_SEAL_SHRINK);
+  errno = 0;
+  EXPECT_EQ(ftruncate(fe->memfd(), 0), -1);
+  EXPECT_EQ(errno, EPERM);
+  // The tail of guest RAM is still backed (no SIGBUS) and the ring works.
+  auto mem = device_.memory();
+  ASSERT_NE(mem, nullptr);
+  EXPECT_EQ(*mem->Translate(fe->ram_size() - 1, 1).value(), 0);
+  Virtqueue* vq = device_.vq(0);
+  ASSERT_NE(vq, nullptr);
+  auto buf = fe->AllocGpa(8, 8);
+  PostBuffer(*fe, 1, *buf);
+  auto chain = vq->Pop();
+  ASSERT_TRUE(chain.has_value() && chain->ok());
+  vq->Push(1, 0);
+  vq->NotifyGuest();
+  EXPECT_EQ(fe->WaitCall(0, 1000), Status::kOk);
+}
+
+// The operator's choice: with allow_unsealed the same table is accepted.
+TEST(ConnectionOptionsTest, AllowUnsealedMemoryAcceptsUnsealedRegion) {
+  FakeDevice device;
+  Server server(&device, ConnectionOptions{.memory = {.allow_unsealed = true}});
+  auto fe = VhostUserFrontend::Connect(server.path(), kRamBytes);
+  ASSERT_TRUE(fe.ok());
+  ASSERT_EQ((*fe)->Negotiate(kDeviceFeature), Status::kOk);
+  auto before = device.memory();
+  EXPECT_EQ(SendMemTableFrom(**fe, UnsealableMemfd((*fe)->ram_size())), Status::kOk);
+  EXPECT_EQ(server.WaitOutcome(R(Request::kSetMemTable), 2), Status::kOk);
+  EXPECT_NE(device.memory(), before);
+  EXPECT_NE(device.memory(), nullptr);
+}
+
+// Rule: kick/call/err fds must be eventfds. A pipe as kick fd is refused
+// (kBadHandle, NACK, disconnect) and the backend's copy is closed: the
+// write end sees no reader left.
+TEST_F(ConnectionTest, PipeAsKickFdIsRefusedAndClosed) {
+  auto fe = ConnectAndNegotiate();
+  ASSERT_NE(fe, nullptr);
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+  const uint64_t v = 0;
+  EXPECT_EQ(fe->Request(R(Request::kSetVringKick), Bytes(v), {&p[0], 1}), Status::kIoError);
+  close(p[0]);  // the frontend's copy; the backend's is the last reader
+  ASSERT_TRUE(server_.WaitDisconnects(1));
+  EXPECT_EQ(server_.last_error(), Status::kBadHandle);  // the eventfd rule
+  EXPECT_EQ(server_.last_request(), R(Request::kSetVringKick));
+  pollfd w{p[1], POLLOUT, 0};
+  ASSERT_EQ(poll(&w, 1, 1000), 1);
+  EXPECT_TRUE(w.revents & POLLERR) << "the backend still holds the pipe";
+  close(p[1]);
+}
+
+// Runs `op` on another thread; true when it returns within 2 s. Otherwise
+// runs `unblock` (which must let `op` return) and returns false, so a test
+// of "does not block" fails instead of hanging.
+bool ReturnsPromptly(const std::function<void()>& op, const std::function<void()>& unblock) {
+  std::atomic<bool> done{false};
+  std::thread t([&] {
+    op();
+    done = true;
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (!done && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const bool blocked = !done;
+  if (blocked) unblock();
+  t.join();
+  return !blocked;
+}
+
+// Rule: kick/call fds are made non-blocking. A call eventfd the frontend
+// created blocking and pre-filled to the counter's maximum: signalling it
+// returns at once (EAGAIN = already signalled) and the ring keeps working.
+TEST_F(ConnectionTest, FullCallEventfdDoesNotBlockTheBackend) {
+  auto fe = ConnectAndNegotiate();
+  ASSERT_NE(fe, nullptr);
+  SetupRing(*fe, 0);
+  const int call = eventfd(0, EFD_CLOEXEC);  // blocking, as a hostile frontend may
+  const int kick = eventfd(0, EFD_CLOEXEC);
+  ASSERT_GE(call, 0);
+  ASSERT_GE(kick, 0);
+  const uint64_t max = 0xfffffffffffffffe;
+  ASSERT_EQ(write(call, &max, sizeof(max)), 8);
+  const uint64_t idx = 0;
+  ASSERT_EQ(fe->Request(R(Request::kSetVringCall), Bytes(idx), {&call, 1}), Status::kOk);
+  ASSERT_EQ(fe->Request(R(Request::kSetVringKick), Bytes(idx), {&kick, 1}), Status::kOk);
+  ASSERT_EQ(fe->EnableQueue(0, true), Status::kOk);
+  Virtqueue* vq = device_.vq(0);
+  ASSERT_NE(vq, nullptr);
+  EXPECT_TRUE(fcntl(vq->call_fd, F_GETFL) & O_NONBLOCK);
+  EXPECT_TRUE(fcntl(vq->kick_fd, F_GETFL) & O_NONBLOCK);
+  // No kick yet: a read returns at once ("no kick").
+  uint64_t got = 0;
+  ssize_t n = 0;
+  int err = 0;
+  EXPECT_TRUE(ReturnsPromptly(
+      [&] {
+        n = read(vq->kick_fd, &got, sizeof(got));
+        err = errno;
+      },
+      [&] {
+        const uint64_t one = 1;
+        (void)!write(kick, &one, sizeof(one));
+      }))
+      << "the backend blocked reading an empty kick eventfd";
+  EXPECT_EQ(n, -1);
+  EXPECT_EQ(err, EAGAIN);
+
+  auto buf = fe->AllocGpa(8, 8);
+  auto serve_one = [&](uint16_t head) {
+    // EVENT_IDX: the driver wants an interrupt for this very buffer.
+    Avail(*fe)->ring[kRing] = Used(*fe)->idx;
+    PostBuffer(*fe, head, *buf);
+    auto chain = vq->Pop();
+    ASSERT_TRUE(chain.has_value() && chain->ok());
+    vq->Push(head, 0);
+    // On a blocking fd this write would wait for the frontend forever;
+    // draining the counter unblocks it.
+    EXPECT_TRUE(ReturnsPromptly([&] { vq->NotifyGuest(); },
+                                [&] { (void)!read(call, &got, sizeof(got)); }))
+        << "the backend blocked writing a full call eventfd";
+  };
+  serve_one(0);
+  EXPECT_EQ(Used(*fe)->idx, 1);
+  // The guest consumes the (already pending) interrupt; the next one arrives.
+  ASSERT_EQ(read(call, &got, sizeof(got)), 8);
+  EXPECT_EQ(got, max);
+  serve_one(1);
+  EXPECT_EQ(Used(*fe)->idx, 2);
+  ASSERT_EQ(read(call, &got, sizeof(got)), 8);
+  EXPECT_EQ(got, 1u);
+  close(call);
+  close(kick);
+}
+
+// Rule: a gone frontend takes its guest RAM along: the connection and the
+// device let go of the table and the backend's mapping of it is removed.
+TEST_F(ConnectionTest, DisconnectUnmapsGuestMemory) {
+  auto fe = ConnectAndNegotiate();
+  ASSERT_NE(fe, nullptr);
+  SetupRing(*fe, 0);
+  ASSERT_EQ(fe->EnableQueue(0, true), Status::kOk);
+  std::weak_ptr<const GuestMemory> table = device_.memory();
+  ASSERT_FALSE(table.expired());
+  EXPECT_EQ(CountMappingsOf(fe->memfd()), 2);  // the frontend's and the backend's
+  fe->Disconnect();
+  ASSERT_TRUE(server_.WaitDisconnects(1));
+  EXPECT_TRUE(table.expired()) << "something still holds the memory table";
+  EXPECT_EQ(device_.memory(), nullptr);
+  EXPECT_EQ(CountMappingsOf(fe->memfd()), 1);  // only the frontend's own
 }
 
 // A Connection on one end of a socketpair, driven by hand: a message that
@@ -675,6 +966,35 @@ TEST(ConnectionRxTest, PartialMessagesDoNotBlockAndAreReassembled) {
       {R(Request::kSetStatus), Status::kOk},
       {R(Request::kGetStatus), Status::kOk}};
   EXPECT_EQ(traced, want);
+  close(peer);
+}
+
+// Rule: replies never block; a frontend that stops reading its replies is
+// disconnected (kNoResource) once they no longer fit its output bound,
+// without ever stalling the control thread.
+TEST(ConnectionRxTest, FrontendThatNeverReadsIsDisconnectedWithoutBlocking) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  FakeDevice device;
+  Connection conn(sv[0], &device);
+  const int peer = sv[1];
+  const VhostUserHeader get{R(Request::kGetFeatures), kV, 0};
+  Status st = Status::kOk;
+  int answered = 0;
+  auto slowest = std::chrono::steady_clock::duration::zero();
+  while (st == Status::kOk && answered < 100000) {
+    ASSERT_EQ(send(peer, &get, sizeof(get), MSG_NOSIGNAL), static_cast<ssize_t>(sizeof(get)));
+    const auto t0 = std::chrono::steady_clock::now();
+    st = conn.HandleMessage();
+    slowest = std::max(slowest, std::chrono::steady_clock::now() - t0);
+    if (st == Status::kOk) ++answered;
+  }
+  EXPECT_EQ(st, Status::kNoResource);  // the output bound, not a timeout
+  EXPECT_TRUE(conn.closed());
+  EXPECT_GT(answered, 100);  // a frontend that reads late is still served
+  // The old 2 s send timeout would show here; 1 s leaves room for a loaded
+  // machine.
+  EXPECT_LT(slowest, std::chrono::milliseconds(1000)) << "a reply blocked the control thread";
   close(peer);
 }
 

@@ -42,7 +42,9 @@ Result<std::unique_ptr<VhostUserFrontend>> VhostUserFrontend::Connect(
   if (guest_ram_bytes == 0 || guest_ram_bytes > (1ull << 40)) return Status::kInvalid;
   std::unique_ptr<VhostUserFrontend> fe(new VhostUserFrontend());
   fe->ram_size_ = AlignUp(guest_ram_bytes, kPage);
-  fe->memfd_ = memfd_create("vrdma-guest-ram", MFD_CLOEXEC);
+  // Sealable, as QEMU's memory-backend-memfd: the backend refuses guest RAM
+  // that could shrink under its mapping and adds F_SEAL_SHRINK itself.
+  fe->memfd_ = memfd_create("vrdma-guest-ram", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fe->memfd_ < 0 || ftruncate(fe->memfd_, static_cast<off_t>(fe->ram_size_)) != 0) {
     return Status::kIoError;
   }

@@ -113,6 +113,9 @@ class VhostUserFrontend {
   // SET_MEM_TABLE describing the whole guest RAM as one region (again).
   Status SendMemTable();
   int socket_fd() const { return sock_; }
+  // The guest RAM's memfd (created with MFD_ALLOW_SEALING, not sealed by
+  // the frontend: the backend adds F_SEAL_SHRINK at SET_MEM_TABLE).
+  int memfd() const { return memfd_; }
   // Closes the socket (the backend sees a disconnect).
   void Disconnect();
 

@@ -63,7 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   {
     Connection conn(sv[0], &device);
     // A valid memory table first: one region, user address 0x10000000.
-    int memfd = memfd_create("fuzz_ram", MFD_CLOEXEC);
+    int memfd = memfd_create("fuzz_ram", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (memfd < 0 || ftruncate(memfd, kRam) != 0) __builtin_trap();
     VhostUserMemory m{};
     m.nregions = 1;

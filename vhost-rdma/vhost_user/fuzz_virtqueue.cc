@@ -26,7 +26,7 @@ struct Ram {
   int fd;
   uint8_t* host;
   Ram() {
-    fd = memfd_create("fuzz_ram", MFD_CLOEXEC);
+    fd = memfd_create("fuzz_ram", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0 || ftruncate(fd, kRam) != 0) __builtin_trap();
     host = static_cast<uint8_t*>(
         mmap(nullptr, kRam, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
@@ -48,7 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::memset(ram.host, 0, kRam);
   std::memcpy(ram.host, data, size < kRam ? size : kRam);
 
-  auto mem = vrdma::GuestMemory::Map({{0, kRam, kUser, 0, dup(ram.fd)}});
+  auto mem = vrdma::GuestMemory::Map({{0, kRam, kUser, 0, dup(ram.fd)}}, {});
   if (!mem.ok()) __builtin_trap();
   vrdma::vhost::Virtqueue vq;
   const vrdma::vhost::VringAddrs addrs{kUser + kDesc, kUser + kAvail, kUser + kUsed, 0, 0};

@@ -1,7 +1,12 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 #include "vhost-rdma/vhost_user/message_validation.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <array>
+#include <cstdio>
+#include <cstring>
 
 namespace vrdma::vhost {
 namespace {
@@ -69,6 +74,28 @@ Status CheckHeader(const VhostUserHeader& hdr) {
 Status CheckFdCount(const VhostUserHeader& hdr, size_t num_fds) {
   const MessageRule& rule = RuleFor(hdr.request);
   if (num_fds < rule.min_fds || num_fds > rule.max_fds) return Status::kInvalid;
+  return Status::kOk;
+}
+
+Status CheckEventFd(int fd) {
+  // The kernel names every eventfd's anonymous inode this way; nothing the
+  // peer controls (a file name, a socket path) can produce it.
+  static constexpr char kEventFdLink[] = "anon_inode:[eventfd]";
+  char path[40];
+  std::snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+  char link[sizeof(kEventFdLink)];
+  const ssize_t n = readlink(path, link, sizeof(link));
+  if (n != static_cast<ssize_t>(sizeof(kEventFdLink) - 1) ||
+      std::memcmp(link, kEventFdLink, sizeof(kEventFdLink) - 1) != 0) {
+    return Status::kBadHandle;
+  }
+  // O_NONBLOCK lives in the open file description the frontend shares; it
+  // creates its eventfds non-blocking too (QEMU's event notifiers do).
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags < 0) return Status::kBadHandle;
+  if (!(flags & O_NONBLOCK) && fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+    return Status::kIoError;
+  }
   return Status::kOk;
 }
 

@@ -34,6 +34,15 @@ const MessageRule& RuleFor(uint32_t request);
 // The number of fds received with the message is within the rule.
 [[nodiscard]] Status CheckFdCount(const VhostUserHeader& hdr, size_t num_fds);
 
+// The kind of a kick, call or err fd (SET_VRING_KICK/CALL/ERR): it must be
+// an eventfd (kBadHandle otherwise: a pipe, a socket, a file), and it is
+// made O_NONBLOCK, so no read or write of it can block this process: a
+// write to a counter at its maximum fails with EAGAIN ("already
+// signalled"), a read of a zero counter with EAGAIN ("no kick"). The
+// caller closes a refused fd. The memory table's fds are checked by
+// GuestMemory::Map.
+[[nodiscard]] Status CheckEventFd(int fd);
+
 // True when the frontend wants an ack (NEED_REPLY, REPLY_ACK negotiated,
 // and the request has no reply of its own).
 bool WantsAck(const VhostUserHeader& hdr, uint64_t protocol_features);

@@ -82,6 +82,26 @@ Status SendMessage(int sock, const VhostUserHeader& hdr, std::span<const uint8_t
   return Status::kOk;
 }
 
+Status SendMessageNoWait(int sock, const VhostUserHeader& hdr,
+                         std::span<const uint8_t> payload) {
+  if (hdr.size != payload.size()) return Status::kInvalid;
+  iovec iov[2] = {
+      {const_cast<VhostUserHeader*>(&hdr), sizeof(hdr)},
+      {const_cast<uint8_t*>(payload.data()), payload.size()},
+  };
+  msghdr msg{};
+  msg.msg_iov = iov;
+  msg.msg_iovlen = payload.empty() ? 1 : 2;
+  const size_t total = sizeof(hdr) + payload.size();
+  for (;;) {
+    ssize_t n = sendmsg(sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Status::kNoResource;
+    if (n < 0) return Status::kIoError;
+    return static_cast<size_t>(n) == total ? Status::kOk : Status::kNoResource;
+  }
+}
+
 namespace {
 
 // One recvmsg; takes ownership of every fd that came with it before judging

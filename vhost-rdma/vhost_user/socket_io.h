@@ -38,8 +38,17 @@ class ReceivedFds {
 };
 
 // Sends the header and payload (hdr.size must equal payload.size()) with fds.
+// Blocks while the socket's send buffer is full (up to SO_SNDTIMEO).
 [[nodiscard]] Status SendMessage(int sock, const VhostUserHeader& hdr,
                                  std::span<const uint8_t> payload, std::span<const int> fds);
+
+// The same without ever blocking: the whole message goes into the socket's
+// send buffer now, or kNoResource when it does not fit (the peer stopped
+// reading: what is left of its output bound, SO_SNDBUF, is too small). A
+// message only partly sent also fails with kNoResource: the stream is then
+// out of step and the caller must close the socket.
+[[nodiscard]] Status SendMessageNoWait(int sock, const VhostUserHeader& hdr,
+                                       std::span<const uint8_t> payload);
 
 // Reads exactly buf.size() bytes, collecting any fds that ride along into
 // *fds (nullptr: close them; more than kMaxFds in total: error). Returns

@@ -23,7 +23,7 @@ class TestGuestRam {
   static constexpr uint64_t kUserBase = 0x7f00'0000'0000;  // the "frontend's" address
 
   explicit TestGuestRam(uint64_t bytes) : bytes_(bytes) {
-    fd_ = memfd_create("test_guest_ram", MFD_CLOEXEC);
+    fd_ = memfd_create("test_guest_ram", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd_ < 0 || ftruncate(fd_, static_cast<off_t>(bytes)) != 0) return;
     void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
     if (p != MAP_FAILED) ram_ = static_cast<uint8_t*>(p);
@@ -35,7 +35,7 @@ class TestGuestRam {
 
   // A fresh GuestMemory over the same file (dup'd fd).
   std::shared_ptr<const GuestMemory> Memory() const {
-    auto m = GuestMemory::Map({{0, bytes_, kUserBase, 0, dup(fd_)}});
+    auto m = GuestMemory::Map({{0, bytes_, kUserBase, 0, dup(fd_)}}, GuestMemoryOptions{});
     return m.ok() ? *m : nullptr;
   }
   uint8_t* at(uint64_t gpa) const { return ram_ + gpa; }

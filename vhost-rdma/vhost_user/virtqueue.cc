@@ -223,8 +223,9 @@ void Virtqueue::NotifyGuest() {
   signalled_used_ = last_used_idx_;
   if (notify) {
     const uint64_t one = 1;
-    // A full eventfd counter (never in practice) only loses a coalesced
-    // wake-up; the guest still sees the used index.
+    // call_fd is a non-blocking eventfd (CheckEventFd): a counter the
+    // frontend left at its maximum fails with EAGAIN, which means "already
+    // signalled"; the guest still sees the used index.
     [[maybe_unused]] ssize_t r = write(call_fd, &one, sizeof(one));
   }
 }

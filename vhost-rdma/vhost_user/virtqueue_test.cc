@@ -281,7 +281,7 @@ TEST_F(VirtqueueTest, SetupRejectsBadRings) {
 TEST_F(VirtqueueTest, RemapFollowsNewTable) {
   StartRing();
   // Same file, mapped at a different user address: ring moves with it.
-  auto other = GuestMemory::Map({{0, kRam, 0x5000'0000, 0, dup(ram_.fd())}});
+  auto other = GuestMemory::Map({{0, kRam, 0x5000'0000, 0, dup(ram_.fd())}}, {});
   ASSERT_TRUE(other.ok());
   EXPECT_EQ(vq_.Remap(*other), Status::kFault);  // ring user addresses gone
   EXPECT_TRUE(vq_.broken());

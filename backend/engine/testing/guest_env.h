@@ -25,7 +25,7 @@ class GuestEnv {
  public:
   explicit GuestEnv(uint64_t bytes = 8u << 20, uint64_t gpa_base = 0x100000)
       : bytes_(bytes), base_gpa_(gpa_base), next_gpa_(gpa_base) {
-    fd_ = memfd_create("guest-ram", 0);
+    fd_ = memfd_create("guest-ram", MFD_ALLOW_SEALING);
     if (fd_ < 0 || ftruncate(fd_, static_cast<off_t>(bytes)) != 0) abort();
     void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
     if (p == MAP_FAILED) abort();
@@ -36,7 +36,7 @@ class GuestEnv {
     spec.user_addr = 0x7f0000000000ull;
     spec.mmap_offset = 0;
     spec.fd = dup(fd_);
-    Result<std::shared_ptr<const GuestMemory>> m = GuestMemory::Map({spec});
+    Result<std::shared_ptr<const GuestMemory>> m = GuestMemory::Map({spec}, GuestMemoryOptions{});
     if (!m.ok()) abort();
     memory_ = *m;
   }
