@@ -21,6 +21,7 @@
 #include "backend/base/executor_mailbox.h"
 #include "backend/soft_rnic/soft_rnic.h"
 #include "gtest/gtest.h"
+#include "vhost-rdma/vhost_user/test_mappings.h"
 #include "policy/pass_through_policy.h"
 #include "vhost-rdma/abi/virtio_rdma.h"
 #include "vhost-rdma/daemon/unix_socket.h"
@@ -236,22 +237,17 @@ TEST_F(DaemonTest, FrontendNegotiatesWithTheRealDevice) {
   EXPECT_TRUE(Request(R"({"cmd":"detach-vm","name":"vm-q"})").value("ok", false));
 }
 
-// Mappings of the file behind `fd` in this process (/proc/self/maps).
-int CountMappingsOf(int fd) {
-  struct stat st;
-  if (fstat(fd, &st) != 0) return -1;
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  int n = 0;
-  while (std::getline(maps, line)) {
-    char path[256] = {};
-    unsigned long inode = 0;
-    if (sscanf(line.c_str(), "%*s %*s %*s %*s %lu %255s", &inode, path) == 2 &&
-        inode == st.st_ino && std::strstr(path, "memfd:") != nullptr) {
-      ++n;
-    }
+// Every queue (control, event, doorbells) set up, enabled and DRIVER_OK.
+void StartAllQueues(vhost::VhostUserFrontend& fe) {
+  for (uint32_t q = 0; q < fe.queue_num(); ++q) {
+    auto ring = fe.AllocGpa(vhost::VringBytes(64), 4096);
+    ASSERT_TRUE(ring.ok());
+    ASSERT_EQ(fe.SetupQueue(q, 64, *ring), Status::kOk) << q;
+    ASSERT_EQ(fe.EnableQueue(q, true), Status::kOk) << q;
   }
-  return n;
+  ASSERT_EQ(fe.SetStatus(VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
+                         VIRTIO_CONFIG_S_FEATURES_OK | VIRTIO_CONFIG_S_DRIVER_OK),
+            Status::kOk);
 }
 
 // A frontend that goes away takes its guest RAM along: the daemon unmaps it
@@ -262,22 +258,14 @@ TEST_F(DaemonTest, FrontendDisconnectUnmapsGuestRam) {
   auto fe = vhost::VhostUserFrontend::Connect(dir_ + "/vm-m.sock", 16 << 20);
   ASSERT_TRUE(fe.ok());
   ASSERT_EQ((*fe)->Negotiate(~0ull), Status::kOk);
-  for (uint32_t q = 0; q < (*fe)->queue_num(); ++q) {
-    auto ring = (*fe)->AllocGpa(vhost::VringBytes(64), 4096);
-    ASSERT_TRUE(ring.ok());
-    ASSERT_EQ((*fe)->SetupQueue(q, 64, *ring), Status::kOk) << q;
-    ASSERT_EQ((*fe)->EnableQueue(q, true), Status::kOk) << q;
-  }
-  ASSERT_EQ((*fe)->SetStatus(VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
-                             VIRTIO_CONFIG_S_FEATURES_OK | VIRTIO_CONFIG_S_DRIVER_OK),
-            Status::kOk);
+  ASSERT_NO_FATAL_FAILURE(StartAllQueues(**fe));
   const int memfd = (*fe)->memfd();
-  EXPECT_EQ(CountMappingsOf(memfd), 2);  // the frontend's and the daemon's
+  EXPECT_EQ(vhost::testing::CountMappingsOf(memfd), 2);  // the frontend's and the daemon's
 
   (*fe)->Disconnect();
   EXPECT_TRUE(WaitFor([&] { return !FindVm(Request(R"({"cmd":"list-vms"})"), "vm-m")
                                         .value("connected", true); }));
-  EXPECT_EQ(CountMappingsOf(memfd), 1) << "the daemon still maps the guest RAM";
+  EXPECT_EQ(vhost::testing::CountMappingsOf(memfd), 1) << "the daemon still maps the guest RAM";
   EXPECT_FALSE(FindVm(Request(R"({"cmd":"list-vms"})"), "vm-m").is_null());  // still attached
   EXPECT_TRUE(Request(R"({"cmd":"detach-vm","name":"vm-m"})").value("ok", false));
 }
@@ -288,15 +276,7 @@ TEST_F(DaemonTest, DetachWhileQueuesRunDisconnectsTheFrontend) {
   ASSERT_TRUE(fe.ok());
   ASSERT_EQ((*fe)->Negotiate(~0ull), Status::kOk);
   // Control, event and doorbell queues all running.
-  for (uint32_t q = 0; q < (*fe)->queue_num(); ++q) {
-    auto ring = (*fe)->AllocGpa(vhost::VringBytes(64), 4096);
-    ASSERT_TRUE(ring.ok());
-    ASSERT_EQ((*fe)->SetupQueue(q, 64, *ring), Status::kOk) << q;
-    ASSERT_EQ((*fe)->EnableQueue(q, true), Status::kOk) << q;
-  }
-  ASSERT_EQ((*fe)->SetStatus(VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
-                             VIRTIO_CONFIG_S_FEATURES_OK | VIRTIO_CONFIG_S_DRIVER_OK),
-            Status::kOk);
+  ASSERT_NO_FATAL_FAILURE(StartAllQueues(**fe));
   EXPECT_TRUE(FindVm(Request(R"({"cmd":"stats"})"), "vm-d").contains("vm_id"));
 
   EXPECT_TRUE(Request(R"({"cmd":"detach-vm","name":"vm-d"})").value("ok", false));

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "vhost-rdma/vhost_user/test_mappings.h"
 #include "vhost-rdma/vhost_user/frontend.h"
 #include "vhost-rdma/vhost_user/vring.h"
 
@@ -694,26 +695,6 @@ TEST_F(ConnectionTest, MalformedMessagesDisconnectAndServerSurvives) {
 
 // --- Hostile frontends: memory that can shrink, fds that can block. -------
 
-// Mappings of the file behind `fd` in this process (the frontend's and the
-// backend's, both live here), from /proc/self/maps.
-int CountMappingsOf(int fd) {
-  struct stat st;
-  if (fstat(fd, &st) != 0) return -1;
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  int n = 0;
-  while (std::getline(maps, line)) {
-    // address perms offset dev inode path
-    char path[256] = {};
-    unsigned long inode = 0;
-    if (sscanf(line.c_str(), "%*s %*s %*s %*s %lu %255s", &inode, path) == 2 &&
-        inode == st.st_ino && std::strstr(path, "memfd:") != nullptr) {
-      ++n;
-    }
-  }
-  return n;
-}
-
 // SET_MEM_TABLE of the whole guest RAM from `fd` (closed here), acked.
 Status SendMemTableFrom(VhostUserFrontend& fe, int fd) {
   VhostUserMemory m{};
@@ -903,12 +884,12 @@ TEST_F(ConnectionTest, DisconnectUnmapsGuestMemory) {
   ASSERT_EQ(fe->EnableQueue(0, true), Status::kOk);
   std::weak_ptr<const GuestMemory> table = device_.memory();
   ASSERT_FALSE(table.expired());
-  EXPECT_EQ(CountMappingsOf(fe->memfd()), 2);  // the frontend's and the backend's
+  EXPECT_EQ(testing::CountMappingsOf(fe->memfd()), 2);  // the frontend's and the backend's
   fe->Disconnect();
   ASSERT_TRUE(server_.WaitDisconnects(1));
   EXPECT_TRUE(table.expired()) << "something still holds the memory table";
   EXPECT_EQ(device_.memory(), nullptr);
-  EXPECT_EQ(CountMappingsOf(fe->memfd()), 1);  // only the frontend's own
+  EXPECT_EQ(testing::CountMappingsOf(fe->memfd()), 1);  // only the frontend's own
 }
 
 // A Connection on one end of a socketpair, driven by hand: a message that
