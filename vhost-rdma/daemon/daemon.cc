@@ -305,6 +305,8 @@ json Daemon::Stats() const {
     entry["wqes_posted"] = s.wqes_posted;
     entry["wqes_rejected"] = s.wqes_rejected;
     entry["cqes_written"] = s.cqes_written;
+    entry["rnic_cq_errors"] = s.rnic_cq_errors;  // host CQs the RNIC put in error
+    entry["flush_deferred"] = s.flush_deferred;  // flushes postponed by the budget
     list.push_back(std::move(entry));
   }
   json pol = json::object();

@@ -138,6 +138,8 @@ TEST_F(DaemonTest, AttachListStatsDetach) {
   ASSERT_TRUE(vm.is_object()) << stats.dump();
   EXPECT_EQ(vm["qps"], 0);
   EXPECT_EQ(vm["mrs"], 0);
+  EXPECT_EQ(vm["rnic_cq_errors"], 0);
+  EXPECT_EQ(vm["flush_deferred"], 0);
 
   EXPECT_TRUE(Request(R"({"cmd":"detach-vm","name":"vm-a"})").value("ok", false));
   EXPECT_NE(stat((dir_ + "/vm-a.sock").c_str(), &st), 0);  // socket removed
