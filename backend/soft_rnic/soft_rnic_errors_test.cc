@@ -11,7 +11,26 @@
 namespace vrdma::testing {
 namespace {
 
-using Errors = SoftRnicTest;
+class Errors : public SoftRnicTest {
+ protected:
+  // VM c with a 2-entry CQ and an RC QP connected to one of b_'s; returns
+  // c's QP.
+  RnicQp SmallCqVmConnectedToB(Vm* c) {
+    MakeVm(c, 3, /*cq_depth=*/2);
+    RnicQp qc = MakeQp(*c, QpType::kRc);
+    RnicQp qb = MakeQp(b_, QpType::kRc);
+    BringUp(qc, QpType::kRc, *c, b_, qb.qpn);
+    BringUp(qb, QpType::kRc, b_, *c, qc.qpn);
+    return qc;
+  }
+  // A signaled 8-byte WRITE from c to b_'s buffer.
+  void WriteToB(Vm& c, RnicQp qc, uint64_t wr_id) {
+    SendWr w = Wr(WrOpcode::kRdmaWrite, wr_id, c, 0, 8);
+    w.remote_addr = b_.at(0);
+    w.rkey = b_.mr.rkey;
+    ASSERT_EQ(Post(qc, w), Status::kOk);
+  }
+};
 
 // A bad local SGE fails the WR with kLocProtErr, moves the RC QP to ERR and
 // flushes what follows; nothing reaches the responder.
@@ -356,17 +375,8 @@ TEST_F(Errors, DeregisteredMrFailsQueuedWork) {
 
 TEST_F(Errors, CqOverflowDropsAndCounts) {
   Vm c;
-  MakeVm(&c, 3, /*cq_depth=*/2);
-  RnicQp qc = MakeQp(c, QpType::kRc);
-  RnicQp qb2 = MakeQp(b_, QpType::kRc);
-  BringUp(qc, QpType::kRc, c, b_, qb2.qpn);
-  BringUp(qb2, QpType::kRc, b_, c, qc.qpn);
-  for (int i = 0; i < 5; ++i) {
-    SendWr w = Wr(WrOpcode::kRdmaWrite, i, c, 0, 8);
-    w.remote_addr = b_.at(0);
-    w.rkey = b_.mr.rkey;
-    ASSERT_EQ(Post(qc, w), Status::kOk);
-  }
+  const RnicQp qc = SmallCqVmConnectedToB(&c);
+  for (uint64_t i = 0; i < 5; ++i) ASSERT_NO_FATAL_FAILURE(WriteToB(c, qc, i));
   Drain();
   auto stats = rnic_.QueryCqStats(c.scq);
   ASSERT_TRUE(stats.ok());
@@ -377,10 +387,7 @@ TEST_F(Errors, CqOverflowDropsAndCounts) {
   EXPECT_EQ(sc[0].wr_id, 0u);
   EXPECT_EQ(sc[1].wr_id, 1u);
   // The CQ stays in error: room again, but completions are still lost.
-  SendWr w = Wr(WrOpcode::kRdmaWrite, 9, c, 0, 8);
-  w.remote_addr = b_.at(0);
-  w.rkey = b_.mr.rkey;
-  ASSERT_EQ(Post(qc, w), Status::kOk);
+  ASSERT_NO_FATAL_FAILURE(WriteToB(c, qc, 9));
   Drain();
   EXPECT_TRUE(Poll(c.scq).empty());
   EXPECT_EQ(rnic_.QueryCqStats(c.scq)->dropped, 4u);
@@ -388,19 +395,10 @@ TEST_F(Errors, CqOverflowDropsAndCounts) {
 
 TEST_F(Errors, CqOverflowIsReportedOnceAsAnAsyncEvent) {
   Vm c;
-  MakeVm(&c, 3, /*cq_depth=*/2);
-  RnicQp qc = MakeQp(c, QpType::kRc);
-  RnicQp qb2 = MakeQp(b_, QpType::kRc);
-  BringUp(qc, QpType::kRc, c, b_, qb2.qpn);
-  BringUp(qb2, QpType::kRc, b_, c, qc.qpn);
+  const RnicQp qc = SmallCqVmConnectedToB(&c);
   AsyncEvent ev;
   EXPECT_FALSE(rnic_.PollAsyncEvent(&ev)) << "nothing before the overflow";
-  for (int i = 0; i < 5; ++i) {
-    SendWr w = Wr(WrOpcode::kRdmaWrite, i, c, 0, 8);
-    w.remote_addr = b_.at(0);
-    w.rkey = b_.mr.rkey;
-    ASSERT_EQ(Post(qc, w), Status::kOk);
-  }
+  for (uint64_t i = 0; i < 5; ++i) ASSERT_NO_FATAL_FAILURE(WriteToB(c, qc, i));
   Drain();
   ASSERT_TRUE(rnic_.PollAsyncEvent(&ev));
   EXPECT_EQ(ev.type, AsyncEvent::Type::kCqError);
@@ -410,23 +408,13 @@ TEST_F(Errors, CqOverflowIsReportedOnceAsAnAsyncEvent) {
 
 TEST_F(Errors, ResizeCqGrowsAndKeepsWhatItHolds) {
   Vm c;
-  MakeVm(&c, 3, /*cq_depth=*/2);
-  RnicQp qc = MakeQp(c, QpType::kRc);
-  RnicQp qb2 = MakeQp(b_, QpType::kRc);
-  BringUp(qc, QpType::kRc, c, b_, qb2.qpn);
-  BringUp(qb2, QpType::kRc, b_, c, qc.qpn);
-  auto post = [&](uint64_t id) {
-    SendWr w = Wr(WrOpcode::kRdmaWrite, id, c, 0, 8);
-    w.remote_addr = b_.at(0);
-    w.rkey = b_.mr.rkey;
-    ASSERT_EQ(Post(qc, w), Status::kOk);
-  };
-  post(0);
+  const RnicQp qc = SmallCqVmConnectedToB(&c);
+  ASSERT_NO_FATAL_FAILURE(WriteToB(c, qc, 0));
   Drain();  // one completion held
   EXPECT_EQ(rnic_.ResizeCq(c.scq, DefaultSoftRnicLimits().max_cqe + 1),
             Status::kInvalid);
   ASSERT_EQ(rnic_.ResizeCq(c.scq, 5), Status::kOk);
-  for (uint64_t i = 1; i < 5; ++i) post(i);
+  for (uint64_t i = 1; i < 5; ++i) ASSERT_NO_FATAL_FAILURE(WriteToB(c, qc, i));
   Drain();
   EXPECT_FALSE(rnic_.QueryCqStats(c.scq)->overflowed);
   auto sc = Poll(c.scq);
