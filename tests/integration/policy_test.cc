@@ -19,17 +19,12 @@ using perftest::FillPattern;
 constexpr uint32_t kBig = 1u << 20;
 constexpr int kBigWrs = 6;
 
-class PolicyTest : public ::testing::Test {
+// Two VMs on a daemon running a policy, each with a 1 MiB MR, and an RC QP
+// pair between them.
+class PolicyTest : public TwoVmTest {
  protected:
-  void Start(const std::vector<std::string>& daemon_args) {
-    std::string err;
-    ASSERT_TRUE(daemon_.Start(&err, daemon_args)) << err;
-    const std::string sa = daemon_.AttachVm("vm-a", "::ffff:10.0.0.1");
-    const std::string sb = daemon_.AttachVm("vm-b", "::ffff:10.0.0.2");
-    ASSERT_FALSE(sa.empty());
-    ASSERT_FALSE(sb.empty());
-    ASSERT_NO_FATAL_FAILURE(a_.Open(sa));
-    ASSERT_NO_FATAL_FAILURE(b_.Open(sb));
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(TwoVmTest::SetUp());
     auto ma = a_.dev->RegMr(*a_.pd, kBig, kAllAccess);
     auto mb = b_.dev->RegMr(*b_.pd, kBig, kAllAccess);
     ASSERT_TRUE(ma.ok() && mb.ok());
@@ -45,10 +40,7 @@ class PolicyTest : public ::testing::Test {
     qb_.reset();
     big_a_.reset();
     big_b_.reset();
-    a_.Close();
-    b_.Close();
-    EXPECT_TRUE(daemon_.alive()) << "the daemon died during the test";
-    daemon_.Stop();
+    TwoVmTest::TearDown();
   }
 
   // vm-b sends one 64 B WRITE to vm-a: the small-message tenant is there.
@@ -97,14 +89,18 @@ class PolicyTest : public ::testing::Test {
     return s["pieces_posted"].get<double>() / s["wrs_arrived"].get<double>();
   }
 
-  DaemonHarness daemon_;
-  Guest a_, b_;
   std::unique_ptr<guest::Mr> big_a_, big_b_;
   std::unique_ptr<guest::Qp> qa_, qb_;
 };
 
-TEST_F(PolicyTest, PerfSplitsTheBandwidthTenantIntoSubMessagesNextToAnother) {
-  ASSERT_NO_FATAL_FAILURE(Start({"--policy", "perf"}));
+class PerfDaemonTest : public PolicyTest {
+  std::vector<std::string> DaemonArgs() const override { return {"--policy", "perf"}; }
+};
+class JustitiaDaemonTest : public PolicyTest {
+  std::vector<std::string> DaemonArgs() const override { return {"--policy", "justitia"}; }
+};
+
+TEST_F(PerfDaemonTest, SplitsTheBandwidthTenantIntoSubMessagesNextToAnother) {
   ASSERT_NO_FATAL_FAILURE(SmallWriteFromB());
   ASSERT_NO_FATAL_FAILURE(BigWritesFromA());
   const nlohmann::json a = daemon_.VmStats("vm-a");
@@ -121,16 +117,14 @@ TEST_F(PolicyTest, PerfSplitsTheBandwidthTenantIntoSubMessagesNextToAnother) {
   EXPECT_EQ(stats["policy"]["interrupts"], "posting window") << "no WAIT on the soft RNIC";
 }
 
-TEST_F(PolicyTest, PerfLeavesATenantAloneWhole) {
-  ASSERT_NO_FATAL_FAILURE(Start({"--policy", "perf"}));
+TEST_F(PerfDaemonTest, LeavesATenantAloneWhole) {
   ASSERT_NO_FATAL_FAILURE(BigWritesFromA());
   const nlohmann::json a = daemon_.VmStats("vm-a");
   EXPECT_EQ(a["policy"]["isolation"], "none (alone)");
   EXPECT_EQ(PiecesPerWr(a), 1.0) << "nobody to protect: no splitting";
 }
 
-TEST_F(PolicyTest, JustitiaSplitsToTokensWhenALatencyTenantIsThere) {
-  ASSERT_NO_FATAL_FAILURE(Start({"--policy", "justitia"}));
+TEST_F(JustitiaDaemonTest, SplitsToTokensWhenALatencyTenantIsThere) {
   const nlohmann::json r = daemon_.Control(
       {{"cmd", "set-qos"}, {"name", "vm-b"}, {"qos", {{"class", "latency"}}}});
   ASSERT_EQ(r["ok"], true) << r.dump();

@@ -102,7 +102,7 @@ void ExpectHealthy(Guest& a, Guest& b, uint64_t tag) {
 
 void TwoVmTest::SetUp() {
   std::string err;
-  ASSERT_TRUE(daemon_.Start(&err)) << err;
+  ASSERT_TRUE(daemon_.Start(&err, DaemonArgs())) << err;
   sock_a_ = daemon_.AttachVm("vm-a", "::ffff:10.0.0.1");
   sock_b_ = daemon_.AttachVm("vm-b", "::ffff:10.0.0.2");
   ASSERT_FALSE(sock_a_.empty());

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "guest-driver/lib/verbs.h"
 #include "tests/integration/daemon_harness.h"
@@ -61,6 +62,8 @@ class TwoVmTest : public ::testing::Test {
  protected:
   void SetUp() override;
   void TearDown() override;
+  // Extra vhost-rdma-daemon flags (e.g. --policy) for a derived fixture.
+  virtual std::vector<std::string> DaemonArgs() const { return {}; }
 
   DaemonHarness daemon_;
   std::string sock_a_, sock_b_;
