@@ -52,9 +52,34 @@ struct vrdma_ctrl_buf {
 	u8 resp[256];
 };
 
+/*
+ * One per virtio device, for the device's whole life. The ib_device and
+ * everything behind it (struct vrdma_dev) is one incarnation: when the
+ * backend is lost the device sets DEVICE_NEEDS_RESET, the driver takes the
+ * incarnation down and, once the backend is back, makes a new one
+ * (vrdma_main.c; docs/virtio-rdma.md 6.1).
+ */
+struct vrdma_virtio {
+	struct virtio_device *vdev;
+	struct mutex lock;        /* probe, recovery and remove, one at a time */
+	struct vrdma_dev *dev;    /* the live incarnation; NULL while recovering */
+	struct work_struct fatal_work;    /* NEEDS_RESET seen: take dev down */
+	struct delayed_work revive_work;  /* poll for the backend, re-probe */
+	bool removing;
+	bool revive_failed_logged;
+};
+
 struct vrdma_dev {
 	struct ib_device ib;
 	struct virtio_device *vdev;
+	struct vrdma_virtio *vv;
+	/*
+	 * dead: the device needs reset (backend lost); every command and
+	 * doorbell fails with -EIO from now on. released: the device has been
+	 * reset, so it holds no buffer, ring or page of ours any more.
+	 */
+	bool dead;
+	bool released;
 
 	/* Config space, read once at probe and again after a port/GID event. */
 	spinlock_t cfg_lock;
@@ -208,6 +233,26 @@ void vrdma_unpublish(struct vrdma_dev *dev, struct xarray *xa, u32 handle);
 
 /* vrdma_main.c */
 int vrdma_read_config(struct vrdma_dev *dev);
+bool vrdma_check_dead(struct vrdma_dev *dev);
+
+/* The incarnation a virtqueue callback belongs to (set before its vqs). */
+static inline struct vrdma_dev *vrdma_vq_dev(struct virtqueue *vq)
+{
+	struct vrdma_virtio *vv = vq->vdev->priv;
+
+	return READ_ONCE(vv->dev);
+}
+
+static inline bool vrdma_dead(struct vrdma_dev *dev)
+{
+	return READ_ONCE(dev->dead);
+}
+
+/* True once the device was reset: it owns nothing of ours any more. */
+static inline bool vrdma_released(struct vrdma_dev *dev)
+{
+	return smp_load_acquire(&dev->released);
+}
 
 /* vrdma_ring.c: rings shared by mmap and by page list. */
 int vrdma_ring_alloc(struct vrdma_ring *ring, u32 depth, u32 elem_size);

@@ -13,6 +13,8 @@
 
 /* Generous: a TCG guest on a loaded host answers in about 0.1 ms. */
 #define VRDMA_CTRL_TIMEOUT (30 * HZ)
+/* How often a waiter looks whether the device died under it. */
+#define VRDMA_CTRL_SLICE HZ
 
 int vrdma_ctrl_init(struct vrdma_dev *dev)
 {
@@ -30,9 +32,10 @@ void vrdma_ctrl_cleanup(struct vrdma_dev *dev)
 
 void vrdma_ctrl_done(struct virtqueue *vq)
 {
-	struct vrdma_dev *dev = vq->vdev->priv;
+	struct vrdma_dev *dev = vrdma_vq_dev(vq);
 
-	complete(&dev->ctrl_done);
+	if (dev)
+		complete(&dev->ctrl_done);
 }
 
 static int vrdma_status_to_errno(u32 status)
@@ -94,6 +97,7 @@ static int vrdma_submit_and_wait(struct vrdma_dev *dev,
 				 struct scatterlist **sgs, u32 out, u32 in,
 				 unsigned int *len)
 {
+	unsigned long deadline;
 	void *token;
 	int ret;
 
@@ -104,13 +108,26 @@ static int vrdma_submit_and_wait(struct vrdma_dev *dev,
 		return ret;
 	virtqueue_kick(dev->ctrl_vq);
 
-	/* A callback may fire without our buffer (spurious): wait again. */
+	/*
+	 * A callback may fire without our buffer (spurious): wait again. The
+	 * wait is cut in slices so that a device that needs reset (backend
+	 * lost: it will never answer) fails the command within a slice.
+	 */
+	deadline = jiffies + VRDMA_CTRL_TIMEOUT;
 	for (;;) {
 		token = virtqueue_get_buf(dev->ctrl_vq, len);
 		if (token)
 			break;
+		/* The config interrupt of a dead device completes ctrl_done. */
+		if (vrdma_dead(dev))
+			return -EIO; /* the device was or will be reset */
 		if (wait_for_completion_timeout(&dev->ctrl_done,
-						VRDMA_CTRL_TIMEOUT))
+						VRDMA_CTRL_SLICE))
+			continue;
+		/* A silent slice: ask the device itself, in case. */
+		if (vrdma_check_dead(dev))
+			return -EIO;
+		if (time_before(jiffies, deadline))
 			continue;
 		/* Tell a lost interrupt from a device that never answered. */
 		token = virtqueue_get_buf(dev->ctrl_vq, len);
@@ -159,7 +176,7 @@ int vrdma_exec(struct vrdma_dev *dev, u32 cmd, const void *req, size_t req_len,
 	}
 
 	mutex_lock(&dev->ctrl_lock);
-	if (dev->ctrl_broken) {
+	if (dev->ctrl_broken || vrdma_dead(dev)) {
 		ret = -EIO;
 		goto out;
 	}
@@ -207,16 +224,21 @@ int vrdma_destroy_handle(struct vrdma_dev *dev, u32 cmd, u32 handle)
 
 /*
  * Destroys an object whose memory (pinned pages, rings) the device may
- * touch. Returns true when that memory may be freed: the device let go, or
- * never knew the handle. Otherwise the caller leaks the memory, because
- * freeing pages a device may still write would corrupt the guest; the RDMA
+ * touch. Returns true when that memory may be freed: the device let go,
+ * never knew the handle, or was reset (after the backend was lost).
+ * Otherwise the caller leaks the memory, because freeing pages a device
+ * may still write would corrupt the guest; the RDMA
  * core is told the object is gone either way, so it can finish tearing down.
  */
 bool vrdma_destroy_or_keep(struct vrdma_dev *dev, u32 cmd, u32 handle)
 {
-	int ret = vrdma_destroy_handle(dev, cmd, handle);
+	int ret;
 
-	if (!ret || ret == -ENOENT)
+	/* A device that was reset holds nothing: no command needed. */
+	if (vrdma_released(dev))
+		return true;
+	ret = vrdma_destroy_handle(dev, cmd, handle);
+	if (!ret || ret == -ENOENT || vrdma_released(dev))
 		return true;
 	dev_warn_ratelimited(&dev->vdev->dev,
 			     "command %u on handle %#x failed (%d): memory kept\n",

@@ -94,6 +94,11 @@ static int vrdma_query_port(struct ib_device *ibdev, u32 port,
 	attr->active_width = dev->cfg.active_width;
 	attr->phys_state = dev->cfg.phys_state;
 	spin_unlock_irqrestore(&dev->cfg_lock, flags);
+	/* The backend is gone: so is the link, until a new incarnation. */
+	if (vrdma_dead(dev)) {
+		attr->state = IB_PORT_DOWN;
+		attr->phys_state = IB_PORT_PHYS_STATE_DISABLED;
+	}
 	return 0;
 }
 
@@ -151,6 +156,17 @@ static void vrdma_dealloc_ucontext(struct ib_ucontext *uctx)
 {
 }
 
+/*
+ * Nothing of ours to do: the core zaps the user mappings of the rings and
+ * destroys every object of the context itself. Having the op is what lets
+ * ib_unregister_device() go on while processes still hold contexts (the
+ * backend was lost, or the module is removed): they get
+ * IBV_EVENT_DEVICE_FATAL and EIO from every later verb.
+ */
+static void vrdma_disassociate_ucontext(struct ib_ucontext *uctx)
+{
+}
+
 static void vrdma_get_fw_str(struct ib_device *ibdev, char *str)
 {
 	struct vrdma_dev *dev = to_vdev(ibdev);
@@ -173,6 +189,7 @@ static const struct ib_device_ops vrdma_dev_ops = {
 	.dealloc_pd = vrdma_dealloc_pd,
 	.dealloc_ucontext = vrdma_dealloc_ucontext,
 	.dereg_mr = vrdma_dereg_mr,
+	.disassociate_ucontext = vrdma_disassociate_ucontext,
 	.destroy_ah = vrdma_destroy_ah,
 	.destroy_cq = vrdma_destroy_cq,
 	.destroy_qp = vrdma_destroy_qp,

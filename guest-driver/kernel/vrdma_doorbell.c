@@ -129,7 +129,12 @@ void vrdma_ring_doorbell(struct vrdma_dev *dev, u32 handle, u8 kind,
 {
 	unsigned long deadline = jiffies + VRDMA_DB_WAIT;
 
+	/* A device that needs reset reads no ring: nothing to ring. */
+	if (vrdma_dead(dev))
+		return;
 	while (!vrdma_try_doorbell(dev, handle, kind)) {
+		if (vrdma_dead(dev))
+			return;
 		if (!may_sleep || time_after(jiffies, deadline)) {
 			atomic_inc(&dev->db_dropped);
 			dev_warn_ratelimited(&dev->vdev->dev,

@@ -168,11 +168,13 @@ static void vrdma_handle_event(struct vrdma_dev *dev,
 
 void vrdma_event_cb(struct virtqueue *vq)
 {
-	struct vrdma_dev *dev = vq->vdev->priv;
+	struct vrdma_dev *dev = vrdma_vq_dev(vq);
 	struct virtio_rdma_event *ev, copy;
 	unsigned long flags;
 	unsigned int len;
 
+	if (!dev)
+		return;
 	spin_lock_irqsave(&dev->event_lock, flags);
 	do {
 		virtqueue_disable_cb(vq);

@@ -2,12 +2,21 @@
 /*
  * virtio driver glue: binds virtio device 42, reads its config space, sets
  * up the control, event and doorbell queues and registers the RDMA device.
+ *
+ * Backend loss (docs/virtio-rdma.md 6.1): the device sets
+ * DEVICE_NEEDS_RESET and raises a config interrupt. The driver fails
+ * waiting and new commands (-EIO), dispatches IB_EVENT_DEVICE_FATAL,
+ * resets the device and unregisters the ib_device (the core disassociates
+ * user contexts: they get IBV_EVENT_DEVICE_FATAL and EIO). It then polls
+ * the config space until the backend is back and makes a new incarnation:
+ * features again, queues, a new ib_device.
  */
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/virtio.h>
 #include <linux/virtio_config.h>
 #include <linux/virtio_ring.h>
+#include <linux/workqueue.h>
 
 #include "vrdma.h"
 
@@ -141,6 +150,7 @@ static void vrdma_teardown(struct vrdma_dev *dev)
 
 	/* After reset the device owns no buffer of ours. */
 	virtio_reset_device(vdev);
+	smp_store_release(&dev->released, true);
 	cancel_work_sync(&dev->port_work);
 	if (vdev->config->del_vqs)
 		vdev->config->del_vqs(vdev);
@@ -149,8 +159,13 @@ static void vrdma_teardown(struct vrdma_dev *dev)
 	vrdma_ctrl_cleanup(dev);
 }
 
-static int vrdma_probe(struct virtio_device *vdev)
+/*
+ * Makes one incarnation: config, queues, DRIVER_OK, the two queries, the
+ * ib_device. The device is past FEATURES_OK. Called with vv->lock held.
+ */
+static int vrdma_start(struct vrdma_virtio *vv)
 {
+	struct virtio_device *vdev = vv->vdev;
 	struct vrdma_dev *dev;
 	int ret;
 
@@ -158,7 +173,7 @@ static int vrdma_probe(struct virtio_device *vdev)
 	if (!dev)
 		return -ENOMEM;
 	dev->vdev = vdev;
-	vdev->priv = dev;
+	dev->vv = vv;
 	spin_lock_init(&dev->cfg_lock);
 	spin_lock_init(&dev->event_lock);
 	xa_init(&dev->cqs);
@@ -172,6 +187,8 @@ static int vrdma_probe(struct virtio_device *vdev)
 	ret = vrdma_ctrl_init(dev);
 	if (ret)
 		goto err_free;
+	/* Queue callbacks find the incarnation through vv. */
+	WRITE_ONCE(vv->dev, dev);
 	ret = vrdma_find_vqs(dev);
 	if (ret)
 		goto err_teardown;
@@ -192,20 +209,202 @@ static int vrdma_probe(struct virtio_device *vdev)
 
 err_teardown:
 	vrdma_teardown(dev);
+	WRITE_ONCE(vv->dev, NULL);
 err_free:
+	vrdma_ctrl_cleanup(dev);
 	ib_dealloc_device(&dev->ib);
-	vdev->priv = NULL;
+	return ret;
+}
+
+/* Takes an incarnation down for good. Called with vv->lock held. */
+static void vrdma_destroy(struct vrdma_dev *dev)
+{
+	struct vrdma_virtio *vv = dev->vv;
+
+	/*
+	 * With a live device the objects of user contexts are destroyed
+	 * with commands; after a reset (backend lost) without.
+	 */
+	vrdma_unregister_ib(dev);
+	vrdma_teardown(dev);
+	WRITE_ONCE(vv->dev, NULL);
+	ib_dealloc_device(&dev->ib);
+}
+
+/*
+ * DEVICE_NEEDS_RESET: the backend went away and with it every object of
+ * ours. Returns true when the device is dead (and marks it so): commands
+ * and doorbells fail with -EIO from then on.
+ */
+bool vrdma_check_dead(struct vrdma_dev *dev)
+{
+	if (vrdma_dead(dev))
+		return true;
+	if (!(dev->vdev->config->get_status(dev->vdev) &
+	      VIRTIO_CONFIG_S_NEEDS_RESET))
+		return false;
+	WRITE_ONCE(dev->dead, true);
+	return true;
+}
+
+/*
+ * Config-change interrupt (hard IRQ, under the virtio core's config lock).
+ * Port and GID changes come as events, so only DEVICE_NEEDS_RESET matters
+ * here; anything else is ignored. Fail what waits, recover in a work.
+ */
+static void vrdma_config_changed(struct virtio_device *vdev)
+{
+	struct vrdma_virtio *vv = vdev->priv;
+	struct vrdma_dev *dev = READ_ONCE(vv->dev);
+
+	if (!dev || !vrdma_check_dead(dev))
+		return;
+	complete(&dev->ctrl_done);
+	queue_work(system_long_wq, &vv->fatal_work);
+}
+
+/* How often a driver whose device died looks whether the backend is back. */
+#define VRDMA_REVIVE_POLL (HZ / 2)
+
+static void vrdma_fatal_work(struct work_struct *work)
+{
+	struct vrdma_virtio *vv = container_of(work, struct vrdma_virtio,
+					       fatal_work);
+	struct virtio_device *vdev = vv->vdev;
+	struct vrdma_dev *dev;
+
+	mutex_lock(&vv->lock);
+	dev = vv->dev;
+	if (vv->removing || !dev || !vrdma_dead(dev))
+		goto out;
+	dev_err(&vdev->dev, "device needs reset (backend lost): %s is dead\n",
+		dev_name(&dev->ib.dev));
+	if (dev->ib_registered) {
+		struct ib_event ev = {
+			.device = &dev->ib,
+			.event = IB_EVENT_DEVICE_FATAL,
+			.element.port_num = VRDMA_PORT,
+		};
+
+		ib_dispatch_event(&ev);
+	}
+	/*
+	 * Reset before the core destroys the user contexts' objects: then the
+	 * device holds none of their pages, so they are freed without a
+	 * command (vrdma_destroy_or_keep()).
+	 */
+	virtio_reset_device(vdev);
+	smp_store_release(&dev->released, true);
+	vrdma_destroy(dev);
+	vv->revive_failed_logged = false;
+	queue_delayed_work(system_long_wq, &vv->revive_work, VRDMA_REVIVE_POLL);
+out:
+	mutex_unlock(&vv->lock);
+}
+
+/* Without a backend the config space reads as zeros (abi_version 0). */
+static bool vrdma_backend_present(struct virtio_device *vdev)
+{
+	__le32 v = 0;
+
+	vdev->config->get(vdev, offsetof(struct virtio_rdma_config, abi_version),
+			  &v, sizeof(v));
+	return le32_to_cpu(v) != 0;
+}
+
+/* The status dance of the virtio core's probe, with the features it chose. */
+static int vrdma_renegotiate(struct virtio_device *vdev)
+{
+	int ret;
+
+	virtio_reset_device(vdev);
+	virtio_add_status(vdev, VIRTIO_CONFIG_S_ACKNOWLEDGE);
+	virtio_add_status(vdev, VIRTIO_CONFIG_S_DRIVER);
+	ret = vdev->config->finalize_features(vdev);
+	if (ret)
+		return ret;
+	virtio_add_status(vdev, VIRTIO_CONFIG_S_FEATURES_OK);
+	if (!(vdev->config->get_status(vdev) & VIRTIO_CONFIG_S_FEATURES_OK))
+		return -ENODEV;
+	return 0;
+}
+
+static void vrdma_revive_work(struct work_struct *work)
+{
+	struct vrdma_virtio *vv = container_of(to_delayed_work(work),
+					       struct vrdma_virtio,
+					       revive_work);
+	struct virtio_device *vdev = vv->vdev;
+	int ret;
+
+	mutex_lock(&vv->lock);
+	if (vv->removing || vv->dev)
+		goto out;
+	if (!vrdma_backend_present(vdev))
+		goto again;
+	ret = vrdma_renegotiate(vdev);
+	if (!ret)
+		ret = vrdma_start(vv);
+	if (ret) {
+		virtio_reset_device(vdev);
+		if (!vv->revive_failed_logged)
+			dev_warn(&vdev->dev, "backend is back, re-initialisation failed (%d): retrying\n",
+				 ret);
+		vv->revive_failed_logged = true;
+		goto again;
+	}
+	dev_info(&vdev->dev, "backend is back: %s registered\n",
+		 dev_name(&vv->dev->ib.dev));
+	goto out;
+again:
+	queue_delayed_work(system_long_wq, &vv->revive_work, VRDMA_REVIVE_POLL);
+out:
+	mutex_unlock(&vv->lock);
+}
+
+static int vrdma_probe(struct virtio_device *vdev)
+{
+	struct vrdma_virtio *vv;
+	int ret;
+
+	vv = kzalloc(sizeof(*vv), GFP_KERNEL);
+	if (!vv)
+		return -ENOMEM;
+	vv->vdev = vdev;
+	mutex_init(&vv->lock);
+	INIT_WORK(&vv->fatal_work, vrdma_fatal_work);
+	INIT_DELAYED_WORK(&vv->revive_work, vrdma_revive_work);
+	vdev->priv = vv;
+
+	mutex_lock(&vv->lock);
+	ret = vrdma_start(vv);
+	mutex_unlock(&vv->lock);
+	if (ret) {
+		vdev->priv = NULL;
+		kfree(vv);
+	}
 	return ret;
 }
 
 static void vrdma_remove(struct virtio_device *vdev)
 {
-	struct vrdma_dev *dev = vdev->priv;
+	struct vrdma_virtio *vv = vdev->priv;
 
-	/* Waits until every process has closed its uverbs context. */
-	vrdma_unregister_ib(dev);
-	vrdma_teardown(dev);
-	ib_dealloc_device(&dev->ib);
+	/* The core disabled config interrupts: no new fatal_work comes. */
+	mutex_lock(&vv->lock);
+	vv->removing = true;
+	mutex_unlock(&vv->lock);
+	cancel_work_sync(&vv->fatal_work);
+	cancel_delayed_work_sync(&vv->revive_work);
+
+	mutex_lock(&vv->lock);
+	if (vv->dev)
+		vrdma_destroy(vv->dev); /* disassociates open user contexts */
+	else
+		virtio_reset_device(vdev);
+	mutex_unlock(&vv->lock);
+	vdev->priv = NULL;
+	kfree(vv);
 }
 
 /*
@@ -252,6 +451,7 @@ static struct virtio_driver vrdma_driver = {
 	.validate = vrdma_validate,
 	.probe = vrdma_probe,
 	.remove = vrdma_remove,
+	.config_changed = vrdma_config_changed,
 };
 
 module_virtio_driver(vrdma_driver);

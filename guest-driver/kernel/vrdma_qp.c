@@ -380,9 +380,13 @@ out:
 int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr)
 {
+	struct vrdma_dev *dev = to_vdev(ibqp->device);
+
+	/* The device died (backend lost): the work will never be done. */
+	if (vrdma_dead(dev))
+		return -EIO;
 	/* Called from the uverbs write() path: process context. */
-	vrdma_ring_doorbell(to_vdev(ibqp->device), ibqp->qp_num,
-			    VIRTIO_RDMA_DB_SQ, true);
+	vrdma_ring_doorbell(dev, ibqp->qp_num, VIRTIO_RDMA_DB_SQ, true);
 	return 0;
 }
 

@@ -4,6 +4,7 @@
   daemon_ctl.py SOCK request '<json>'       one request, prints the reply
   daemon_ctl.py SOCK holds VM               exit 0 if VM holds >= 1 QP and >= 1 MR
   daemon_ctl.py SOCK released VM            exit 0 if VM holds nothing at all
+  daemon_ctl.py SOCK connected VM           exit 0 if VM is attached and its QEMU connected
   daemon_ctl.py SOCK summary VM             prints VM's resource counts
 
 {"cmd":"stats"} answers {"ok":true,"vms":[{"name":..,"connected":..,
@@ -66,6 +67,8 @@ def main():
         return 0
     if verb == "holds":
         return 0 if vm is not None and vm.get("qps", 0) > 0 and vm.get("mrs", 0) > 0 else 1
+    if verb == "connected":
+        return 0 if vm is not None and vm.get("connected") is True else 1
     if verb == "released":
         if vm is None:
             return 0

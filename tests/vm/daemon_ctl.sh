@@ -2,11 +2,11 @@
 # control socket. Everything daemon-specific for the VM tests is here.
 _ctl_py="$(dirname "${BASH_SOURCE[0]}")/daemon_ctl.py"
 
-daemon_start() { # binary rundir
+daemon_start() { # binary rundir [log name, default daemon.log]
   ctl_sock="$2/ctl.sock"
   rm -f "$ctl_sock"
   # shellcheck disable=SC2086 # VRDMA_DAEMON_ARGS is a list of flags
-  "$1" --control "$ctl_sock" ${VRDMA_DAEMON_ARGS:-} >"$2/daemon.log" 2>&1 &
+  "$1" --control "$ctl_sock" ${VRDMA_DAEMON_ARGS:-} >"$2/${3:-daemon.log}" 2>&1 &
   daemon_pid=$!
   pids+=("$daemon_pid")
   local i
@@ -33,5 +33,6 @@ daemon_attach() { # name vhost-user-socket ipv4 (the VM's RoCEv2 GID is ::ffff:i
 }
 
 daemon_vm_holds() { timeout 20 /usr/bin/python3 "$_ctl_py" "$ctl_sock" holds "$1"; }
+daemon_vm_connected() { timeout 20 /usr/bin/python3 "$_ctl_py" "$ctl_sock" connected "$1"; }
 daemon_vm_released() { timeout 20 /usr/bin/python3 "$_ctl_py" "$ctl_sock" released "$1"; }
 daemon_vm_summary() { timeout 20 /usr/bin/python3 "$_ctl_py" "$ctl_sock" summary "$1" 2>&1; }

@@ -102,8 +102,20 @@ class DaemonCtlTest(unittest.TestCase):
                 rc, _, _ = run({"ok": True, "vms": vms}, "released")
                 self.assertEqual(rc, want)
 
+    def test_connected_table(self):
+        cases = [
+            ("connected", [vm("vm-a", connected=True)], 0),
+            ("attached, no QEMU", [vm("vm-a")], 1),
+            ("not attached", [vm("vm-b", connected=True)], 1),
+            ("no connected field", [{"name": "vm-a"}], 1),
+        ]
+        for what, vms, want in cases:
+            with self.subTest(what):
+                rc, _, _ = run({"ok": True, "vms": vms}, "connected", "vm-a")
+                self.assertEqual(rc, want)
+
     def test_error_reply_never_passes(self):
-        for verb in ("holds", "released"):
+        for verb in ("holds", "released", "connected"):
             rc, _, _ = run({"error": "boom"}, verb)
             self.assertNotEqual(rc, 0)
 

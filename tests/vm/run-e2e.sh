@@ -2,15 +2,20 @@
 # End-to-end test on real VMs: two TCG guests, each with a vhost-user-rdma-pci
 # device served by one vhost-rdma-daemon, run Debian's unmodified perftest
 # against each other; a third guest holding QPs and MRs is SIGKILLed during
-# the first test and the daemon must release everything it held.
+# the first test and the daemon must release everything it held. Then the
+# daemon itself is SIGKILLed under traffic: both QEMUs must survive, both
+# guests' contexts must get IBV_EVENT_DEVICE_FATAL, and after the daemon is
+# restarted (VMs re-attached, QEMU reconnects) a fresh perftest must pass
+# between the same guests, without a reboot.
 #
-# Usage: tests/vm/run-e2e.sh [--no-victim] [--rxe]
+# Usage: tests/vm/run-e2e.sh [--no-victim] [--no-crash] [--rxe]
 #   --rxe  harness self-test: the guests use the kernel's Soft-RoCE (rdma_rxe)
 #          on their virtio-net link instead of vhost-rdma; no daemon, no
-#          victim. Shows the harness works and gives a baseline.
+#          victim, no crash. Shows the harness works and gives a baseline.
 # Env:   VRDMA_CACHE   heavy artifacts (QEMU, image, runs); /var/cache/vhost-rdma
 #        VRDMA_DAEMON  daemon binary; default build/vhost-rdma/daemon/vhost-rdma-daemon
 #                      (built with cmake into build/ when missing)
+#        VRDMA_QEMU    QEMU binary (default: scripts/vm-build-qemu.sh's cached build)
 #        VRDMA_E2E_TIMEOUT  seconds for the guests' whole test run (default 1200)
 #        VRDMA_PT_TIMEOUT   seconds for one perftest in a guest (default 240)
 #        VRDMA_DAEMON_ARGS, VRDMA_QEMU_ARGS  extra flags (e.g. --log-level debug,
@@ -20,12 +25,13 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 cache="${VRDMA_CACHE:-/var/cache/vhost-rdma}"
 export VRDMA_CACHE="$cache"
-victim=1 rxe=0
+victim=1 crash=1 rxe=0
 for a in "$@"; do
   case "$a" in
     --no-victim) victim=0 ;;
-    --rxe) rxe=1 victim=0 ;;
-    *) echo "usage: $0 [--no-victim] [--rxe]" >&2; exit 2 ;;
+    --no-crash) crash=0 ;;
+    --rxe) rxe=1 victim=0 crash=0 ;;
+    *) echo "usage: $0 [--no-victim] [--no-crash] [--rxe]" >&2; exit 2 ;;
   esac
 done
 
@@ -51,11 +57,16 @@ cleanup() {
 trap cleanup EXIT
 
 # ---------------------------------------------------------------- builds ---
-log "step 1/7: QEMU with vhost-user-rdma-pci (cached)"
-qemu="$(timeout 2400 "$here/scripts/vm-build-qemu.sh")" || die "QEMU build (scripts/vm-build-qemu.sh)"
+log "step 1/8: QEMU with vhost-user-rdma-pci (cached)"
+if [ -n "${VRDMA_QEMU:-}" ]; then
+  qemu="$VRDMA_QEMU"
+else
+  qemu="$(timeout 2400 "$here/scripts/vm-build-qemu.sh")" || die "QEMU build (scripts/vm-build-qemu.sh)"
+fi
+[ -x "$qemu" ] || die "no QEMU binary at $qemu"
 log "  $qemu"
 
-log "step 2/7: guest image, kernel, initrd and guest module (cached)"
+log "step 2/8: guest image, kernel, initrd and guest module (cached)"
 imgvars="$(timeout 1800 "$here/scripts/vm-build-image.sh")" || die "guest image (scripts/vm-build-image.sh)"
 KABI="" KERNEL="" INITRD="" IMAGE="" MODULE=""
 eval "$imgvars"
@@ -64,7 +75,7 @@ if ((rxe == 0)); then
 [ -n "$MODULE" ] && [ -f "$MODULE" ] ||
   die "no guest module: guest-driver/kernel did not build (see $cache/module-$KABI/build.log)"
 
-log "step 3/7: vhost-rdma-daemon"
+log "step 3/8: vhost-rdma-daemon"
 daemon="${VRDMA_DAEMON:-$here/build/vhost-rdma/daemon/vhost-rdma-daemon}"
 if [ ! -x "$daemon" ] && [ -z "${VRDMA_DAEMON:-}" ]; then
   log "  building it into $here/build"
@@ -77,7 +88,7 @@ fi
 source "$here/tests/vm/daemon_ctl.sh"
 
 # ---------------------------------------------------------------- daemon ---
-log "step 4/7: start the daemon and attach three VMs"
+log "step 4/8: start the daemon and attach three VMs"
 daemon_start "$daemon" "$run" || die "daemon did not start (log: $run/daemon.log)"
 declare -A gid=([a]=10.77.0.1 [b]=10.77.0.2 [c]=10.77.0.3)
 vms=(a b); ((victim)) && vms+=(c)
@@ -86,7 +97,7 @@ for vm in "${vms[@]}"; do
     die "attach-vm vm-$vm failed: $(cat "$run/ctl.last" 2>/dev/null)"
 done
 else
-  log "steps 3-4/7: --rxe: no daemon, the guests use Soft-RoCE"
+  log "steps 3-4/8: --rxe: no daemon, the guests use Soft-RoCE"
 fi
 
 # ---------------------------------------------------------------- guests ---
@@ -97,14 +108,15 @@ make_share() { # vm role ip peer_ip
   mkdir -p "$d/results"
   cp -r "$here/tests/vm/guest/." "$d/"
   ((rxe)) || cp "$MODULE" "$d/vrdma.ko"
-  printf 'NAME=vm-%s\nROLE=%s\nIP=%s\nPEER_IP=%s\nPT_TIMEOUT=%s\nRXE=%s\n' \
-    "$1" "$2" "$3" "$4" "${VRDMA_PT_TIMEOUT:-240}" "$rxe" >"$d/env"
+  printf 'NAME=vm-%s\nROLE=%s\nIP=%s\nPEER_IP=%s\nPT_TIMEOUT=%s\nRXE=%s\nCRASH=%s\n' \
+    "$1" "$2" "$3" "$4" "${VRDMA_PT_TIMEOUT:-240}" "$rxe" "$crash" >"$d/env"
 }
 
 port_base=$((20000 + $$ % 20000))
 boot() { # vm, then extra QEMU arguments; runs in the background, pid in pids[]
   local vm="$1"; shift
-  local rdma_args=(-chardev "socket,id=vrdma0,path=$run/vm-$vm.sock"
+  # reconnect-ms: QEMU reconnects to a restarted daemon (docs/operators.md).
+  local rdma_args=(-chardev "socket,id=vrdma0,path=$run/vm-$vm.sock,reconnect-ms=500"
                    -device vhost-user-rdma-pci,chardev=vrdma0)
   ((rxe)) && rdma_args=()
   timeout "${VRDMA_E2E_TIMEOUT:-1200}" "$qemu" \
@@ -132,7 +144,7 @@ wait_file() { # path seconds pid-that-must-stay-alive
 }
 
 if ((victim)); then
-  log "step 5/7: boot the victim VM (holds QPs and MRs: see tests/vm/guest/roles/victim.sh)"
+  log "step 5/8: boot the victim VM (holds QPs and MRs: see tests/vm/guest/roles/victim.sh)"
   make_share c victim "" ""
   boot c
   wait_file "$run/share-c/results/victim.started" 180 "$pid_c" ||
@@ -147,10 +159,10 @@ if ((victim)); then
   [ -n "$held" ] || die "the daemon never showed QPs/MRs for vm-c: $(cat "$run/ctl.last" 2>/dev/null)"
   log "  daemon holds for vm-c: $(daemon_vm_summary vm-c)"
 else
-  log "step 5/7: victim VM skipped (--no-victim)"
+  log "step 5/8: victim VM skipped (--no-victim)"
 fi
 
-log "step 6/7: boot vm-a (servers) and vm-b (clients), linked by a QEMU socket netdev"
+log "step 6/8: boot vm-a (servers) and vm-b (clients), linked by a QEMU socket netdev"
 make_share a server 10.77.0.1 10.77.0.2
 make_share b client 10.77.0.2 10.77.0.1
 boot a -netdev "socket,id=n0,udp=127.0.0.1:$((port_base + 1)),localaddr=127.0.0.1:$port_base" \
@@ -172,6 +184,57 @@ if ((victim)); then
   qpid="$(cat "$run/qemu-c.pid")"
   log "  SIGKILL the victim's QEMU (pid $qpid); vm-b's ib_write_bw running: $killed_during_write_bw"
   kill -9 "$qpid"
+  # Checked now: the daemon is restarted below and then knows no vm-c.
+  released=""
+  for ((i = 0; i < 30; i++)); do
+    if daemon_vm_released "vm-c"; then released=1; break; fi
+    sleep 1
+  done
+  log "  daemon after the kill: $(daemon_vm_summary vm-c)"
+fi
+
+qemu_alive() { # vm: its QEMU process (not the timeout wrapper) still runs
+  local p; p="$(cat "$run/qemu-$1.pid" 2>/dev/null)" && [ -n "$p" ] && kill -0 "$p" 2>/dev/null
+}
+killed_daemon_under_traffic=0 qemu_survived=0 both_fatal=0 reconnected=0
+if ((crash)); then
+  log "step 7/8: SIGKILL the daemon under traffic (vm-b's crash_bw), restart it"
+  for ((i = 0; i < 1200; i++)); do
+    grep -qs "#bytes" "$run/share-b/results/crash_bw.out" && break
+    kill -0 "$pid_a" 2>/dev/null && kill -0 "$pid_b" 2>/dev/null || break
+    sleep 0.5
+  done
+  grep -qs "#bytes" "$run/share-b/results/crash_bw.out" ||
+    die "vm-b's crash_bw never started transferring (console: $run/share-b/results/console.log)"
+  sleep 2
+  [ -e "$run/share-b/results/crash_bw.rc" ] || killed_daemon_under_traffic=1
+  log "  SIGKILL the daemon (pid $daemon_pid); vm-b's crash_bw running: $killed_daemon_under_traffic"
+  kill -9 "$daemon_pid"
+  wait "$daemon_pid" 2>/dev/null || true
+  # The guests must see the device die while the daemon is down.
+  for ((i = 0; i < 120; i++)); do
+    [ -e "$run/share-a/results/fatal.seen" ] && [ -e "$run/share-b/results/fatal.seen" ] &&
+      { both_fatal=1; break; }
+    sleep 0.5
+  done
+  log "  both guests saw IBV_EVENT_DEVICE_FATAL: $both_fatal"
+  qemu_alive a && qemu_alive b && qemu_survived=1
+  log "  vm-a and vm-b QEMU still running: $qemu_survived"
+  daemon_start "$daemon" "$run" daemon-restarted.log ||
+    die "the daemon did not restart (log: $run/daemon-restarted.log)"
+  # A restarted daemon knows no VM: the operator attaches them again, with
+  # the same sockets and GIDs; QEMU reconnects by itself (reconnect-ms).
+  for vm in a b; do
+    daemon_attach "vm-$vm" "$run/vm-$vm.sock" "${gid[$vm]}" ||
+      die "re-attach of vm-$vm failed: $(cat "$run/ctl.last" 2>/dev/null)"
+  done
+  for ((i = 0; i < 60; i++)); do
+    daemon_vm_connected vm-a && daemon_vm_connected vm-b && { reconnected=1; break; }
+    sleep 0.5
+  done
+  log "  restarted daemon: vm-a and vm-b QEMU reconnected: $reconnected"
+else
+  log "step 7/8: daemon crash skipped"
 fi
 
 log "  waiting for both guests to finish and power off"
@@ -184,7 +247,7 @@ for vm in a b; do
 done
 
 # --------------------------------------------------------------- checks ----
-log "step 7/7: results"
+log "step 8/8: results"
 fails=0
 check() { # description, command...
   if "${@:2}"; then printf '  PASS  %s\n' "$1"; else printf '  FAIL  %s\n' "$1"; fails=$((fails + 1)); fi
@@ -195,6 +258,9 @@ has_table() { # a perftest header line, then at least one numeric result row
 rc_is_zero() { [ "$(cat "$1" 2>/dev/null)" = 0 ]; }
 
 tests=$(awk 'NF >= 2 && $1 !~ /^#/ && $2 ~ /^ib_/ {print $1}' "$here/tests/vm/guest/roles/tests.sh")
+# The daemon-crash phase (guest/roles/crash.sh): crash_bw is cut by the
+# kill, after_restart_bw runs on the recovered device and must pass.
+((crash)) && tests="$tests after_restart_bw"
 summary="$run/summary.txt"
 : >"$summary"
 for t in $tests; do
@@ -224,14 +290,34 @@ done
 check "vm-a powered off by itself" test "$rc_a" = 0
 check "vm-b powered off by itself" test "$rc_b" = 0
 if ((victim)); then
-  released=""
-  for ((i = 0; i < 30; i++)); do
-    if daemon_vm_released "vm-c"; then released=1; break; fi
-    sleep 1
-  done
-  log "  daemon after the kill: $(daemon_vm_summary vm-c)"
   check "vm-c was killed while vm-a and vm-b ran ib_write_bw" test "$killed_during_write_bw" = 1
   check "daemon released every resource of the killed vm-c" test -n "$released"
+fi
+ended() { # a perftest's rc file exists and is not timeout's 124 (it did not hang)
+  local rc; rc="$(cat "$1" 2>/dev/null)" && [ -n "$rc" ] && [ "$rc" != 124 ]
+}
+if ((crash)); then
+  for vm in a b; do
+    echo "===== vm-$vm daemon crash: asyncwatch, crash_bw (rc $(cat "$run/share-$vm/results/crash_bw.rc" 2>/dev/null || echo none)) ====="
+    cat "$run/share-$vm/results/asyncwatch.out" 2>/dev/null
+    tail -3 "$run/share-$vm/results/crash_bw.out" 2>/dev/null
+    grep -h "virtio_rdma\|vrdma" "$run/share-$vm/results/dmesg.txt" 2>/dev/null | tail -4
+  done
+  check "the daemon was SIGKILLed while vm-b's crash_bw (ib_write_bw) ran" \
+    test "$killed_daemon_under_traffic" = 1
+  check "vm-a's and vm-b's QEMU survived the daemon's death" test "$qemu_survived" = 1
+  check "both guests saw IBV_EVENT_DEVICE_FATAL before the daemon was restarted" \
+    test "$both_fatal" = 1
+  for vm in a b; do
+    check "vm-$vm: a user context got IBV_EVENT_DEVICE_FATAL" \
+      grep -q IBV_EVENT_DEVICE_FATAL "$run/share-$vm/results/asyncwatch.out"
+    check "vm-$vm: crash_bw ended instead of hanging" ended "$run/share-$vm/results/crash_bw.rc"
+  done
+  check "the restarted daemon sees vm-a's and vm-b's QEMU reconnected" test "$reconnected" = 1
+  for vm in a b; do
+    check "vm-$vm: the device came back (PORT_ACTIVE) without a reboot" \
+      test -s "$run/share-$vm/results/revived"
+  done
 fi
 if ((fails)); then
   log "FAILED: $fails check(s). Consoles: $run/console-*.txt, guest logs: $run/share-*/results/"
