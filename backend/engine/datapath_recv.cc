@@ -198,10 +198,11 @@ bool EngineImpl::FlushRecvRing(RecvQueue& rq) {
   uint32_t& left = FlushLeft(*qp.vm);
   for (uint32_t n = 0; rq.head != prod && n < rq.ring.capacity() && left > 0;
        ++n, --left) {
-    uint64_t wr_id;
-    std::memcpy(&wr_id, rq.ring.element(rq.head) + recv_wqe::kWrId,
-                sizeof(wr_id));
-    WriteErrorCqe(*qp.recv_cq, wr_id, qp.qpn, WcOpcode::kRecv,
+    // Only what the CQE needs, copied once and decoded like any WQE.
+    alignas(8) uint8_t copy[kRecvFlushBytes];
+    std::memcpy(copy, rq.ring.element(rq.head), sizeof(copy));
+    const FlushedWqe f = DecodeRecvFlush(copy);
+    WriteErrorCqe(*qp.recv_cq, f.wr_id, qp.qpn, f.opcode,
                   WcStatus::kWrFlushErr);
     const uint32_t slot = rq.head;
     rq.head = rq.ring.Next(slot);

@@ -294,16 +294,12 @@ bool EngineImpl::FlushSq(QpObj& qp) {
   uint32_t& left = FlushLeft(*qp.vm);
   for (uint32_t n = 0; head != prod && n < qp.sq.capacity() && left > 0;
        ++n, --left) {
-    const uint8_t* elem = qp.sq.element(head);
-    uint64_t wr_id;
-    uint32_t op;
-    std::memcpy(&wr_id, elem + send_wqe::kWrId, sizeof(wr_id));
-    std::memcpy(&op, elem + send_wqe::kOpcode, sizeof(op));
-    const WcOpcode wc_op =
-        op <= static_cast<uint32_t>(WrOpcode::kAtomicFetchAdd)
-            ? SendCompletionOpcode(static_cast<WrOpcode>(op))
-            : WcOpcode::kSend;
-    WriteErrorCqe(*qp.send_cq, wr_id, qp.qpn, wc_op, WcStatus::kWrFlushErr);
+    // Only what the CQE needs, copied once and decoded like any WQE.
+    alignas(8) uint8_t copy[kSendFlushBytes];
+    std::memcpy(copy, qp.sq.element(head), sizeof(copy));
+    const FlushedWqe f = DecodeSendFlush(copy, qp.sq_limits);
+    WriteErrorCqe(*qp.send_cq, f.wr_id, qp.qpn, f.opcode,
+                  WcStatus::kWrFlushErr);
     head = qp.sq.Next(head);
     did = true;
   }

@@ -2,10 +2,13 @@
 //
 // Hardening against a hostile or unlucky VM, on a FakeRnic: host CQs sized
 // so they cannot overflow (cq_sizing.h), a host CQ the RNIC fails anyway
-// (its QPs to ERR, the data path idle), and flush work under a per-VM
-// per-turn budget.
+// (its QPs to ERR, the data path idle), flush work under a per-VM
+// per-turn budget, and flushes of hostile WQEs read through the decoder.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <iterator>
+#include <span>
 #include <vector>
 
 #include "backend/engine/cq_sizing.h"
@@ -238,6 +241,78 @@ TEST_F(EngineTest, FlushOfErroredRingsIsBudgetedPerVmPerTurn) {
     EXPECT_EQ(rqs[i].consumer(), kRq);
   }
   EXPECT_FALSE(engine_->PollOnce()) << "idle once flushed";
+}
+
+// ----------------------------------- flushes read WQEs through the decoder
+
+// A QP in ERR flushes what the guest left in its rings. Each CQE reports
+// what the decoder says of the WQE (DecodeSendFlush / DecodeRecvFlush), not
+// raw ring bytes: an opcode the QP may not use reports SEND, as the error
+// CQE of the same WQE would in RTS.
+TEST_F(EngineTest, FlushOfHostileWqesReportsWhatTheDecoderSays) {
+  GuestEnv env;
+  VmId vm = Attach(env, {MakeGid(1)});
+  const uint32_t ops[] = {IB_UVERBS_WR_SEND,
+                          IB_UVERBS_WR_RDMA_WRITE,
+                          IB_UVERBS_WR_RDMA_READ,
+                          IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD,
+                          static_cast<uint32_t>(WrOpcode::kWait),  // host-only
+                          0xffffffffu};
+  // By QP type, the opcode each flush CQE must carry.
+  const uint32_t rc[] = {IB_UVERBS_WC_SEND,      IB_UVERBS_WC_RDMA_WRITE,
+                         IB_UVERBS_WC_RDMA_READ, IB_UVERBS_WC_FETCH_ADD,
+                         IB_UVERBS_WC_SEND,      IB_UVERBS_WC_SEND};
+  const uint32_t ud[] = {IB_UVERBS_WC_SEND, IB_UVERBS_WC_SEND,
+                         IB_UVERBS_WC_SEND, IB_UVERBS_WC_SEND,
+                         IB_UVERBS_WC_SEND, IB_UVERBS_WC_SEND};
+  for (QpType type : {QpType::kRc, QpType::kUd}) {
+    SCOPED_TRACE(static_cast<int>(type));
+    Rig r = MakeRig(env, vm, type);
+    ModifyQpRequest m;
+    m.qpn = r.qpn;
+    m.mask = VIRTIO_RDMA_QP_STATE;
+    m.state = QpState::kErr;
+    ASSERT_EQ(engine_->ModifyQp(vm, m), Status::kOk);
+    SendQueueLimits limits;
+    limits.type = type;
+    std::vector<FlushedWqe> decoded;
+    for (size_t i = 0; i < std::size(ops); ++i) {
+      const uint32_t slot = r.sq.producer();
+      // Unknown flags, absurd SGE count: none of it may matter.
+      testing::PostSend(r.sq, GuestSend{.wr_id = 0xbad0 + i,
+                                        .opcode = ops[i],
+                                        .flags = 0xffffffffu,
+                                        .ah = 0xdead});
+      uint32_t n = 0xffffffffu;
+      std::memcpy(r.sq.elem(slot) + send_wqe::kDmaNumSge, &n, 4);
+      decoded.push_back(DecodeSendFlush(
+          std::span<const uint8_t, kSendFlushBytes>(r.sq.elem(slot),
+                                                    kSendFlushBytes),
+          limits));
+    }
+    const uint32_t rslot = r.rq.producer();
+    testing::PostRecv(r.rq, 0xbeef, {});
+    uint32_t n = 0xffffffffu;
+    std::memcpy(r.rq.elem(rslot) + recv_wqe::kDmaNumSge, &n, 4);
+    engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, r.qpn);
+    Poll();
+    std::vector<ib_uverbs_wc> s = DrainCq(r.scq);
+    ASSERT_EQ(s.size(), std::size(ops));
+    for (size_t i = 0; i < s.size(); ++i) {
+      EXPECT_EQ(s[i].status, static_cast<uint32_t>(WcStatus::kWrFlushErr));
+      EXPECT_EQ(s[i].wr_id, 0xbad0 + i);
+      EXPECT_EQ(s[i].wr_id, decoded[i].wr_id);
+      EXPECT_EQ(s[i].opcode, static_cast<uint32_t>(decoded[i].opcode)) << i;
+      EXPECT_EQ(s[i].opcode, type == QpType::kUd ? ud[i] : rc[i]) << i;
+    }
+    std::vector<ib_uverbs_wc> rw = DrainCq(r.rcq);
+    ASSERT_EQ(rw.size(), 1u);
+    EXPECT_EQ(rw[0].wr_id, 0xbeefu);
+    EXPECT_EQ(rw[0].opcode, static_cast<uint32_t>(WcOpcode::kRecv));
+    EXPECT_EQ(rw[0].status, static_cast<uint32_t>(WcStatus::kWrFlushErr));
+    EXPECT_EQ(r.sq.consumer(), r.sq.producer());
+    EXPECT_EQ(r.rq.consumer(), r.rq.producer());
+  }
 }
 
 }  // namespace

@@ -2,11 +2,13 @@
 //
 // libFuzzer target for the WQE decoder: arbitrary bytes as a send or
 // receive WQE, with queue limits taken from the first bytes. Checks the
-// decoder's promises: no out-of-bounds read (ASan), no UB (UBSan), and on
-// success every bound it claims to enforce.
+// decoder's promises: no out-of-bounds read (ASan), no UB (UBSan), on
+// success every bound it claims to enforce, and that a flush reports the
+// wr_id and opcode the full decode does.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 
 #include "backend/engine/wqe_decoder.h"
 
@@ -31,8 +33,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   memcpy(copy, data, size);
   if (kind & 1) {
     vrdma::engine::DecodedSend d;
-    if (vrdma::engine::DecodeSendWqe({copy, size}, sl, &d) ==
-        WcStatus::kSuccess) {
+    const WcStatus st = vrdma::engine::DecodeSendWqe({copy, size}, sl, &d);
+    // A flush reports what the full decode would (when it got that far).
+    if (size >= vrdma::engine::kSendWqeHeaderBytes) {
+      const vrdma::engine::FlushedWqe f = vrdma::engine::DecodeSendFlush(
+          std::span<const uint8_t, vrdma::engine::kSendFlushBytes>(
+              copy, vrdma::engine::kSendFlushBytes),
+          sl);
+      if (f.wr_id != d.wr.wr_id ||
+          f.opcode != vrdma::SendCompletionOpcode(d.wr.opcode))
+        abort();
+    }
+    if (st == WcStatus::kSuccess) {
       if (d.wr.num_sge > sl.max_sge) abort();
       if ((d.wr.send_flags & vrdma::kSendInline) &&
           d.wr.inline_len > sl.max_inline)
@@ -43,8 +55,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else {
     vrdma::engine::RecvQueueLimits rl{sl.max_sge, sl.elem_size};
     vrdma::RecvWr wr;
-    if (vrdma::engine::DecodeRecvWqe({copy, size}, rl, &wr) ==
-        WcStatus::kSuccess) {
+    const WcStatus st = vrdma::engine::DecodeRecvWqe({copy, size}, rl, &wr);
+    if (size >= vrdma::engine::kRecvWqeHeaderBytes &&
+        vrdma::engine::DecodeRecvFlush(
+            std::span<const uint8_t, vrdma::engine::kRecvFlushBytes>(
+                copy, vrdma::engine::kRecvFlushBytes))
+                .wr_id != wr.wr_id)
+      abort();
+    if (st == WcStatus::kSuccess) {
       if (wr.num_sge > sl.max_sge) abort();
     }
   }

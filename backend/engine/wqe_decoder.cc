@@ -6,6 +6,7 @@
 
 namespace vrdma::engine {
 
+static_assert(send_wqe::kWrId == offsetof(rxe_send_wqe, wr.wr_id));
 static_assert(send_wqe::kOpcode == offsetof(rxe_send_wqe, wr.opcode));
 static_assert(send_wqe::kSendFlags == offsetof(rxe_send_wqe, wr.send_flags));
 static_assert(send_wqe::kImmData == offsetof(rxe_send_wqe, wr.ex.imm_data));
@@ -25,6 +26,7 @@ static_assert(send_wqe::kUdRemoteQkey ==
 static_assert(send_wqe::kUdAhNum == offsetof(rxe_send_wqe, wr.wr.ud.ah_num));
 static_assert(send_wqe::kDmaLength == offsetof(rxe_send_wqe, dma.length));
 static_assert(send_wqe::kDmaNumSge == offsetof(rxe_send_wqe, dma.num_sge));
+static_assert(recv_wqe::kWrId == offsetof(rxe_recv_wqe, wr_id));
 static_assert(recv_wqe::kDmaNumSge == offsetof(rxe_recv_wqe, dma.num_sge));
 // SGEs are copied whole from the WQE into Sge.
 static_assert(sizeof(Sge) == sizeof(rxe_sge));
@@ -68,6 +70,24 @@ bool OpcodeAllowed(uint32_t op, QpType type, bool atomics) {
   }
 }
 
+// The two fields every CQE of a send WQE needs, by one rule for the data
+// path and for flushes: the guest's wr_id, and the opcode when the QP may
+// use it (else kSend, what an error CQE reports for a bad opcode). Reads
+// only the first kSendFlushBytes.
+bool DecodeSendIdentity(const uint8_t* h, const SendQueueLimits& limits,
+                        uint64_t* wr_id, WrOpcode* op) {
+  static_assert(send_wqe::kWrId + 8 <= kSendFlushBytes &&
+                send_wqe::kOpcode + 4 <= kSendFlushBytes);
+  *wr_id = Load64(h + send_wqe::kWrId);
+  const uint32_t raw = Load32(h + send_wqe::kOpcode);
+  if (!OpcodeAllowed(raw, limits.type, limits.atomics)) {
+    *op = WrOpcode::kSend;
+    return false;
+  }
+  *op = static_cast<WrOpcode>(raw);
+  return true;
+}
+
 bool IsAtomic(WrOpcode op) {
   return op == WrOpcode::kAtomicCmpSwp || op == WrOpcode::kAtomicFetchAdd;
 }
@@ -98,15 +118,11 @@ WcStatus DecodeSendHeaderInto(const uint8_t* h, const SendQueueLimits& limits,
   wr.remote_qpn = 0;
   wr.remote_qkey = 0;
   wr.inline_data = nullptr;
-  wr.opcode = WrOpcode::kSend;  // what an error CQE reports for a bad opcode
   *ah_handle = 0;
   *payload_bytes = 0;
-  // wr_id first: an error CQE must carry it.
-  wr.wr_id = Load64(h + send_wqe::kWrId);
-  const uint32_t op = Load32(h + send_wqe::kOpcode);
-  if (!OpcodeAllowed(op, limits.type, limits.atomics))
+  // wr_id and opcode first: an error CQE must carry them.
+  if (!DecodeSendIdentity(h, limits, &wr.wr_id, &wr.opcode))
     return WcStatus::kLocQpOpErr;
-  wr.opcode = static_cast<WrOpcode>(op);
 
   const uint32_t flags = Load32(h + send_wqe::kSendFlags);
   if (flags & ~kKnownSendFlags) return WcStatus::kLocQpOpErr;
@@ -204,6 +220,7 @@ WcStatus DecodeSendWqe(std::span<const uint8_t> wqe,
 
 WcStatus DecodeRecvHeader(const uint8_t* h, const RecvQueueLimits& limits,
                           RecvWr* wr, uint32_t* payload_bytes) {
+  static_assert(recv_wqe::kWrId + 8 <= kRecvFlushBytes);
   wr->wr_id = Load64(h + recv_wqe::kWrId);
   const uint32_t n = Load32(h + recv_wqe::kDmaNumSge);
   const uint32_t room = limits.elem_size > kRecvWqeHeaderBytes
@@ -234,22 +251,20 @@ WcStatus DecodeRecvWqe(std::span<const uint8_t> wqe,
   return DecodeRecvPayload(wqe.data() + kRecvWqeHeaderBytes, wr);
 }
 
-WcOpcode SendCompletionOpcode(WrOpcode op) {
-  switch (op) {
-    case WrOpcode::kRdmaWrite:
-    case WrOpcode::kRdmaWriteWithImm:
-      return WcOpcode::kRdmaWrite;
-    case WrOpcode::kSend:
-    case WrOpcode::kSendWithImm:
-      return WcOpcode::kSend;
-    case WrOpcode::kRdmaRead:
-      return WcOpcode::kRdmaRead;
-    case WrOpcode::kAtomicCmpSwp:
-      return WcOpcode::kCompSwap;
-    case WrOpcode::kAtomicFetchAdd:
-      return WcOpcode::kFetchAdd;
-  }
-  return WcOpcode::kSend;
+FlushedWqe DecodeSendFlush(std::span<const uint8_t, kSendFlushBytes> header,
+                           const SendQueueLimits& limits) {
+  FlushedWqe f;
+  WrOpcode op = WrOpcode::kSend;
+  (void)DecodeSendIdentity(header.data(), limits, &f.wr_id, &op);
+  f.opcode = SendCompletionOpcode(op);
+  return f;
+}
+
+FlushedWqe DecodeRecvFlush(std::span<const uint8_t, kRecvFlushBytes> header) {
+  FlushedWqe f;
+  f.wr_id = Load64(header.data() + recv_wqe::kWrId);
+  f.opcode = WcOpcode::kRecv;
+  return f;
 }
 
 }  // namespace vrdma::engine

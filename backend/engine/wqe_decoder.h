@@ -11,6 +11,9 @@
 // the fixed header (VIRTIO_RDMA_SEND_WQE_SGE_OFFSET bytes), which says how
 // many payload bytes (SGEs or inline data) follow, then that payload.
 //
+// A flush (QP in ERR) reads only what its CQE needs, through
+// DecodeSendFlush / DecodeRecvFlush below.
+//
 // A WQE that fails decoding completes with the returned WcStatus, like a
 // real RNIC would complete a malformed work request:
 //   kLocQpOpErr  unknown or unsupported opcode for the QP type, unknown
@@ -114,8 +117,26 @@ WcStatus DecodeRecvPayload(const uint8_t* payload, RecvWr* wr);
 WcStatus DecodeRecvWqe(std::span<const uint8_t> wqe,
                        const RecvQueueLimits& limits, RecvWr* wr);
 
-// The completion opcode of a send work request (for error and flush CQEs).
-WcOpcode SendCompletionOpcode(WrOpcode op);
+// Flushes. A WQE the engine does not execute (its QP is in ERR) completes
+// with kWrFlushErr, and the CQE needs only two of its fields: the guest's
+// wr_id and the completion opcode. Decoded from a private copy of the
+// WQE's first bytes (the fixed extent is the bound) by the same rules as
+// the headers above: an opcode the QP may not use (unknown, host-only, not
+// for its type) reports kSend, as the error CQE of a WQE that fails
+// DecodeSendHeader does. Nothing else of the WQE is read.
+inline constexpr uint32_t kSendFlushBytes = send_wqe::kOpcode + 4;
+inline constexpr uint32_t kRecvFlushBytes = recv_wqe::kWrId + 8;
+
+struct FlushedWqe {
+  uint64_t wr_id = 0;  // the guest's
+  WcOpcode opcode = WcOpcode::kSend;
+};
+
+FlushedWqe DecodeSendFlush(std::span<const uint8_t, kSendFlushBytes> header,
+                           const SendQueueLimits& limits);
+FlushedWqe DecodeRecvFlush(std::span<const uint8_t, kRecvFlushBytes> header);
+
+// The completion opcode of a send WR is rnic.h's SendCompletionOpcode.
 
 }  // namespace vrdma::engine
 

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
 #include <functional>
 #include <vector>
@@ -316,6 +317,102 @@ TEST(WqeDecoderTest, RecvWqe) {
   EXPECT_EQ(DecodeRecvWqe(std::span(b).first(64), small, &wr),
             WcStatus::kLocLenErr);
 }
+
+// ------------------------------------------------------------ flushes
+
+// A flush reports, for any bytes a guest may write, exactly the wr_id and
+// opcode the full decode would put in the WQE's error CQE.
+TEST(WqeDecoderTest, SendFlushAgreesWithTheFullDecode) {
+  const uint32_t opcodes[] = {0,    1,    2,    3,          4,         5,
+                              6,    7,    8,    9,          10,        0x40,
+                              0x41, 0xff, 0x100, 0x80000000, 0xffffffff};
+  for (QpType type : {QpType::kRc, QpType::kUc, QpType::kUd}) {
+    for (bool atomics : {true, false}) {
+      SendQueueLimits l = Limits(type);
+      l.atomics = atomics;
+      for (uint32_t op : opcodes) {
+        // Garbage everywhere else: the flush must not care.
+        SendWqe w;
+        for (uint32_t i = 0; i < 512; i += 4) w.Set32(i, 0xa5a5a5a5u ^ i);
+        w.Set64(send_wqe::kWrId, 0x1122334455667788u ^ op)
+            .Set32(send_wqe::kOpcode, op);
+        DecodedSend d;
+        (void)DecodeSendWqe(w.bytes(), l, &d);
+        const FlushedWqe f = DecodeSendFlush(
+            std::span<const uint8_t, kSendFlushBytes>(w.bytes().data(),
+                                                      kSendFlushBytes),
+            l);
+        EXPECT_EQ(f.wr_id, d.wr.wr_id) << op;
+        EXPECT_EQ(f.opcode, SendCompletionOpcode(d.wr.opcode))
+            << "op " << op << " type " << int(type) << " atomics " << atomics;
+      }
+    }
+  }
+}
+
+TEST(WqeDecoderTest, SendFlushReportsOnlyOpcodesTheQpMayUse) {
+  auto flush = [](uint32_t op, SendQueueLimits l) {
+    std::array<uint8_t, kSendFlushBytes> b{};
+    const uint64_t wr_id = 0xfeedu;
+    std::memcpy(&b[send_wqe::kWrId], &wr_id, 8);
+    std::memcpy(&b[send_wqe::kOpcode], &op, 4);
+    FlushedWqe f = DecodeSendFlush(b, l);
+    EXPECT_EQ(f.wr_id, 0xfeedu);
+    return f.opcode;
+  };
+  EXPECT_EQ(flush(IB_UVERBS_WR_RDMA_READ, Limits()), WcOpcode::kRdmaRead);
+  EXPECT_EQ(flush(IB_UVERBS_WR_RDMA_WRITE_WITH_IMM, Limits(QpType::kUc)),
+            WcOpcode::kRdmaWrite);
+  EXPECT_EQ(flush(IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD, Limits()),
+            WcOpcode::kFetchAdd);
+  // Not for the QP's type, atomics off, host-only, unknown: kSend, as the
+  // error CQE of a WQE the decoder rejects.
+  EXPECT_EQ(flush(IB_UVERBS_WR_RDMA_WRITE, Limits(QpType::kUd)),
+            WcOpcode::kSend);
+  EXPECT_EQ(flush(IB_UVERBS_WR_RDMA_READ, Limits(QpType::kUc)),
+            WcOpcode::kSend);
+  SendQueueLimits no_atomics = Limits();
+  no_atomics.atomics = false;
+  EXPECT_EQ(flush(IB_UVERBS_WR_ATOMIC_CMP_AND_SWP, no_atomics),
+            WcOpcode::kSend);
+  EXPECT_EQ(flush(static_cast<uint32_t>(WrOpcode::kWait), Limits()),
+            WcOpcode::kSend);
+  EXPECT_EQ(flush(0xffffffffu, Limits()), WcOpcode::kSend);
+}
+
+TEST(WqeDecoderTest, RecvFlushAgreesWithTheFullDecode) {
+  std::vector<uint8_t> b(128, 0xa5);
+  const uint64_t wr_id = 0x0102030405060708u;
+  std::memcpy(&b[recv_wqe::kWrId], &wr_id, 8);
+  for (uint32_t n : {0u, 1u, 3u, 0xffffffffu}) {  // good and hostile counts
+    std::memcpy(&b[recv_wqe::kDmaNumSge], &n, 4);
+    RecvWr wr;
+    (void)DecodeRecvWqe(b, RecvQueueLimits{2, 128}, &wr);
+    const FlushedWqe f = DecodeRecvFlush(
+        std::span<const uint8_t, kRecvFlushBytes>(b.data(), kRecvFlushBytes));
+    EXPECT_EQ(f.wr_id, wr.wr_id) << n;
+    EXPECT_EQ(f.wr_id, wr_id);
+    EXPECT_EQ(f.opcode, WcOpcode::kRecv);
+  }
+}
+
+// rnic.h's WR -> WC table, in the ABI's numbers (what the guest reads).
+static_assert(static_cast<uint32_t>(SendCompletionOpcode(
+                  WrOpcode::kRdmaWrite)) == IB_UVERBS_WC_RDMA_WRITE);
+static_assert(static_cast<uint32_t>(SendCompletionOpcode(
+                  WrOpcode::kRdmaWriteWithImm)) == IB_UVERBS_WC_RDMA_WRITE);
+static_assert(static_cast<uint32_t>(SendCompletionOpcode(WrOpcode::kSend)) ==
+              IB_UVERBS_WC_SEND);
+static_assert(static_cast<uint32_t>(SendCompletionOpcode(
+                  WrOpcode::kSendWithImm)) == IB_UVERBS_WC_SEND);
+static_assert(static_cast<uint32_t>(SendCompletionOpcode(
+                  WrOpcode::kRdmaRead)) == IB_UVERBS_WC_RDMA_READ);
+static_assert(static_cast<uint32_t>(SendCompletionOpcode(
+                  WrOpcode::kAtomicCmpSwp)) == IB_UVERBS_WC_COMP_SWAP);
+static_assert(static_cast<uint32_t>(SendCompletionOpcode(
+                  WrOpcode::kAtomicFetchAdd)) == IB_UVERBS_WC_FETCH_ADD);
+static_assert(SendCompletionOpcode(WrOpcode::kWait) == WcOpcode::kSend);
+static_assert(SendCompletionOpcode(WrOpcode::kEnable) == WcOpcode::kSend);
 
 }  // namespace
 }  // namespace vrdma::engine

@@ -108,6 +108,31 @@ enum class WcOpcode : uint8_t {
   kRecvRdmaWithImm = 129,
 };
 
+// The completion opcode of a send work request: the one WR -> WC table,
+// for every CQE of a send WR (SoftRnic's completions, the engine's error
+// and flush CQEs, the test double's). IB leaves the opcode of a flushed WR
+// undefined; applications like it set. Host-only opcodes report kSend.
+constexpr WcOpcode SendCompletionOpcode(WrOpcode op) {
+  switch (op) {
+    case WrOpcode::kRdmaWrite:
+    case WrOpcode::kRdmaWriteWithImm:
+      return WcOpcode::kRdmaWrite;
+    case WrOpcode::kSend:
+    case WrOpcode::kSendWithImm:
+      return WcOpcode::kSend;
+    case WrOpcode::kRdmaRead:
+      return WcOpcode::kRdmaRead;
+    case WrOpcode::kAtomicCmpSwp:
+      return WcOpcode::kCompSwap;
+    case WrOpcode::kAtomicFetchAdd:
+      return WcOpcode::kFetchAdd;
+    case WrOpcode::kWait:
+    case WrOpcode::kEnable:
+      break;
+  }
+  return WcOpcode::kSend;
+}
+
 // IBV_WC_* flag values.
 enum WcFlags : uint32_t { kWcGrh = 0x1, kWcWithImm = 0x2 };
 

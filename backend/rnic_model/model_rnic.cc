@@ -120,6 +120,19 @@ Status ModelRnic::DestroyQp(RnicQp qp) {
 Result<RnicAh> ModelRnic::CreateAh(RnicPd, const AddressVector&) { return Status::kUnsupported; }
 Status ModelRnic::DestroyAh(RnicAh) { return Status::kUnsupported; }
 
+WrOpcode WrOpcodeOf(Op op) {
+  switch (op) {
+    case Op::kWrite: return WrOpcode::kRdmaWrite;
+    case Op::kWriteImm: return WrOpcode::kRdmaWriteWithImm;
+    case Op::kSend: return WrOpcode::kSend;
+    case Op::kSendImm: return WrOpcode::kSendWithImm;
+    case Op::kRead: return WrOpcode::kRdmaRead;
+    case Op::kWait: return WrOpcode::kWait;
+    case Op::kEnable: return WrOpcode::kEnable;
+  }
+  return WrOpcode::kRdmaWrite;
+}
+
 bool ModelRnic::ToModelWr(const SendWr& in, Wr* out) const {
   Wr w;
   w.wr_id = in.wr_id;
@@ -220,9 +233,7 @@ Completion ModelRnic::ToCompletion(const Cqe& c) {
     o.opcode = c.op == Op::kWriteImm ? WcOpcode::kRecvRdmaWithImm : WcOpcode::kRecv;
     if (c.op == Op::kWriteImm || c.op == Op::kSendImm) o.wc_flags |= kWcWithImm;
   } else {
-    o.opcode = c.op == Op::kRead                              ? WcOpcode::kRdmaRead
-               : (c.op == Op::kSend || c.op == Op::kSendImm) ? WcOpcode::kSend
-                                                              : WcOpcode::kRdmaWrite;
+    o.opcode = SendCompletionOpcode(WrOpcodeOf(c.op));  // rnic.h's table
   }
   return o;
 }

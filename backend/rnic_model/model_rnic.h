@@ -36,6 +36,10 @@ class ModelWorld {
   Simulator sim_;
 };
 
+// The rnic.h opcode a model operation stands for (the inverse of the
+// translation in ModelRnic::ToModelWr; kWait and kEnable included).
+WrOpcode WrOpcodeOf(Op op);
+
 class ModelRnic final : public Rnic {
  public:
   ModelRnic(ModelWorld& world, const NicParams& nic);

@@ -149,5 +149,21 @@ TEST(ModelRnic, SameTimingAsTheSimulatorDirectly) {
   EXPECT_EQ(out[0].timestamp_ns, direct[0].time / kPicosPerNano);
 }
 
+TEST(ModelRnic, OpcodesRoundTripAndCompleteByRnicsTable) {
+  Cards c;
+  c.SetUp();
+  for (Op op : {Op::kWrite, Op::kWriteImm, Op::kSend, Op::kSendImm, Op::kRead}) {
+    SendWr w = MakeWr(1, WrOpcodeOf(op), 64);
+    Wr mw;
+    ASSERT_TRUE(c.a.ToModelWr(w, &mw));
+    EXPECT_EQ(mw.op, op) << "ToModelWr and WrOpcodeOf are inverses";
+    Cqe cqe;
+    cqe.op = op;
+    EXPECT_EQ(ModelRnic::ToCompletion(cqe).opcode, SendCompletionOpcode(w.opcode));
+  }
+  EXPECT_EQ(WrOpcodeOf(Op::kWait), WrOpcode::kWait);
+  EXPECT_EQ(WrOpcodeOf(Op::kEnable), WrOpcode::kEnable);
+}
+
 }  // namespace
 }  // namespace vrdma::model

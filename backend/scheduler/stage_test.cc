@@ -133,7 +133,9 @@ class StageTest : public ::testing::Test {
     info.signaled = (w.send_flags & kSendSignaled) != 0;
     return stage_.Submit(flow_, w, tag, info, now_);
   }
-  std::deque<SendWr>& Posted() { return rnic_.qps.at(qp_.id).sends; }
+  vrdma::testing::Fifo<SendWr>& Posted() {
+    return rnic_.qps.at(qp_.id).sends;
+  }
   // The RNIC completes its oldest posted WRs up to and including the n-th
   // signaled one (unsignaled ones silently, as hardware does).
   void CompleteSignaled(int n = 1, WcStatus status = WcStatus::kSuccess) {

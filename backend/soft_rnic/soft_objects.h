@@ -130,26 +130,6 @@ struct QpList {
   }
 };
 
-// The completion opcode of a send queue WQE (also used for flushes, where
-// the IB spec leaves it undefined but applications like it set).
-inline WcOpcode SendWcOpcode(WrOpcode op) {
-  switch (op) {
-    case WrOpcode::kRdmaWrite:
-    case WrOpcode::kRdmaWriteWithImm:
-      return WcOpcode::kRdmaWrite;
-    case WrOpcode::kSend:
-    case WrOpcode::kSendWithImm:
-      return WcOpcode::kSend;
-    case WrOpcode::kRdmaRead:
-      return WcOpcode::kRdmaRead;
-    case WrOpcode::kAtomicCmpSwp:
-      return WcOpcode::kCompSwap;
-    case WrOpcode::kAtomicFetchAdd:
-      return WcOpcode::kFetchAdd;
-  }
-  return WcOpcode::kSend;
-}
-
 }  // namespace vrdma::soft
 
 #endif  // VRDMA_BACKEND_SOFT_RNIC_SOFT_OBJECTS_H_

@@ -135,7 +135,7 @@ void SoftRnic::FlushSq(soft::Qp* q) {
     Completion c;
     c.wr_id = s.wr.wr_id;
     c.status = WcStatus::kWrFlushErr;
-    c.opcode = soft::SendWcOpcode(s.wr.opcode);
+    c.opcode = SendCompletionOpcode(s.wr.opcode);
     c.qpn = q->qpn;
     c.timestamp_ns = now;
     PushCompletion(q->send_cq, c);

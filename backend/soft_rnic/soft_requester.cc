@@ -112,7 +112,7 @@ void SoftRnic::RetireHead(soft::Qp* q, WcStatus status, uint64_t now) {
     Completion c;
     c.wr_id = wr.wr_id;
     c.status = status;
-    c.opcode = soft::SendWcOpcode(wr.opcode);
+    c.opcode = SendCompletionOpcode(wr.opcode);
     if (status == WcStatus::kSuccess) {
       c.byte_len = static_cast<uint32_t>(wr.total_length());
     }

@@ -35,21 +35,6 @@ namespace {
 
 constexpr uint64_t kSnapshotCookie = UINT64_MAX;
 
-WrOpcode OpcodeOf(model::Op op) {
-  switch (op) {
-    case model::Op::kRead:
-      return WrOpcode::kRdmaRead;
-    case model::Op::kSend:
-      return WrOpcode::kSend;
-    case model::Op::kSendImm:
-      return WrOpcode::kSendWithImm;
-    case model::Op::kWriteImm:
-      return WrOpcode::kRdmaWriteWithImm;
-    default:
-      return WrOpcode::kRdmaWrite;
-  }
-}
-
 policy::WrKind KindOf(model::Op op) {
   switch (op) {
     case model::Op::kRead:
@@ -232,7 +217,7 @@ class Runner final : public model::TimerSink {
       uint32_t i = 0;
       for (; i < batch; ++i) {
         SendWr wr;
-        wr.opcode = OpcodeOf(s.op);
+        wr.opcode = model::WrOpcodeOf(s.op);
         wr.send_flags = kSendSignaled;
         wr.num_sge = 1;
         wr.sge[0].length = s.msg_bytes;

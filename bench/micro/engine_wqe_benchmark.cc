@@ -4,7 +4,8 @@
 // librxe rings) writes `batch` signaled 64-byte RDMA WRITE WQEs, rings one
 // SQ doorbell, and the engine (inline executor) reads, decodes, checks,
 // schedules (the scheduler stage and the policy named in the benchmark's
-// name) and posts them to a no-op RNIC that completes them at once; the
+// name) and posts them to a no-op RNIC (the FakeRnic with complete_at_post:
+// it records nothing and completes each WR as it is posted); the
 // benchmark iteration ends when the guest has consumed every CQE.
 // ns_per_wqe = engine + guest-ring CPU cost per WQE on one thread (CPU
 // time: on this shared 2-core machine wall time includes preemption).
@@ -16,7 +17,7 @@
 #include "backend/base/executor.h"
 #include "backend/engine/engine.h"
 #include "backend/engine/testing/guest_env.h"
-#include "bench/micro/noop_rnic.h"
+#include "backend/rnic/testing/fake_rnic.h"
 #include "policy/policy_registry.h"
 
 namespace vrdma::bench {
@@ -35,7 +36,7 @@ class NullSink final : public engine::VmEventSink {
 };
 
 struct Rig {
-  NoopRnic rnic;
+  vrdma::testing::FakeRnic rnic;
   InlineExecutor executor;
   std::unique_ptr<policy::SchedulerPolicy> policy;
   std::unique_ptr<engine::Engine> engine;
@@ -48,6 +49,7 @@ struct Rig {
   bool ok = false;
 
   explicit Rig(const std::string& policy_name) {
+    rnic.complete_at_post = true;
     std::string error;
     policy = policy::MakePolicy(policy_name, policy::CardProfile{}, {}, 0, &error);
     if (!policy) return;

@@ -1,23 +1,74 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 //
-// A fake RNIC for unit tests (engine, scheduler stage): records every call, completes work
-// only when the test says so (or, with auto_complete, every signaled send
-// on Progress), flushes on ERR like a real RNIC. Small enough to read in a
-// minute; allocation is fine here (it is a test double).
+// THE RNIC test double (its real twins are SoftRnic and the RNIC model):
+// a scriptable fake for unit tests (engine, scheduler stage), the engine's
+// allocation test and the engine micro-benchmark. It records every call,
+// moves no bytes and flushes on ERR like a real RNIC. Posted sends complete
+//   - when the test says so (CompleteSend, CompleteRecv, ...; the default),
+//   - on Progress (auto_complete), or
+//   - at once in PostSend, recording nothing (complete_at_post: a no-op
+//     RNIC that isolates the engine's own cost per WQE).
+// With deliver, a completed SEND / SEND_WITH_IMM / WRITE_WITH_IMM also
+// completes the oldest receive posted to its destination QP on this fake
+// (RC/UC: the QP's dest_qpn, UD: the WR's remote_qpn; its SRQ if it has
+// one), so a QP that sends to itself is a loopback.
+//
+// Queues are Fifos that reuse their storage: once they have grown to the
+// work in flight, data calls (Post*, PollCq, Progress) never allocate, so
+// the allocation test can count the engine's allocations on top of it.
+// Control calls allocate (it is a test double). Small enough to read in a
+// few minutes; keep it in step with rnic.h.
 #ifndef VRDMA_BACKEND_RNIC_TESTING_FAKE_RNIC_H_
 #define VRDMA_BACKEND_RNIC_TESTING_FAKE_RNIC_H_
 
 #include <algorithm>
+#include <cstddef>
 #include <deque>
 #include <map>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "backend/rnic/rnic.h"
 
 namespace vrdma::testing {
 
-class FakeRnic : public Rnic {
+// A FIFO on a ring that doubles when full and otherwise reuses its slots
+// (std::deque allocates as it goes).
+template <typename T>
+class Fifo {
+ public:
+  bool empty() const { return size_ == 0; }
+  size_t size() const { return size_; }
+  T& operator[](size_t i) { return buf_[(head_ + i) & (buf_.size() - 1)]; }
+  const T& operator[](size_t i) const {
+    return buf_[(head_ + i) & (buf_.size() - 1)];
+  }
+  T& front() { return (*this)[0]; }
+  T& back() { return (*this)[size_ - 1]; }
+  void push_back(const T& v) {
+    if (size_ == buf_.size()) Grow();
+    buf_[(head_ + size_) & (buf_.size() - 1)] = v;
+    ++size_;
+  }
+  void pop_front() {
+    head_ = (head_ + 1) & (buf_.size() - 1);
+    --size_;
+  }
+  void clear() { head_ = size_ = 0; }
+
+ private:
+  void Grow() {
+    std::vector<T> b(std::max<size_t>(8, buf_.size() * 2));
+    for (size_t i = 0; i < size_; ++i) b[i] = (*this)[i];
+    buf_ = std::move(b);
+    head_ = 0;
+  }
+  std::vector<T> buf_;  // size: 0 or a power of two
+  size_t head_ = 0, size_ = 0;
+};
+
+class FakeRnic final : public Rnic {
  public:
   struct Mr {
     uint32_t pd;
@@ -30,24 +81,34 @@ class FakeRnic : public Rnic {
     QpInit init;
     QpAttr attr;
     uint32_t last_mask = 0;
-    std::deque<SendWr> sends;  // posted, not completed
-    std::deque<RecvWr> recvs;
+    Fifo<SendWr> sends;  // posted, not completed
+    Fifo<RecvWr> recvs;
     std::vector<std::vector<uint8_t>> inline_copies;
   };
   struct Srq {
-    std::deque<RecvWr> recvs;
+    Fifo<RecvWr> recvs;
   };
 
+  // The script (see the top of the file).
   RnicLimits lim;
   bool auto_complete = false;
+  bool complete_at_post = false;
+  bool deliver = false;
   uint32_t sq_capacity = 1u << 20;  // PostSend says kNoResource beyond
+  bool resize_supported = true;
+
+  // What it recorded.
   std::set<Gid> gids;
   std::map<uint32_t, Mr> mrs;  // by lkey
   std::map<uint32_t, Qp> qps;  // by qpn (== id)
-  std::map<uint32_t, std::deque<Completion>> cqs;
+  std::map<uint32_t, Fifo<Completion>> cqs;
+  std::map<uint32_t, uint32_t> cq_depths;  // by CQ id: created or resized
+  std::map<uint32_t, uint64_t> polls;      // PollCq calls by CQ id
   std::map<uint32_t, Srq> srqs;
   std::set<uint32_t> pds, ahs;
   std::map<uint32_t, AddressVector> ah_avs;
+  std::set<uint32_t> failed_cqs;
+  std::deque<AsyncEvent> async_events;
   uint64_t posts = 0;       // WRs accepted
   uint64_t post_calls = 0;  // PostSend calls (doorbells)
 
@@ -124,6 +185,7 @@ class FakeRnic : public Rnic {
     Qp& q = it->second;
     q.last_mask = mask;
     if (mask & kQpAv) q.attr.av = attr.av;
+    if (mask & kQpDestQpn) q.attr.dest_qpn = attr.dest_qpn;
     if (mask & kQpState) {
       q.attr.state = attr.state;
       if (attr.state == QpState::kErr) Flush(qp.id);
@@ -160,14 +222,17 @@ class FakeRnic : public Rnic {
         *err = Status::kBadState;
         break;
       }
-      if (q.sends.size() >= sq_capacity) {
+      if (complete_at_post) {
+        Complete(qp.id, q, wr);
+      } else if (q.sends.size() >= sq_capacity) {
         *err = Status::kNoResource;
         break;
-      }
-      q.sends.push_back(wr);
-      if (wr.send_flags & kSendInline) {
-        q.inline_copies.emplace_back(wr.inline_data,
-                                     wr.inline_data + wr.inline_len);
+      } else {
+        q.sends.push_back(wr);
+        if (wr.send_flags & kSendInline) {
+          q.inline_copies.emplace_back(wr.inline_data,
+                                       wr.inline_data + wr.inline_len);
+        }
       }
       ++n;
       ++posts;
@@ -185,8 +250,8 @@ class FakeRnic : public Rnic {
   }
   int PollCq(RnicCq cq, std::span<Completion> out) override {
     ++polls[cq.id];
-    auto& q = cqs.at(cq.id);
-    if (failed_cqs.count(cq.id)) {
+    Fifo<Completion>& q = cqs.at(cq.id);
+    if (!failed_cqs.empty() && failed_cqs.count(cq.id)) {
       q.clear();  // a CQ in error loses everything
       return 0;
     }
@@ -209,15 +274,9 @@ class FakeRnic : public Rnic {
     for (auto& [qpn, q] : qps) {
       while (!q.sends.empty()) {
         did = true;
-        SendWr wr = q.sends.front();
+        const SendWr wr = q.sends.front();
         q.sends.pop_front();
-        if ((wr.send_flags & kSendSignaled) || q.init.sq_sig_all) {
-          Completion c;
-          c.wr_id = wr.wr_id;
-          c.qpn = qpn;
-          c.byte_len = static_cast<uint32_t>(wr.total_length());
-          cqs.at(q.init.send_cq.id).push_back(c);
-        }
+        Complete(qpn, q, wr);
       }
     }
     return did;
@@ -230,12 +289,8 @@ class FakeRnic : public Rnic {
     Qp& q = qps.at(qpn);
     SendWr wr = q.sends.front();
     q.sends.pop_front();
-    Completion c;
-    c.wr_id = wr.wr_id;
+    Completion c = SendCompletion(qpn, wr);
     c.status = status;
-    c.opcode = WcOpcode::kSend;
-    c.qpn = qpn;
-    c.byte_len = static_cast<uint32_t>(wr.total_length());
     cqs.at(q.init.send_cq.id).push_back(c);
     if (status != WcStatus::kSuccess) {
       q.attr.state = QpState::kErr;
@@ -255,7 +310,6 @@ class FakeRnic : public Rnic {
     c.src_qpn = src_qpn;
     cqs.at(q.init.recv_cq.id).push_back(c);
   }
-
   // A message arrived for qpn, which takes the oldest receive of its SRQ.
   void CompleteSrqRecv(uint32_t qpn, uint32_t byte_len) {
     Qp& q = qps.at(qpn);
@@ -269,7 +323,6 @@ class FakeRnic : public Rnic {
     c.byte_len = byte_len;
     cqs.at(q.init.recv_cq.id).push_back(c);
   }
-
   // The CQ overflowed on the RNIC: what it holds and will hold is lost,
   // and kCqError is reported through PollAsyncEvent.
   void FailCq(uint32_t cq_id) {
@@ -278,26 +331,61 @@ class FakeRnic : public Rnic {
     async_events.push_back(AsyncEvent{AsyncEvent::Type::kCqError, cq_id});
   }
 
-  std::map<uint32_t, uint64_t> polls;  // PollCq calls by CQ id
-  std::map<uint32_t, uint32_t> cq_depths;  // by CQ id: created or resized
-  bool resize_supported = true;
-  std::set<uint32_t> failed_cqs;
-  std::deque<AsyncEvent> async_events;
-
  private:
+  static Completion SendCompletion(uint32_t qpn, const SendWr& wr) {
+    Completion c;
+    c.wr_id = wr.wr_id;
+    c.opcode = SendCompletionOpcode(wr.opcode);
+    c.qpn = qpn;
+    c.byte_len = static_cast<uint32_t>(wr.total_length());
+    return c;
+  }
+  // wr succeeded: its CQE when signaled, its message when delivering.
+  void Complete(uint32_t qpn, Qp& q, const SendWr& wr) {
+    if ((wr.send_flags & kSendSignaled) || q.init.sq_sig_all) {
+      cqs.at(q.init.send_cq.id).push_back(SendCompletion(qpn, wr));
+    }
+    if (deliver) Deliver(qpn, q, wr);
+  }
+  void Deliver(uint32_t src_qpn, const Qp& src, const SendWr& wr) {
+    const bool write_imm = wr.opcode == WrOpcode::kRdmaWriteWithImm;
+    if (wr.opcode != WrOpcode::kSend && wr.opcode != WrOpcode::kSendWithImm &&
+        !write_imm) {
+      return;  // consumes no receive
+    }
+    const uint32_t dest = src.init.type == QpType::kUd ? wr.remote_qpn
+                                                       : src.attr.dest_qpn;
+    auto it = qps.find(dest);
+    if (it == qps.end()) return;  // not on this fake: nobody receives
+    Qp& d = it->second;
+    Fifo<RecvWr>& recvs = d.init.has_srq ? srqs.at(d.init.srq.id).recvs
+                                         : d.recvs;
+    if (recvs.empty()) return;  // dropped (no RNR on a fake)
+    Completion c;
+    c.wr_id = recvs.front().wr_id;
+    recvs.pop_front();
+    c.opcode = write_imm ? WcOpcode::kRecvRdmaWithImm : WcOpcode::kRecv;
+    c.qpn = dest;
+    c.src_qpn = src_qpn;
+    c.byte_len = write_imm ? 0 : static_cast<uint32_t>(wr.total_length());
+    if (wr.opcode != WrOpcode::kSend) {
+      c.imm_data = wr.imm_data;
+      c.wc_flags = kWcWithImm;
+    }
+    cqs.at(d.init.recv_cq.id).push_back(c);
+  }
   void Flush(uint32_t qpn) {
     Qp& q = qps.at(qpn);
-    for (const SendWr& wr : q.sends) {
-      Completion c;
-      c.wr_id = wr.wr_id;
+    for (size_t i = 0; i < q.sends.size(); ++i) {
+      Completion c = SendCompletion(qpn, q.sends[i]);
       c.status = WcStatus::kWrFlushErr;
-      c.qpn = qpn;
+      c.byte_len = 0;
       cqs.at(q.init.send_cq.id).push_back(c);
     }
     q.sends.clear();
-    for (const RecvWr& wr : q.recvs) {
+    for (size_t i = 0; i < q.recvs.size(); ++i) {
       Completion c;
-      c.wr_id = wr.wr_id;
+      c.wr_id = q.recvs[i].wr_id;
       c.status = WcStatus::kWrFlushErr;
       c.opcode = WcOpcode::kRecv;
       c.qpn = qpn;
