@@ -13,6 +13,7 @@
 #define VRDMA_BACKEND_ENGINE_ENGINE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -36,6 +37,14 @@ struct Quotas {
   uint32_t max_ah = 1024;
   uint32_t max_srq = 256;
   uint64_t max_pinned_bytes = 1ull << 30;  // MR and ring pages mapped
+  // Daemon memory the VM's objects cause: the engine's shadow state of its
+  // rings and the RNIC's queues for its QPs, CQs and SRQs (quota.h).
+  uint64_t max_host_bytes = 64ull << 20;
+  // Kernel mappings of its MRs' and rings' page views: one per run of
+  // physically contiguous guest pages (GuestPageView). The process has
+  // vm.max_map_count in all; the engine admits VMs only while their
+  // quotas fit in EngineOptions::mapping_budget.
+  uint32_t max_mappings = 4096;
 };
 
 struct VmConfig {
@@ -140,6 +149,8 @@ struct DeviceAttr {
 struct VmStats {
   uint32_t pds = 0, cqs = 0, qps = 0, mrs = 0, ahs = 0, srqs = 0;
   uint64_t pinned_bytes = 0;
+  uint64_t host_bytes = 0;                 // Quotas::max_host_bytes
+  uint32_t mappings = 0;                   // Quotas::max_mappings
   uint64_t wqes_posted = 0;
   uint64_t wqes_rejected = 0;              // failed validation
   uint64_t cqes_written = 0;
@@ -227,6 +238,29 @@ class Engine {
   // may sleep until then.
   virtual policy::Nanos NextDeadline() const = 0;
 };
+
+struct EngineOptions {
+  // Monotonic nanoseconds for the scheduler policy; default steady_clock.
+  std::function<policy::Nanos()> clock;
+  uint32_t max_vms = 64;
+  // WQEs consumed from one SQ per turn (fairness between QPs).
+  uint32_t sq_budget = 64;
+  // Receive queues refilled by the low-watermark sweep per turn.
+  uint32_t sweep_budget = 4;
+  // Ring WQEs flushed (kWrFlushErr CQEs written for QPs in ERR) per VM per
+  // turn, send and receive rings together; the rest waits for later turns.
+  uint32_t flush_budget = 64;
+  // Kernel mappings all VMs together may hold (the sum of their
+  // Quotas::max_mappings): AttachVm refuses a VM that would exceed it with
+  // kNoResource, so a VM at its mapping quota can never make another VM's
+  // mapping fail. The daemon derives it from vm.max_map_count.
+  uint64_t mapping_budget = UINT64_MAX;
+};
+
+// Engine::Create with options (tests: a manual clock).
+std::unique_ptr<Engine> CreateEngine(Rnic& rnic, Executor& executor,
+                                     policy::SchedulerPolicy& policy,
+                                     EngineOptions options);
 
 }  // namespace vrdma::engine
 

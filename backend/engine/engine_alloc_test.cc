@@ -2,30 +2,45 @@
 //
 // The data path allocates nothing: steady-state send, completion and
 // receive traffic through Doorbell/PollOnce is run with a global operator
-// new that counts, on an RNIC double that itself never allocates, under
-// every policy the daemon offers.
+// new that counts, on the FakeRnic (whose data calls do not allocate once
+// its queues have grown) as a loopback that completes every WR as it is
+// posted, under every policy the daemon offers.
 #include <gtest/gtest.h>
 
-#include <array>
+#include <malloc.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <new>
 
 #include "backend/engine/engine.h"
 #include "backend/engine/testing/guest_env.h"
+#include "backend/rnic/testing/fake_rnic.h"
+#include "backend/soft_rnic/soft_rnic.h"
+#include "policy/pass_through_policy.h"
 #include "policy/policy_registry.h"
 
 namespace {
 std::atomic<long> g_allocs{0};
+// Queue-sized blocks (>= 4 KiB) allocated and freed while g_on_datapath:
+// inside the closures the engine runs on the data-path thread.
+constexpr size_t kLarge = 4096;
+bool g_on_datapath = false;
+long g_large_allocs = 0;
+long g_large_frees = 0;
 }  // namespace
 
 void* operator new(size_t n) {
   g_allocs.fetch_add(1, std::memory_order_relaxed);
+  if (g_on_datapath && n >= kLarge) ++g_large_allocs;
   if (void* p = std::malloc(n ? n : 1)) return p;
   throw std::bad_alloc();
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
+void operator delete(void* p) noexcept {
+  if (g_on_datapath && p != nullptr && malloc_usable_size(p) >= kLarge) ++g_large_frees;
+  std::free(p);
+}
+void operator delete(void* p, size_t) noexcept { operator delete(p); }
 
 namespace vrdma::engine {
 namespace {
@@ -33,109 +48,14 @@ namespace {
 using testing::GuestEnv;
 using testing::GuestRingRef;
 using testing::GuestSend;
-
-// Completes every signaled send and one posted receive per send, from fixed
-// arrays (no allocation after construction).
-class ArrayRnic final : public Rnic {
- public:
-  RnicLimits limits() const override {
-    RnicLimits l;
-    l.max_qp = 64;
-    l.max_qp_wr = 1024;
-    l.max_sge = 8;
-    l.max_cq = 64;
-    l.max_cqe = 4096;
-    l.max_mr = 64;
-    l.max_mr_size = 1ull << 30;
-    l.max_pd = 64;
-    l.max_srq = 8;
-    l.max_srq_wr = 1024;
-    l.max_inline_data = 128;
-    l.max_msg_sz = 1u << 30;
-    l.active_mtu_bytes = 4096;
-    return l;
-  }
-  Status AddGid(const Gid&) override { return Status::kOk; }
-  Status RemoveGid(const Gid&) override { return Status::kOk; }
-  Result<RnicPd> AllocPd() override { return RnicPd{next_++}; }
-  Status DeallocPd(RnicPd) override { return Status::kOk; }
-  Result<RnicMr> RegMr(RnicPd, uint8_t*, uint64_t, uint64_t,
-                       uint32_t) override {
-    uint32_t k = next_++;
-    return RnicMr{k, k, k};
-  }
-  Status DeregMr(RnicMr) override { return Status::kOk; }
-  Result<RnicCq> CreateCq(uint32_t) override { return RnicCq{next_++}; }
-  Status DestroyCq(RnicCq) override { return Status::kOk; }
-  Result<RnicSrq> CreateSrq(RnicPd, uint32_t, uint32_t) override {
-    return RnicSrq{next_++};
-  }
-  Status DestroySrq(RnicSrq) override { return Status::kOk; }
-  Result<RnicQp> CreateQp(const QpInit& init) override {
-    init_ = init;
-    uint32_t k = next_++;
-    return RnicQp{k, k};
-  }
-  Status ModifyQp(RnicQp, const QpAttr&, uint32_t) override {
-    return Status::kOk;
-  }
-  Result<QpAttr> QueryQp(RnicQp) const override { return QpAttr{}; }
-  Status DestroyQp(RnicQp) override { return Status::kOk; }
-  Result<RnicAh> CreateAh(RnicPd, const AddressVector&) override {
-    return RnicAh{next_++};
-  }
-  Status DestroyAh(RnicAh) override { return Status::kOk; }
-  int PostSend(RnicQp qp, std::span<const SendWr> wrs, Status*) override {
-    for (const SendWr& wr : wrs) {
-      if (wr.send_flags & kSendSignaled) Push(send_, wr.wr_id, qp.qpn, false);
-      if (recv_head_ != recv_tail_) {  // the message lands in a receive
-        Push(recv_, recv_ids_[recv_head_++ % kN], qp.qpn, true);
-      }
-    }
-    return static_cast<int>(wrs.size());
-  }
-  int PostRecv(RnicQp, std::span<const RecvWr> wrs, Status*) override {
-    for (const RecvWr& wr : wrs) recv_ids_[recv_tail_++ % kN] = wr.wr_id;
-    return static_cast<int>(wrs.size());
-  }
-  int PostSrqRecv(RnicSrq, std::span<const RecvWr> wrs, Status*) override {
-    return static_cast<int>(wrs.size());
-  }
-  int PollCq(RnicCq cq, std::span<Completion> out) override {
-    Queue& q = cq.id == init_.send_cq.id ? send_ : recv_;
-    int n = 0;
-    while (n < static_cast<int>(out.size()) && q.head != q.tail) {
-      out[n++] = q.c[q.head++ % kN];
-    }
-    return n;
-  }
-  bool Progress() override { return false; }
-
- private:
-  static constexpr uint32_t kN = 4096;
-  struct Queue {
-    std::array<Completion, kN> c{};
-    uint32_t head = 0, tail = 0;
-  };
-  static void Push(Queue& q, uint64_t wr_id, uint32_t qpn, bool recv) {
-    Completion& c = q.c[q.tail++ % kN];
-    c = Completion{};
-    c.wr_id = wr_id;
-    c.qpn = qpn;
-    c.opcode = recv ? WcOpcode::kRecv : WcOpcode::kSend;
-    c.byte_len = 8;
-  }
-  QpInit init_;
-  Queue send_, recv_;
-  std::array<uint64_t, kN> recv_ids_{};
-  uint32_t recv_head_ = 0, recv_tail_ = 0;
-  uint32_t next_ = 1;
-};
+using vrdma::testing::FakeRnic;
 
 class EngineAllocTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EngineAllocTest, SteadyStateDataPathDoesNotAllocate) {
-  ArrayRnic rnic;
+  FakeRnic rnic;
+  rnic.complete_at_post = true;  // each SEND lands in the QP's own RQ
+  rnic.deliver = true;
   InlineExecutor exec;
   std::string error;
   std::unique_ptr<policy::SchedulerPolicy> policy =
@@ -173,6 +93,7 @@ TEST_P(EngineAllocTest, SteadyStateDataPathDoesNotAllocate) {
            VIRTIO_RDMA_QP_DEST_QPN | VIRTIO_RDMA_QP_RQ_PSN |
            VIRTIO_RDMA_QP_MAX_DEST_RD_ATOMIC | VIRTIO_RDMA_QP_MIN_RNR_TIMER;
   m.state = QpState::kRtr;
+  m.dest_qpn = qpn;  // a loopback
   ASSERT_EQ(engine->ModifyQp(vm, m), Status::kOk);
   m.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_SQ_PSN |
            VIRTIO_RDMA_QP_TIMEOUT | VIRTIO_RDMA_QP_RETRY_CNT |
@@ -222,6 +143,57 @@ INSTANTIATE_TEST_SUITE_P(Policies, EngineAllocTest,
                            std::erase(n, '-');
                            return n;
                          });
+
+// Runs closures inline, marking them as the data-path thread's work.
+class DataPathMarkingExecutor final : public Executor {
+ public:
+  void RunSync(const std::function<void()>& fn) override {
+    g_on_datapath = true;
+    fn();
+    g_on_datapath = false;
+  }
+};
+
+// RNIC control calls move no queue memory on the data-path thread: the
+// engine prepares the RNIC's queues (and the CQ growth a QP needs) on the
+// control thread and has the RNIC free what it lets go of there too, so
+// creating and destroying deep QPs, CQs and SRQs allocates and frees no
+// queue-sized block inside the closures the data path runs.
+TEST(EngineControlAllocTest, DeepQueuesAreBuiltAndFreedOffTheDataPath) {
+  SoftRnic rnic;
+  DataPathMarkingExecutor exec;
+  policy::PassThroughPolicy policy;
+  std::unique_ptr<Engine> engine = Engine::Create(rnic, exec, policy);
+  GuestEnv env(64u << 20);
+  VmConfig c;
+  c.gids = {Gid{0xfe, 0x80, 1}};
+  VmId vm = *engine->AttachVm(c, nullptr);
+  engine->SetGuestMemory(vm, env.memory());
+  const uint32_t pd = *engine->CreatePd(vm);
+  g_large_allocs = g_large_frees = 0;
+  for (int round = 0; round < 3; ++round) {
+    GuestRingRef cq_ring(env, 11, 6), sq(env, 10, 9), rq(env, 10, 7), srq_ring(env, 9, 7);
+    Result<CreateCqResult> cq = engine->CreateCq(vm, CreateCqRequest{2047, cq_ring.spec});
+    ASSERT_TRUE(cq.ok());
+    Result<CreateSrqResult> srq =
+        engine->CreateSrq(vm, CreateSrqRequest{pd, 511, 4, 0, srq_ring.spec});
+    ASSERT_TRUE(srq.ok()) << StatusName(srq.status());
+    CreateQpRequest q;
+    q.pd = pd;
+    q.send_cq = q.recv_cq = cq->handle;
+    q.caps = {1023, 1023, 4, 4, 64};
+    q.sq = sq.spec;
+    q.rq = rq.spec;
+    Result<CreateQpResult> qp = engine->CreateQp(vm, q);  // grows the host CQ
+    ASSERT_TRUE(qp.ok()) << StatusName(qp.status());
+    ASSERT_EQ(engine->DestroyQp(vm, qp->qpn), Status::kOk);
+    ASSERT_EQ(engine->DestroySrq(vm, srq->handle), Status::kOk);
+    ASSERT_EQ(engine->DestroyCq(vm, cq->handle), Status::kOk);
+  }
+  EXPECT_EQ(g_large_allocs, 0) << "queue memory allocated on the data-path thread";
+  EXPECT_EQ(g_large_frees, 0) << "queue memory freed on the data-path thread";
+  engine->DetachVm(vm);
+}
 
 }  // namespace
 }  // namespace vrdma::engine

@@ -24,6 +24,7 @@
 #include "backend/engine/engine.h"
 #include "backend/base/intrusive_list.h"
 #include "backend/engine/objects.h"
+#include "backend/engine/quota.h"
 #include "backend/engine/resource_table.h"
 #include "backend/scheduler/stage.h"
 
@@ -36,24 +37,6 @@ inline constexpr uint32_t kStageQueueCapacity = 32;
 // The daemon's own source GID (its probe QPs): ::ffff:127.0.0.1, never a
 // VM's (attach-vm refuses it).
 inline constexpr Gid kHostGid = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
-
-struct EngineOptions {
-  // Monotonic nanoseconds for the scheduler policy; default steady_clock.
-  std::function<policy::Nanos()> clock;
-  uint32_t max_vms = 64;
-  // WQEs consumed from one SQ per turn (fairness between QPs).
-  uint32_t sq_budget = 64;
-  // Receive queues refilled by the low-watermark sweep per turn.
-  uint32_t sweep_budget = 4;
-  // Ring WQEs flushed (kWrFlushErr CQEs written for QPs in ERR) per VM per
-  // turn, send and receive rings together; the rest waits for later turns.
-  uint32_t flush_budget = 64;
-};
-
-// Engine::Create with options (tests: a manual clock).
-std::unique_ptr<Engine> CreateEngine(Rnic& rnic, Executor& executor,
-                                     policy::SchedulerPolicy& policy,
-                                     EngineOptions options);
 
 class EngineImpl final : public Engine, private sched::StageOwner {
  public:
@@ -100,8 +83,11 @@ class EngineImpl final : public Engine, private sched::StageOwner {
   // --- helpers (engine_vm.cc) ---
   VmContext* FindVm(VmId vm) const { return vms_.Lookup(vm); }
   RnicLimits VmLimits(const VmContext& vm) const;
+  // Maps pages into *view and adds its pages and mappings to *charge;
+  // kNoResource when the VM's mapping quota, less what *charge already
+  // holds, cannot take the view.
   Status MapPages(const VmContext& vm, const std::vector<uint64_t>& pages,
-                  GuestPageView* view) const;
+                  GuestPageView* view, Charge* charge) const;
   // Destroys object `handle` of one of the VM's tables on the data-path
   // thread: kBadHandle when it is not there, kBusy while other objects
   // still refer to it (for objects that count references), otherwise
@@ -129,6 +115,7 @@ class EngineImpl final : public Engine, private sched::StageOwner {
       release(*vm, *obj);
       dead = (vm->*table).Remove(handle);
     });
+    rnic_.Reclaim();  // the RNIC's queue memory, freed here too
     return s;
   }
   // Teardown of single objects, on the data-path thread.
@@ -269,6 +256,7 @@ class EngineImpl final : public Engine, private sched::StageOwner {
   };
   ProbeObjects probe_;
   std::vector<Gid> gids_in_use_;  // control thread: every attached VM's GIDs
+  uint64_t mappings_admitted_ = 0;  // control thread: sum of max_mappings
 
   // Data-path work lists.
   IntrusiveList<QpObj, &QpObj::pending_hook> pending_sq_;

@@ -14,18 +14,49 @@
 namespace vrdma::engine {
 namespace {
 
-bool PinnedFits(const VmContext& vm, uint64_t bytes) {
-  const uint64_t quota = vm.config.quotas.max_pinned_bytes;
-  return vm.stats.pinned_bytes <= quota &&
-         bytes <= quota - vm.stats.pinned_bytes;
-}
-
 uint64_t RingPinned(const RingSpec& r) {
   return uint64_t{r.pages.size()} * VIRTIO_RDMA_PAGE_SIZE;
 }
 
-bool ValidQpType(QpType t) {
-  return t == QpType::kRc || t == QpType::kUc || t == QpType::kUd;
+// The quota check before any page is mapped: what the object will pin and
+// what it costs in host memory as far as known (mappings are checked as
+// the views are made, the final charge again when it is published).
+bool CanStart(const VmContext& vm, uint64_t pinned, uint64_t host_bytes) {
+  return Fits(vm.config.quotas, vm.stats, Charge{pinned, host_bytes, 0});
+}
+
+// What a new QP asks of its CQs (cq_sizing.h): its worst-case completions
+// in each, and the host depth each then needs (0: beyond max_cqe). cqs[1]
+// is null when both are one CQ (counted once).
+struct CqPlan {
+  std::array<CqObj*, 2> cqs{};
+  std::array<uint32_t, 2> need{};
+  uint64_t send_demand = 0;
+  uint64_t recv_demand = 0;
+};
+
+CqPlan PlanCqs(const QpObj& qp, CqObj* scq, CqObj* rcq, const SrqObj* srq,
+               uint32_t records, uint32_t max_cqe) {
+  CqPlan p;
+  uint32_t recv_depth = qp.rq.depth;
+  if (srq != nullptr) {
+    // An SRQ's receives count once per CQ, however many QPs share it.
+    const bool counted =
+        std::any_of(rcq->srq_users.begin(), rcq->srq_users.end(),
+                    [&](const auto& u) { return u.first == srq; });
+    recv_depth = counted ? 0 : srq->rq.depth;
+  }
+  p.send_demand = QpCqDemand(true, records, 0);
+  p.recv_demand = QpCqDemand(false, 0, recv_depth);
+  p.cqs = {scq, rcq == scq ? nullptr : rcq};
+  for (int i = 0; i < 2; ++i) {
+    CqObj* cq = p.cqs[i];
+    if (cq == nullptr) continue;
+    const uint64_t added =
+        (cq == scq ? p.send_demand : 0) + (cq == rcq ? p.recv_demand : 0);
+    p.need[i] = RequiredCqDepth(cq->demand, added, cq->host_depth, max_cqe);
+  }
+  return p;
 }
 
 }  // namespace
@@ -52,26 +83,28 @@ Result<CreateCqResult> EngineImpl::CreateCq(VmId id,
                                             const CreateCqRequest& req) {
   VmContext* vm = FindVm(id);
   if (vm == nullptr) return Status::kBadHandle;
-  const RnicLimits lim = VmLimits(*vm);
-  if (req.cqe == 0 || req.cqe > lim.max_cqe) return Status::kInvalid;
-  VRDMA_RETURN_IF_ERROR(CheckRingGeometry(req.ring, CqMinElemBytes(), req.cqe));
+  VRDMA_RETURN_IF_ERROR(CheckCreateCq(req, VmLimits(*vm)));
   if (vm->cqs.full()) return Status::kNoResource;
-  const uint64_t pinned = RingPinned(req.ring);
-  if (!PinnedFits(*vm, pinned)) return Status::kNoResource;
+  // Sized for the guest's ring; CreateQp grows it to its QPs' worst case
+  // (cq_sizing.h) and charges the growth.
+  const uint32_t host_depth =
+      std::min(uint32_t{(1u << req.ring.log2_num_elem) - 1}, limits_.max_cqe);
+  Charge charge{.host_bytes = sizeof(CqObj) + rnic_.CqHostBytes(host_depth)};
+  if (!CanStart(*vm, RingPinned(req.ring), charge.host_bytes)) {
+    return Status::kNoResource;
+  }
   auto cq = std::make_unique<CqObj>();
-  VRDMA_RETURN_IF_ERROR(MapPages(*vm, req.ring.pages, &cq->view));
+  VRDMA_RETURN_IF_ERROR(MapPages(*vm, req.ring.pages, &cq->view, &charge));
   cq->ring = GuestRing(cq->view.data(), req.ring.log2_num_elem,
                        req.ring.log2_elem_size);
   cq->depth = cq->ring.capacity();
-  cq->pinned = pinned;
+  cq->charge = charge;
+  rnic_.PrepareCq(host_depth);
 
   Result<CreateCqResult> out = Status::kNoResource;
   executor_.RunSync([&] {
     Result<uint32_t> h = vm->cqs.PeekNextHandle();
-    if (!h.ok()) return;
-    // Sized for the guest's ring; CreateQp grows it to its QPs' worst case
-    // (cq_sizing.h).
-    const uint32_t host_depth = std::min(cq->depth, limits_.max_cqe);
+    if (!h.ok() || !Fits(vm->config.quotas, vm->stats, charge)) return;
     Result<RnicCq> r = rnic_.CreateCq(host_depth);
     if (!r.ok()) {
       out = r.status();
@@ -85,9 +118,10 @@ Result<CreateCqResult> EngineImpl::CreateCq(VmId id,
     const uint32_t depth = cq->depth;
     (void)vm->cqs.Insert(std::move(cq));
     ++vm->stats.cqs;
-    vm->stats.pinned_bytes += pinned;
+    Take(vm->stats, charge);
     out = CreateCqResult{*h, depth};
   });
+  rnic_.Reclaim();  // queue memory the RNIC let go of on the data-path thread
   return out;
 }
 
@@ -96,7 +130,7 @@ void EngineImpl::DestroyCqLocked(VmContext& vm, uint32_t handle) {
   if (cq == nullptr) return;
   active_cq_.Remove(cq);
   (void)rnic_.DestroyCq(cq->rnic);
-  vm.stats.pinned_bytes -= cq->pinned;
+  GiveBack(vm.stats, cq->charge);
   --vm.stats.cqs;
 }
 
@@ -132,51 +166,34 @@ Result<CreateQpResult> EngineImpl::CreateQp(VmId id,
                                             const CreateQpRequest& req) {
   VmContext* vm = FindVm(id);
   if (vm == nullptr) return Status::kBadHandle;
-  if (!ValidQpType(req.type)) return Status::kInvalid;
+  VRDMA_RETURN_IF_ERROR(CheckCreateQp(req, VmLimits(*vm)));
   if (vm->pds.Lookup(req.pd) == nullptr ||
       vm->cqs.Lookup(req.send_cq) == nullptr ||
       vm->cqs.Lookup(req.recv_cq) == nullptr ||
       (req.srq != 0 && vm->srqs.Lookup(req.srq) == nullptr)) {
     return Status::kBadHandle;
   }
-  const RnicLimits lim = VmLimits(*vm);
   const QpCaps& c = req.caps;
-  if (c.max_send_wr == 0 || c.max_send_wr > lim.max_qp_wr ||
-      c.max_send_sge > lim.max_sge || c.max_inline_data > lim.max_inline_data) {
-    return Status::kInvalid;
-  }
   const bool has_rq = req.srq == 0;
-  if (has_rq) {
-    if (c.max_recv_wr == 0 || c.max_recv_wr > lim.max_qp_wr ||
-        c.max_recv_sge > lim.max_sge) {
-      return Status::kInvalid;
-    }
-  } else if (!req.rq.pages.empty()) {
-    return Status::kInvalid;
-  }
-  VRDMA_RETURN_IF_ERROR(CheckRingGeometry(
-      req.sq, SqMinElemBytes(c.max_send_sge, c.max_inline_data),
-      c.max_send_wr));
-  if (has_rq) {
-    VRDMA_RETURN_IF_ERROR(CheckRingGeometry(
-        req.rq, RqMinElemBytes(c.max_recv_sge), c.max_recv_wr));
-  }
   if (vm->qps.full()) return Status::kNoResource;
-  const uint64_t pinned =
-      RingPinned(req.sq) + (has_rq ? RingPinned(req.rq) : 0);
-  if (!PinnedFits(*vm, pinned)) return Status::kNoResource;
+  if (!CanStart(*vm, RingPinned(req.sq) + (has_rq ? RingPinned(req.rq) : 0),
+                sizeof(QpObj))) {
+    return Status::kNoResource;
+  }
 
+  Charge charge;
   auto qp = std::make_unique<QpObj>();
-  VRDMA_RETURN_IF_ERROR(MapPages(*vm, req.sq.pages, &qp->sq_view));
+  VRDMA_RETURN_IF_ERROR(MapPages(*vm, req.sq.pages, &qp->sq_view, &charge));
   GuestPageView rq_view;
-  if (has_rq) VRDMA_RETURN_IF_ERROR(MapPages(*vm, req.rq.pages, &rq_view));
+  if (has_rq) {
+    VRDMA_RETURN_IF_ERROR(MapPages(*vm, req.rq.pages, &rq_view, &charge));
+  }
 
   qp->type = req.type;
   qp->pd = req.pd;
   qp->caps = c;
   if (!has_rq) qp->caps.max_recv_wr = qp->caps.max_recv_sge = 0;
   qp->sq_sig_all = req.sq_sig_all;
-  qp->pinned = pinned;
   qp->sq = GuestRing(qp->sq_view.data(), req.sq.log2_num_elem,
                      req.sq.log2_elem_size);
   qp->sq_window = std::min(qp->sq.capacity(), limits_.max_qp_wr);
@@ -206,6 +223,34 @@ Result<CreateQpResult> EngineImpl::CreateQp(VmId id,
     InitRecvQueue(qp->rq, req.rq, c.max_recv_sge, limits_.max_qp_wr,
                   std::move(rq_view));
   }
+  // The RNIC QP: the guest's caps, its queues as deep as the engine feeds
+  // them.
+  QpCaps rnic_caps;
+  rnic_caps.max_send_wr = qp->sq_window;
+  rnic_caps.max_recv_wr = has_rq ? qp->rq.depth : 0;
+  rnic_caps.max_send_sge = c.max_send_sge;
+  rnic_caps.max_recv_sge = has_rq ? c.max_recv_sge : 0;
+  rnic_caps.max_inline_data = c.max_inline_data;
+  charge.host_bytes = sizeof(QpObj) + qp->slots.capacity() * sizeof(SendSlot) +
+                      ShadowBytes(qp->rq) + storage->host_bytes() +
+                      rnic_.QpHostBytes(rnic_caps);
+  qp->charge = charge;
+  // The RNIC's queue memory, and the CQ growth this QP will need, are
+  // allocated here on the control thread (the plan is checked again on
+  // the data-path thread, where it is applied).
+  rnic_.PrepareQp(rnic_caps);
+  {
+    CqObj* scq = vm->cqs.Lookup(req.send_cq);
+    CqObj* rcq = vm->cqs.Lookup(req.recv_cq);
+    const SrqObj* srq = has_rq ? nullptr : vm->srqs.Lookup(req.srq);
+    const CqPlan plan = PlanCqs(*qp, scq, rcq, srq, sched::Stage::RecordCapacity(flow),
+                                limits_.max_cqe);
+    for (int i = 0; i < 2; ++i) {
+      if (plan.cqs[i] != nullptr && plan.need[i] > plan.cqs[i]->host_depth) {
+        rnic_.PrepareCq(plan.need[i]);
+      }
+    }
+  }
 
   Result<CreateQpResult> out = Status::kNoResource;
   executor_.RunSync([&] {
@@ -226,27 +271,32 @@ Result<CreateQpResult> EngineImpl::CreateQp(VmId id,
       return;
     }
     const uint32_t records = sched::Stage::RecordCapacity(flow);
-    uint32_t recv_depth = qp->rq.depth;
-    if (srq != nullptr) {
-      const bool counted =
-          std::any_of(rcq->srq_users.begin(), rcq->srq_users.end(),
-                      [&](const auto& u) { return u.first == srq; });
-      recv_depth = counted ? 0 : srq->rq.depth;
-    }
-    const uint64_t send_demand = QpCqDemand(true, records, 0);
-    const uint64_t recv_demand = QpCqDemand(false, 0, recv_depth);
-    for (CqObj* cq : {scq, rcq == scq ? nullptr : rcq}) {
-      if (cq == nullptr) continue;  // one CQ for both: counted once
-      const uint64_t added =
-          (cq == scq ? send_demand : 0) + (cq == rcq ? recv_demand : 0);
-      const uint32_t need =
-          RequiredCqDepth(cq->demand, added, cq->host_depth, limits_.max_cqe);
-      if (need == 0 || (need > cq->host_depth &&
-                        rnic_.ResizeCq(cq->rnic, need) != Status::kOk)) {
-        out = Status::kNoResource;
-        return;
+    const CqPlan plan = PlanCqs(*qp, scq, rcq, srq, records, limits_.max_cqe);
+    // The QP is refused unless its own charge and the growth of its CQs
+    // fit.
+    Charge total = charge;
+    for (int i = 0; i < 2; ++i) {
+      CqObj* cq = plan.cqs[i];
+      if (cq == nullptr) continue;
+      if (plan.need[i] == 0) return;  // kNoResource: beyond the RNIC's max_cqe
+      if (plan.need[i] > cq->host_depth) {
+        total.host_bytes += rnic_.CqHostBytes(plan.need[i]) -
+                            rnic_.CqHostBytes(cq->host_depth);
       }
-      cq->host_depth = need;
+    }
+    if (!Fits(vm->config.quotas, vm->stats, total)) return;  // kNoResource
+    const uint64_t send_demand = plan.send_demand;
+    const uint64_t recv_demand = plan.recv_demand;
+    const std::array<uint32_t, 2>& need = plan.need;
+    for (int i = 0; i < 2; ++i) {
+      CqObj* cq = plan.cqs[i];
+      if (cq == nullptr || need[i] <= cq->host_depth) continue;
+      if (rnic_.ResizeCq(cq->rnic, need[i]) != Status::kOk) return;
+      const Charge grown{0, rnic_.CqHostBytes(need[i]) -
+                                rnic_.CqHostBytes(cq->host_depth), 0};
+      cq->host_depth = need[i];
+      cq->charge.host_bytes += grown.host_bytes;
+      Take(vm->stats, grown);
     }
     QpInit init;
     init.type = req.type;
@@ -255,11 +305,7 @@ Result<CreateQpResult> EngineImpl::CreateQp(VmId id,
     init.recv_cq = rcq->rnic;
     init.has_srq = !has_rq;
     if (srq) init.srq = srq->rnic;
-    init.caps.max_send_wr = qp->sq_window;
-    init.caps.max_recv_wr = has_rq ? qp->rq.depth : 0;
-    init.caps.max_send_sge = c.max_send_sge;
-    init.caps.max_recv_sge = has_rq ? c.max_recv_sge : 0;
-    init.caps.max_inline_data = c.max_inline_data;
+    init.caps = rnic_caps;
     init.sq_sig_all = req.sq_sig_all;
     Result<RnicQp> r = rnic_.CreateQp(init);
     if (!r.ok()) {
@@ -315,11 +361,12 @@ Result<CreateQpResult> EngineImpl::CreateQp(VmId id,
       active_cq_.PushBack(rcq);  // SRQ receives may land at any time
     }
     ++vm->stats.qps;
-    vm->stats.pinned_bytes += pinned;
+    Take(vm->stats, charge);
     CreateQpResult res{qp->qpn, qp->caps};
     (void)vm->qps.Insert(std::move(qp));
     out = res;
   });
+  rnic_.Reclaim();  // queue memory the RNIC let go of on the data-path thread
   return out;
 }
 
@@ -498,7 +545,7 @@ void EngineImpl::DestroyQpLocked(VmContext& vm, uint32_t handle) {
   if (PdObj* pd = vm.pds.Lookup(qp->pd)) --pd->refs;
   vm.qpn_to_qp.Erase(qp->qpn);
   qpn_owner_.Erase(qp->qpn);
-  vm.stats.pinned_bytes -= qp->pinned;
+  GiveBack(vm.stats, qp->charge);
   --vm.stats.qps;
 }
 
@@ -516,7 +563,8 @@ Status EngineImpl::DestroyQp(VmId id, uint32_t qpn) {
     DestroyQpLocked(*vm, *h);
     dead = vm->qps.Remove(*h);
   });
-  return s;  // ring views unmapped here
+  rnic_.Reclaim();
+  return s;  // ring views unmapped here, and the RNIC's queues freed
 }
 
 // ---------------------------------------------------------------- SRQs
@@ -526,32 +574,33 @@ Result<CreateSrqResult> EngineImpl::CreateSrq(VmId id,
   VmContext* vm = FindVm(id);
   if (vm == nullptr) return Status::kBadHandle;
   if (vm->pds.Lookup(req.pd) == nullptr) return Status::kBadHandle;
-  const RnicLimits lim = VmLimits(*vm);
-  if (req.max_wr == 0 || req.max_wr > lim.max_srq_wr || req.max_sge == 0 ||
-      req.max_sge > lim.max_sge || req.srq_limit > req.max_wr) {
-    return Status::kInvalid;
-  }
-  VRDMA_RETURN_IF_ERROR(
-      CheckRingGeometry(req.ring, RqMinElemBytes(req.max_sge), req.max_wr));
+  VRDMA_RETURN_IF_ERROR(CheckCreateSrq(req, VmLimits(*vm)));
   if (vm->srqs.full()) return Status::kNoResource;
-  const uint64_t pinned = RingPinned(req.ring);
-  if (!PinnedFits(*vm, pinned)) return Status::kNoResource;
+  if (!CanStart(*vm, RingPinned(req.ring), sizeof(SrqObj))) {
+    return Status::kNoResource;
+  }
+  Charge charge;
   auto srq = std::make_unique<SrqObj>();
   GuestPageView view;
-  VRDMA_RETURN_IF_ERROR(MapPages(*vm, req.ring.pages, &view));
+  VRDMA_RETURN_IF_ERROR(MapPages(*vm, req.ring.pages, &view, &charge));
   InitRecvQueue(srq->rq, req.ring, req.max_sge, limits_.max_srq_wr,
                 std::move(view));
   srq->pd = req.pd;
   srq->max_wr = req.max_wr;
   srq->max_sge = req.max_sge;
   srq->limit = req.srq_limit;
-  srq->pinned = pinned;
+  charge.host_bytes = sizeof(SrqObj) + ShadowBytes(srq->rq) +
+                      rnic_.SrqHostBytes(srq->rq.depth, req.max_sge);
+  srq->charge = charge;
+  rnic_.PrepareSrq(srq->rq.depth, req.max_sge);
 
   Result<CreateSrqResult> out = Status::kNoResource;
   executor_.RunSync([&] {
     PdObj* pd = vm->pds.Lookup(req.pd);
     Result<uint32_t> h = vm->srqs.PeekNextHandle();
-    if (pd == nullptr || !h.ok()) return;
+    if (pd == nullptr || !h.ok() || !Fits(vm->config.quotas, vm->stats, charge)) {
+      return;  // kNoResource
+    }
     Result<RnicSrq> r = rnic_.CreateSrq(pd->rnic, srq->rq.depth, req.max_sge);
     if (!r.ok()) {
       out = r.status();
@@ -566,10 +615,11 @@ Result<CreateSrqResult> EngineImpl::CreateSrq(VmId id,
     (void)vm->srqs.Insert(std::move(srq));
     ++pd->refs;
     ++vm->stats.srqs;
-    vm->stats.pinned_bytes += pinned;
+    Take(vm->stats, charge);
     ReplenishRecv(raw->rq);  // WQEs the guest posted before creation returned
     out = CreateSrqResult{*h, req.max_wr, req.max_sge};
   });
+  rnic_.Reclaim();  // queue memory the RNIC let go of on the data-path thread
   return out;
 }
 
@@ -608,7 +658,7 @@ void EngineImpl::DestroySrqLocked(VmContext& vm, uint32_t handle) {
   UnlinkRecv(srq->rq);
   (void)rnic_.DestroySrq(srq->rnic);
   if (PdObj* pd = vm.pds.Lookup(srq->pd)) --pd->refs;
-  vm.stats.pinned_bytes -= srq->pinned;
+  GiveBack(vm.stats, srq->charge);
   --vm.stats.srqs;
 }
 

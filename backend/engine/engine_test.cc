@@ -250,8 +250,9 @@ TEST_F(EngineTest, RingGeometryChecked) {
        [](CreateQpRequest& q) { q.caps.max_recv_sge = 6; }, Status::kInvalid},
       {"bad type", [](CreateQpRequest& q) { q.type = static_cast<QpType>(5); },
        Status::kInvalid},
+      // The request's own rules come before its handles are looked up.
       {"rq pages with srq", [](CreateQpRequest& q) { q.srq = 1; },
-       Status::kBadHandle},
+       Status::kInvalid},
       {"bad send cq", [](CreateQpRequest& q) { q.send_cq = 12345; },
        Status::kBadHandle},
       {"bad pd", [](CreateQpRequest& q) { q.pd = q.pd + (1u << 16); },

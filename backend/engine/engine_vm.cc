@@ -73,6 +73,11 @@ Result<VmId> EngineImpl::AttachVm(const VmConfig& config, VmEventSink* sink) {
       return Status::kInvalid;
     }
   }
+  // Admission: every attached VM may use its whole mapping quota at once.
+  if (q.max_mappings > options_.mapping_budget - std::min(mappings_admitted_,
+                                                          options_.mapping_budget)) {
+    return Status::kNoResource;
+  }
   auto ctx = std::make_unique<VmContext>(config.quotas);
   ctx->config = config;
   ctx->sink = sink;
@@ -97,6 +102,7 @@ Result<VmId> EngineImpl::AttachVm(const VmConfig& config, VmEventSink* sink) {
   if (result.ok()) {
     gids_in_use_.insert(gids_in_use_.end(), config.gids.begin(),
                         config.gids.end());
+    mappings_admitted_ += q.max_mappings;
   }
   return result;
 }
@@ -126,8 +132,11 @@ void EngineImpl::DetachVm(VmId id) {
       auto it = std::find(gids_in_use_.begin(), gids_in_use_.end(), g);
       if (it != gids_in_use_.end()) gids_in_use_.erase(it);
     }
+    mappings_admitted_ -= dead->config.quotas.max_mappings;
   }
-  // Page views and tables are released here, on the control thread.
+  // Page views, tables and the RNIC's queue memory are released here, on
+  // the control thread.
+  rnic_.Reclaim();
 }
 
 void EngineImpl::SetGuestMemory(VmId id,
@@ -188,11 +197,16 @@ Result<Gid> EngineImpl::QueryGid(VmId id, uint32_t index) const {
 
 Status EngineImpl::MapPages(const VmContext& vm,
                             const std::vector<uint64_t>& pages,
-                            GuestPageView* view) const {
+                            GuestPageView* view, Charge* charge) const {
   if (!vm.memory) return Status::kFault;
-  Result<GuestPageView> r = GuestPageView::Map(*vm.memory, pages);
+  const uint64_t left =
+      Left(Left(vm.config.quotas.max_mappings, vm.stats.mappings), charge->mappings);
+  Result<GuestPageView> r = GuestPageView::Map(
+      *vm.memory, pages, static_cast<uint32_t>(std::min<uint64_t>(left, UINT32_MAX)));
   if (!r.ok()) return r.status();
   *view = std::move(r.value());
+  charge->pinned_bytes += view->size();
+  charge->mappings += view->mappings();
   return Status::kOk;
 }
 
@@ -234,19 +248,19 @@ Result<RegMrResult> EngineImpl::RegMr(VmId id, const RegMrRequest& req) {
   VRDMA_RETURN_IF_ERROR(CheckRegMr(req, mr_limits));
   if (vm->pds.Lookup(req.pd) == nullptr) return Status::kBadHandle;
   if (vm->mrs.full()) return Status::kNoResource;
-  const uint64_t pinned = MrPinnedBytes(req);
-  if (pinned > vm->config.quotas.max_pinned_bytes -
-                   std::min(vm->stats.pinned_bytes,
-                            vm->config.quotas.max_pinned_bytes)) {
-    return Status::kNoResource;
+  const Quotas& quotas = vm->config.quotas;
+  Charge charge{.host_bytes = sizeof(MrObj)};
+  if (!Fits(quotas, vm->stats,
+            Charge{MrPinnedBytes(req), charge.host_bytes, 0})) {
+    return Status::kNoResource;  // before any mapping is made
   }
   auto obj = std::make_unique<MrObj>();
-  VRDMA_RETURN_IF_ERROR(MapPages(*vm, req.pages, &obj->view));
+  VRDMA_RETURN_IF_ERROR(MapPages(*vm, req.pages, &obj->view, &charge));
   obj->pd = req.pd;
   obj->iova = req.iova;
   obj->length = req.length;
   obj->access = req.access;
-  obj->pinned = pinned;
+  obj->charge = charge;
 
   Result<RegMrResult> out = Status::kNoResource;
   executor_.RunSync([&] {
@@ -255,6 +269,7 @@ Result<RegMrResult> EngineImpl::RegMr(VmId id, const RegMrRequest& req) {
       out = Status::kBadHandle;
       return;
     }
+    if (!Fits(quotas, vm->stats, charge)) return;  // kNoResource
     Result<RnicMr> mr =
         rnic_.RegMr(pd->rnic, obj->view.data() + req.first_page_offset,
                     req.length, req.iova, req.access);
@@ -273,7 +288,7 @@ Result<RegMrResult> EngineImpl::RegMr(VmId id, const RegMrRequest& req) {
     (void)vm->mrs.Insert(std::move(obj));
     ++pd->refs;
     ++vm->stats.mrs;
-    vm->stats.pinned_bytes += pinned;
+    Take(vm->stats, charge);
     const bool remote = req.access & (kAccessRemoteRead | kAccessRemoteWrite |
                                       kAccessRemoteAtomic);
     out = RegMrResult{*h, mr->lkey, remote ? mr->rkey : 0};
@@ -287,7 +302,7 @@ void EngineImpl::DestroyMrLocked(VmContext& vm, uint32_t handle) {
   (void)rnic_.DeregMr(mr->rnic);
   vm.lkey_to_mr.Erase(mr->rnic.lkey);
   if (PdObj* pd = vm.pds.Lookup(mr->pd)) --pd->refs;
-  vm.stats.pinned_bytes -= mr->pinned;
+  GiveBack(vm.stats, mr->charge);
   --vm.stats.mrs;
 }
 

@@ -19,6 +19,7 @@
 #include "backend/engine/guest_ring.h"
 #include "backend/base/intrusive_list.h"
 #include "backend/engine/key_map.h"
+#include "backend/engine/quota.h"
 #include "backend/engine/resource_table.h"
 #include "backend/engine/wqe_decoder.h"
 #include "backend/memory/guest_memory.h"
@@ -44,7 +45,7 @@ struct MrObj {
   uint64_t iova = 0;
   uint64_t length = 0;
   uint32_t access = 0;
-  uint64_t pinned = 0;
+  Charge charge;  // what it costs its VM (quota.h)
 };
 
 struct AhObj {
@@ -76,7 +77,7 @@ struct CqObj {
   bool rnic_failed = false;
   uint64_t expected = 0;       // WRs on the RNIC that complete here
   uint64_t dropped = 0;
-  uint64_t pinned = 0;
+  Charge charge;  // grows when a QP's demand grows the host CQ
   ListHook<CqObj> active_hook;
   static constexpr uint8_t kArmNext = 1;
   static constexpr uint8_t kArmSolicited = 2;
@@ -144,6 +145,12 @@ struct RecvQueue {
   ListHook<RecvQueue> flush_hook;  // flush left for the next turn
 };
 
+// Host bytes of a receive queue's shadow state (per ring slot).
+inline uint64_t ShadowBytes(const RecvQueue& rq) {
+  return rq.wr_ids.capacity() * sizeof(uint64_t) + rq.done.capacity() +
+         rq.slots.capacity() * sizeof(RecvSlot);
+}
+
 struct SrqObj {
   VmContext* vm = nullptr;
   uint32_t handle = 0;
@@ -153,7 +160,7 @@ struct SrqObj {
   uint32_t max_sge = 0;
   uint32_t limit = 0;  // 0: not armed
   uint32_t refs = 0;   // QPs attached
-  uint64_t pinned = 0;
+  Charge charge;
   RecvQueue rq;
 };
 
@@ -181,7 +188,7 @@ struct QpObj {
   // back when it is destroyed.
   uint64_t send_cq_demand = 0;
   uint64_t recv_cq_demand = 0;
-  uint64_t pinned = 0;              // ring pages
+  Charge charge;  // ring pages and mappings, shadow state, RNIC queues
   QpState state = QpState::kReset;  // mirror of the RNIC's
   // Last attributes set (QUERY_QP answers from these and the RNIC).
   ModifyQpRequest attrs;

@@ -49,4 +49,46 @@ Status CheckRingGeometry(const RingSpec& ring, uint32_t min_elem_bytes,
   return Status::kOk;
 }
 
+Status CheckCreateCq(const CreateCqRequest& req, const RnicLimits& lim) {
+  if (req.cqe == 0 || req.cqe > lim.max_cqe) return Status::kInvalid;
+  return CheckRingGeometry(req.ring, CqMinElemBytes(), req.cqe);
+}
+
+Status CheckCreateQp(const CreateQpRequest& req, const RnicLimits& lim) {
+  if (req.type != QpType::kRc && req.type != QpType::kUc &&
+      req.type != QpType::kUd) {
+    return Status::kInvalid;
+  }
+  const QpCaps& c = req.caps;
+  if (c.max_send_wr == 0 || c.max_send_wr > lim.max_qp_wr ||
+      c.max_send_sge > lim.max_sge || c.max_inline_data > lim.max_inline_data) {
+    return Status::kInvalid;
+  }
+  const bool has_rq = req.srq == 0;
+  if (has_rq) {
+    if (c.max_recv_wr == 0 || c.max_recv_wr > lim.max_qp_wr ||
+        c.max_recv_sge > lim.max_sge) {
+      return Status::kInvalid;
+    }
+  } else if (!req.rq.pages.empty()) {
+    return Status::kInvalid;
+  }
+  VRDMA_RETURN_IF_ERROR(CheckRingGeometry(
+      req.sq, SqMinElemBytes(c.max_send_sge, c.max_inline_data),
+      c.max_send_wr));
+  if (has_rq) {
+    VRDMA_RETURN_IF_ERROR(CheckRingGeometry(
+        req.rq, RqMinElemBytes(c.max_recv_sge), c.max_recv_wr));
+  }
+  return Status::kOk;
+}
+
+Status CheckCreateSrq(const CreateSrqRequest& req, const RnicLimits& lim) {
+  if (req.max_wr == 0 || req.max_wr > lim.max_srq_wr || req.max_sge == 0 ||
+      req.max_sge > lim.max_sge || req.srq_limit > req.max_wr) {
+    return Status::kInvalid;
+  }
+  return CheckRingGeometry(req.ring, RqMinElemBytes(req.max_sge), req.max_wr);
+}
+
 }  // namespace vrdma::engine

@@ -160,14 +160,30 @@ Result<GuestMemory::FileLocation> GuestMemory::Locate(uint64_t gpa) const {
 
 // ---------------------------------------------------------------------------
 
-Result<GuestPageView> GuestPageView::Map(const GuestMemory& memory,
-                                         std::span<const uint64_t> page_gpas) {
+namespace {
+
+// The length in pages of the run of file-contiguous pages starting at
+// page_gpas[i] (every page already located).
+size_t RunLength(const GuestMemory& memory, std::span<const uint64_t> page_gpas, size_t i) {
+  auto first = memory.Locate(page_gpas[i]);
+  size_t run = 1;
+  while (i + run < page_gpas.size()) {
+    auto next = memory.Locate(page_gpas[i + run]);
+    if (next->fd != first->fd || next->offset != first->offset + run * kPage) break;
+    ++run;
+  }
+  return run;
+}
+
+}  // namespace
+
+Result<uint32_t> GuestPageView::CountMappings(const GuestMemory& memory,
+                                              std::span<const uint64_t> page_gpas) {
   if (page_gpas.empty()) return Status::kInvalid;
   uint64_t total;
   if (__builtin_mul_overflow(static_cast<uint64_t>(page_gpas.size()), kPageSize, &total)) {
     return Status::kInvalid;
   }
-  // Check every page before reserving anything.
   for (uint64_t gpa : page_gpas) {
     if (gpa % kPageSize != 0) return Status::kInvalid;
     auto loc = memory.Locate(gpa);
@@ -177,25 +193,34 @@ Result<GuestPageView> GuestPageView::Map(const GuestMemory& memory,
     // by page from its file.
     if (loc->offset % kPageSize != 0) return Status::kInvalid;
   }
+  uint32_t runs = 0;
+  for (size_t i = 0; i < page_gpas.size(); i += RunLength(memory, page_gpas, i)) ++runs;
+  return runs;
+}
+
+Result<GuestPageView> GuestPageView::Map(const GuestMemory& memory,
+                                         std::span<const uint64_t> page_gpas,
+                                         uint32_t max_mappings) {
+  // Every page checked and the cost known before anything is reserved.
+  Result<uint32_t> runs = CountMappings(memory, page_gpas);
+  if (!runs.ok()) return runs.status();
+  if (*runs > max_mappings) return Status::kNoResource;
+  const size_t total = page_gpas.size() * kPageSize;
   // Reserve the whole range inaccessible first, so the view is contiguous
-  // and nothing else can be mapped into its holes.
+  // and nothing else can be mapped into its holes. The runs replace the
+  // reservation entirely: the view holds exactly *runs mappings.
   void* base = mmap(nullptr, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                     -1, 0);
   if (base == MAP_FAILED) return Status::kIoError;
   GuestPageView view;
   view.base_ = static_cast<uint8_t*>(base);
   view.size_ = total;
+  view.mappings_ = *runs;
 
   size_t i = 0;
   while (i < page_gpas.size()) {
     auto first = memory.Locate(page_gpas[i]);
-    size_t run = 1;
-    // Extend the run while the next page is the next page of the same file.
-    while (i + run < page_gpas.size()) {
-      auto next = memory.Locate(page_gpas[i + run]);
-      if (next->fd != first->fd || next->offset != first->offset + run * kPageSize) break;
-      ++run;
-    }
+    const size_t run = RunLength(memory, page_gpas, i);
     void* p = mmap(view.base_ + i * kPageSize, run * kPageSize, PROT_READ | PROT_WRITE,
                    MAP_SHARED | MAP_FIXED, first->fd, static_cast<off_t>(first->offset));
     if (p == MAP_FAILED) return Status::kIoError;  // view's destructor unmaps
@@ -205,13 +230,16 @@ Result<GuestPageView> GuestPageView::Map(const GuestMemory& memory,
 }
 
 GuestPageView::GuestPageView(GuestPageView&& other) noexcept
-    : base_(std::exchange(other.base_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+    : base_(std::exchange(other.base_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      mappings_(std::exchange(other.mappings_, 0)) {}
 
 GuestPageView& GuestPageView::operator=(GuestPageView&& other) noexcept {
   if (this != &other) {
     if (base_ != nullptr) munmap(base_, size_);
     base_ = std::exchange(other.base_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    mappings_ = std::exchange(other.mappings_, 0);
   }
   return *this;
 }

@@ -96,12 +96,24 @@ class GuestMemory {
 // mapped MAP_FIXED|MAP_SHARED from the guest's backing file. The view stays
 // valid across SET_MEM_TABLE because it maps the file, not the table.
 // Only the listed pages are reachable through it: nothing else of guest RAM.
+//
+// Each run costs one kernel mapping (a VMA; the process has at most
+// vm.max_map_count of them): a physically contiguous buffer is one mapping
+// however large, a list of scattered or aliased pages is one per page.
+// Callers charge mappings() to whoever asked for the view.
 class GuestPageView {
  public:
   static constexpr uint64_t kPageSize = 4096;
-  // Every gpa must be kPageSize aligned and lie in guest memory.
+  // Every gpa must be kPageSize aligned and lie in guest memory (kInvalid,
+  // kFault). kNoResource, before anything is mapped, when the view would
+  // take more than max_mappings kernel mappings.
   static Result<GuestPageView> Map(const GuestMemory& memory,
-                                   std::span<const uint64_t> page_gpas);
+                                   std::span<const uint64_t> page_gpas,
+                                   uint32_t max_mappings);
+  // Kernel mappings a view of these pages takes (its runs of
+  // file-contiguous pages); kInvalid/kFault as Map.
+  static Result<uint32_t> CountMappings(const GuestMemory& memory,
+                                        std::span<const uint64_t> page_gpas);
 
   GuestPageView() = default;
   GuestPageView(GuestPageView&& other) noexcept;
@@ -110,10 +122,12 @@ class GuestPageView {
 
   uint8_t* data() const { return base_; }
   size_t size() const { return size_; }
+  uint32_t mappings() const { return mappings_; }
 
  private:
   uint8_t* base_ = nullptr;
   size_t size_ = 0;
+  uint32_t mappings_ = 0;
 };
 
 }  // namespace vrdma

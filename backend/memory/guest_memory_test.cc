@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "backend/memory/testing/test_mappings.h"
 
 namespace vrdma {
 namespace {
@@ -267,6 +268,8 @@ TEST(GuestMemoryTest, RefusesFdThatIsNotARegularFile) {
   EXPECT_FALSE(FdIsOpen(efd));
 }
 
+constexpr uint32_t kNoLimit = UINT32_MAX;
+
 TEST(GuestPageViewTest, MapsScatteredPagesContiguously) {
   int a = MakeMemfd(16 * kPage, 0);
   int b = MakeMemfd(16 * kPage, 50);
@@ -277,7 +280,7 @@ TEST(GuestPageViewTest, MapsScatteredPagesContiguously) {
   ASSERT_TRUE(mem.ok());
   // Pages 3,4 (one file run), then 9, then a page from region b, then 3 again.
   const uint64_t pages[] = {3 * kPage, 4 * kPage, 9 * kPage, 0x100000 + kPage, 3 * kPage};
-  auto view = GuestPageView::Map(**mem, pages);
+  auto view = GuestPageView::Map(**mem, pages, kNoLimit);
   ASSERT_TRUE(view.ok());
   ASSERT_EQ(view->size(), 5 * kPage);
   const uint8_t expect[] = {3, 4, 9, 50 + 9, 3};
@@ -293,6 +296,39 @@ TEST(GuestPageViewTest, MapsScatteredPagesContiguously) {
   GuestPageView moved = std::move(*view);
   EXPECT_EQ(view->data(), nullptr);
   EXPECT_EQ(moved.data()[2 * kPage], 9);
+}
+
+// What a view costs in kernel mappings is known before it is made, is what
+// the kernel then holds, and a budget refuses it before anything is mapped.
+TEST(GuestPageViewTest, MappingsAreCountedAndBounded) {
+  int a = MakeMemfd(64 * kPage);
+  auto mem = MapStrict({{0, 64 * kPage, 0x1000'0000, 0, a}});
+  ASSERT_TRUE(mem.ok());
+  const int table = testing::CountMappingsOf(a);  // the table's own mapping
+  // Physically contiguous: one mapping however many pages.
+  std::vector<uint64_t> contiguous;
+  for (uint64_t i = 8; i < 40; ++i) contiguous.push_back(i * kPage);
+  // Scattered (every other page) and aliased (one page 16 times): one each.
+  std::vector<uint64_t> scattered, aliased;
+  for (uint64_t i = 0; i < 16; ++i) scattered.push_back(2 * i * kPage);
+  for (uint64_t i = 0; i < 16; ++i) aliased.push_back(5 * kPage);
+  EXPECT_EQ(GuestPageView::CountMappings(**mem, contiguous).value(), 1u);
+  EXPECT_EQ(GuestPageView::CountMappings(**mem, scattered).value(), 16u);
+  EXPECT_EQ(GuestPageView::CountMappings(**mem, aliased).value(), 16u);
+
+  auto one = GuestPageView::Map(**mem, contiguous, 1);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->mappings(), 1u);
+  EXPECT_EQ(testing::CountMappingsOf(a), table + 1);
+  auto many = GuestPageView::Map(**mem, scattered, 16);
+  ASSERT_TRUE(many.ok());
+  EXPECT_EQ(many->mappings(), 16u);
+  EXPECT_EQ(testing::CountMappingsOf(a), table + 1 + 16);
+
+  EXPECT_EQ(GuestPageView::Map(**mem, aliased, 15).status(), Status::kNoResource);
+  EXPECT_EQ(testing::CountMappingsOf(a), table + 1 + 16) << "a refused view mapped something";
+  *many = GuestPageView();
+  EXPECT_EQ(testing::CountMappingsOf(a), table + 1);
 }
 
 TEST(GuestPageViewTest, RejectsBadPages) {
@@ -316,7 +352,7 @@ TEST(GuestPageViewTest, RejectsBadPages) {
       {"unaligned file offset", {0x100000}, Status::kInvalid},
   };
   for (const auto& c : cases) {
-    auto v = GuestPageView::Map(**mem, c.pages);
+    auto v = GuestPageView::Map(**mem, c.pages, kNoLimit);
     EXPECT_FALSE(v.ok()) << c.name;
     EXPECT_EQ(v.status(), c.status) << c.name;
   }
@@ -329,7 +365,7 @@ TEST(GuestPageViewTest, ViewOutlivesMemoryTable) {
     auto mem = MapStrict({{0, 4 * kPage, 0, 0, a}});
     ASSERT_TRUE(mem.ok());
     const uint64_t pages[] = {2 * kPage};
-    auto v = GuestPageView::Map(**mem, pages);
+    auto v = GuestPageView::Map(**mem, pages, kNoLimit);
     ASSERT_TRUE(v.ok());
     view = std::move(*v);
   }

@@ -332,6 +332,29 @@ class Rnic {
   virtual Result<RnicAh> CreateAh(RnicPd pd, const AddressVector& av) = 0;
   virtual Status DestroyAh(RnicAh ah) = 0;
 
+  // Host memory, in bytes, an object of this shape takes in the RNIC or its
+  // driver (queue buffers, per-entry state, the object itself): the engine
+  // charges it to the VM that asked for the object (docs/security.md). 0
+  // where that memory is not the host's (on the card). Any thread.
+  virtual uint64_t QpHostBytes(const QpCaps&) const { return 0; }
+  virtual uint64_t CqHostBytes(uint32_t /*depth*/) const { return 0; }
+  virtual uint64_t SrqHostBytes(uint32_t /*max_wr*/, uint32_t /*max_sge*/) const {
+    return 0;
+  }
+
+  // The engine runs control calls on the data-path thread (one thread at a
+  // time); these let an RNIC keep allocation and freeing of queue memory
+  // off that thread. Called on the engine's control thread, never
+  // concurrently with each other: Prepare* allocates (and touches) now the
+  // queue memory the next CreateQp / CreateCq or ResizeCq / CreateSrq of
+  // that shape will take, so that call only installs it; Reclaim frees what
+  // Destroy* and ResizeCq let go of. All optional: without them the calls
+  // allocate and free as they go.
+  virtual void PrepareQp(const QpCaps&) {}
+  virtual void PrepareCq(uint32_t /*depth*/) {}
+  virtual void PrepareSrq(uint32_t /*max_wr*/, uint32_t /*max_sge*/) {}
+  virtual void Reclaim() {}
+
   // Data path: never allocates, never blocks.
   // Posts wrs in order; returns the number accepted (the first rejected one
   // is not posted: kNoResource when the SQ is full, kBadState when the QP

@@ -74,6 +74,12 @@ struct FlowStorage {
   uint32_t q_head = 0;
   uint32_t q_count = 0;
   uint32_t capacity() const { return static_cast<uint32_t>(entries.size()); }
+  // Host memory it holds (what its owner is charged for it).
+  uint64_t host_bytes() const {
+    return sizeof(*this) + wrs.capacity() * sizeof(SendWr) +
+           entries.capacity() * sizeof(QueueEntry) + inline_arena.capacity() +
+           records.capacity() * sizeof(Record);
+  }
   uint32_t at(uint32_t i) const { return (q_head + i) % capacity(); }
 
   // Records (a power of two >= the RNIC depth).

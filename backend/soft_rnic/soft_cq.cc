@@ -15,8 +15,28 @@ Result<RnicCq> SoftRnic::CreateCq(uint32_t depth) {
   soft::Cq* cq = cqs_.Create(&h);
   if (cq == nullptr) return Status::kNoResource;
   cq->handle = h;
-  cq->ring.Init(depth);
+  cq->ring = TakeCqRing(depth);
+  if (cq->ring.capacity() != depth) cq->ring.Init(depth);
   return RnicCq{h};
+}
+
+soft::FixedRing<Completion> SoftRnic::TakeCqRing(uint32_t depth) {
+  for (soft::PreparedSlot& slot : prepared_cq_) {
+    std::unique_ptr<soft::QueueMemory> m = slot.Take(
+        [&](const soft::QueueMemory& p) { return p.kind == soft::QueueMemory::Kind::kCq && p.depth == depth; });
+    if (m != nullptr) {
+      soft::FixedRing<Completion> ring = std::move(m->cq);
+      graveyard_.Push(std::move(m));
+      return ring;
+    }
+  }
+  return {};
+}
+
+void SoftRnic::Bury(soft::FixedRing<Completion> ring) {
+  auto dead = std::make_unique<soft::QueueMemory>();
+  dead->cq = std::move(ring);
+  graveyard_.Push(std::move(dead));
 }
 
 Status SoftRnic::ResizeCq(RnicCq cq, uint32_t depth) {
@@ -26,13 +46,13 @@ Status SoftRnic::ResizeCq(RnicCq cq, uint32_t depth) {
     return Status::kInvalid;
   }
   if (depth <= c->ring.capacity()) return Status::kOk;  // never shrinks
-  soft::FixedRing<Completion> grown;
-  grown.Init(depth);
+  soft::FixedRing<Completion> grown = TakeCqRing(depth);
+  if (grown.capacity() != depth) grown.Init(depth);
   while (!c->ring.empty()) {
     *grown.Push() = c->ring.front();
     c->ring.Pop();
   }
-  c->ring = std::move(grown);
+  Bury(std::exchange(c->ring, std::move(grown)));
   return Status::kOk;
 }
 
@@ -40,6 +60,7 @@ Status SoftRnic::DestroyCq(RnicCq cq) {
   soft::Cq* c = cqs_.Get(cq.id);
   if (c == nullptr) return Status::kBadHandle;
   if (c->refs != 0) return Status::kBusy;
+  Bury(std::move(c->ring));
   cqs_.Destroy(cq.id);
   return Status::kOk;
 }

@@ -11,6 +11,7 @@
 
 #include "backend/rnic/rnic.h"
 #include "backend/soft_rnic/fixed_ring.h"
+#include "backend/soft_rnic/recv_ring.h"
 
 namespace vrdma::soft {
 
@@ -43,7 +44,7 @@ struct Srq {
   uint32_t handle = 0;
   Pd* pd = nullptr;
   uint32_t max_sge = 0;
-  FixedRing<RecvWr> ring;
+  RecvRing ring;
   uint32_t refs = 0;  // QPs attached
 };
 
@@ -86,7 +87,7 @@ struct Qp {
 
   FixedRing<SqSlot> sq;
   std::vector<uint8_t> inline_pool;  // caps.max_inline_data per SQ slot
-  FixedRing<RecvWr> rq;
+  RecvRing rq;
   RequesterState req{};
 
   // Which scheduling list of the SoftRnic the QP is on (at most one).

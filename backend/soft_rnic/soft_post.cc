@@ -119,12 +119,10 @@ int SoftRnic::PostRecv(RnicQp qp, std::span<const RecvWr> wrs,
       err = Status::kInvalid;
       break;
     }
-    RecvWr* slot = q->rq.Push();
-    if (slot == nullptr) {
+    if (!q->rq.Push(wr)) {
       err = Status::kNoResource;
       break;
     }
-    *slot = wr;
   }
   // A QP in ERR flushes new receives too (in Progress, asynchronously).
   if (posted > 0 && q->state == QpState::kErr) Activate(q);
@@ -145,12 +143,10 @@ int SoftRnic::PostSrqRecv(RnicSrq srq, std::span<const RecvWr> wrs,
       err = Status::kInvalid;
       break;
     }
-    RecvWr* slot = s->ring.Push();
-    if (slot == nullptr) {
+    if (!s->ring.Push(wr)) {
       err = Status::kNoResource;
       break;
     }
-    *slot = wr;
   }
   if (first_error != nullptr) *first_error = err;
   return posted;

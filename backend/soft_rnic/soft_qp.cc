@@ -46,10 +46,25 @@ Result<RnicQp> SoftRnic::CreateQp(const QpInit& init) {
     q->caps.max_recv_sge = 0;
   }
   q->sq_sig_all = init.sq_sig_all;
-  q->sq.Init(q->caps.max_send_wr);
-  q->inline_pool.assign(
-      static_cast<size_t>(q->caps.max_send_wr) * q->caps.max_inline_data, 0);
-  q->rq.Init(q->caps.max_recv_wr);
+  const QpCaps& qc = q->caps;
+  std::unique_ptr<soft::QueueMemory> m =
+      prepared_qp_.Take([&](const soft::QueueMemory& p) {
+        return p.kind == soft::QueueMemory::Kind::kQp &&
+               p.caps.max_send_wr == qc.max_send_wr &&
+               p.caps.max_inline_data == qc.max_inline_data &&
+               p.caps.max_recv_wr == qc.max_recv_wr &&
+               p.caps.max_recv_sge == qc.max_recv_sge;
+      });
+  if (m != nullptr) {  // prepared on the control thread: no allocation here
+    q->sq = std::move(m->sq);
+    q->inline_pool = std::move(m->inline_pool);
+    q->rq = std::move(m->rq);
+    graveyard_.Push(std::move(m));  // the empty shell
+  } else {
+    q->sq.Init(qc.max_send_wr);
+    q->inline_pool.assign(size_t{qc.max_send_wr} * qc.max_inline_data, 0);
+    q->rq.Init(qc.max_recv_wr, qc.max_recv_sge);
+  }
   ++pd->refs;
   ++scq->refs;
   ++rcq->refs;
@@ -124,6 +139,12 @@ Status SoftRnic::DestroyQp(RnicQp qp) {
   --q->send_cq->refs;
   --q->recv_cq->refs;
   if (q->srq != nullptr) --q->srq->refs;
+  // The queues are freed on the control thread (Reclaim).
+  auto dead = std::make_unique<soft::QueueMemory>();
+  dead->sq = std::move(q->sq);
+  dead->inline_pool = std::move(q->inline_pool);
+  dead->rq = std::move(q->rq);
+  graveyard_.Push(std::move(dead));
   qps_.Destroy(qp.id);
   return Status::kOk;
 }

@@ -54,9 +54,10 @@ void BuildGrh(const AddressVector& av, uint32_t payload_len, uint8_t* g) {
 
 }  // namespace
 
-const RecvWr* SoftRnic::PeekReceive(const soft::Qp* d) {
-  const soft::FixedRing<RecvWr>& ring = d->srq ? d->srq->ring : d->rq;
-  return ring.empty() ? nullptr : &ring.front();
+std::optional<soft::RecvEntry> SoftRnic::PeekReceive(const soft::Qp* d) {
+  const soft::RecvRing& ring = d->srq ? d->srq->ring : d->rq;
+  if (ring.empty()) return std::nullopt;
+  return ring.front();
 }
 
 void SoftRnic::PopReceive(soft::Qp* d) {
@@ -119,10 +120,10 @@ SoftRnic::ExecResult SoftRnic::Respond(soft::Qp* q, const soft::SqSlot& slot,
   }
 
   // 4. Receive resources.
-  const RecvWr* rwr = nullptr;
+  std::optional<soft::RecvEntry> rwr;
   if (needs_recv) {
     rwr = PeekReceive(d);
-    if (rwr == nullptr) return rc ? ExecResult{Reply::kRnr, false} : drop;
+    if (!rwr) return rc ? ExecResult{Reply::kRnr, false} : drop;
   }
 
   // 5. Remote key, access and range; atomics need an aligned target. A
@@ -146,12 +147,12 @@ SoftRnic::ExecResult SoftRnic::Respond(soft::Qp* q, const soft::SqSlot& slot,
   // the GRH). WRITE_WITH_IMM consumes a WQE but never touches its buffers,
   // so its SGEs are not looked at (applications post zero-SGE receives).
   SegList rsegs;
-  const uint64_t recv_wr_id = rwr != nullptr ? rwr->wr_id : 0;
+  const uint64_t recv_wr_id = rwr ? rwr->wr_id : 0;
   if (is_send) {
     const soft::Pd* rpd = d->srq ? d->srq->pd : d->pd;
-    int nsge = rwr->num_sge <= kMaxSge ? rwr->num_sge : kMaxSge;
-    WcStatus st =
-        ResolveLocal(rpd, rwr->sge.data(), nsge, kAccessLocalWrite, &rsegs);
+    WcStatus st = ResolveLocal(rpd, rwr->sge.data(),
+                               static_cast<int>(rwr->sge.size()),
+                               kAccessLocalWrite, &rsegs);
     if (st == WcStatus::kSuccess && len + (ud ? kGrhBytes : 0) > rsegs.total) {
       st = WcStatus::kLocLenErr;
     }

@@ -142,6 +142,38 @@ Status SoftRnic::DestroyAh(RnicAh ah) {
 
 // --- SRQs -------------------------------------------------------------------
 
+// What CreateQp, CreateCq and CreateSrq allocate for objects of a shape
+// (soft_objects.h): the object, its queues and side tables.
+uint64_t SoftRnic::QpHostBytes(const QpCaps& c) const {
+  return sizeof(soft::Qp) + uint64_t{c.max_send_wr} * sizeof(soft::SqSlot) +
+         uint64_t{c.max_send_wr} * c.max_inline_data +
+         soft::RecvRing::BytesFor(c.max_recv_wr, c.max_recv_sge);
+}
+
+uint64_t SoftRnic::CqHostBytes(uint32_t depth) const {
+  return sizeof(soft::Cq) + uint64_t{depth} * sizeof(Completion);
+}
+
+uint64_t SoftRnic::SrqHostBytes(uint32_t max_wr, uint32_t max_sge) const {
+  return sizeof(soft::Srq) + soft::RecvRing::BytesFor(max_wr, max_sge);
+}
+
+void SoftRnic::PrepareQp(const QpCaps& caps) {
+  prepared_qp_.Put(soft::QueueMemory::ForQp(caps));
+}
+
+void SoftRnic::PrepareCq(uint32_t depth) {
+  // Two slots (a QP may grow its send and its receive CQ): the older of
+  // the two is replaced.
+  prepared_cq_[next_cq_slot_++ % prepared_cq_.size()].Put(soft::QueueMemory::ForCq(depth));
+}
+
+void SoftRnic::PrepareSrq(uint32_t max_wr, uint32_t max_sge) {
+  prepared_srq_.Put(soft::QueueMemory::ForSrq(max_wr, max_sge));
+}
+
+void SoftRnic::Reclaim() { graveyard_.Free(); }
+
 Result<RnicSrq> SoftRnic::CreateSrq(RnicPd pd, uint32_t max_wr,
                                     uint32_t max_sge) {
   soft::Pd* p = pds_.Get(pd.id);
@@ -156,7 +188,15 @@ Result<RnicSrq> SoftRnic::CreateSrq(RnicPd pd, uint32_t max_wr,
   s->handle = h;
   s->pd = p;
   s->max_sge = max_sge;
-  s->ring.Init(max_wr);
+  std::unique_ptr<soft::QueueMemory> m = prepared_srq_.Take([&](const soft::QueueMemory& p) {
+    return p.kind == soft::QueueMemory::Kind::kSrq && p.max_wr == max_wr && p.max_sge == max_sge;
+  });
+  if (m != nullptr) {
+    s->ring = std::move(m->rq);
+    graveyard_.Push(std::move(m));
+  } else {
+    s->ring.Init(max_wr, max_sge);
+  }
   ++p->refs;
   return RnicSrq{h};
 }
@@ -166,6 +206,9 @@ Status SoftRnic::DestroySrq(RnicSrq srq) {
   if (s == nullptr) return Status::kBadHandle;
   if (s->refs != 0) return Status::kBusy;
   --s->pd->refs;
+  auto dead = std::make_unique<soft::QueueMemory>();
+  dead->rq = std::move(s->ring);
+  graveyard_.Push(std::move(dead));
   srqs_.Destroy(srq.id);
   return Status::kOk;
 }

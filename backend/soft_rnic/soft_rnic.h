@@ -35,6 +35,7 @@
 #include "backend/base/status.h"
 #include "backend/rnic/rnic.h"
 #include "backend/soft_rnic/object_table.h"
+#include "backend/soft_rnic/queue_memory.h"
 #include "backend/soft_rnic/soft_objects.h"
 
 namespace vrdma {
@@ -52,6 +53,12 @@ struct SoftCqStats {
   uint64_t dropped = 0;  // completions lost since the overflow
 };
 
+// Live objects in each table, and GIDs registered (tests: nothing leaks).
+struct SoftRnicCounts {
+  uint32_t pds = 0, mrs = 0, cqs = 0, srqs = 0, qps = 0, ahs = 0, gids = 0;
+  bool operator==(const SoftRnicCounts&) const = default;
+};
+
 class SoftRnic final : public Rnic {
  public:
   explicit SoftRnic(RnicLimits limits = DefaultSoftRnicLimits(),
@@ -61,6 +68,13 @@ class SoftRnic final : public Rnic {
   SoftRnic& operator=(const SoftRnic&) = delete;
 
   RnicLimits limits() const override { return limits_; }
+  uint64_t QpHostBytes(const QpCaps& caps) const override;
+  uint64_t CqHostBytes(uint32_t depth) const override;
+  uint64_t SrqHostBytes(uint32_t max_wr, uint32_t max_sge) const override;
+  void PrepareQp(const QpCaps& caps) override;
+  void PrepareCq(uint32_t depth) override;
+  void PrepareSrq(uint32_t max_wr, uint32_t max_sge) override;
+  void Reclaim() override;
   Status AddGid(const Gid& gid) override;
   Status RemoveGid(const Gid& gid) override;
 
@@ -98,6 +112,11 @@ class SoftRnic final : public Rnic {
   // Not part of Rnic: the earliest finite RNR/ACK timer deadline, if any
   // (for tests, and for loops that would rather arm a timer than poll).
   std::optional<uint64_t> NextTimerNs() const;
+  // Not part of Rnic: how many objects are alive (leak checks).
+  SoftRnicCounts ObjectCounts() const {
+    return {pds_.live(), mrs_.live(), cqs_.live(), srqs_.live(),
+            qps_.live(), ahs_.live(), static_cast<uint32_t>(num_gids_)};
+  }
 
  private:
   // Outcome of delivering one message to the responder, as the requester
@@ -169,7 +188,7 @@ class SoftRnic final : public Rnic {
   ExecResult Respond(soft::Qp* req_qp, const soft::SqSlot& slot, soft::Qp* resp,
                      const SegList& local, uint64_t now);
   // The receive WQE a message would consume (RQ or SRQ), or nullptr.
-  static const RecvWr* PeekReceive(const soft::Qp* resp);
+  static std::optional<soft::RecvEntry> PeekReceive(const soft::Qp* resp);
   static void PopReceive(soft::Qp* resp);
   void CompleteRecv(soft::Qp* resp, uint64_t wr_id, WcStatus status,
                     WcOpcode opcode, uint32_t byte_len, uint32_t flags,
@@ -189,6 +208,15 @@ class SoftRnic final : public Rnic {
   soft::ObjectTable<soft::Cq> cqs_;
   soft::ObjectTable<soft::Srq> srqs_;
   soft::ObjectTable<soft::Qp> qps_;
+  // Queue memory between the control thread and the data-path thread
+  // (queue_memory.h): up to two CQs are grown by one CreateQp.
+  soft::PreparedSlot prepared_qp_, prepared_srq_;
+  std::array<soft::PreparedSlot, 2> prepared_cq_;
+  uint32_t next_cq_slot_ = 0;  // control thread
+  soft::Graveyard graveyard_;
+  // A prepared CQ ring of exactly depth, or an empty ring.
+  soft::FixedRing<Completion> TakeCqRing(uint32_t depth);
+  void Bury(soft::FixedRing<Completion> ring);
   soft::ObjectTable<soft::Ah> ahs_;
 
   // QPs with queued send work, flushes or timers pending.

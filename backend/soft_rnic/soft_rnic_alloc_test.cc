@@ -4,6 +4,8 @@
 // allocate: this binary replaces the global operator new with a counting one
 // and runs a mixed workload (every opcode, RNR waits, errors, flushes, CQ
 // overflow) with counting switched on only around data-path calls.
+#include <malloc.h>
+
 #include <cstdlib>
 #include <new>
 
@@ -12,6 +14,14 @@
 namespace {
 bool g_counting = false;
 long g_allocs = 0;
+// Allocations and frees of queue-sized blocks (>= 4 KiB), counted while
+// g_counting: what a control call costs the thread it runs on.
+constexpr size_t kLarge = 4096;
+long g_large_allocs = 0;
+long g_large_frees = 0;
+void CountFree(void* p) {
+  if (g_counting && p != nullptr && malloc_usable_size(p) >= kLarge) ++g_large_frees;
+}
 }  // namespace
 
 // GCC cannot see that these replacements pair malloc with free.
@@ -19,15 +29,19 @@ long g_allocs = 0;
 
 void* operator new(std::size_t n) {
   if (g_counting) ++g_allocs;
+  if (g_counting && n >= kLarge) ++g_large_allocs;
   void* p = std::malloc(n == 0 ? 1 : n);
   if (p == nullptr) throw std::bad_alloc();
   return p;
 }
 void* operator new[](std::size_t n) { return operator new(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p) noexcept {
+  CountFree(p);
+  std::free(p);
+}
+void operator delete[](void* p) noexcept { operator delete(p); }
+void operator delete(void* p, std::size_t) noexcept { operator delete(p); }
+void operator delete[](void* p, std::size_t) noexcept { operator delete(p); }
 
 namespace vrdma::testing {
 namespace {
@@ -116,6 +130,59 @@ TEST_F(NoAlloc, DataPathNeverAllocates) {
   EXPECT_EQ(StateOf(qa_), QpState::kErr);
   // The workload really ran: the UD message and the writes landed.
   EXPECT_EQ(0, std::memcmp(&b_.buf[8192 + 40], &a_.buf[0], 100));
+}
+
+
+// Control calls the engine runs on the data-path thread: with their queue
+// memory prepared (Rnic::Prepare*), CreateQp, CreateCq, ResizeCq and
+// CreateSrq allocate no queue-sized block there, and Destroy* free none:
+// what they let go of is freed by Reclaim, on the control thread.
+TEST_F(NoAlloc, PreparedControlCallsMoveNoQueueMemoryOnTheDataPath) {
+  const QpCaps caps{1023, 1023, 4, 4, 64};
+  auto counted_large = [&](auto f) {
+    g_large_allocs = g_large_frees = 0;
+    Counted(f);
+    return std::pair{g_large_allocs, g_large_frees};
+  };
+  rnic_.PrepareCq(2047);
+  rnic_.PrepareCq(4095);
+  rnic_.PrepareQp(caps);
+  rnic_.PrepareSrq(511, 4);
+  Result<RnicCq> cq = Status::kInvalid;
+  Result<RnicQp> qp = Status::kInvalid;
+  Result<RnicSrq> srq = Status::kInvalid;
+  auto [allocs, frees] = counted_large([&] {
+    cq = rnic_.CreateCq(2047);
+    ASSERT_TRUE(cq.ok());
+    ASSERT_EQ(rnic_.ResizeCq(*cq, 4095), Status::kOk);
+    QpInit init;
+    init.type = QpType::kRc;
+    init.pd = a_.pd;
+    init.send_cq = init.recv_cq = *cq;
+    init.caps = caps;
+    qp = rnic_.CreateQp(init);
+    srq = rnic_.CreateSrq(a_.pd, 511, 4);
+  });
+  ASSERT_TRUE(qp.ok() && srq.ok());
+  EXPECT_EQ(allocs, 0) << "queue memory allocated on the calling thread";
+  EXPECT_EQ(frees, 0) << "the CQ's old ring freed on the calling thread";
+  std::tie(allocs, frees) = counted_large([&] {
+    ASSERT_EQ(rnic_.DestroyQp(*qp), Status::kOk);
+    ASSERT_EQ(rnic_.DestroySrq(*srq), Status::kOk);
+    ASSERT_EQ(rnic_.DestroyCq(*cq), Status::kOk);
+  });
+  EXPECT_EQ(frees, 0) << "queue memory freed on the calling thread";
+  std::tie(allocs, frees) = counted_large([&] { rnic_.Reclaim(); });
+  EXPECT_GE(frees, 5) << "Reclaim frees the rings (SQ, inline pool, RQ, SRQ, CQs)";
+
+  // Without preparation the same calls allocate (the fallback works).
+  std::tie(allocs, frees) = counted_large([&] {
+    cq = rnic_.CreateCq(2047);
+    ASSERT_TRUE(cq.ok());
+    ASSERT_EQ(rnic_.DestroyCq(*cq), Status::kOk);
+  });
+  EXPECT_GT(allocs, 0);
+  rnic_.Reclaim();
 }
 
 }  // namespace

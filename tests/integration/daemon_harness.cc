@@ -118,9 +118,12 @@ nlohmann::json DaemonHarness::Control(const nlohmann::json& request) {
   return j.is_discarded() ? fail("bad reply: " + reply) : j;
 }
 
-std::string DaemonHarness::AttachVm(const std::string& name, const std::string& gid) {
+std::string DaemonHarness::AttachVm(const std::string& name, const std::string& gid,
+                                    const nlohmann::json& quotas) {
   const std::string sock = dir_ + "/" + name + ".sock";
-  auto r = Control({{"cmd", "attach-vm"}, {"name", name}, {"socket", sock}, {"gids", {gid}}});
+  nlohmann::json req{{"cmd", "attach-vm"}, {"name", name}, {"socket", sock}, {"gids", {gid}}};
+  if (!quotas.is_null()) req["quotas"] = quotas;
+  auto r = Control(req);
   return r.value("ok", false) ? sock : "";
 }
 

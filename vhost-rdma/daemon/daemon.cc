@@ -174,6 +174,11 @@ json Daemon::AttachVm(const json& request) {
   auto dev = device::RdmaDevice::Create(*deps_.engine, req.config, *deps_.control_loop,
                                         *deps_.datapath_loop, *deps_.datapath_executor,
                                         deps_.device_options);
+  if (dev.status() == Status::kNoResource) {
+    return Error(
+        "device: no_resource (the daemon serves max_vms VMs, or the VM's max_mappings is more "
+        "than is left of the daemon's mapping budget: docs/operators.md, \"Quotas\")");
+  }
   if (!dev.ok()) return Error(std::string("device: ") + StatusName(dev.status()));
   auto fd = ListenUnix(req.socket_path);
   if (!fd.ok()) {
@@ -194,7 +199,10 @@ json Daemon::AttachVm(const json& request) {
   }
   vms_[raw->name] = std::move(vm);
   spdlog::info("attached VM {} on {}", raw->name, raw->socket_path);
-  return json{{"ok", true}, {"name", raw->name}, {"socket", raw->socket_path}};
+  return json{{"ok", true},
+              {"name", raw->name},
+              {"socket", raw->socket_path},
+              {"quotas", QuotasJson(req.config.quotas)}};
 }
 
 json Daemon::DetachVm(const json& request) {
@@ -302,6 +310,8 @@ json Daemon::Stats() const {
     entry["ahs"] = s.ahs;
     entry["srqs"] = s.srqs;
     entry["pinned_bytes"] = s.pinned_bytes;
+    entry["host_bytes"] = s.host_bytes;  // shadow state and RNIC queues
+    entry["mappings"] = s.mappings;      // kernel mappings of page views
     entry["wqes_posted"] = s.wqes_posted;
     entry["wqes_rejected"] = s.wqes_rejected;
     entry["cqes_written"] = s.cqes_written;

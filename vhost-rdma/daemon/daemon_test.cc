@@ -21,7 +21,7 @@
 #include "backend/base/executor_mailbox.h"
 #include "backend/soft_rnic/soft_rnic.h"
 #include "gtest/gtest.h"
-#include "vhost-rdma/vhost_user/test_mappings.h"
+#include "backend/memory/testing/test_mappings.h"
 #include "policy/pass_through_policy.h"
 #include "vhost-rdma/abi/virtio_rdma.h"
 #include "vhost-rdma/daemon/unix_socket.h"
@@ -262,12 +262,12 @@ TEST_F(DaemonTest, FrontendDisconnectUnmapsGuestRam) {
   ASSERT_EQ((*fe)->Negotiate(~0ull), Status::kOk);
   ASSERT_NO_FATAL_FAILURE(StartAllQueues(**fe));
   const int memfd = (*fe)->memfd();
-  EXPECT_EQ(vhost::testing::CountMappingsOf(memfd), 2);  // the frontend's and the daemon's
+  EXPECT_EQ(vrdma::testing::CountMappingsOf(memfd), 2);  // the frontend's and the daemon's
 
   (*fe)->Disconnect();
   EXPECT_TRUE(WaitFor([&] { return !FindVm(Request(R"({"cmd":"list-vms"})"), "vm-m")
                                         .value("connected", true); }));
-  EXPECT_EQ(vhost::testing::CountMappingsOf(memfd), 1) << "the daemon still maps the guest RAM";
+  EXPECT_EQ(vrdma::testing::CountMappingsOf(memfd), 1) << "the daemon still maps the guest RAM";
   EXPECT_FALSE(FindVm(Request(R"({"cmd":"list-vms"})"), "vm-m").is_null());  // still attached
   EXPECT_TRUE(Request(R"({"cmd":"detach-vm","name":"vm-m"})").value("ok", false));
 }

@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
 #include <thread>
 
 #include "backend/base/event_loop.h"
@@ -29,6 +30,26 @@ namespace {
 // which runs only when the data-path loop turns: wake an idle loop this
 // often so they fire while nothing else happens.
 constexpr long kIdleTickNs = 10'000'000;
+
+// Kernel mappings the engine may hand out to VMs' page views (the sum of
+// their max_mappings): vm.max_map_count less what the daemon itself needs
+// (its binary, libraries, thread stacks, each VM's guest-memory table of up
+// to 8 regions, twice while SET_MEM_TABLE swaps it).
+constexpr uint64_t kMappingReserve = 4096;
+
+uint64_t MappingBudget() {
+  uint64_t max_map_count = 65530;  // the kernel's default
+  if (FILE* f = fopen("/proc/sys/vm/max_map_count", "r")) {
+    unsigned long long v = 0;
+    if (fscanf(f, "%llu", &v) == 1) max_map_count = v;
+    fclose(f);
+  }
+  const uint64_t budget = max_map_count > kMappingReserve ? max_map_count - kMappingReserve : 0;
+  spdlog::info("mapping budget {} (vm.max_map_count {}): VMs are admitted while the sum of their "
+               "max_mappings fits",
+               budget, max_map_count);
+  return budget;
+}
 
 int MakeTickFd() {
   int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -133,7 +154,9 @@ int main(int argc, char** argv) {
     spdlog::error("cannot create the data-path mailbox");
     return 1;
   }
-  auto engine = vrdma::engine::Engine::Create(rnic, *executor, *policy);
+  vrdma::engine::EngineOptions engine_options;
+  engine_options.mapping_budget = MappingBudget();
+  auto engine = vrdma::engine::CreateEngine(rnic, *executor, *policy, engine_options);
   if (!engine) {
     spdlog::error("cannot create the engine");
     return 1;

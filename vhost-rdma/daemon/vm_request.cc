@@ -58,6 +58,18 @@ std::string GidToString(const Gid& gid) {
   return inet_ntop(AF_INET6, &a, buf, sizeof(buf)) ? buf : "?";
 }
 
+nlohmann::json QuotasJson(const engine::Quotas& q) {
+  return nlohmann::json{{"max_pd", q.max_pd},
+                        {"max_cq", q.max_cq},
+                        {"max_qp", q.max_qp},
+                        {"max_mr", q.max_mr},
+                        {"max_ah", q.max_ah},
+                        {"max_srq", q.max_srq},
+                        {"max_pinned_bytes", q.max_pinned_bytes},
+                        {"max_host_bytes", q.max_host_bytes},
+                        {"max_mappings", q.max_mappings}};
+}
+
 bool ParseAttachRequest(const json& j, AttachRequest* out, std::string* error) {
   if (!j.is_object()) {
     *error = "request must be a JSON object";
@@ -100,6 +112,7 @@ bool ParseAttachRequest(const json& j, AttachRequest* out, std::string* error) {
   }
 
   if (auto q = j.find("quotas"); q != j.end()) {
+    // Field names: the same as QuotasJson's.
     if (!q->is_object()) {
       *error = "quotas must be an object";
       return false;
@@ -111,7 +124,9 @@ bool ParseAttachRequest(const json& j, AttachRequest* out, std::string* error) {
         !OptionalUnsigned(*q, "max_mr", &Q.max_mr, error) ||
         !OptionalUnsigned(*q, "max_ah", &Q.max_ah, error) ||
         !OptionalUnsigned(*q, "max_srq", &Q.max_srq, error) ||
-        !OptionalUnsigned(*q, "max_pinned_bytes", &Q.max_pinned_bytes, error)) {
+        !OptionalUnsigned(*q, "max_pinned_bytes", &Q.max_pinned_bytes, error) ||
+        !OptionalUnsigned(*q, "max_host_bytes", &Q.max_host_bytes, error) ||
+        !OptionalUnsigned(*q, "max_mappings", &Q.max_mappings, error)) {
       return false;
     }
   }

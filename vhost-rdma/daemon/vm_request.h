@@ -32,6 +32,8 @@ bool ParseAttachRequest(const nlohmann::json& j, AttachRequest* out, std::string
 // A qos object (the fields it names replace those of *out); unknown
 // fields, bad types and ranges are errors and leave *out unchanged.
 bool ParseQos(const nlohmann::json& q, policy::TenantQos* out, std::string* error);
+// The "quotas" object, as ParseAttachRequest reads it (every field).
+nlohmann::json QuotasJson(const engine::Quotas& q);
 bool ParseTenantClass(const std::string& text, policy::TenantClass* out);
 const char* TenantClassName(policy::TenantClass c);
 // IPv6 text (incl. ::ffff:a.b.c.d) to a GID.

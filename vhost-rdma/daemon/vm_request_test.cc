@@ -31,6 +31,22 @@ TEST(VmRequestTest, ParsesFullRequest) {
   EXPECT_EQ(GidToString(r.config.gids[0]), "::ffff:192.0.2.10");
 }
 
+// Every quota the daemon knows is read from "quotas" and written back by
+// QuotasJson under the same name (the attach-vm reply).
+TEST(VmRequestTest, QuotasRoundTrip) {
+  json quotas{{"max_pd", 1},           {"max_cq", 2},        {"max_qp", 3},
+              {"max_mr", 4},           {"max_ah", 5},        {"max_srq", 6},
+              {"max_pinned_bytes", 7}, {"max_host_bytes", 8}, {"max_mappings", 9}};
+  json j{{"cmd", "attach-vm"}, {"name", "a"}, {"socket", "/run/a.sock"},
+         {"gids", {"fe80::1"}}, {"quotas", quotas}};
+  AttachRequest r;
+  std::string err;
+  ASSERT_TRUE(ParseAttachRequest(j, &r, &err)) << err;
+  EXPECT_EQ(r.config.quotas.max_host_bytes, 8u);
+  EXPECT_EQ(r.config.quotas.max_mappings, 9u);
+  EXPECT_EQ(QuotasJson(r.config.quotas), quotas);
+}
+
 TEST(VmRequestTest, RejectsBadRequests) {
   const char* bad[] = {
       R"([1,2])",

@@ -34,7 +34,8 @@ int main(int argc, char** argv) {
   auto* attach = app.add_subcommand("attach-vm", "attach a VM (creates its vhost-user socket)");
   std::string name, vm_socket;
   std::vector<std::string> gids;
-  std::optional<uint64_t> max_pd, max_cq, max_qp, max_mr, max_ah, max_srq, max_pinned;
+  std::optional<uint64_t> max_pd, max_cq, max_qp, max_mr, max_ah, max_srq, max_pinned,
+      max_host, max_mappings;
   std::optional<uint64_t> weight, latency_ns, rate_bps;
   std::optional<std::string> app_class;
   attach->add_option("--name", name, "VM name")->required();
@@ -47,6 +48,8 @@ int main(int argc, char** argv) {
   attach->add_option("--max-ah", max_ah);
   attach->add_option("--max-srq", max_srq);
   attach->add_option("--max-pinned-bytes", max_pinned);
+  attach->add_option("--max-host-bytes", max_host);
+  attach->add_option("--max-mappings", max_mappings);
   attach->add_option("--weight", weight);
   attach->add_option("--latency-target-ns", latency_ns);
   attach->add_option("--max-rate-bps", rate_bps);
@@ -81,6 +84,8 @@ int main(int argc, char** argv) {
     put(quotas, "max_ah", max_ah);
     put(quotas, "max_srq", max_srq);
     put(quotas, "max_pinned_bytes", max_pinned);
+    put(quotas, "max_host_bytes", max_host);
+    put(quotas, "max_mappings", max_mappings);
     if (!quotas.empty()) request["quotas"] = quotas;
     json qos = json::object();
     put(qos, "weight", weight);

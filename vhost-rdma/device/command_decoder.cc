@@ -3,6 +3,9 @@
 // Every rule below is a syntax rule: it needs nothing but the request bytes
 // and the device limits. Each Decode* function lists the rules it enforces;
 // docs/virtio-rdma.md quotes them. Any violation is Status::kInvalid.
+// What a request means (ring geometry, MR access and coverage, queue
+// capabilities) is checked once, by the engine (backend/engine/mr_check.h,
+// ring_check.h), whoever calls it.
 #include "vhost-rdma/device/command_decoder.h"
 
 #include <endian.h>
@@ -14,15 +17,7 @@
 namespace vrdma::device {
 namespace {
 
-constexpr uint64_t kPageSize = VIRTIO_RDMA_PAGE_SIZE;
-constexpr uint64_t kPageMask = kPageSize - 1;
 constexpr uint32_t k24BitMax = (1u << 24) - 1;
-// Minimum element sizes derived from the librxe structures (see
-// docs/virtio-rdma.md section 4.3).
-constexpr uint64_t kSendWqeFixedBytes = VIRTIO_RDMA_SEND_WQE_SGE_OFFSET;  // 208
-constexpr uint64_t kRecvWqeFixedBytes = VIRTIO_RDMA_RECV_WQE_SGE_OFFSET;  // 40
-constexpr uint64_t kSgeBytes = 16;  // struct rxe_sge
-constexpr uint32_t kMinCqLog2ElemSize = VIRTIO_RDMA_MIN_CQE_LOG2_SIZE;
 
 // A cursor over the copied request. Reads are bounds-checked; a read past
 // the end fails instead of touching memory.
@@ -40,8 +35,8 @@ class Reader {
   }
   size_t remaining() const { return bytes_.size() - pos_; }
 
-  // Reads exactly n little-endian page addresses; each must be page aligned
-  // and not the last page of the 64-bit space (gpa + 4096 must not wrap).
+  // Reads exactly n little-endian page addresses (the engine checks them:
+  // alignment, then whether they are guest RAM).
   bool ReadPages(uint32_t n, std::vector<uint64_t>* pages) {
     if (remaining() / sizeof(uint64_t) < n) return false;
     pages->resize(n);
@@ -49,9 +44,7 @@ class Reader {
       uint64_t le;
       std::memcpy(&le, bytes_.data() + pos_, sizeof(le));
       pos_ += sizeof(le);
-      const uint64_t gpa = le64toh(le);
-      if ((gpa & kPageMask) != 0 || gpa > UINT64_MAX - kPageSize) return false;
-      (*pages)[i] = gpa;
+      (*pages)[i] = le64toh(le);
     }
     return true;
   }
@@ -66,43 +59,16 @@ class Reader {
   size_t pos_ = 0;
 };
 
-uint64_t Pow2(uint32_t log2) { return uint64_t{1} << log2; }
-
-enum class RingKind { kCq, kSq, kRecv };
-
-// Ring rules (struct virtio_rdma_ring_desc), for every ring:
-//  - log2_num_elem <= 16, log2_elem_size <= 12;
-//  - element size minimum per kind: CQ >= 64 bytes (log2 >= 6); SQ >= 208 +
-//    max(16 * max_send_sge, max_inline_data); RQ/SRQ >= 40 + 16 * max_sge;
-//  - requested depth < 2^log2_num_elem (one slot stays empty);
-//  - npages == ceil((384 + 2^log2_num_elem * 2^log2_elem_size) / 4096);
-//  - npages <= limits.max_ring_pages.
-// The page list itself is read later, in order, by ReadPages.
-Status CheckRing(const virtio_rdma_ring_desc& wire, RingKind kind,
-                 uint64_t depth, uint64_t min_elem_bytes,
-                 const DecodeLimits& limits, engine::RingSpec* out,
-                 uint32_t* npages) {
-  const uint32_t log2_num = le32toh(wire.log2_num_elem);
-  const uint32_t log2_size = le32toh(wire.log2_elem_size);
+// A ring descriptor (struct virtio_rdma_ring_desc): its geometry as
+// declared, and npages <= min(limits.max_ring_pages, the pages the largest
+// geometry spans) so the page list that follows is bounded. The page list
+// itself is read later, in order, by ReadPages.
+Status ReadRing(const virtio_rdma_ring_desc& wire, const DecodeLimits& limits,
+                engine::RingSpec* out, uint32_t* npages) {
   const uint32_t n = le32toh(wire.npages);
-  if (log2_num < kMinRingLog2NumElem || log2_num > kMaxRingLog2NumElem)
-    return Status::kInvalid;
-  if (log2_size > kMaxRingLog2ElemSize) return Status::kInvalid;
-  if (kind == RingKind::kCq && log2_size < kMinCqLog2ElemSize)
-    return Status::kInvalid;
-  if (Pow2(log2_size) < min_elem_bytes) return Status::kInvalid;
-  if (depth >= Pow2(log2_num)) return Status::kInvalid;
-  // At most 384 + 2^28: no overflow in 64 bits.
-  const uint64_t ring_bytes =
-      VIRTIO_RDMA_RING_HDR_SIZE + (Pow2(log2_num) << log2_size);
-  // Exactly the pages the ring spans: no page the device would map (and pin)
-  // without using it. The Linux driver allocates PAGE_ALIGN(ring bytes).
-  if (uint64_t{n} != (ring_bytes + kPageSize - 1) / kPageSize)
-    return Status::kInvalid;
-  if (n > limits.max_ring_pages || n > kMaxRingPagesByGeometry)
-    return Status::kInvalid;
-  out->log2_num_elem = log2_num;
-  out->log2_elem_size = log2_size;
+  if (n > limits.max_ring_pages || n > kMaxRingPagesByGeometry) return Status::kInvalid;
+  out->log2_num_elem = le32toh(wire.log2_num_elem);
+  out->log2_elem_size = le32toh(wire.log2_elem_size);
   *npages = n;
   return Status::kOk;
 }
@@ -153,16 +119,8 @@ Result<Command> DecodeQueryGid(Reader& r) {
   return Command{QueryGidCmd{index}};
 }
 
-// REG_MR:
-//  - access_flags only VIRTIO_RDMA_ACCESS_SUPPORTED bits; REMOTE_WRITE or
-//    REMOTE_ATOMIC require LOCAL_WRITE (IB rule);
-//  - length > 0; iova + length does not wrap 2^64 (iova + length <= 2^64 - 1
-//    as a sum, i.e. the last byte is addressable and the end is
-//    representable);
-//  - first_page_offset < 4096;
-//  - 1 <= npages <= limits.max_mr_pages; first_page_offset + length <=
-//    npages * 4096 (the pages cover the MR);
-//  - exactly npages * 8 bytes of page list follow; each page 4096-aligned.
+// REG_MR: npages <= limits.max_mr_pages and exactly npages * 8 bytes of
+// page list follow. (Access, length, coverage, alignment: CheckRegMr.)
 Result<Command> DecodeRegMr(Reader& r, const DecodeLimits& limits) {
   virtio_rdma_req_reg_mr w;
   if (!r.Read(&w)) return Status::kInvalid;
@@ -174,52 +132,29 @@ Result<Command> DecodeRegMr(Reader& r, const DecodeLimits& limits) {
   req.length = le64toh(w.length);
   req.first_page_offset = le32toh(w.first_page_offset);
   const uint32_t npages = le32toh(w.npages);
-
-  if (req.access & ~uint32_t{VIRTIO_RDMA_ACCESS_SUPPORTED})
-    return Status::kInvalid;
-  if ((req.access & (VIRTIO_RDMA_ACCESS_REMOTE_WRITE |
-                     VIRTIO_RDMA_ACCESS_REMOTE_ATOMIC)) &&
-      !(req.access & VIRTIO_RDMA_ACCESS_LOCAL_WRITE))
-    return Status::kInvalid;
-  if (req.length == 0) return Status::kInvalid;
-  uint64_t end;
-  if (__builtin_add_overflow(req.iova, req.length, &end))
-    return Status::kInvalid;
-  if (req.first_page_offset >= kPageSize) return Status::kInvalid;
-  if (npages == 0 || npages > limits.max_mr_pages) return Status::kInvalid;
-  uint64_t covered;
-  if (__builtin_add_overflow(uint64_t{req.first_page_offset}, req.length,
-                             &covered))
-    return Status::kInvalid;
-  if (covered > uint64_t{npages} * kPageSize) return Status::kInvalid;
+  if (npages > limits.max_mr_pages) return Status::kInvalid;
   if (!r.ReadFinalPages(npages, &req.pages)) return Status::kInvalid;
   return Command{std::move(cmd)};
 }
 
-// CREATE_CQ: ring rules with kind CQ and depth = cqe; cqe >= 1; exactly
-// ring.npages * 8 bytes of page list follow.
+// CREATE_CQ: the ring descriptor (ReadRing); exactly ring.npages * 8 bytes
+// of page list follow. (cqe and geometry: CheckCreateCq.)
 Result<Command> DecodeCreateCq(Reader& r, const DecodeLimits& limits) {
   virtio_rdma_req_create_cq w;
   if (!r.Read(&w)) return Status::kInvalid;
   CreateCqCmd cmd;
   cmd.req.cqe = le32toh(w.cqe);
-  if (cmd.req.cqe == 0) return Status::kInvalid;
   uint32_t npages = 0;
-  VRDMA_RETURN_IF_ERROR(CheckRing(w.ring, RingKind::kCq, cmd.req.cqe, 0,
-                                  limits, &cmd.req.ring, &npages));
+  VRDMA_RETURN_IF_ERROR(ReadRing(w.ring, limits, &cmd.req.ring, &npages));
   if (!r.ReadFinalPages(npages, &cmd.req.ring.pages)) return Status::kInvalid;
   return Command{std::move(cmd)};
 }
 
 // CREATE_QP:
 //  - qp_type in {RC 2, UC 3, UD 4}; sq_sig_all in {0, 1};
-//  - SQ: ring rules with depth = cap.max_send_wr and element >= 208 +
-//    max(16 * cap.max_send_sge, cap.max_inline_data);
-//  - srq_handle == 0: RQ ring rules with depth = cap.max_recv_wr and
-//    element >= 40 + 16 * cap.max_recv_sge;
-//  - srq_handle != 0: rq.npages == 0 (the other rq fields are ignored);
+//  - the SQ and RQ ring descriptors (ReadRing);
 //  - exactly (sq.npages + rq.npages) * 8 bytes of page list follow, SQ pages
-//    first; each page 4096-aligned.
+//    first. (Capabilities, geometry, RQ pages with an SRQ: CheckCreateQp.)
 Result<Command> DecodeCreateQp(Reader& r, const DecodeLimits& limits) {
   virtio_rdma_req_create_qp w;
   if (!r.Read(&w)) return Status::kInvalid;
@@ -243,23 +178,10 @@ Result<Command> DecodeCreateQp(Reader& r, const DecodeLimits& limits) {
   req.caps.max_recv_sge = le32toh(w.cap.max_recv_sge);
   req.caps.max_inline_data = le32toh(w.cap.max_inline_data);
 
-  const uint64_t sq_elem_min =
-      kSendWqeFixedBytes +
-      std::max<uint64_t>(kSgeBytes * req.caps.max_send_sge,
-                         req.caps.max_inline_data);
   uint32_t sq_pages = 0;
-  VRDMA_RETURN_IF_ERROR(CheckRing(w.sq, RingKind::kSq, req.caps.max_send_wr,
-                                  sq_elem_min, limits, &req.sq, &sq_pages));
+  VRDMA_RETURN_IF_ERROR(ReadRing(w.sq, limits, &req.sq, &sq_pages));
   uint32_t rq_pages = 0;
-  if (req.srq == 0) {
-    const uint64_t rq_elem_min =
-        kRecvWqeFixedBytes + kSgeBytes * req.caps.max_recv_sge;
-    VRDMA_RETURN_IF_ERROR(CheckRing(w.rq, RingKind::kRecv,
-                                    req.caps.max_recv_wr, rq_elem_min, limits,
-                                    &req.rq, &rq_pages));
-  } else if (le32toh(w.rq.npages) != 0) {
-    return Status::kInvalid;
-  }
+  VRDMA_RETURN_IF_ERROR(ReadRing(w.rq, limits, &req.rq, &rq_pages));
   // Both counts are <= kMaxRingPagesByGeometry: the sum cannot overflow.
   if (!r.ReadPages(sq_pages, &req.sq.pages) ||
       !r.ReadFinalPages(rq_pages, &req.rq.pages))
@@ -311,8 +233,8 @@ Result<Command> DecodeCreateAh(Reader& r) {
   return Command{cmd};
 }
 
-// CREATE_SRQ: ring rules with kind RQ, depth = max_wr and element >= 40 +
-// 16 * max_sge; exactly ring.npages * 8 bytes of page list follow.
+// CREATE_SRQ: the ring descriptor (ReadRing); exactly ring.npages * 8
+// bytes of page list follow. (Capabilities, geometry: CheckCreateSrq.)
 Result<Command> DecodeCreateSrq(Reader& r, const DecodeLimits& limits) {
   virtio_rdma_req_create_srq w;
   if (!r.Read(&w)) return Status::kInvalid;
@@ -323,9 +245,7 @@ Result<Command> DecodeCreateSrq(Reader& r, const DecodeLimits& limits) {
   req.max_sge = le32toh(w.max_sge);
   req.srq_limit = le32toh(w.srq_limit);
   uint32_t npages = 0;
-  VRDMA_RETURN_IF_ERROR(CheckRing(w.ring, RingKind::kRecv, req.max_wr,
-                                  kRecvWqeFixedBytes + kSgeBytes * req.max_sge,
-                                  limits, &req.ring, &npages));
+  VRDMA_RETURN_IF_ERROR(ReadRing(w.ring, limits, &req.ring, &npages));
   if (!r.ReadFinalPages(npages, &req.ring.pages)) return Status::kInvalid;
   return Command{std::move(cmd)};
 }

@@ -23,6 +23,7 @@
 
 #include "backend/base/status.h"
 #include "backend/engine/engine.h"
+#include "backend/engine/ring_check.h"
 #include "vhost-rdma/abi/virtio_rdma.h"
 
 namespace vrdma::device {
@@ -36,15 +37,8 @@ struct DecodeLimits {
   uint32_t max_ring_pages = 0;
 };
 
-// Ring geometry bounds (log2 of element count and element size).
-// A 1-slot ring holds depth 0 (a QP that never sends or never receives).
-inline constexpr uint32_t kMinRingLog2NumElem = 0;
-inline constexpr uint32_t kMaxRingLog2NumElem = 16;  // VIRTIO_RDMA_MAX_RING_LOG2_ELEMS
-inline constexpr uint32_t kMaxRingLog2ElemSize = 12; // one page per element
-// Largest page count any geometry allowed above needs.
-inline constexpr uint32_t kMaxRingPagesByGeometry =
-    (384u + (1u << (kMaxRingLog2NumElem + kMaxRingLog2ElemSize)) + 4095u) /
-    4096u;
+// Largest page count of a ring the engine's geometry bounds allow.
+inline constexpr uint32_t kMaxRingPagesByGeometry = engine::kMaxRingPages;
 
 // One typed command per virtio_rdma_cmd. Field names follow the engine.
 struct QueryDeviceCmd {};

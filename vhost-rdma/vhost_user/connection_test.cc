@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "vhost-rdma/vhost_user/test_mappings.h"
+#include "backend/memory/testing/test_mappings.h"
 #include "vhost-rdma/vhost_user/frontend.h"
 #include "vhost-rdma/vhost_user/vring.h"
 

@@ -48,6 +48,7 @@ class GuestEnv {
   const std::shared_ptr<const GuestMemory>& memory() const { return memory_; }
   uint8_t* host(uint64_t gpa) const { return ram_ + (gpa - base_gpa_); }
   uint64_t end_gpa() const { return base_gpa_ + bytes_; }
+  int fd() const { return fd_; }  // the guest RAM's memfd
 
   // n contiguous zeroed pages; returns the first gpa.
   uint64_t AllocPages(size_t n) {
@@ -157,8 +158,9 @@ inline void WriteSendWqe(uint8_t* e, const GuestSend& s) {
   if (s.flags & kSendInline) {
     p32(send_wqe::kDmaLength, static_cast<uint32_t>(s.inline_data.size()));
     p32(send_wqe::kDmaNumSge, 1);
-    std::memcpy(e + kSendWqeHeaderBytes, s.inline_data.data(),
-                s.inline_data.size());
+    if (!s.inline_data.empty()) {  // memcpy from a null pointer is UB
+      std::memcpy(e + kSendWqeHeaderBytes, s.inline_data.data(), s.inline_data.size());
+    }
   } else {
     uint32_t total = 0;
     for (size_t i = 0; i < s.sges.size(); ++i) {

@@ -3,8 +3,8 @@
 // Test helper: how many mappings of a memfd this process holds, from
 // /proc/self/maps (tests that run a frontend and a backend in one process
 // see both sides' mappings of the guest RAM).
-#ifndef VRDMA_VHOST_RDMA_VHOST_USER_TEST_MAPPINGS_H_
-#define VRDMA_VHOST_RDMA_VHOST_USER_TEST_MAPPINGS_H_
+#ifndef VRDMA_BACKEND_MEMORY_TESTING_TEST_MAPPINGS_H_
+#define VRDMA_BACKEND_MEMORY_TESTING_TEST_MAPPINGS_H_
 
 #include <sys/stat.h>
 
@@ -13,7 +13,7 @@
 #include <fstream>
 #include <string>
 
-namespace vrdma::vhost::testing {
+namespace vrdma::testing {
 
 // Mappings of the memfd behind `fd`; -1 when fd is not a file.
 inline int CountMappingsOf(int fd) {
@@ -34,6 +34,6 @@ inline int CountMappingsOf(int fd) {
   return n;
 }
 
-}  // namespace vrdma::vhost::testing
+}  // namespace vrdma::testing
 
-#endif  // VRDMA_VHOST_RDMA_VHOST_USER_TEST_MAPPINGS_H_
+#endif  // VRDMA_BACKEND_MEMORY_TESTING_TEST_MAPPINGS_H_
