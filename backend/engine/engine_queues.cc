@@ -235,6 +235,9 @@ Result<CreateQpResult> EngineImpl::CreateQp(VmId id,
                       ShadowBytes(qp->rq) + storage->host_bytes() +
                       rnic_.QpHostBytes(rnic_caps);
   qp->charge = charge;
+  // Refused before the RNIC's memory is prepared: a VM at its quota costs
+  // the control thread no queue allocation.
+  if (!Fits(vm->config.quotas, vm->stats, charge)) return Status::kNoResource;
   // The RNIC's queue memory, and the CQ growth this QP will need, are
   // allocated here on the control thread (the plan is checked again on
   // the data-path thread, where it is applied).
@@ -592,6 +595,7 @@ Result<CreateSrqResult> EngineImpl::CreateSrq(VmId id,
   charge.host_bytes = sizeof(SrqObj) + ShadowBytes(srq->rq) +
                       rnic_.SrqHostBytes(srq->rq.depth, req.max_sge);
   srq->charge = charge;
+  if (!Fits(vm->config.quotas, vm->stats, charge)) return Status::kNoResource;
   rnic_.PrepareSrq(srq->rq.depth, req.max_sge);
 
   Result<CreateSrqResult> out = Status::kNoResource;
