@@ -32,26 +32,6 @@
 #include "backend/engine/engine_impl.h"
 
 namespace vrdma::engine {
-namespace {
-
-policy::WrKind KindOf(WrOpcode op) {
-  switch (op) {
-    case WrOpcode::kRdmaWrite:
-    case WrOpcode::kRdmaWriteWithImm:
-      return policy::WrKind::kWrite;
-    case WrOpcode::kSend:
-    case WrOpcode::kSendWithImm:
-      return policy::WrKind::kSend;
-    case WrOpcode::kRdmaRead:
-      return policy::WrKind::kRead;
-    case WrOpcode::kAtomicCmpSwp:
-    case WrOpcode::kAtomicFetchAdd:
-      return policy::WrKind::kAtomic;
-  }
-  return policy::WrKind::kSend;
-}
-
-}  // namespace
 
 void EngineImpl::Doorbell(VmId id, uint8_t kind, uint32_t handle) {
   VmContext* vm = FindVm(id);
@@ -254,7 +234,7 @@ bool EngineImpl::ProcessSq(QpObj& qp) {
       did = true;
       break;
     }
-    const policy::WrInfo info{vm.id, qp.flow, KindOf(wr.opcode),
+    const policy::WrInfo info{vm.id, qp.flow, sched::WrKindOf(wr.opcode),
                               static_cast<uint32_t>(wr.total_length()),
                               signaled};
     (void)TakeSlot(qp, wr.wr_id, wr.opcode, signaled);

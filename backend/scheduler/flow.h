@@ -22,6 +22,28 @@
 
 namespace vrdma::sched {
 
+// What a policy sees of a work request's opcode (the one WR -> WrKind
+// table: the engine's and the bench's WRs alike). Host-only opcodes
+// (WAIT, ENABLE) never reach a policy; they read as SEND.
+constexpr policy::WrKind WrKindOf(WrOpcode op) {
+  switch (op) {
+    case WrOpcode::kRdmaWrite:
+    case WrOpcode::kRdmaWriteWithImm:
+      return policy::WrKind::kWrite;
+    case WrOpcode::kRdmaRead:
+      return policy::WrKind::kRead;
+    case WrOpcode::kAtomicCmpSwp:
+    case WrOpcode::kAtomicFetchAdd:
+      return policy::WrKind::kAtomic;
+    case WrOpcode::kSend:
+    case WrOpcode::kSendWithImm:
+    case WrOpcode::kWait:
+    case WrOpcode::kEnable:
+      break;
+  }
+  return policy::WrKind::kSend;
+}
+
 struct QueueEntry {
   uint32_t tag = 0;
   uint32_t total = 0;      // bytes of the WR

@@ -35,18 +35,6 @@ namespace {
 
 constexpr uint64_t kSnapshotCookie = UINT64_MAX;
 
-policy::WrKind KindOf(model::Op op) {
-  switch (op) {
-    case model::Op::kRead:
-      return policy::WrKind::kRead;
-    case model::Op::kSend:
-    case model::Op::kSendImm:
-      return policy::WrKind::kSend;
-    default:
-      return policy::WrKind::kWrite;
-  }
-}
-
 class Runner final : public model::TimerSink {
  public:
   Runner(const ScenarioSpec& spec, const PolicyFactory& policy)
@@ -222,7 +210,7 @@ class Runner final : public model::TimerSink {
         wr.num_sge = 1;
         wr.sge[0].length = s.msg_bytes;
         policy::WrInfo info;
-        info.kind = KindOf(s.op);
+        info.kind = sched::WrKindOf(model::WrOpcodeOf(s.op));
         info.bytes = s.msg_bytes;
         info.signaled = true;
         const uint32_t tag = q.seq & q.mask;

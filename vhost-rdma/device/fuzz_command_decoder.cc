@@ -2,12 +2,16 @@
 //
 // libFuzzer: arbitrary bytes as the readable part of a control-queue chain
 // and as a doorbell record. The decoder must never crash, read out of
-// bounds, or hit undefined behaviour; whatever it accepts must satisfy the
-// invariants the engine relies on (checked below, abort on violation).
+// bounds, or hit undefined behaviour; whatever it accepts and the engine's
+// request checks then accept (the decoder only parses; ring geometry, MR
+// access and coverage are the engine's) must satisfy the invariants the
+// engine relies on (checked below, abort on violation).
 #include <cstdint>
 #include <cstdlib>
 #include <span>
 
+#include "backend/engine/mr_check.h"
+#include "backend/engine/ring_check.h"
 #include "vhost-rdma/device/command_decoder.h"
 
 namespace {
@@ -17,6 +21,35 @@ using vrdma::device::Command;
 void CheckPages(const std::vector<uint64_t>& pages) {
   for (uint64_t p : pages)
     if (p & 4095) std::abort();
+}
+
+// The limits a VM sees (the engine's checks take them).
+vrdma::RnicLimits Limits() {
+  vrdma::RnicLimits l;
+  l.max_qp_wr = 16384;
+  l.max_sge = 32;
+  l.max_cqe = 65535;
+  l.max_srq_wr = 16384;
+  l.max_inline_data = 512;
+  return l;
+}
+
+// The engine's checks of a decoded request; true when it would go on.
+bool EngineAccepts(const Command& cmd) {
+  using namespace vrdma::device;
+  if (const auto* m = std::get_if<RegMrCmd>(&cmd)) {
+    return vrdma::engine::CheckRegMr(m->req, vrdma::engine::MrLimits{}) == vrdma::Status::kOk;
+  }
+  if (const auto* q = std::get_if<CreateCqCmd>(&cmd)) {
+    return vrdma::engine::CheckCreateCq(q->req, Limits()) == vrdma::Status::kOk;
+  }
+  if (const auto* q = std::get_if<CreateQpCmd>(&cmd)) {
+    return vrdma::engine::CheckCreateQp(q->req, Limits()) == vrdma::Status::kOk;
+  }
+  if (const auto* q = std::get_if<CreateSrqCmd>(&cmd)) {
+    return vrdma::engine::CheckCreateSrq(q->req, Limits()) == vrdma::Status::kOk;
+  }
+  return true;
 }
 
 void CheckInvariants(const Command& cmd) {
@@ -44,10 +77,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                            .max_ring_pages = 4096};
   std::span<const uint8_t> bytes(data, size);
   auto res = vrdma::device::DecodeCommand(bytes, limits);
-  if (res.ok()) {
+  if (!res.ok()) {
+    if (res.status() != vrdma::Status::kInvalid) std::abort();
+  } else if (EngineAccepts(*res)) {
     CheckInvariants(*res);
-  } else if (res.status() != vrdma::Status::kInvalid) {
-    std::abort();
   }
   (void)vrdma::device::DecodeDoorbell(bytes);
   return 0;
