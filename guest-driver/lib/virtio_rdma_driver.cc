@@ -24,9 +24,11 @@ constexpr uint64_t kDeviceFeatures = (1ull << VIRTIO_RDMA_F_SRQ) |
 // buffer.
 constexpr uint64_t kCmdScratch = 64 * 1024;
 constexpr uint64_t kCmdRespArea = 1024;
-// Idle polls of a command's completion before kicking again (~1 ms or more
-// with the SpinWait back-off).
-constexpr uint32_t kRekickSpins = 4096;
+// How long a command may go unanswered before the driver kicks again. A
+// time, not a number of idle polls: on a loaded host (or under ASan) a
+// device that works may take milliseconds to answer, and a re-kick then
+// would count as the device's fault (rekicks()).
+constexpr int kRekickMs = 200;
 
 // Deadline checks are cheap but not free: look at the clock every so often.
 class Deadline {
@@ -194,8 +196,8 @@ Status VirtioRdmaDriver::Command(uint32_t cmd, std::span<const uint8_t> req,
     if (ctrl_.vq.Publish()) Kick(ctrl_);
     SpinWait spin;
     Deadline deadline(options_.timeout_ms);
+    Deadline rekick(kRekickMs);
     std::optional<UsedElem> used;
-    uint32_t idle = 0;
     while (!(used = ctrl_.vq.PollUsed())) {
       if (deadline.Expired()) {
         result = Status::kIoError;
@@ -204,9 +206,10 @@ Status VirtioRdmaDriver::Command(uint32_t cmd, std::span<const uint8_t> req,
       // A device that never re-arms notifications (with EVENT_IDX it must
       // keep avail_event current) would leave the command unseen: kick
       // again after a while. Extra kicks are always harmless.
-      if ((++idle % kRekickSpins) == 0) {
+      if (rekick.Expired()) {
         ++rekicks_;
         Kick(ctrl_);
+        rekick = Deadline(kRekickMs);
       }
       spin.Idle();
     }
