@@ -97,17 +97,44 @@ class HostileTest : public TwoVmTest {
     return {b, h};
   }
 
+  // The attacker's loop, under MeasureUnder: take() one more resource
+  // until the daemon refuses it at the quota (kNoResource), then release()
+  // everything and start again; paused in the baseline windows, paced, and
+  // left at its quota once the measurement stops.
+  struct AttackCount {
+    int refused = 0;
+    int other_errors = 0;
+  };
+  template <typename Take, typename Release>
+  AttackCount AttackToQuota(Take take, Release release) {
+    AttackCount n;
+    MeasureUnder([&](std::atomic<bool>& active, std::atomic<bool>& stop) {
+      while (true) {
+        while (!active) std::this_thread::sleep_for(kPace);
+        const Status s = take();
+        if (s == Status::kNoResource) {
+          ++n.refused;
+          if (stop) break;  // stay at the quota for the checks that follow
+          release();
+        } else if (s != Status::kOk) {
+          ++n.other_errors;
+          break;
+        }
+        std::this_thread::sleep_for(kPace);
+      }
+    });
+    return n;
+  }
+
+  static constexpr auto kPace = std::chrono::microseconds(200);
   static constexpr int kWindows = 10;
   static constexpr int kWindowSamples = 400;
   std::unique_ptr<guest::Qp> victim_qp_, peer_qp_;
 };
 
-constexpr auto kPace = std::chrono::microseconds(200);
-
 // Item 5: MR page lists that alias one page make the daemon map each page
 // on its own. The attacker's mappings stop at its max_mappings
-// (kNoResource); the victim's latency does not move, and a fresh MR and QP
-// of the victim still succeed.
+// (kNoResource), and a fresh MR and QP of the victim still succeed.
 TEST_F(HostileTest, AliasedPageListsStopAtTheMappingQuota) {
   const std::string sock = daemon_.AttachVm("vm-x", "::ffff:10.0.0.9", {{"max_mappings", 1024}});
   ASSERT_FALSE(sock.empty());
@@ -118,35 +145,26 @@ TEST_F(HostileTest, AliasedPageListsStopAtTheMappingQuota) {
   auto page = x.dev->driver().ram().Allocate(4096);
   ASSERT_TRUE(page.has_value());
   const std::vector<uint64_t> aliased(256, page->page_gpas()[0]);  // 256 mappings each
-  std::atomic<int> refused{0}, other_errors{0};
   std::vector<uint32_t> held;
-  MeasureUnder([&](std::atomic<bool>& active, std::atomic<bool>& stop) {
-    while (true) {
-      while (!active) std::this_thread::sleep_for(kPace);
-      virtio_rdma_req_reg_mr req{};
-      req.pd_handle = x.pd->handle();
-      req.access_flags = VIRTIO_RDMA_ACCESS_LOCAL_WRITE;
-      req.iova = 0x100000;
-      req.length = 256 * 4096;
-      req.npages = 256;
-      virtio_rdma_resp_reg_mr resp{};
-      const Status s = x.dev->driver().Command(VIRTIO_RDMA_CMD_REG_MR, req, &resp, aliased);
-      if (s == Status::kOk) {
-        held.push_back(resp.mr_handle);
-      } else if (s == Status::kNoResource) {
-        ++refused;
-        if (stop) break;  // stay at the quota for the checks below
+  const AttackCount n = AttackToQuota(
+      [&] {
+        virtio_rdma_req_reg_mr req{};
+        req.pd_handle = x.pd->handle();
+        req.access_flags = VIRTIO_RDMA_ACCESS_LOCAL_WRITE;
+        req.iova = 0x100000;
+        req.length = 256 * 4096;
+        req.npages = 256;
+        virtio_rdma_resp_reg_mr resp{};
+        const Status s = x.dev->driver().Command(VIRTIO_RDMA_CMD_REG_MR, req, &resp, aliased);
+        if (s == Status::kOk) held.push_back(resp.mr_handle);
+        return s;
+      },
+      [&] {
         for (uint32_t h : held) (void)x.dev->DestroyHandle(VIRTIO_RDMA_CMD_DEREG_MR, h);
         held.clear();
-      } else {
-        ++other_errors;
-        break;
-      }
-      std::this_thread::sleep_for(kPace);
-    }
-  });
-  EXPECT_GT(refused.load(), 0) << "the attacker never reached its quota";
-  EXPECT_EQ(other_errors.load(), 0);
+      });
+  EXPECT_GT(n.refused, 0) << "the attacker never reached its quota";
+  EXPECT_EQ(n.other_errors, 0);
   nlohmann::json st = daemon_.VmStats("vm-x");
   // As many MRs of 256 mappings as fit beside its own; the next is refused.
   EXPECT_EQ(held.size(), (1024 - own) / 256);
@@ -162,7 +180,7 @@ TEST_F(HostileTest, AliasedPageListsStopAtTheMappingQuota) {
 
 // Item 6: deep rings make the daemon keep shadow state and RNIC queues per
 // ring slot. The attacker's host memory stops at its max_host_bytes
-// (kNoResource); the victim's latency does not move.
+// (kNoResource), and the victim still creates a deep QP.
 TEST_F(HostileTest, DeepQueuesStopAtTheHostMemoryQuota) {
   constexpr uint64_t kQuota = 8ull << 20;
   const std::string sock =
@@ -171,30 +189,19 @@ TEST_F(HostileTest, DeepQueuesStopAtTheHostMemoryQuota) {
   Guest x;
   x.Open(sock);
   ASSERT_NE(x.dev, nullptr);
-  std::atomic<int> refused{0}, other_errors{0};
   std::vector<std::unique_ptr<guest::Qp>> held;
-  MeasureUnder([&](std::atomic<bool>& active, std::atomic<bool>& stop) {
-    while (true) {
-      while (!active) std::this_thread::sleep_for(kPace);
-      guest::QpInitAttr qa;
-      qa.send_cq = qa.recv_cq = x.cq.get();
-      qa.max_send_wr = qa.max_recv_wr = 1023;
-      auto q = x.dev->CreateQp(*x.pd, qa);
-      if (q.ok()) {
-        held.push_back(std::move(q.value()));
-      } else if (q.status() == Status::kNoResource) {
-        ++refused;
-        if (stop) break;
-        held.clear();  // destroys them
-      } else {
-        ++other_errors;
-        break;
-      }
-      std::this_thread::sleep_for(kPace);
-    }
-  });
-  EXPECT_GT(refused.load(), 0) << "the attacker never reached its quota";
-  EXPECT_EQ(other_errors.load(), 0);
+  const AttackCount n = AttackToQuota(
+      [&] {
+        guest::QpInitAttr qa;
+        qa.send_cq = qa.recv_cq = x.cq.get();
+        qa.max_send_wr = qa.max_recv_wr = 1023;
+        auto q = x.dev->CreateQp(*x.pd, qa);
+        if (q.ok()) held.push_back(std::move(q.value()));
+        return q.status();
+      },
+      [&] { held.clear(); });  // destroys them
+  EXPECT_GT(n.refused, 0) << "the attacker never reached its quota";
+  EXPECT_EQ(n.other_errors, 0);
   nlohmann::json st = daemon_.VmStats("vm-x");
   EXPECT_GT(st.value("qps", 0u), 0u);
   EXPECT_LE(st.value("host_bytes", ~0ull), kQuota);
