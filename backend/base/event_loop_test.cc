@@ -39,7 +39,9 @@ class LoopThread {
       loop_->Run();
     });
   }
-  ~LoopThread() {
+  ~LoopThread() { Join(); }
+  // Stops the loop and waits for its thread.
+  void Join() {
     loop_->Stop();
     if (thread_.joinable()) thread_.join();
   }
@@ -70,7 +72,7 @@ TEST(EventLoopTest, FdHandlerRunsOnLoopThread) {
   ASSERT_EQ(write(efd, &one, 8), 8);
   ASSERT_TRUE(WaitFor([&] { return fired == 1; }));
   EXPECT_EQ(ran_on.load(), t.id());
-  t.loop().Stop();
+  t.Join();  // before the fd and the state its handler uses go
   close(efd);
 }
 
@@ -179,9 +181,26 @@ TEST(EventLoopTest, HandlersAndPollersMayRemoveThemselves) {
   close(efd);
 }
 
+// A mailbox on a loop thread, torn down as the executor's contract asks:
+// the loop stops before the executor is destroyed (destroying it while the
+// loop runs would remove its fd under a dispatch in progress).
+class MailboxThread {
+ public:
+  explicit MailboxThread(EpollEventLoop::Options o = {})
+      : t_(o), ex_(MailboxExecutor::Create(t_.loop())) {}
+  ~MailboxThread() { t_.Join(); }  // then ex_, then t_
+  LoopThread& t() { return t_; }
+  MailboxExecutor* ex() { return ex_.get(); }
+
+ private:
+  LoopThread t_;
+  std::unique_ptr<MailboxExecutor> ex_;
+};
+
 TEST(MailboxExecutorTest, RunSyncRunsOnLoopThreadInOrder) {
-  LoopThread t;
-  auto ex = MailboxExecutor::Create(t.loop());
+  MailboxThread m;
+  LoopThread& t = m.t();
+  MailboxExecutor* ex = m.ex();
   ASSERT_NE(ex, nullptr);
   t.Start();
   // Owned by the data path: only touched inside closures, no locks.
@@ -206,8 +225,9 @@ TEST(MailboxExecutorTest, RunSyncRunsOnLoopThreadInOrder) {
 TEST(MailboxExecutorTest, WakesASleepingLoop) {
   EpollEventLoop::Options o;
   o.idle_spin_ns = 0;  // sleep as soon as idle
-  LoopThread t(o);
-  auto ex = MailboxExecutor::Create(t.loop());
+  MailboxThread m(o);
+  LoopThread& t = m.t();
+  MailboxExecutor* ex = m.ex();
   ASSERT_NE(ex, nullptr);
   t.Start();
   ASSERT_TRUE(WaitFor([&] { return t.loop().sleeps() > 0; }));
@@ -223,8 +243,9 @@ TEST(MailboxExecutorTest, WakesASleepingLoop) {
 }
 
 TEST(MailboxExecutorTest, ManyProducersAreSerialised) {
-  LoopThread t;
-  auto ex = MailboxExecutor::Create(t.loop());
+  MailboxThread m;
+  LoopThread& t = m.t();
+  MailboxExecutor* ex = m.ex();
   ASSERT_NE(ex, nullptr);
   t.Start();
   uint64_t counter = 0;  // plain: only the data path writes it
@@ -241,8 +262,9 @@ TEST(MailboxExecutorTest, ManyProducersAreSerialised) {
 }
 
 TEST(MailboxExecutorTest, RunSyncFromLoopThreadRunsInline) {
-  LoopThread t;
-  auto ex = MailboxExecutor::Create(t.loop());
+  MailboxThread m;
+  LoopThread& t = m.t();
+  MailboxExecutor* ex = m.ex();
   ASSERT_NE(ex, nullptr);
   t.Start();
   int inner = 0;
@@ -257,7 +279,6 @@ TEST(MailboxExecutorTest, RunSyncFromLoopThreadRunsInline) {
 TEST(EventLoopTest, PollerDeadlineWakesTheSleepingLoop) {
   EpollEventLoop::Options o;
   o.idle_spin_ns = 0;
-  LoopThread t(o);
   auto now_ns = [] {
     return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                      std::chrono::steady_clock::now().time_since_epoch())
@@ -267,6 +288,7 @@ TEST(EventLoopTest, PollerDeadlineWakesTheSleepingLoop) {
   std::atomic<uint64_t> due{due_at};
   std::atomic<uint64_t> fired_at{0};
   std::atomic<int> turns{0};
+  LoopThread t(o);  // after the state its poller uses: stopped before it goes
   t.loop().AddPoller(
       [&] {
         ++turns;
