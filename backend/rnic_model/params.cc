@@ -3,6 +3,34 @@
 
 namespace vrdma::model {
 
+namespace {
+
+// PCIe link of a card generation (PCIe base spec rates; pcie-bench model
+// for the DLLP efficiency and header sizes). Tags: 8-bit extended tags on
+// Gen3, 10-bit tags (768 usable) from Gen4 on (assumed: the card uses them).
+PcieParams PcieLink(int gen, uint32_t lanes) {
+  PcieParams p;
+  p.gts = gen == 3 ? 8.0 : gen == 4 ? 16.0 : 32.0;
+  p.lanes = lanes;
+  p.read_tags = gen == 3 ? 256 : 768;
+  return p;
+}
+
+// Cache sizes, ESTIMATES: SwiftRDMA §3.2 gives ~2 MB of on-chip cache for a
+// ConnectX-5 (all contexts together); the split is assumed. scale 1 = CX-5
+// (QPC 1024 x 256 B, MPT 1024 x 64 B, MTT 64 Ki entries x 8 B, WQEs of 256
+// QPs: ~0.9 MiB), each newer generation doubles it, older ones halve it.
+CacheParams Caches(double scale) {
+  CacheParams c;
+  c.qpc_entries = static_cast<uint32_t>(1024 * scale);
+  c.mpt_entries = static_cast<uint32_t>(1024 * scale);
+  c.mtt_entries = static_cast<uint32_t>(65536 * scale);
+  c.wqe_qps = static_cast<uint32_t>(256 * scale);
+  return c;
+}
+
+}  // namespace
+
 Picos NicParams::byte_time_ps() const {
   // Rounded to whole picoseconds: exact for 25/40/50/100 Gbps.
   return static_cast<Picos>(8000.0 / line_rate_gbps + 0.5);
@@ -26,11 +54,13 @@ NicParams ConnectX6RoCE100() {
   p.dispatch_gap_ps = NsToPs(1e3 / 105.0);  // ~105 Mmps with 9 QPs (PeRF §2.3.2)
   p.seg_cost_ps = NsToPs(30);          // assumed: > line rate per QP at any MTU
   p.doorbell_ps = NsToPs(200);         // assumed PCIe MMIO posted write
-  p.wqe_fetch_ps = NsToPs(600);        // assumed PCIe read round trip
+  p.wqe_fetch_ps = NsToPs(400);        // assumed PCIe read round trip
   p.cqe_write_ps = NsToPs(300);        // assumed PCIe posted write + poll
   p.tx_fifo_packets = 16;              // fitted: Justitia §3.1.1 4x p99 (RoCEv2)
   p.num_rx_pus = 16;                   // assumed symmetric with TX
   p.rx_cost_ps = NsToPs(1e3 / 13.0 / 2.0);  // assumed: RX never the bottleneck alone
+  p.pcie = PcieLink(4, 16);            // ConnectX-6: PCIe Gen4 x16
+  p.cache = Caches(2.0);               // estimate (see Caches)
   return p;
 }
 
@@ -42,6 +72,8 @@ NicParams ConnectX5RoCE40() {
   p.num_pus = 8;                       // PeRF Table 1
   p.wqe_cost_ps = NsToPs(1e3 / 11.0);  // assumed ~11 Mmps per QP (older card)
   p.dispatch_gap_ps = NsToPs(1e3 / 60.0);  // assumed ~60 Mmps aggregate
+  p.pcie = PcieLink(3, 16);            // ConnectX-5: PCIe Gen3 x16
+  p.cache = Caches(1.0);               // estimate
   return p;
 }
 
@@ -50,6 +82,8 @@ NicParams ConnectX4RoCE25() {
   p.name = "cx4-25";
   p.line_rate_gbps = 25.0;             // ConnectX-4 Lx class; assumed
   p.dispatch_gap_ps = NsToPs(1e3 / 40.0);  // assumed
+  p.pcie = PcieLink(3, 8);             // ConnectX-4 Lx: PCIe Gen3 x8
+  p.cache = Caches(0.5);               // estimate
   return p;
 }
 
@@ -63,6 +97,34 @@ NicParams ConnectX3IB56() {
   p.num_pus = 8;                       // assumed (older generation)
   p.wqe_cost_ps = NsToPs(1e3 / 9.0);   // assumed
   p.dispatch_gap_ps = NsToPs(1e3 / 35.0);  // assumed
+  p.pcie = PcieLink(3, 8);             // ConnectX-3 Pro: PCIe Gen3 x8
+  p.cache = Caches(0.25);              // estimate
+  return p;
+}
+
+NicParams ConnectX5RoCE100() {
+  NicParams p = ConnectX5RoCE40();     // 8 PUs (PeRF Table 1), CX-5 caches
+  p.name = "cx5-100";
+  p.line_rate_gbps = 100.0;            // ConnectX-5 EN 100GbE
+  p.mtu_bytes = 4096;                  // assumed, as cx6-100
+  return p;
+}
+
+NicParams ConnectX6RoCE200() {
+  NicParams p = ConnectX6RoCE100();    // PCIe Gen4 x16, CX-6 caches
+  p.name = "cx6-200";
+  p.line_rate_gbps = 200.0;            // ConnectX-6 HDR/200GbE
+  return p;
+}
+
+NicParams ConnectX7RoCE400() {
+  NicParams p = ConnectX6RoCE100();
+  p.name = "cx7-400";
+  p.line_rate_gbps = 400.0;            // ConnectX-7 NDR/400GbE
+  p.num_pus = 32;                      // assumed: twice CX-6
+  p.dispatch_gap_ps = NsToPs(1e3 / 210.0);  // assumed: twice CX-6's 105 Mmps
+  p.pcie = PcieLink(5, 16);            // ConnectX-7: PCIe Gen5 x16
+  p.cache = Caches(4.0);               // estimate
   return p;
 }
 
@@ -71,11 +133,14 @@ bool PresetByName(std::string_view name, NicParams* out) {
   if (name == "cx5-40") { *out = ConnectX5RoCE40(); return true; }
   if (name == "cx4-25") { *out = ConnectX4RoCE25(); return true; }
   if (name == "ib-56") { *out = ConnectX3IB56(); return true; }
+  if (name == "cx5-100") { *out = ConnectX5RoCE100(); return true; }
+  if (name == "cx6-200") { *out = ConnectX6RoCE200(); return true; }
+  if (name == "cx7-400") { *out = ConnectX7RoCE400(); return true; }
   return false;
 }
 
 std::vector<std::string> PresetNames() {
-  return {"cx6-100", "cx5-40", "cx4-25", "ib-56"};
+  return {"cx6-100", "cx5-40", "cx4-25", "ib-56", "cx5-100", "cx6-200", "cx7-400"};
 }
 
 }  // namespace vrdma::model

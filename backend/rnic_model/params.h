@@ -22,6 +22,59 @@ inline constexpr Picos kPicosPerNano = 1000;
 inline constexpr Picos NsToPs(double ns) { return static_cast<Picos>(ns * 1000.0 + 0.5); }
 inline constexpr double PsToNs(Picos ps) { return static_cast<double>(ps) / 1000.0; }
 
+// The PCIe link between a host and its NIC (pcie.h). Header sizes include
+// the 8 B of data-link framing (sequence number, LCRC, start/end symbols),
+// as in pcie-bench's model (Neugebauer et al., SIGCOMM'18; model/pcie.py).
+struct PcieParams {
+  double gts = 16.0;                     // transfers/s per lane (Gen3 8, Gen4 16, Gen5 32)
+  uint32_t lanes = 16;
+  // Fraction of the encoded bandwidth left after DLLP ACKs, flow-control
+  // updates and SKIP ordered sets (pcie-bench's TLP_bw for x16, MPS 256:
+  // 8/168 + 8/168 + 4/1538 = 9.8 % lost).
+  double dllp_efficiency = 0.902;
+  uint32_t mps_bytes = 256;              // max payload size of a write / completion
+  uint32_t mrrs_bytes = 512;             // max read request size
+  uint32_t rcb_bytes = 64;               // read completion boundary
+  // Completions of a read are split at multiples of this (a multiple of
+  // RCB, at most MPS): MPS-sized completions by default; RCB-sized ones
+  // ("observed on several older chipsets", pcie-bench) with 64.
+  uint32_t completion_bytes = 256;
+  uint32_t mwr_header_bytes = 24;        // 8 framing + 4 + 12 (64-bit address)
+  uint32_t mrd_header_bytes = 24;
+  uint32_t cpld_header_bytes = 20;       // 8 framing + 4 + 8
+  uint32_t read_tags = 256;              // outstanding read requests
+  uint32_t doorbell_bytes = 8;           // MMIO doorbell record
+  uint32_t wqe_bytes = 64;               // one WQEBB per (non-inline) WQE
+  uint32_t cqe_bytes = 64;
+  // A WRITE/SEND of at most this many bytes is posted inline (its data in
+  // the WQE, no payload DMA read): perftest's default for WRITE
+  // (DEF_INLINE_WRITE = 220, src/perftest_parameters.h).
+  uint32_t inline_threshold_bytes = 220;
+};
+
+// On-NIC caches (nic_cache.h): set-associative LRU. Capacities are in
+// entries (MTT: translation entries, fetched 8 to a 64 B line). Sizes are
+// ESTIMATES (docs/rnic-model.md); 0 disables a cache (always hit).
+struct CacheParams {
+  uint32_t ways = 8;
+  uint32_t qpc_entries = 2048;
+  uint32_t mpt_entries = 2048;
+  uint32_t mtt_entries = 131072;
+  uint32_t wqe_qps = 512;                // QPs whose next WQEs are on chip
+  uint32_t qpc_bytes = 256;              // DMA read on a miss
+  uint32_t mpt_bytes = 64;
+  uint32_t mtt_line_bytes = 64;          // 8 entries of 8 B
+  uint32_t mtt_entry_bytes = 8;
+  // WQEs the NIC keeps prefetched per QP: a doorbell fetches up to this
+  // many, the NIC reads the next ones in the background when half are
+  // used, and a QP that lost its entry (or ran past it) refetches them
+  // while its PU waits.
+  uint32_t wqe_prefetch = 32;
+  // Firmware command interface time for an MR registration or
+  // deregistration (assumed).
+  Picos mr_command_ps = NsToPs(10000);
+};
+
 struct NicParams {
   std::string name;
   double line_rate_gbps = 100.0;
@@ -31,8 +84,11 @@ struct NicParams {
   uint32_t mtu_bytes = 4096;             // 256..4096
   // Send side.
   uint32_t num_pus = 16;                 // processing units
-  Picos doorbell_ps = NsToPs(200);       // MMIO write reaching the NIC
-  Picos wqe_fetch_ps = NsToPs(600);      // PCIe DMA read of the posted WQEs
+  // PCIe latencies (serialization and queuing on the link come on top,
+  // pcie.h): an MMIO doorbell reaching the NIC; a DMA read's round trip
+  // (request out, completion back: WQE fetch, payload, cache misses).
+  Picos doorbell_ps = NsToPs(200);
+  Picos wqe_fetch_ps = NsToPs(600);
   Picos wqe_cost_ps = NsToPs(77);        // PU time per WQE (first packet)
   Picos seg_cost_ps = NsToPs(30);        // PU time per further packet
   Picos dispatch_gap_ps = NsToPs(9.5);   // shared WQE scheduler, per WQE
@@ -44,13 +100,16 @@ struct NicParams {
   // Receive side.
   uint32_t num_rx_pus = 16;
   Picos rx_cost_ps = NsToPs(60);         // RX PU time per packet
-  Picos cqe_write_ps = NsToPs(300);      // PCIe write of a CQE seen by a poller
+  // A DMA write (CQE, payload) until host memory / a poller sees it.
+  Picos cqe_write_ps = NsToPs(300);
   Picos rnr_delay_ps = NsToPs(10000);    // min_rnr_timer used on RNR NAK
   // RC retransmission timeout (tail loss). IB's timeout=14 would be 67 ms;
   // the model uses 1 ms so tail-loss recovery shows up in short runs.
   Picos rto_ps = NsToPs(1000000);
   uint32_t ack_every_packets = 16;       // responder ACK coalescing (assumed)
   uint32_t max_rd_atomic = 16;           // outstanding READs per QP
+  PcieParams pcie;
+  CacheParams cache;
 
   Picos byte_time_ps() const;            // serialization of one byte
   Picos wire_time_ps(uint32_t payload_bytes) const;
@@ -76,7 +135,14 @@ NicParams ConnectX6RoCE100();   // PeRF default card (§2.2, Table 1, §5.1)
 NicParams ConnectX5RoCE40();    // PeRF Table 1 / Justitia Table 1 (CX-4 40G)
 NicParams ConnectX4RoCE25();    // 25 GbE variant of the same generation
 NicParams ConnectX3IB56();      // Justitia's 56 Gbps InfiniBand card
-// nullptr-free lookup by name ("cx6-100", "cx5-40", "cx4-25", "ib-56").
+// Card generations with their PCIe link and cache sizes (the cache sizes
+// are estimates): ConnectX-5 100G on Gen3 x16, ConnectX-6 200G on Gen4
+// x16, ConnectX-7 400G on Gen5 x16.
+NicParams ConnectX5RoCE100();
+NicParams ConnectX6RoCE200();
+NicParams ConnectX7RoCE400();
+// nullptr-free lookup by name ("cx6-100", "cx5-40", "cx4-25", "ib-56",
+// "cx5-100", "cx6-200", "cx7-400").
 bool PresetByName(std::string_view name, NicParams* out);
 std::vector<std::string> PresetNames();
 

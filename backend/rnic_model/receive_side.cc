@@ -63,8 +63,8 @@ void Simulator::OnPortDone(HostId hid) {
   // reach the NIC in port order, so this single event keeps FIFO order.
   const Picos arrive = now_ + fabric_.link_propagation_ps;
   const Picos start = std::max(arrive, h.rx_free);
-  h.rx_free = start + h.p.rx_cost_ps / h.p.num_rx_pus;
-  events_.Push(h.rx_free, kRxDone, id, 0);
+  // RxDone: cache misses, payload DMA write (simulator_memory.cc).
+  events_.Push(RxDone(hid, id, start), kRxDone, id, 0);
   if (!port.q.empty()) {
     events_.Push(now_ + h.p.wire_time_ps(pkts_[port.q.front()].payload), kPortDone, hid, 0);
   } else {

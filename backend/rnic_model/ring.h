@@ -24,6 +24,12 @@ class Ring {
     ++tail_;
   }
   T pop_front() { return buf_[(head_++) & mask_]; }
+  // Moves element i to the front; the ones before it move back by one.
+  void move_to_front(size_t i) {
+    T v = at(i);
+    for (size_t j = i; j > 0; --j) at(j) = at(j - 1);
+    at(0) = v;
+  }
   void clear() { head_ = tail_ = 0; }
 
  private:

@@ -14,6 +14,7 @@ namespace vrdma::model {
 void Simulator::OnFetch(QpId qpid, uint64_t upto) {
   Qp& q = qps_[qpid];
   q.fetched = std::max(q.fetched, std::min(upto, q.visible));
+  WqesFetched(qpid, upto);  // the fetched WQEs sit in the WQE cache
   MakeReady(2 * qpid);
 }
 
@@ -69,7 +70,7 @@ void Simulator::StartWqe(HostId hid, uint32_t pu) {
   const QpId qpid = flow / 2;
   Qp& q = qps_[qpid];
   if (flow & 1) {  // READ response: one job per PU visit, like a WQE
-    events_.Push(now_ + h.p.wqe_cost_ps, kPuPacket, hid, pu);
+    events_.Push(now_ + WqeStartStall(hid, flow) + h.p.wqe_cost_ps, kPuPacket, hid, pu);
     return;
   }
   if (q.rewind_pending) ApplyRewind(qpid);
@@ -106,10 +107,12 @@ void Simulator::StartWqe(HostId hid, uint32_t pu) {
     case Op::kEnable: {
       if (w.wr.enable_qp < qps_.size()) {
         Qp& t = qps_[w.wr.enable_qp];
+        const uint64_t from = t.visible;
         t.visible = w.wr.enable_count == 0
                         ? t.tail
                         : std::min(t.tail, t.visible + w.wr.enable_count);
-        events_.Push(now_ + h.p.wqe_fetch_ps, kFetch, w.wr.enable_qp, t.visible);
+        events_.Push(PostFetchDone(w.wr.enable_qp, from, t.visible), kFetch, w.wr.enable_qp,
+                     t.visible);
       }
       w.done = true;
       ++q.proc;
@@ -127,8 +130,9 @@ void Simulator::StartWqe(HostId hid, uint32_t pu) {
     default:
       break;
   }
-  events_.Push(now_ + (q.proc_pkt == 0 ? h.p.wqe_cost_ps : h.p.seg_cost_ps),
-               kPuPacket, hid, pu);
+  const Picos cost = q.proc_pkt == 0 ? WqeStartStall(hid, flow) + h.p.wqe_cost_ps
+                                     : h.p.seg_cost_ps;
+  events_.Push(now_ + cost, kPuPacket, hid, pu);
 }
 
 void Simulator::OnPuPacket(HostId hid, uint32_t pu) {
@@ -198,6 +202,7 @@ void Simulator::OnPuPacket(HostId hid, uint32_t pu) {
       ++q.proc_pkt;
     }
   }
+  TxPayloadDma(hid, pu, pk);
   h.pus[pu].pkt = id;
   h.pus[pu].holding = true;
   PushToFifo(hid, pu);
@@ -225,9 +230,19 @@ void Simulator::AfterPush(HostId hid, uint32_t pu) {
   } else {
     more = q.rewind_pending || q.proc_pkt != 0;  // mid-message
   }
+  // A PU stalled on an address translation goes on when it is done.
+  const Picos at = PuFreeAt(hid, pu);
   if (more) {
-    events_.Push(now_ + h.p.seg_cost_ps, kPuPacket, hid, pu);
-  } else if (flow & 1) {
+    events_.Push(at + h.p.seg_cost_ps, kPuPacket, hid, pu);
+  } else if (at > now_) {
+    events_.Push(at, kPuResume, hid, pu);
+  } else {
+    PuNextWqe(hid, pu);
+  }
+}
+
+void Simulator::PuNextWqe(HostId hid, uint32_t pu) {
+  if (hosts_[hid].pus[pu].flow & 1) {
     ReleasePu(hid, pu);  // one READ response per visit
   } else {
     WqeDoneOnPu(hid, pu);
@@ -265,6 +280,7 @@ void Simulator::StartLink(HostId hid) {
   if (!h.ctrl.empty()) {
     id = h.ctrl.pop_front();  // ACK/NAK are never paused (tiny; own credits)
   } else if (!h.fifo.empty()) {
+    if (pkts_[h.fifo.front()].dma_ready > now_ && !TakeReadyPacket(hid)) return;
     Port& port = hosts_[pkts_[h.fifo.front()].dst].port;
     if (fabric_.lossless && port.paused) {
       // PFC: the head packet waits, and so does everything behind it.

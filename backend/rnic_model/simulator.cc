@@ -21,6 +21,8 @@ HostId Simulator::AddHost(const NicParams& nic) {
   h.pus.resize(h.p.num_pus);
   // Popped from the back: PU 0 first, deterministic.
   for (uint32_t i = h.p.num_pus; i > 0; --i) h.free_pus.push_back(i - 1);
+  mem_.emplace_back();
+  mem_.back().Init(h.p);
   hosts_.push_back(std::move(h));
   return static_cast<HostId>(hosts_.size() - 1);
 }
@@ -41,6 +43,7 @@ QpId Simulator::CreateQp(HostId host, const QpConfig& config) {
   q.sq.resize(cap);
   q.mask = cap - 1;
   qps_.push_back(std::move(q));
+  qp_mem_.emplace_back();
   return static_cast<QpId>(qps_.size() - 1);
 }
 
@@ -70,8 +73,7 @@ int Simulator::PostSend(QpId qpid, std::span<const Wr> wrs) {
   if (n > 0 && !q.cfg.managed) {
     q.visible = q.tail;
     // One doorbell for the whole post list; the NIC fetches the WQEs once.
-    const Host& h = hosts_[q.host];
-    events_.Push(now_ + h.p.doorbell_ps + h.p.wqe_fetch_ps, kFetch, qpid, q.tail);
+    events_.Push(PostFetchDone(qpid, q.tail - n, q.tail), kFetch, qpid, q.tail);
   }
   return n;
 }
@@ -140,6 +142,11 @@ void Simulator::Dispatch(Event e) {
     case kCqeVisible: OnCqeVisible(e.a); break;
     case kRto: OnRto(e.a); break;
     case kPuContinue: StartWqe(e.a, static_cast<uint32_t>(e.b)); break;
+    case kLinkWake:
+      if (now_ >= mem_[e.a].link_wake_at) mem_[e.a].link_wake_at = 0;
+      StartLink(e.a);
+      break;
+    case kPuResume: PuNextWqe(e.a, static_cast<uint32_t>(e.b)); break;
     case kRnrRetry: {
       Qp& q = qps_[e.a];
       q.rnr_wait = false;
@@ -205,7 +212,7 @@ void Simulator::EmitCqe(const Cqe& cqe) {
   }
   Cqe& c = pending_cqes_[slot];
   c = cqe;
-  c.time = now_ + hosts_[cqs_[cqe.cq].host].p.cqe_write_ps;
+  c.time = CqeVisibleAt(cqs_[cqe.cq].host);
   events_.Push(c.time, kCqeVisible, slot, 0);
 }
 

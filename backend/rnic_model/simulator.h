@@ -37,7 +37,9 @@
 #include <vector>
 
 #include "backend/rnic_model/event_queue.h"
+#include "backend/rnic_model/nic_cache.h"
 #include "backend/rnic_model/params.h"
+#include "backend/rnic_model/pcie.h"
 #include "backend/rnic_model/ring.h"
 
 namespace vrdma::model {
@@ -63,6 +65,16 @@ struct Wr {
   uint32_t wait_count = 0;
   QpId enable_qp = 0;
   uint32_t enable_count = 0;
+  // Memory (nic_cache.h): the local MR and offset of the payload, and for
+  // WRITE/READ the remote MR and offset. kNoMr: an always-hot region (no
+  // MPT/MTT lookups), offset still sets the DMA alignment.
+  MrId local_mr = kNoMr;
+  uint64_t local_offset = 0;
+  MrId remote_mr = kNoMr;
+  uint64_t remote_offset = 0;
+  // Data travels in the WQE (no payload DMA read). WRITE/SEND of at most
+  // pcie.inline_threshold_bytes are inline anyway.
+  bool inline_data = false;
 };
 
 enum class CqeStatus : uint8_t { kSuccess, kRetryExceeded, kFlushed };
@@ -148,6 +160,17 @@ class Simulator {
   uint64_t cqe_count(CqId cq) const { return cqs_[cq].produced; }
   uint32_t qp_host(QpId qp) const { return qps_[qp].host; }
 
+  // Memory regions (simulator_memory.cc). Registration and deregistration
+  // take the host's firmware command interface for mr_command_ps each
+  // (command_free() tells until when); the MR is usable at once.
+  // Deregistering drops the MR's MPT and MTT entries from the caches.
+  // page_bytes: a power of two >= 4096 (2 MiB huge pages: fewer entries).
+  MrId RegisterMr(HostId host, uint64_t bytes, uint32_t page_bytes = 4096);
+  bool DeregisterMr(MrId mr);
+  Picos command_free(HostId h) const { return mem_[h].command_free; }
+  const PcieStats& pcie_stats(HostId h) const { return mem_[h].pcie.stats(); }
+  const NicCacheStats& cache_stats(HostId h) const { return mem_[h].stats; }
+
   void ScheduleTimer(Picos at, TimerSink* sink, uint64_t cookie);
   // Runs events up to and including time t; now() becomes t. A handler (a
   // sink, listener or timer) may call Stop(): RunUntil then returns after
@@ -175,6 +198,7 @@ class Simulator {
   enum EventKind : uint32_t {
     kFetch, kDispatch, kPuPacket, kLinkDone, kSwitchArrive, kPortDone,
     kRxDone, kCqeVisible, kRto, kRnrRetry, kUserTimer, kPuContinue,
+    kLinkWake, kPuResume,
   };
   enum PktType : uint8_t { kData, kReadReq, kReadResp, kAck, kNak, kRnrNak };
 
@@ -190,6 +214,7 @@ class Simulator {
     uint64_t wqe = 0;          // READ request/response: requester WQE index
     uint32_t idx = 0;          // READ response packet index
     bool retransmit = false;
+    Picos dma_ready = 0;       // payload on the NIC (may not leave before)
   };
 
   struct Wqe {
@@ -331,6 +356,24 @@ class Simulator {
   void RxRequesterResponse(Packet& pk);
   void DeliverRecv(Qp& q, QpId qpid, const Packet& pk);
 
+  // PCIe and caches (simulator_memory.cc): small hooks called from the
+  // send engine, the receive side and the completion path.
+  Picos PostFetchDone(QpId qpid, uint64_t from, uint64_t to);
+  void WqesFetched(QpId qpid, uint64_t upto);
+  Picos WqeWindowStall(HostId h, QpId qpid);
+  Picos WqeStartStall(HostId h, uint32_t flow);
+  void TxPayloadDma(HostId h, uint32_t pu, Packet& pk);
+  Picos PuFreeAt(HostId h, uint32_t pu) const;
+  bool TakeReadyPacket(HostId h);
+  void PuNextWqe(HostId h, uint32_t pu);
+  Picos RxDone(HostId h, uint32_t pkt, Picos start);
+  Picos CqeVisibleAt(HostId h);
+  // Translation of [addr, addr + len) of `mr`: MPT (when `mpt`) and MTT
+  // lookups, misses chained as dependent DMA reads; returns when the
+  // translation is done (now_ on all hits).
+  Picos Translate(HostId h, MrId mr, uint64_t addr, uint32_t len, bool mpt);
+  Picos MissRead(HostId h, uint32_t bytes, Picos after);
+
   uint32_t AllocPacket();
   void FreePacket(uint32_t id) { free_pkts_.push_back(id); }
   Wqe& WqeAt(Qp& q, uint64_t i) { return q.sq[i & q.mask]; }
@@ -359,6 +402,18 @@ class Simulator {
   CqeListener* listener_ = nullptr;
   bool stop_ = false;
   FabricStats fstats_;
+  // PCIe links, caches and MRs (nic_cache.h), and per QP: its prefetched
+  // WQE window and its last receive completion (keeps a QP's packets in
+  // order when misses stall the receive side).
+  struct QpMemory {
+    uint64_t wqe_end = 0;      // WQEs below this index are (being) fetched
+    uint64_t wqe_pending = 0;  // WQEs from here on arrive at wqe_ready
+    Picos wqe_ready = 0;       // when the last prefetch read completes
+    Picos rx_done = 0;
+  };
+  std::vector<NicMemory> mem_;
+  std::vector<MemoryRegion> mrs_ = std::vector<MemoryRegion>(1);  // [kNoMr]: hot
+  std::vector<QpMemory> qp_mem_;
 };
 
 }  // namespace vrdma::model

@@ -1,0 +1,101 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+#include "backend/rnic_model/pcie.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace vrdma::model {
+
+namespace {
+uint32_t Pow2AtLeast(uint32_t v, uint32_t lo) {
+  return std::bit_ceil(std::max(v, lo));
+}
+}  // namespace
+
+PcieLink::PcieLink(const PcieParams& p, Picos doorbell_ps, Picos read_rtt_ps, Picos write_ps)
+    : p_(p), doorbell_ps_(doorbell_ps), read_rtt_ps_(read_rtt_ps), write_ps_(write_ps) {
+  p_.mps_bytes = Pow2AtLeast(p.mps_bytes, 128);
+  p_.mrrs_bytes = Pow2AtLeast(p.mrrs_bytes, 128);
+  p_.rcb_bytes = Pow2AtLeast(p.rcb_bytes, 64);
+  p_.completion_bytes =
+      std::clamp(Pow2AtLeast(p.completion_bytes, 64), p_.rcb_bytes, p_.mps_bytes);
+  p_.read_tags = std::max<uint32_t>(p.read_tags, 1);
+  // Gen1/2 use 8b/10b, Gen3-5 128b/130b.
+  const double encoding = p.gts <= 5.0 ? 0.8 : 128.0 / 130.0;
+  gbps_ = p.gts * p.lanes * encoding * p.dllp_efficiency;
+  if (gbps_ <= 0.0) gbps_ = 1.0;
+  const double ps_per_byte = 8000.0 / gbps_;
+  up_q16_ = down_q16_ = static_cast<uint64_t>(ps_per_byte * 65536.0 + 0.5);
+  tags_.assign(p_.read_tags, 0);
+}
+
+Picos PcieLink::Read(Picos now, uint64_t addr, uint32_t bytes, Picos after, bool streamed) {
+  const uint32_t nreq = TlpCount(addr, bytes, p_.mrrs_bytes);
+  const uint32_t ncpl = TlpCount(addr, bytes, p_.completion_bytes);
+  Picos t = now;
+  // Each request needs a tag; with all out, wait for the oldest. (A single
+  // read of more than read_tags requests, e.g. a huge post list, is counted
+  // as read_tags of them.)
+  const uint32_t ntags = std::min(nreq, p_.read_tags);
+  for (uint32_t i = 0; i < ntags; ++i) {
+    if (tag_count_ == p_.read_tags) {
+      const Picos release = tags_[tag_head_];
+      if (release > t) {
+        t = release;
+        ++stats_.tag_waits;
+      }
+      tag_head_ = tag_head_ + 1 == p_.read_tags ? 0 : tag_head_ + 1;
+      --tag_count_;
+    }
+    ++tag_count_;  // taken; its release time is filled in below
+  }
+  const uint64_t up_bytes = uint64_t{nreq} * p_.mrd_header_bytes;
+  const uint64_t down_bytes = uint64_t{ncpl} * p_.cpld_header_bytes + bytes;
+  const Picos req_start = std::max(t, up_free_);
+  up_free_ = req_start + UpTime(up_bytes);
+  const Picos cpl_start = std::max(up_free_, down_free_);
+  down_free_ = cpl_start + DownTime(down_bytes);
+  // A dependent read cannot leave before `after`: its latency counts from
+  // there (its bandwidth was reserved now).
+  const Picos done = std::max(down_free_, after + DownTime(down_bytes)) +
+                     (streamed ? 0 : read_rtt_ps_);
+  // The batch's tags are the last ntags of the ring.
+  for (uint32_t i = tag_count_ - ntags; i < tag_count_; ++i) {
+    uint32_t slot = tag_head_ + i;
+    if (slot >= p_.read_tags) slot -= p_.read_tags;
+    tags_[slot] = done;
+  }
+  ++stats_.reads;
+  stats_.up.tlps += nreq;
+  stats_.up.bytes += up_bytes;
+  stats_.down.tlps += ncpl;
+  stats_.down.bytes += down_bytes;
+  stats_.down.payload_bytes += bytes;
+  return done;
+}
+
+Picos PcieLink::Write(Picos now, uint64_t addr, uint32_t bytes, Picos* start) {
+  const uint32_t n = TlpCount(addr, bytes, p_.mps_bytes);
+  const uint64_t wire = uint64_t{n} * p_.mwr_header_bytes + bytes;
+  const Picos s = std::max(now, up_free_);
+  up_free_ = s + UpTime(wire);
+  if (start != nullptr) *start = s;
+  ++stats_.writes;
+  stats_.up.tlps += n;
+  stats_.up.bytes += wire;
+  stats_.up.payload_bytes += bytes;
+  return up_free_ + write_ps_;
+}
+
+Picos PcieLink::Doorbell(Picos now) {
+  const uint64_t wire = uint64_t{p_.mwr_header_bytes} + p_.doorbell_bytes;
+  const Picos s = std::max(now, down_free_);
+  down_free_ = s + DownTime(wire);
+  ++stats_.doorbells;
+  ++stats_.down.tlps;
+  stats_.down.bytes += wire;
+  stats_.down.payload_bytes += p_.doorbell_bytes;
+  return down_free_ + doorbell_ps_;
+}
+
+}  // namespace vrdma::model
