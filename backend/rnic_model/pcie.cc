@@ -27,11 +27,14 @@ PcieLink::PcieLink(const PcieParams& p, Picos doorbell_ps, Picos read_rtt_ps, Pi
   const double ps_per_byte = 8000.0 / gbps_;
   up_q16_ = down_q16_ = static_cast<uint64_t>(ps_per_byte * 65536.0 + 0.5);
   tags_.assign(p_.read_tags, 0);
+  mps_shift_ = static_cast<uint32_t>(std::countr_zero(p_.mps_bytes));
+  mrrs_shift_ = static_cast<uint32_t>(std::countr_zero(p_.mrrs_bytes));
+  cpl_shift_ = static_cast<uint32_t>(std::countr_zero(p_.completion_bytes));
 }
 
 Picos PcieLink::Read(Picos now, uint64_t addr, uint32_t bytes, Picos after, bool streamed) {
-  const uint32_t nreq = TlpCount(addr, bytes, p_.mrrs_bytes);
-  const uint32_t ncpl = TlpCount(addr, bytes, p_.completion_bytes);
+  const uint32_t nreq = TlpCountShift(addr, bytes, mrrs_shift_);
+  const uint32_t ncpl = TlpCountShift(addr, bytes, cpl_shift_);
   Picos t = now;
   // Each request needs a tag; with all out, wait for the oldest. (A single
   // read of more than read_tags requests, e.g. a huge post list, is counted
@@ -75,7 +78,7 @@ Picos PcieLink::Read(Picos now, uint64_t addr, uint32_t bytes, Picos after, bool
 }
 
 Picos PcieLink::Write(Picos now, uint64_t addr, uint32_t bytes, Picos* start) {
-  const uint32_t n = TlpCount(addr, bytes, p_.mps_bytes);
+  const uint32_t n = TlpCountShift(addr, bytes, mps_shift_);
   const uint64_t wire = uint64_t{n} * p_.mwr_header_bytes + bytes;
   const Picos s = std::max(now, up_free_);
   up_free_ = s + UpTime(wire);

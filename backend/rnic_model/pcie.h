@@ -49,6 +49,11 @@ inline uint32_t TlpCount(uint64_t addr, uint32_t bytes, uint32_t chunk) {
   const uint64_t first = addr / chunk, last = (addr + bytes - 1) / chunk;
   return static_cast<uint32_t>(last - first + 1);
 }
+// The same with chunk = 1 << shift (the hot path).
+inline uint32_t TlpCountShift(uint64_t addr, uint32_t bytes, uint32_t shift) {
+  if (bytes == 0) return 1;
+  return static_cast<uint32_t>(((addr + bytes - 1) >> shift) - (addr >> shift) + 1);
+}
 
 class PcieLink {
  public:
@@ -82,6 +87,7 @@ class PcieLink {
   double gbps_ = 0.0;
   uint64_t up_q16_ = 0, down_q16_ = 0;   // picoseconds per byte, 16.16 fixed
   Picos up_free_ = 0, down_free_ = 0;
+  uint32_t mps_shift_ = 8, mrrs_shift_ = 9, cpl_shift_ = 8;
   // Release times of the last read_tags requests, oldest at tag_head_.
   std::vector<Picos> tags_;
   uint32_t tag_head_ = 0, tag_count_ = 0;
