@@ -77,17 +77,17 @@ Picos PcieLink::Read(Picos now, uint64_t addr, uint32_t bytes, Picos after, bool
   return done;
 }
 
-Picos PcieLink::Write(Picos now, uint64_t addr, uint32_t bytes, Picos* start) {
+Picos PcieLink::Write(Picos now, uint64_t addr, uint32_t bytes, Picos* start, Picos after) {
   const uint32_t n = TlpCountShift(addr, bytes, mps_shift_);
   const uint64_t wire = uint64_t{n} * p_.mwr_header_bytes + bytes;
   const Picos s = std::max(now, up_free_);
   up_free_ = s + UpTime(wire);
-  if (start != nullptr) *start = s;
+  if (start != nullptr) *start = std::max(s, after);
   ++stats_.writes;
   stats_.up.tlps += n;
   stats_.up.bytes += wire;
   stats_.up.payload_bytes += bytes;
-  return up_free_ + write_ps_;
+  return std::max(up_free_, after + UpTime(wire)) + write_ps_;
 }
 
 Picos PcieLink::Doorbell(Picos now) {

@@ -69,8 +69,11 @@ class PcieLink {
   // only its serialization shows, not the round trip.
   Picos Read(Picos now, uint64_t addr, uint32_t bytes, Picos after = 0, bool streamed = false);
   // A posted DMA write: *start is when the link takes its first TLP (back
-  // pressure on the writer); returns when host memory has it.
-  Picos Write(Picos now, uint64_t addr, uint32_t bytes, Picos* start = nullptr);
+  // pressure on the writer); returns when host memory has it. `after`: the
+  // data is ready only then (after a translation); bandwidth is reserved
+  // now, so later transfers do not queue behind a future one.
+  Picos Write(Picos now, uint64_t addr, uint32_t bytes, Picos* start = nullptr,
+              Picos after = 0);
   // An MMIO doorbell from the CPU: when the NIC sees it.
   Picos Doorbell(Picos now);
 

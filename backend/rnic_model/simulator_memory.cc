@@ -276,7 +276,7 @@ Picos Simulator::RxDone(HostId hid, uint32_t id, Picos start) {
       const Picos tr = Translate(hid, mr, addr, pk.payload, first);
       t = std::max(t, tr);
     }
-    m.pcie.Write(t, addr, pk.payload, &gate);
+    m.pcie.Write(now_, addr, pk.payload, &gate, t);
   }
   const Picos stall = t - now_;
   m.stats.stall_ps += stall;
