@@ -34,11 +34,16 @@ Status ModelRnic::RemoveGid(const Gid&) { return Status::kOk; }
 Result<RnicPd> ModelRnic::AllocPd() { return RnicPd{next_pd_++}; }
 Status ModelRnic::DeallocPd(RnicPd) { return Status::kOk; }
 
-Result<RnicMr> ModelRnic::RegMr(RnicPd, uint8_t*, uint64_t, uint64_t, uint32_t) {
-  const uint32_t id = next_mr_++;
-  return RnicMr{id, id << 8 | 1, id << 8 | 2};
+Result<RnicMr> ModelRnic::RegMr(RnicPd, uint8_t*, uint64_t length, uint64_t iova, uint32_t) {
+  const MrId mr = world_.sim().RegisterMr(host_, length, 4096);
+  world_.set_mr_iova(mr, iova);
+  return RnicMr{mr, mr << 8 | 1, mr << 8 | 2};
 }
-Status ModelRnic::DeregMr(RnicMr) { return Status::kOk; }
+Status ModelRnic::DeregMr(RnicMr mr) {
+  if (!world_.sim().DeregisterMr(mr.id)) return Status::kBadHandle;
+  world_.clear_mr(mr.id);
+  return Status::kOk;
+}
 
 Result<RnicCq> ModelRnic::CreateCq(uint32_t) {
   cqs_.push_back(world_.sim().CreateCq(host_));
@@ -138,6 +143,17 @@ bool ModelRnic::ToModelWr(const SendWr& in, Wr* out) const {
   w.wr_id = in.wr_id;
   w.bytes = static_cast<uint32_t>(in.total_length());
   w.signaled = (in.send_flags & kSendSignaled) != 0;
+  w.inline_data = (in.send_flags & kSendInline) != 0;
+  uint64_t iova = 0;
+  if (!w.inline_data && in.num_sge > 0) {
+    w.local_mr = world_.MrOfKey(in.sge[0].lkey, 1, &iova);
+    if (w.local_mr != kNoMr) w.local_offset = in.sge[0].addr - iova;
+  }
+  if (in.opcode == WrOpcode::kRdmaWrite || in.opcode == WrOpcode::kRdmaWriteWithImm ||
+      in.opcode == WrOpcode::kRdmaRead) {
+    w.remote_mr = world_.MrOfKey(in.rkey, 2, &iova);
+    if (w.remote_mr != kNoMr) w.remote_offset = in.remote_addr - iova;
+  }
   switch (in.opcode) {
     case WrOpcode::kRdmaWrite: w.op = Op::kWrite; break;
     case WrOpcode::kRdmaWriteWithImm: w.op = Op::kWriteImm; break;

@@ -10,7 +10,11 @@
 // CQEs that became visible, with the virtual time as hardware timestamp.
 //
 // It is a timing model: it moves no bytes and does not check keys, access
-// rights or lengths (backend/soft_rnic is the functional twin). It offers
+// rights or lengths (backend/soft_rnic is the functional twin). RegMr
+// registers a model MR (4 KiB pages) on this card: a SendWr whose first
+// SGE's lkey (and, for RDMA, whose rkey) names one gets the MR's MPT/MTT
+// cache behaviour with offset = addr - iova; any other key means the
+// always-hot region. kSendInline WRs carry their data in the WQE. It offers
 // the cross-channel operations (kWait, kEnable, managed QPs) that PeRF's
 // own preemption uses (limits().cross_channel). Not modelled behind this
 // interface: UD, SRQ, atomics (kUnsupported), flush of outstanding work on
@@ -32,8 +36,31 @@ class ModelWorld {
   Simulator& sim() { return sim_; }
   const Simulator& sim() const { return sim_; }
 
+  // MRs registered through any ModelRnic of this world, by model MR id:
+  // their iova (to turn addresses into offsets). lkey = id << 8 | 1,
+  // rkey = id << 8 | 2.
+  void set_mr_iova(MrId mr, uint64_t iova) {
+    if (mr_iova_.size() <= mr) mr_iova_.resize(mr + 1, kNoIova);
+    mr_iova_[mr] = iova;
+  }
+  // kNoMr unless `key` (with `tag` 1 = lkey, 2 = rkey) names a live MR.
+  MrId MrOfKey(uint32_t key, uint32_t tag, uint64_t* iova) const {
+    const MrId mr = key >> 8;
+    if ((key & 0xff) != tag || mr == kNoMr || mr >= mr_iova_.size() ||
+        mr_iova_[mr] == kNoIova) {
+      return kNoMr;
+    }
+    *iova = mr_iova_[mr];
+    return mr;
+  }
+  void clear_mr(MrId mr) {
+    if (mr < mr_iova_.size()) mr_iova_[mr] = kNoIova;
+  }
+
  private:
+  static constexpr uint64_t kNoIova = ~uint64_t{0};
   Simulator sim_;
+  std::vector<uint64_t> mr_iova_;
 };
 
 // The rnic.h opcode a model operation stands for (the inverse of the
@@ -96,7 +123,7 @@ class ModelRnic final : public Rnic {
   ModelWorld& world_;
   HostId host_ = 0;
   Picos quantum_ = NsToPs(1000);
-  uint32_t next_pd_ = 1, next_mr_ = 1, next_ah_ = 1;
+  uint32_t next_pd_ = 1, next_ah_ = 1;
   std::vector<CqId> cqs_;          // RnicCq.id - 1 -> model CQ
   std::vector<QpEntry> qps_;       // RnicQp.id - 1
 };

@@ -165,5 +165,42 @@ TEST(ModelRnic, OpcodesRoundTripAndCompleteByRnicsTable) {
   EXPECT_EQ(WrOpcodeOf(Op::kEnable), WrOpcode::kEnable);
 }
 
+TEST(ModelRnic, RegMrMapsKeysToModelMemoryRegions) {
+  Cards c;
+  c.SetUp();
+  c.Connect();
+  const RnicMr la = *c.a.RegMr(RnicPd{1}, nullptr, 1 << 20, 0x10000, 0);
+  const RnicMr rb = *c.b.RegMr(RnicPd{1}, nullptr, 1 << 20, 0x20000, 0);
+  SendWr w = MakeWr(1, WrOpcode::kRdmaWrite, 64 << 10);
+  w.sge[0].addr = 0x10000 + 4096;
+  w.sge[0].lkey = la.lkey;
+  w.remote_addr = 0x20000;
+  w.rkey = rb.rkey;
+  Wr m;
+  ASSERT_TRUE(c.a.ToModelWr(w, &m));
+  EXPECT_EQ(m.local_mr, la.id);
+  EXPECT_EQ(m.local_offset, 4096u);
+  EXPECT_EQ(m.remote_mr, rb.id);
+  EXPECT_EQ(m.remote_offset, 0u);
+  Status err = Status::kOk;
+  ASSERT_EQ(c.a.PostSend(c.qa, {&w, 1}, &err), 1);
+  for (int i = 0; i < 100; ++i) c.a.Progress();
+  const Simulator& sim = c.world.sim();
+  EXPECT_EQ(sim.cache_stats(c.a.host()).mpt.misses, 1u);
+  EXPECT_GE(sim.cache_stats(c.a.host()).mtt.misses, 2u);   // 16 pages from page 1
+  EXPECT_EQ(sim.cache_stats(c.b.host()).mpt.misses, 1u);
+  // Unknown keys (as the bench passes) stay on the always-hot region.
+  w.sge[0].lkey = 0x1234;
+  w.rkey = 7;
+  ASSERT_TRUE(c.a.ToModelWr(w, &m));
+  EXPECT_EQ(m.local_mr, kNoMr);
+  EXPECT_EQ(m.remote_mr, kNoMr);
+  EXPECT_EQ(c.a.DeregMr(la), Status::kOk);
+  EXPECT_EQ(c.a.DeregMr(la), Status::kBadHandle);
+  w.sge[0].lkey = la.lkey;
+  ASSERT_TRUE(c.a.ToModelWr(w, &m));
+  EXPECT_EQ(m.local_mr, kNoMr);  // deregistered
+}
+
 }  // namespace
 }  // namespace vrdma::model
