@@ -26,7 +26,7 @@ PcieLink::PcieLink(const PcieParams& p, Picos doorbell_ps, Picos read_rtt_ps, Pi
   if (gbps_ <= 0.0) gbps_ = 1.0;
   const double ps_per_byte = 8000.0 / gbps_;
   up_q16_ = down_q16_ = static_cast<uint64_t>(ps_per_byte * 65536.0 + 0.5);
-  tags_.assign(p_.read_tags, 0);
+  tags_.assign(p_.read_tags, TagBatch{});
   mps_shift_ = static_cast<uint32_t>(std::countr_zero(p_.mps_bytes));
   mrrs_shift_ = static_cast<uint32_t>(std::countr_zero(p_.mrrs_bytes));
   cpl_shift_ = static_cast<uint32_t>(std::countr_zero(p_.completion_bytes));
@@ -36,21 +36,19 @@ Picos PcieLink::Read(Picos now, uint64_t addr, uint32_t bytes, Picos after, bool
   const uint32_t nreq = TlpCountShift(addr, bytes, mrrs_shift_);
   const uint32_t ncpl = TlpCountShift(addr, bytes, cpl_shift_);
   Picos t = now;
-  // Each request needs a tag; with all out, wait for the oldest. (A single
-  // read of more than read_tags requests, e.g. a huge post list, is counted
-  // as read_tags of them.)
+  // Each request needs a tag; with too few free, wait for the oldest reads
+  // to complete. (A read of more than read_tags requests, e.g. a huge post
+  // list, is counted as read_tags of them.)
   const uint32_t ntags = std::min(nreq, p_.read_tags);
-  for (uint32_t i = 0; i < ntags; ++i) {
-    if (tag_count_ == p_.read_tags) {
-      const Picos release = tags_[tag_head_];
-      if (release > t) {
-        t = release;
-        ++stats_.tag_waits;
-      }
-      tag_head_ = tag_head_ + 1 == p_.read_tags ? 0 : tag_head_ + 1;
-      --tag_count_;
+  while (tags_in_use_ + ntags > p_.read_tags) {
+    const TagBatch& oldest = tags_[tag_head_];
+    if (oldest.release > t) {
+      t = oldest.release;
+      ++stats_.tag_waits;
     }
-    ++tag_count_;  // taken; its release time is filled in below
+    tags_in_use_ -= oldest.n;
+    tag_head_ = tag_head_ + 1 == p_.read_tags ? 0 : tag_head_ + 1;
+    --tag_batches_;
   }
   const uint64_t up_bytes = uint64_t{nreq} * p_.mrd_header_bytes;
   const uint64_t down_bytes = uint64_t{ncpl} * p_.cpld_header_bytes + bytes;
@@ -62,12 +60,11 @@ Picos PcieLink::Read(Picos now, uint64_t addr, uint32_t bytes, Picos after, bool
   // there (its bandwidth was reserved now).
   const Picos done = std::max(down_free_, after + DownTime(down_bytes)) +
                      (streamed ? 0 : read_rtt_ps_);
-  // The batch's tags are the last ntags of the ring.
-  for (uint32_t i = tag_count_ - ntags; i < tag_count_; ++i) {
-    uint32_t slot = tag_head_ + i;
-    if (slot >= p_.read_tags) slot -= p_.read_tags;
-    tags_[slot] = done;
-  }
+  uint32_t slot = tag_head_ + tag_batches_;
+  if (slot >= p_.read_tags) slot -= p_.read_tags;
+  tags_[slot] = TagBatch{done, ntags};
+  ++tag_batches_;
+  tags_in_use_ += ntags;
   ++stats_.reads;
   stats_.up.tlps += nreq;
   stats_.up.bytes += up_bytes;

@@ -15,8 +15,8 @@
 // fixed latencies (doorbell, read round trip, write until visible) come on
 // top. Read requests take a tag each; with all tags out, the next request
 // waits for the oldest to complete. Because every read's completion time is
-// monotonic in issue order, the tags are a ring of release times. Nothing
-// here allocates after construction.
+// monotonic in issue order, the tags are a ring of (release time, count)
+// per read. Nothing here allocates after construction.
 #ifndef VRDMA_BACKEND_RNIC_MODEL_PCIE_H_
 #define VRDMA_BACKEND_RNIC_MODEL_PCIE_H_
 
@@ -91,9 +91,13 @@ class PcieLink {
   uint64_t up_q16_ = 0, down_q16_ = 0;   // picoseconds per byte, 16.16 fixed
   Picos up_free_ = 0, down_free_ = 0;
   uint32_t mps_shift_ = 8, mrrs_shift_ = 9, cpl_shift_ = 8;
-  // Release times of the last read_tags requests, oldest at tag_head_.
-  std::vector<Picos> tags_;
-  uint32_t tag_head_ = 0, tag_count_ = 0;
+  // Reads holding tags, oldest first: when they release, and how many.
+  struct TagBatch {
+    Picos release = 0;
+    uint32_t n = 0;
+  };
+  std::vector<TagBatch> tags_;   // ring of read_tags slots
+  uint32_t tag_head_ = 0, tag_batches_ = 0, tags_in_use_ = 0;
   PcieStats stats_;
 };
 
