@@ -15,12 +15,14 @@
 
 namespace vrdma::bench {
 
-inline ScenarioSpec Builtin(const std::string& name, double scale,
-                            const std::map<std::string, std::string>& set = {}) {
+inline ScenarioSpec Builtin(
+    const std::string& name, double scale,
+    const std::map<std::string, std::string>& set = {}) {
   std::string error;
   std::optional<ScenarioSpec> s = BuiltinScenario(name, scale, set, &error);
   if (!s) {
-    std::fprintf(stderr, "built-in scenario %s: %s\n", name.c_str(), error.c_str());
+    std::fprintf(stderr, "built-in scenario %s: %s\n", name.c_str(),
+                 error.c_str());
     std::abort();
   }
   return *s;

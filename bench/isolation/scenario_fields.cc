@@ -16,21 +16,26 @@ namespace vrdma::bench::internal {
 namespace {
 
 const std::vector<std::string> kScenarioKeys = {
-    "name", "group", "paper", "card", "hosts", "duration_us", "warmup_us", "seed",
-    "fabric", "vars", "sweep", "tenants", "expect"};
+    "name", "group",  "paper", "card",  "hosts",   "duration_us", "warmup_us",
+    "seed", "fabric", "vars",  "sweep", "tenants", "expect"};
 const std::vector<std::string> kFabricKeys = {
-    "link_propagation_ns", "switch_latency_ns", "switch_buffer_bytes", "ecn_threshold_bytes",
-    "random_loss", "lossless", "pfc_xoff_bytes", "pfc_xon_bytes"};
+    "link_propagation_ns", "switch_latency_ns", "switch_buffer_bytes",
+    "ecn_threshold_bytes", "random_loss",       "lossless",
+    "pfc_xoff_bytes",      "pfc_xon_bytes"};
 const std::vector<std::string> kQpKeys = {"type", "count", "processes"};
 const std::vector<std::string> kMrKeys = {"count", "size", "page_size"};
-const std::vector<std::string> kExpectKeys = {"tenant", "metric", "ratio", "le", "ge", "policy"};
-const std::vector<std::string> kOpNames = {"write", "write_imm", "send", "send_imm",
-                                           "read", "cas", "faa"};
+const std::vector<std::string> kExpectKeys = {"tenant", "metric", "ratio",
+                                              "le",     "ge",     "policy"};
+const std::vector<std::string> kOpNames = {
+    "write", "write_imm", "send", "send_imm", "read", "cas", "faa"};
 const std::vector<std::string> kTransportNames = {"rc", "uc", "ud"};
 const std::vector<std::string> kModeNames = {"latency", "bandwidth"};
-const std::vector<std::string> kClassNames = {"bandwidth", "throughput", "latency"};
-const std::vector<std::string> kMetricNames = {"gbps", "mmps", "avg_us", "p50_us", "p99_us"};
-const std::vector<std::string> kRatioNames = {"none", "with/alone", "alone/with"};
+const std::vector<std::string> kClassNames = {"bandwidth", "throughput",
+                                              "latency"};
+const std::vector<std::string> kMetricNames = {"gbps", "mmps", "avg_us",
+                                               "p50_us", "p99_us"};
+const std::vector<std::string> kRatioNames = {"none", "with/alone",
+                                              "alone/with"};
 
 constexpr uint64_t kMaxMessage = 1ull << 31;
 constexpr uint32_t kUdMtu = 4096;
@@ -43,10 +48,14 @@ std::string Join(const std::vector<std::string>& v) {
 
 const char* KindOf(const YAML::Node& n) {
   switch (n.Type()) {
-    case YAML::NodeType::Map: return "map";
-    case YAML::NodeType::Sequence: return "list";
-    case YAML::NodeType::Null: return "nothing";
-    default: return "scalar";
+    case YAML::NodeType::Map:
+      return "map";
+    case YAML::NodeType::Sequence:
+      return "list";
+    case YAML::NodeType::Null:
+      return "nothing";
+    default:
+      return "scalar";
   }
 }
 
@@ -57,10 +66,14 @@ bool ParseSize(const std::string& t, uint64_t* out) {
   if (ec != std::errc() || p == t.data()) return false;
   const std::string unit(p, t.data() + t.size());
   uint64_t mul = 1;
-  if (unit == "KiB") mul = 1ull << 10;
-  else if (unit == "MiB") mul = 1ull << 20;
-  else if (unit == "GiB") mul = 1ull << 30;
-  else if (!unit.empty()) return false;
+  if (unit == "KiB")
+    mul = 1ull << 10;
+  else if (unit == "MiB")
+    mul = 1ull << 20;
+  else if (unit == "GiB")
+    mul = 1ull << 30;
+  else if (!unit.empty())
+    return false;
   if (v > UINT64_MAX / mul) return false;
   *out = v * mul;
   return true;
@@ -69,7 +82,8 @@ bool ParseSize(const std::string& t, uint64_t* out) {
 bool IsPlainName(const std::string& s) {
   if (s.empty()) return false;
   for (char c : s) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && std::string_view("_.@+-").find(c) == std::string_view::npos) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) &&
+        std::string_view("_.@+-").find(c) == std::string_view::npos) {
       return false;
     }
   }
@@ -86,19 +100,22 @@ int LineOf(const YAML::Node& n) {
 
 const std::vector<std::string>& TenantKeys() {
   static const std::vector<std::string> keys = {
-      "name",  "shape", "count", "qps",  "ops",           "size",     "batch",
-      "inline", "mode", "depth", "mrs",  "rate",          "turnaround_ns",
-      "start_us", "stop_us", "src_host", "dst_host", "weight", "class"};
+      "name",     "shape",    "count",         "qps",      "ops",
+      "size",     "batch",    "inline",        "mode",     "depth",
+      "mrs",      "rate",     "turnaround_ns", "start_us", "stop_us",
+      "src_host", "dst_host", "weight",        "class"};
   return keys;
 }
 
-void ErrorSink::Add(const std::string& file, const YAML::Node& at, const std::string& label,
-                    const std::string& path, const std::string& message) {
+void ErrorSink::Add(const std::string& file, const YAML::Node& at,
+                    const std::string& label, const std::string& path,
+                    const std::string& message) {
   const int line = LineOf(at);
   const std::string where = line > 0 ? fmt::format("{}:{}", file, line) : file;
   const std::string key = where + ": " + path + ": " + message;
   if (!seen_.insert(key).second) return;
-  out_.push_back(fmt::format("{}: {}{}{}{}", where, label, label.empty() ? "" : ": ", path,
+  out_.push_back(fmt::format("{}: {}{}{}{}", where, label,
+                             label.empty() ? "" : ": ", path,
                              (path.empty() ? "" : ": ") + message));
 }
 
@@ -117,7 +134,8 @@ bool ScenarioReader::CheckKeys(const YAML::Node& n, const std::string& path,
     const std::string key = it->first.IsScalar() ? it->first.Scalar() : "?";
     const std::string at = path.empty() ? key : path + "." + key;
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      Error(it->first, at, fmt::format("unknown key (expected one of {})", Join(allowed)));
+      Error(it->first, at,
+            fmt::format("unknown key (expected one of {})", Join(allowed)));
     } else if (!seen.insert(key).second) {
       Error(it->first, at, "given twice");
     }
@@ -125,9 +143,12 @@ bool ScenarioReader::CheckKeys(const YAML::Node& n, const std::string& path,
   return true;
 }
 
-bool ScenarioReader::Text(const YAML::Node& n, const std::string& path, std::string* out) {
+bool ScenarioReader::Text(const YAML::Node& n, const std::string& path,
+                          std::string* out) {
   if (!n.IsScalar()) {
-    Error(n, path, fmt::format("expected a scalar, got {}", n.IsNull() ? "nothing" : std::string("a ") + KindOf(n)));
+    Error(n, path,
+          fmt::format("expected a scalar, got {}",
+                      n.IsNull() ? "nothing" : std::string("a ") + KindOf(n)));
     return false;
   }
   std::string err;
@@ -142,7 +163,8 @@ bool ScenarioReader::Text(const YAML::Node& n, const std::string& path, std::str
     return true;
   };
   if (!SubstituteVars(n.Scalar(), vars, out, &err)) {
-    if (err.starts_with("undefined variable i") && err.size() == 20 && !replica_) {
+    if (err.starts_with("undefined variable i") && err.size() == 20 &&
+        !replica_) {
       err = "$i (the replica's index) is only defined in a tenant";
     }
     Error(n, path, err);
@@ -151,17 +173,21 @@ bool ScenarioReader::Text(const YAML::Node& n, const std::string& path, std::str
   return true;
 }
 
-bool ScenarioReader::Name(const YAML::Node& n, const std::string& path, std::string* out) {
+bool ScenarioReader::Name(const YAML::Node& n, const std::string& path,
+                          std::string* out) {
   if (!Text(n, path, out)) return false;
   if (!IsPlainName(*out)) {
-    Error(n, path, fmt::format("\"{}\" is not a name (letters, digits, _ . @ + -)", *out));
+    Error(
+        n, path,
+        fmt::format("\"{}\" is not a name (letters, digits, _ . @ + -)", *out));
     return false;
   }
   return true;
 }
 
-bool ScenarioReader::Uint(const YAML::Node& n, const std::string& path, uint64_t min,
-                          uint64_t max, bool size, uint64_t* out) {
+bool ScenarioReader::Uint(const YAML::Node& n, const std::string& path,
+                          uint64_t min, uint64_t max, bool size,
+                          uint64_t* out) {
   std::string t;
   if (!Text(n, path, &t)) return false;
   uint64_t v = 0;
@@ -173,22 +199,24 @@ bool ScenarioReader::Uint(const YAML::Node& n, const std::string& path, uint64_t
     parsed = ec == std::errc() && p == t.data() + t.size() && !t.empty();
   }
   if (!parsed) {
-    Error(n, path, fmt::format("expected {}, got \"{}\"",
-                               size ? "a size (bytes, or a number with KiB, MiB or GiB)"
-                                    : "a whole number",
-                               t));
+    Error(n, path,
+          fmt::format("expected {}, got \"{}\"",
+                      size ? "a size (bytes, or a number with KiB, MiB or GiB)"
+                           : "a whole number",
+                      t));
     return false;
   }
   if (v < min || v > max) {
-    Error(n, path, fmt::format("must be between {} and {}, got {}", min, max, v));
+    Error(n, path,
+          fmt::format("must be between {} and {}, got {}", min, max, v));
     return false;
   }
   *out = v;
   return true;
 }
 
-bool ScenarioReader::Real(const YAML::Node& n, const std::string& path, double min, double max,
-                          double* out) {
+bool ScenarioReader::Real(const YAML::Node& n, const std::string& path,
+                          double min, double max, double* out) {
   std::string t;
   if (!Text(n, path, &t)) return false;
   char* end = nullptr;
@@ -198,14 +226,16 @@ bool ScenarioReader::Real(const YAML::Node& n, const std::string& path, double m
     return false;
   }
   if (v < min || v > max) {
-    Error(n, path, fmt::format("must be between {} and {}, got {}", min, max, t));
+    Error(n, path,
+          fmt::format("must be between {} and {}, got {}", min, max, t));
     return false;
   }
   *out = v;
   return true;
 }
 
-bool ScenarioReader::Flag(const YAML::Node& n, const std::string& path, bool* out) {
+bool ScenarioReader::Flag(const YAML::Node& n, const std::string& path,
+                          bool* out) {
   std::string t;
   if (!Text(n, path, &t)) return false;
   if (t != "true" && t != "false") {
@@ -217,21 +247,23 @@ bool ScenarioReader::Flag(const YAML::Node& n, const std::string& path, bool* ou
 }
 
 bool ScenarioReader::Choice(const YAML::Node& n, const std::string& path,
-                            const std::vector<std::string>& names, size_t* out) {
+                            const std::vector<std::string>& names,
+                            size_t* out) {
   std::string t;
   if (!Text(n, path, &t)) return false;
   auto it = std::find(names.begin(), names.end(), t);
   if (it == names.end()) {
-    Error(n, path, fmt::format("expected one of {}, got \"{}\"", Join(names), t));
+    Error(n, path,
+          fmt::format("expected one of {}, got \"{}\"", Join(names), t));
     return false;
   }
   *out = static_cast<size_t>(it - names.begin());
   return true;
 }
 
-std::optional<ScenarioSpec> ScenarioReader::Read(const YAML::Node& n,
-                                                 const std::map<std::string, std::string>& env,
-                                                 const std::string& label) {
+std::optional<ScenarioSpec> ScenarioReader::Read(
+    const YAML::Node& n, const std::map<std::string, std::string>& env,
+    const std::string& label) {
   env_ = env;
   label_ = label;
   ok_ = true;
@@ -257,9 +289,11 @@ std::optional<ScenarioSpec> ScenarioReader::Read(const YAML::Node& n,
   OptReal(n["duration_us"], "duration_us", 1e-3, 1e9, &s.duration_us);
   // Default warm-up: 10 % of the run, excluded from the statistics.
   s.warmup_us = s.duration_us * 0.1;
-  if (n["warmup_us"] && Real(n["warmup_us"], "warmup_us", 0, 1e9, &s.warmup_us) &&
+  if (n["warmup_us"] &&
+      Real(n["warmup_us"], "warmup_us", 0, 1e9, &s.warmup_us) &&
       s.warmup_us >= s.duration_us) {
-    Error(n["warmup_us"], "warmup_us", fmt::format("must be below duration_us ({})", s.duration_us));
+    Error(n["warmup_us"], "warmup_us",
+          fmt::format("must be below duration_us ({})", s.duration_us));
   }
   OptUint(n["seed"], "seed", 0, UINT64_MAX, &s.seed);
   if (n["fabric"]) ReadFabric(n["fabric"], &s.fabric);
@@ -277,7 +311,8 @@ void ScenarioReader::ReadFabric(const YAML::Node& n, model::FabricParams* f) {
   if (!CheckKeys(n, "fabric", kFabricKeys)) return;
   double ns = 0;
   if (n["link_propagation_ns"] &&
-      Real(n["link_propagation_ns"], "fabric.link_propagation_ns", 0, 1e9, &ns)) {
+      Real(n["link_propagation_ns"], "fabric.link_propagation_ns", 0, 1e9,
+           &ns)) {
     f->link_propagation_ps = model::NsToPs(ns);
   }
   if (n["switch_latency_ns"] &&
@@ -290,12 +325,14 @@ void ScenarioReader::ReadFabric(const YAML::Node& n, model::FabricParams* f) {
           &f->ecn_threshold_bytes, true);
   OptReal(n["random_loss"], "fabric.random_loss", 0, 1, &f->random_loss);
   if (n["lossless"]) Flag(n["lossless"], "fabric.lossless", &f->lossless);
-  OptUint(n["pfc_xoff_bytes"], "fabric.pfc_xoff_bytes", 1, 1ull << 40, &f->pfc_xoff_bytes, true);
-  OptUint(n["pfc_xon_bytes"], "fabric.pfc_xon_bytes", 0, 1ull << 40, &f->pfc_xon_bytes, true);
+  OptUint(n["pfc_xoff_bytes"], "fabric.pfc_xoff_bytes", 1, 1ull << 40,
+          &f->pfc_xoff_bytes, true);
+  OptUint(n["pfc_xon_bytes"], "fabric.pfc_xon_bytes", 0, 1ull << 40,
+          &f->pfc_xon_bytes, true);
   if (f->pfc_xon_bytes > f->pfc_xoff_bytes) {
     Error(n, "fabric.pfc_xon_bytes",
-          fmt::format("must not exceed pfc_xoff_bytes ({} > {})", f->pfc_xon_bytes,
-                      f->pfc_xoff_bytes));
+          fmt::format("must not exceed pfc_xoff_bytes ({} > {})",
+                      f->pfc_xon_bytes, f->pfc_xoff_bytes));
   }
 }
 
@@ -329,7 +366,8 @@ void ScenarioReader::ReadTenants(const YAML::Node& list, ScenarioSpec* s) {
     if (v["name"] && v["name"].IsScalar()) {
       base = v["name"].Scalar();
       for (const std::string ref : {"${i}", "$i"}) {
-        for (size_t at; (at = base.find(ref)) != std::string::npos;) base.erase(at, ref.size());
+        for (size_t at; (at = base.find(ref)) != std::string::npos;)
+          base.erase(at, ref.size());
       }
     }
     uint32_t count = 1;
@@ -349,8 +387,10 @@ void ScenarioReader::ReadTenants(const YAML::Node& list, ScenarioSpec* s) {
       auto [it, fresh] = names.emplace(t.name, path);
       if (!fresh) {
         Error(v["name"], path + ".name",
-              fmt::format("tenant name \"{}\" is also {}'s{}", t.name, it->second,
-                          count > 1 ? " (a tenant with count > 1 needs $i in its name)" : ""));
+              fmt::format(
+                  "tenant name \"{}\" is also {}'s{}", t.name, it->second,
+                  count > 1 ? " (a tenant with count > 1 needs $i in its name)"
+                            : ""));
         break;
       }
       s->tenants.push_back(std::move(t));
@@ -363,8 +403,8 @@ void ScenarioReader::ReadTenants(const YAML::Node& list, ScenarioSpec* s) {
   }
 }
 
-void ScenarioReader::ReadTenant(const View& v, const std::string& path, uint32_t hosts,
-                                TenantSpec* t) {
+void ScenarioReader::ReadTenant(const View& v, const std::string& path,
+                                uint32_t hosts, TenantSpec* t) {
   if (!Name(v["name"], path + ".name", &t->name)) t->name.clear();
   if (v["qps"]) ReadQps(v["qps"], path + ".qps", t);
   if (v["ops"]) ReadOps(v["ops"], path + ".ops", t);
@@ -388,11 +428,14 @@ void ScenarioReader::ReadTenant(const View& v, const std::string& path, uint32_t
       Text(n, path + ".rate", &r);  // says what it expected
     }
   }
-  OptReal(v["turnaround_ns"], path + ".turnaround_ns", 0, 1e9, &t->turnaround_ns);
+  OptReal(v["turnaround_ns"], path + ".turnaround_ns", 0, 1e9,
+          &t->turnaround_ns);
   OptReal(v["start_us"], path + ".start_us", 0, 1e9, &t->start_us);
-  if (v["stop_us"] && Real(v["stop_us"], path + ".stop_us", 0, 1e18, &t->stop_us) &&
+  if (v["stop_us"] &&
+      Real(v["stop_us"], path + ".stop_us", 0, 1e18, &t->stop_us) &&
       t->stop_us <= t->start_us) {
-    Error(v["stop_us"], path + ".stop_us", fmt::format("must be after start_us ({})", t->start_us));
+    Error(v["stop_us"], path + ".stop_us",
+          fmt::format("must be after start_us ({})", t->start_us));
   }
   OptUint(v["src_host"], path + ".src_host", 0, hosts - 1, &t->src_host);
   OptUint(v["dst_host"], path + ".dst_host", 0, hosts - 1, &t->dst_host);
@@ -406,7 +449,8 @@ void ScenarioReader::ReadTenant(const View& v, const std::string& path, uint32_t
   CheckTenant(v, path, *t);
 }
 
-void ScenarioReader::ReadQps(const YAML::Node& n, const std::string& path, TenantSpec* t) {
+void ScenarioReader::ReadQps(const YAML::Node& n, const std::string& path,
+                             TenantSpec* t) {
   if (!CheckKeys(n, path, kQpKeys)) return;
   if (n["type"]) {
     size_t k = 0;
@@ -418,7 +462,8 @@ void ScenarioReader::ReadQps(const YAML::Node& n, const std::string& path, Tenan
   OptUint(n["processes"], path + ".processes", 1, 1024, &t->processes);
 }
 
-void ScenarioReader::ReadOps(const YAML::Node& n, const std::string& path, TenantSpec* t) {
+void ScenarioReader::ReadOps(const YAML::Node& n, const std::string& path,
+                             TenantSpec* t) {
   t->ops.clear();
   if (n.IsMap()) {
     for (auto it = n.begin(); it != n.end(); ++it) {
@@ -428,13 +473,15 @@ void ScenarioReader::ReadOps(const YAML::Node& n, const std::string& path, Tenan
       o.op = static_cast<OpKind>(k);
       OptUint(it->second, path + "." + kOpNames[k], 1, 1000000, &o.weight);
       for (const OpShare& p : t->ops) {
-        if (p.op == o.op) Error(it->first, path + "." + kOpNames[k], "given twice");
+        if (p.op == o.op)
+          Error(it->first, path + "." + kOpNames[k], "given twice");
       }
       t->ops.push_back(o);
     }
   } else {
     size_t k = 0;
-    if (Choice(n, path, kOpNames, &k)) t->ops.push_back({static_cast<OpKind>(k), 1});
+    if (Choice(n, path, kOpNames, &k))
+      t->ops.push_back({static_cast<OpKind>(k), 1});
   }
   if (t->ops.empty()) {
     if (n.IsMap()) Error(n, path, "expected an op or a map of ops to weights");
@@ -442,7 +489,8 @@ void ScenarioReader::ReadOps(const YAML::Node& n, const std::string& path, Tenan
   }
 }
 
-void ScenarioReader::ReadSizes(const YAML::Node& n, const std::string& path, TenantSpec* t) {
+void ScenarioReader::ReadSizes(const YAML::Node& n, const std::string& path,
+                               TenantSpec* t) {
   t->sizes.clear();
   if (n.IsMap()) {
     for (auto it = n.begin(); it != n.end(); ++it) {
@@ -450,20 +498,24 @@ void ScenarioReader::ReadSizes(const YAML::Node& n, const std::string& path, Ten
       uint64_t bytes = 0;
       if (!Uint(it->first, path, 1, kMaxMessage, true, &bytes)) continue;
       z.bytes = static_cast<uint32_t>(bytes);
-      OptUint(it->second, fmt::format("{}.{}", path, it->first.Scalar()), 1, 1000000, &z.weight);
+      OptUint(it->second, fmt::format("{}.{}", path, it->first.Scalar()), 1,
+              1000000, &z.weight);
       t->sizes.push_back(z);
     }
   } else {
     uint64_t bytes = 0;
-    if (Uint(n, path, 1, kMaxMessage, true, &bytes)) t->sizes.push_back({static_cast<uint32_t>(bytes), 1});
+    if (Uint(n, path, 1, kMaxMessage, true, &bytes))
+      t->sizes.push_back({static_cast<uint32_t>(bytes), 1});
   }
   if (t->sizes.empty()) {
-    if (n.IsMap()) Error(n, path, "expected a size or a map of sizes to weights");
+    if (n.IsMap())
+      Error(n, path, "expected a size or a map of sizes to weights");
     t->sizes.push_back(SizeShare{});
   }
 }
 
-void ScenarioReader::ReadMrs(const YAML::Node& n, const std::string& path, TenantSpec* t) {
+void ScenarioReader::ReadMrs(const YAML::Node& n, const std::string& path,
+                             TenantSpec* t) {
   if (!CheckKeys(n, path, kMrKeys)) return;
   if (!n["count"] || !n["size"]) {
     Error(n, path, "needs count and size");
@@ -473,9 +525,11 @@ void ScenarioReader::ReadMrs(const YAML::Node& n, const std::string& path, Tenan
   OptUint(n["size"], path + ".size", 1, 1ull << 40, &t->mrs.bytes, true);
   if (n["page_size"]) {
     uint64_t page = 0;
-    if (Uint(n["page_size"], path + ".page_size", 4096, 1ull << 30, true, &page)) {
+    if (Uint(n["page_size"], path + ".page_size", 4096, 1ull << 30, true,
+             &page)) {
       if ((page & (page - 1)) != 0) {
-        Error(n["page_size"], path + ".page_size", fmt::format("must be a power of two, got {}", page));
+        Error(n["page_size"], path + ".page_size",
+              fmt::format("must be a power of two, got {}", page));
       }
       t->mrs.page_bytes = page;
     }
@@ -483,39 +537,46 @@ void ScenarioReader::ReadMrs(const YAML::Node& n, const std::string& path, Tenan
 }
 
 // Rules between fields (RDMA's, not the model's: those are CheckRunnable's).
-void ScenarioReader::CheckTenant(const View& v, const std::string& path, const TenantSpec& t) {
+void ScenarioReader::CheckTenant(const View& v, const std::string& path,
+                                 const TenantSpec& t) {
   for (const OpShare& o : t.ops) {
     const std::string op = kOpNames[static_cast<size_t>(o.op)];
     const bool atomic = o.op == OpKind::kCas || o.op == OpKind::kFaa;
     const bool send = o.op == OpKind::kSend || o.op == OpKind::kSendImm;
     if (t.transport == Transport::kUc && (atomic || o.op == OpKind::kRead)) {
-      Error(v["qps"], path + ".qps.type", fmt::format("a uc QP cannot carry {} (only write and send)", op));
+      Error(v["qps"], path + ".qps.type",
+            fmt::format("a uc QP cannot carry {} (only write and send)", op));
     }
     if (t.transport == Transport::kUd && !send) {
-      Error(v["qps"], path + ".qps.type", fmt::format("a ud QP cannot carry {} (only send)", op));
+      Error(v["qps"], path + ".qps.type",
+            fmt::format("a ud QP cannot carry {} (only send)", op));
     }
   }
   if (t.transport == Transport::kUd) {
     for (const SizeShare& z : t.sizes) {
       if (z.bytes > kUdMtu) {
         Error(v["size"], path + ".size",
-              fmt::format("a ud message fits one MTU ({} bytes), got {}", kUdMtu, z.bytes));
+              fmt::format("a ud message fits one MTU ({} bytes), got {}",
+                          kUdMtu, z.bytes));
       }
     }
   }
   if (t.mode == Mode::kLatency) {
     if (v["batch"] && t.batch != 1) {
-      Error(v["batch"], path + ".batch", "latency mode keeps one message in flight: batch must be 1");
+      Error(v["batch"], path + ".batch",
+            "latency mode keeps one message in flight: batch must be 1");
     }
     if (v["depth"]) {
-      Error(v["depth"], path + ".depth", "latency mode keeps one message in flight: no depth");
+      Error(v["depth"], path + ".depth",
+            "latency mode keeps one message in flight: no depth");
     }
   }
 }
 
 void ScenarioReader::ReadExpect(const YAML::Node& list, ScenarioSpec* s) {
   if (!list.IsSequence()) {
-    Error(list, "expect", fmt::format("expected a list of rules, got a {}", KindOf(list)));
+    Error(list, "expect",
+          fmt::format("expected a list of rules, got a {}", KindOf(list)));
     return;
   }
   const std::vector<std::string> policies = policy::PolicyNames();
@@ -533,7 +594,8 @@ void ScenarioReader::ReadExpect(const YAML::Node& list, ScenarioSpec* s) {
     for (size_t i = 0; i < s->tenants.size(); ++i) {
       // A tenant by its name, or every replica of an entry by its name
       // written without $i ("B" for "B$i").
-      if (s->tenants[i].name == r.tenant || bases_[i] == r.tenant) r.tenants.push_back(i);
+      if (s->tenants[i].name == r.tenant || bases_[i] == r.tenant)
+        r.tenants.push_back(i);
     }
     if (r.tenants.empty()) {
       std::vector<std::string> names;
@@ -545,19 +607,25 @@ void ScenarioReader::ReadExpect(const YAML::Node& list, ScenarioSpec* s) {
         names.push_back(t.name);
       }
       Error(n["tenant"], path + ".tenant",
-            fmt::format("no tenant \"{}\" in this scenario (tenants: {})", r.tenant, Join(names)));
+            fmt::format("no tenant \"{}\" in this scenario (tenants: {})",
+                        r.tenant, Join(names)));
     }
     size_t k2 = 0;
-    if (Choice(n["metric"], path + ".metric", kMetricNames, &k2)) r.metric = static_cast<Metric>(k2);
+    if (Choice(n["metric"], path + ".metric", kMetricNames, &k2))
+      r.metric = static_cast<Metric>(k2);
     if (n["ratio"] && Choice(n["ratio"], path + ".ratio", kRatioNames, &k2)) {
       r.ratio = static_cast<RatioKind>(k2);
     }
     double bound = 0;
-    if (n["le"] && Real(n["le"], path + ".le", -1e18, 1e18, &bound)) r.le = bound;
-    if (n["ge"] && Real(n["ge"], path + ".ge", -1e18, 1e18, &bound)) r.ge = bound;
+    if (n["le"] && Real(n["le"], path + ".le", -1e18, 1e18, &bound))
+      r.le = bound;
+    if (n["ge"] && Real(n["ge"], path + ".ge", -1e18, 1e18, &bound))
+      r.ge = bound;
     if (!n["le"] && !n["ge"]) Error(n, path, "needs le or ge (or both)");
     if (r.le && r.ge && *r.ge > *r.le) {
-      Error(n["ge"], path + ".ge", fmt::format("ge ({}) is above le ({}): no figure passes", *r.ge, *r.le));
+      Error(n["ge"], path + ".ge",
+            fmt::format("ge ({}) is above le ({}): no figure passes", *r.ge,
+                        *r.le));
     }
     if (n["policy"]) {
       const YAML::Node p = n["policy"];
@@ -568,7 +636,8 @@ void ScenarioReader::ReadExpect(const YAML::Node& list, ScenarioSpec* s) {
         items.push_back(p);
       }
       for (const YAML::Node& item : items) {
-        if (Choice(item, path + ".policy", policies, &k2)) r.policies.push_back(policies[k2]);
+        if (Choice(item, path + ".policy", policies, &k2))
+          r.policies.push_back(policies[k2]);
       }
     }
     s->expect.push_back(std::move(r));

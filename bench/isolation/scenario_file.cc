@@ -20,7 +20,8 @@ namespace {
 using internal::ErrorSink;
 using internal::ScenarioReader;
 
-const std::vector<std::string> kFileKeys = {"vars", "sweep", "shapes", "scenarios"};
+const std::vector<std::string> kFileKeys = {"vars", "sweep", "shapes",
+                                            "scenarios"};
 constexpr size_t kMaxSweepPoints = 10000;
 
 // Every variable a node's scalars (keys too) refer to.
@@ -60,14 +61,17 @@ class FileLoader {
     ReadShapes(root["shapes"]);
     const YAML::Node& list = root["scenarios"];
     if (!list || !list.IsSequence() || list.size() == 0) {
-      errors_.Add(file_, list ? list : root, "", "scenarios", "expected a list of at least one scenario");
+      errors_.Add(file_, list ? list : root, "", "scenarios",
+                  "expected a list of at least one scenario");
       return;
     }
     std::set<std::string> file_used;
-    for (size_t k = 0; k < list.size(); ++k) LoadScenario(list[k], k, &file_used, out);
+    for (size_t k = 0; k < list.size(); ++k)
+      LoadScenario(list[k], k, &file_used, out);
     for (const auto& [name, values] : file_sweep_) {
       if (!file_used.contains(name)) {
-        errors_.Add(file_, sweep_nodes_[name], "", "sweep." + name, "no scenario of this file uses it");
+        errors_.Add(file_, sweep_nodes_[name], "", "sweep." + name,
+                    "no scenario of this file uses it");
       }
     }
   }
@@ -78,11 +82,13 @@ class FileLoader {
   bool CheckVarName(const YAML::Node& key, const std::string& path) {
     const std::string name = key.IsScalar() ? key.Scalar() : "";
     if (!IsVarName(name)) {
-      errors_.Add(file_, key, "", path, fmt::format("\"{}\" is not a variable name", name));
+      errors_.Add(file_, key, "", path,
+                  fmt::format("\"{}\" is not a variable name", name));
       return false;
     }
     if (name == "i") {
-      errors_.Add(file_, key, "", path, "i is reserved: it is a tenant replica's index");
+      errors_.Add(file_, key, "", path,
+                  "i is reserved: it is a tenant replica's index");
       return false;
     }
     return true;
@@ -92,7 +98,8 @@ class FileLoader {
                 std::map<std::string, std::string>* vars) {
     if (!n) return;
     if (!n.IsMap()) {
-      errors_.Add(file_, n, "", path, "expected a map of variables to default values");
+      errors_.Add(file_, n, "", path,
+                  "expected a map of variables to default values");
       return;
     }
     for (auto it = n.begin(); it != n.end(); ++it) {
@@ -109,7 +116,8 @@ class FileLoader {
   void ReadSweep(const YAML::Node& n, const std::string& path, Sweep* sweep) {
     if (!n) return;
     if (!n.IsMap()) {
-      errors_.Add(file_, n, "", path, "expected a map of variables to lists of values");
+      errors_.Add(file_, n, "", path,
+                  "expected a map of variables to lists of values");
       return;
     }
     for (auto it = n.begin(); it != n.end(); ++it) {
@@ -123,7 +131,8 @@ class FileLoader {
       std::vector<std::string> values;
       for (size_t i = 0; i < v.size(); ++i) {
         if (!v[i].IsScalar()) {
-          errors_.Add(file_, v[i], "", fmt::format("{}[{}]", at, i), "a value is a scalar");
+          errors_.Add(file_, v[i], "", fmt::format("{}[{}]", at, i),
+                      "a value is a scalar");
           continue;
         }
         values.push_back(v[i].Scalar());
@@ -136,21 +145,25 @@ class FileLoader {
   void ReadShapes(const YAML::Node& n) {
     if (!n) return;
     if (!n.IsMap()) {
-      errors_.Add(file_, n, "", "shapes", "expected a map of shape names to tenant fields");
+      errors_.Add(file_, n, "", "shapes",
+                  "expected a map of shape names to tenant fields");
       return;
     }
     std::vector<std::string> keys = internal::TenantKeys();
     keys.erase(std::find(keys.begin(), keys.end(), "shape"));
     for (auto it = n.begin(); it != n.end(); ++it) {
       const std::string name = it->first.IsScalar() ? it->first.Scalar() : "";
-      if (reader_.CheckKeys(it->second, "shapes." + name, keys)) shapes_[name] = it->second;
+      if (reader_.CheckKeys(it->second, "shapes." + name, keys))
+        shapes_[name] = it->second;
     }
   }
 
-  void LoadScenario(const YAML::Node& n, size_t k, std::set<std::string>* file_used,
+  void LoadScenario(const YAML::Node& n, size_t k,
+                    std::set<std::string>* file_used,
                     std::vector<ScenarioSpec>* out) {
     std::string label = fmt::format("scenarios[{}]", k);
-    if (n.IsMap() && n["name"] && n["name"].IsScalar()) label = n["name"].Scalar();
+    if (n.IsMap() && n["name"] && n["name"].IsScalar())
+      label = n["name"].Scalar();
     std::map<std::string, std::string> vars = file_vars_;
     Sweep sweep;
     if (n.IsMap()) {
@@ -160,13 +173,16 @@ class FileLoader {
     // The variables it uses: in its own fields and in its tenants' shapes.
     std::set<std::string> used;
     if (n.IsMap()) {
-      for (const char* key : {"name", "group", "paper", "card", "hosts", "duration_us",
-                              "warmup_us", "seed", "fabric", "tenants", "expect"}) {
+      for (const char* key :
+           {"name", "group", "paper", "card", "hosts", "duration_us",
+            "warmup_us", "seed", "fabric", "tenants", "expect"}) {
         if (n[key]) CollectRefs(n[key], &used);
       }
       const YAML::Node& tenants = n["tenants"];
-      for (size_t i = 0; tenants && tenants.IsSequence() && i < tenants.size(); ++i) {
-        const YAML::Node& shape = tenants[i].IsMap() ? tenants[i]["shape"] : YAML::Node();
+      for (size_t i = 0; tenants && tenants.IsSequence() && i < tenants.size();
+           ++i) {
+        const YAML::Node& shape =
+            tenants[i].IsMap() ? tenants[i]["shape"] : YAML::Node();
         if (shape && shape.IsScalar() && shapes_.contains(shape.Scalar())) {
           CollectRefs(shapes_[shape.Scalar()], &used);
         }
@@ -175,7 +191,8 @@ class FileLoader {
     used.erase("i");
     for (const auto& [name, values] : sweep) {
       if (!used.contains(name)) {
-        errors_.Add(file_, n["sweep"][name], label, "sweep." + name, "the scenario does not use it");
+        errors_.Add(file_, n["sweep"][name], label, "sweep." + name,
+                    "the scenario does not use it");
       }
     }
     // Each used variable's values: --sweep, else --set, else the
@@ -188,14 +205,19 @@ class FileLoader {
       if (auto it = overrides_.sweep.find(name); it != overrides_.sweep.end()) {
         values = &it->second;
         used_overrides_.insert(name);
-      } else if (auto it = overrides_.set.find(name); it != overrides_.set.end()) {
+      } else if (auto it = overrides_.set.find(name);
+                 it != overrides_.set.end()) {
         env[name] = it->second;
         used_overrides_.insert(name);
         continue;
-      } else if (auto it = std::find_if(sweep.begin(), sweep.end(), [&](auto& d) { return d.first == name; });
+      } else if (auto it =
+                     std::find_if(sweep.begin(), sweep.end(),
+                                  [&](auto& d) { return d.first == name; });
                  it != sweep.end()) {
         values = &it->second;
-      } else if (auto it = std::find_if(file_sweep_.begin(), file_sweep_.end(), [&](auto& d) { return d.first == name; });
+      } else if (auto it =
+                     std::find_if(file_sweep_.begin(), file_sweep_.end(),
+                                  [&](auto& d) { return d.first == name; });
                  it != file_sweep_.end()) {
         values = &it->second;
       } else if (auto it = vars.find(name); it != vars.end()) {
@@ -208,17 +230,22 @@ class FileLoader {
     }
     // Sweep in the order the file declares its variables' sweeps.
     auto order = [&](const std::string& name) {
-      for (size_t i = 0; i < sweep.size(); ++i) if (sweep[i].first == name) return i;
-      for (size_t i = 0; i < file_sweep_.size(); ++i) if (file_sweep_[i].first == name) return sweep.size() + i;
+      for (size_t i = 0; i < sweep.size(); ++i)
+        if (sweep[i].first == name) return i;
+      for (size_t i = 0; i < file_sweep_.size(); ++i)
+        if (file_sweep_[i].first == name) return sweep.size() + i;
       return sweep.size() + file_sweep_.size();
     };
     std::stable_sort(dims.begin(), dims.end(),
-                     [&](const auto& a, const auto& b) { return order(a.first) < order(b.first); });
+                     [&](const auto& a, const auto& b) {
+                       return order(a.first) < order(b.first);
+                     });
     size_t points = 1;
     for (const auto& d : dims) {
       points *= d.second.size();
       if (points > kMaxSweepPoints) {
-        errors_.Add(file_, n, label, "sweep", fmt::format("more than {} sweep points", kMaxSweepPoints));
+        errors_.Add(file_, n, label, "sweep",
+                    fmt::format("more than {} sweep points", kMaxSweepPoints));
         return;
       }
     }
@@ -227,12 +254,14 @@ class FileLoader {
       std::string point;
       for (size_t d = 0; d < dims.size(); ++d) {
         env[dims[d].first] = dims[d].second[at[d]];
-        point += fmt::format("{}{}={}", point.empty() ? "" : ", ", dims[d].first, dims[d].second[at[d]]);
+        point += fmt::format("{}{}={}", point.empty() ? "" : ", ",
+                             dims[d].first, dims[d].second[at[d]]);
       }
-      std::optional<ScenarioSpec> s =
-          reader_.Read(n, env, point.empty() ? label : label + " [" + point + "]");
+      std::optional<ScenarioSpec> s = reader_.Read(
+          n, env, point.empty() ? label : label + " [" + point + "]");
       if (s) out->push_back(std::move(*s));
-      for (size_t d = dims.size(); d-- > 0;) {  // the last variable moves fastest
+      for (size_t d = dims.size();
+           d-- > 0;) {  // the last variable moves fastest
         if (++at[d] < dims[d].second.size()) break;
         at[d] = 0;
       }
@@ -250,8 +279,9 @@ class FileLoader {
   std::map<std::string, YAML::Node> sweep_nodes_;
 };
 
-LoadedScenarios LoadAll(const std::vector<std::pair<std::string, std::string>>& files,
-                        const VarOverrides& overrides) {
+LoadedScenarios LoadAll(
+    const std::vector<std::pair<std::string, std::string>>& files,
+    const VarOverrides& overrides) {
   LoadedScenarios r;
   ErrorSink errors(&r.errors);
   std::set<std::string> used_overrides;
@@ -261,14 +291,17 @@ LoadedScenarios LoadAll(const std::vector<std::pair<std::string, std::string>>& 
     try {
       root = YAML::Load(text);
     } catch (const YAML::Exception& e) {
-      r.errors.push_back(fmt::format("{}:{}: {}", name, e.mark.line + 1, e.msg));
+      r.errors.push_back(
+          fmt::format("{}:{}: {}", name, e.mark.line + 1, e.msg));
       continue;
     }
-    FileLoader(name, overrides, &errors, &used_overrides).Load(root, &r.scenarios);
+    FileLoader(name, overrides, &errors, &used_overrides)
+        .Load(root, &r.scenarios);
   }
   auto unused = [&](const char* option, const std::string& name) {
     if (!used_overrides.contains(name)) {
-      r.errors.push_back(fmt::format("{} {}: no scenario loaded uses the variable", option, name));
+      r.errors.push_back(fmt::format(
+          "{} {}: no scenario loaded uses the variable", option, name));
     }
   };
   for (const auto& [name, value] : overrides.set) unused("--set", name);
@@ -277,8 +310,8 @@ LoadedScenarios LoadAll(const std::vector<std::pair<std::string, std::string>>& 
   for (const ScenarioSpec& s : r.scenarios) {
     auto [it, fresh] = seen.emplace(s.name, s.source);
     if (!fresh) {
-      r.errors.push_back(fmt::format("{}: {}: name: scenario {} is also at {}", s.source, s.name,
-                                     s.name, it->second));
+      r.errors.push_back(fmt::format("{}: {}: name: scenario {} is also at {}",
+                                     s.source, s.name, s.name, it->second));
     }
   }
   return r;
@@ -286,7 +319,8 @@ LoadedScenarios LoadAll(const std::vector<std::pair<std::string, std::string>>& 
 
 }  // namespace
 
-LoadedScenarios LoadScenarioText(const std::string& file_name, const std::string& yaml,
+LoadedScenarios LoadScenarioText(const std::string& file_name,
+                                 const std::string& yaml,
                                  const VarOverrides& overrides) {
   return LoadAll({{file_name, yaml}}, overrides);
 }
@@ -310,12 +344,14 @@ LoadedScenarios LoadScenarioFiles(const std::vector<std::string>& paths,
   return r;
 }
 
-std::vector<std::string> ScenarioFilesIn(const std::string& dir, std::string* error) {
+std::vector<std::string> ScenarioFilesIn(const std::string& dir,
+                                         std::string* error) {
   std::vector<std::string> files;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
     const std::string ext = e.path().extension().string();
-    if (e.is_regular_file() && (ext == ".yaml" || ext == ".yml")) files.push_back(e.path().string());
+    if (e.is_regular_file() && (ext == ".yaml" || ext == ".yml"))
+      files.push_back(e.path().string());
   }
   if (ec) {
     *error = fmt::format("{}: {}", dir, ec.message());
@@ -342,14 +378,16 @@ bool SplitOption(const std::string& arg, std::string* name, std::string* value,
 }
 }  // namespace
 
-bool ParseSetOption(const std::string& arg, VarOverrides* overrides, std::string* error) {
+bool ParseSetOption(const std::string& arg, VarOverrides* overrides,
+                    std::string* error) {
   std::string name, value;
   if (!SplitOption(arg, &name, &value, error)) return false;
   overrides->set[name] = value;
   return true;
 }
 
-bool ParseSweepOption(const std::string& arg, VarOverrides* overrides, std::string* error) {
+bool ParseSweepOption(const std::string& arg, VarOverrides* overrides,
+                      std::string* error) {
   std::string name, value;
   if (!SplitOption(arg, &name, &value, error)) return false;
   std::vector<std::string> values;
@@ -365,11 +403,12 @@ bool ParseSweepOption(const std::string& arg, VarOverrides* overrides, std::stri
   return true;
 }
 
-std::optional<ScenarioSpec> BuiltinScenario(const std::string& name, double scale,
-                                            const std::map<std::string, std::string>& set,
-                                            std::string* error) {
+std::optional<ScenarioSpec> BuiltinScenario(
+    const std::string& name, double scale,
+    const std::map<std::string, std::string>& set, std::string* error) {
   std::string err;
-  const std::vector<std::string> files = ScenarioFilesIn(BuiltinScenarioDir(), &err);
+  const std::vector<std::string> files =
+      ScenarioFilesIn(BuiltinScenarioDir(), &err);
   VarOverrides overrides;
   overrides.set = set;
   LoadedScenarios loaded = LoadScenarioFiles(files, overrides);

@@ -35,26 +35,30 @@ struct LoadedScenarios {
 LoadedScenarios LoadScenarioFiles(const std::vector<std::string>& paths,
                                   const VarOverrides& overrides);
 // The same from text (file_name only names it in errors).
-LoadedScenarios LoadScenarioText(const std::string& file_name, const std::string& yaml,
+LoadedScenarios LoadScenarioText(const std::string& file_name,
+                                 const std::string& yaml,
                                  const VarOverrides& overrides);
 
 // The *.yaml files of dir, sorted by name; empty (and *error set) when the
 // directory cannot be read or has none.
-std::vector<std::string> ScenarioFilesIn(const std::string& dir, std::string* error);
+std::vector<std::string> ScenarioFilesIn(const std::string& dir,
+                                         std::string* error);
 
 // Where the built-in scenario files are (compiled in).
 std::string BuiltinScenarioDir();
 
 // "name=value" into overrides->set, "name=a,b,c" into overrides->sweep.
-bool ParseSetOption(const std::string& arg, VarOverrides* overrides, std::string* error);
-bool ParseSweepOption(const std::string& arg, VarOverrides* overrides, std::string* error);
+bool ParseSetOption(const std::string& arg, VarOverrides* overrides,
+                    std::string* error);
+bool ParseSweepOption(const std::string& arg, VarOverrides* overrides,
+                      std::string* error);
 
 // One built-in scenario by name (after --set-like overrides), its duration
 // multiplied by scale: what the tests run. nullopt, *error set, when the
 // files do not load or have no such scenario.
-std::optional<ScenarioSpec> BuiltinScenario(const std::string& name, double scale,
-                                            const std::map<std::string, std::string>& set,
-                                            std::string* error);
+std::optional<ScenarioSpec> BuiltinScenario(
+    const std::string& name, double scale,
+    const std::map<std::string, std::string>& set, std::string* error);
 
 }  // namespace vrdma::bench
 

@@ -4,13 +4,14 @@
 // sweeps, the errors (each must name file, line and field), the built-in
 // files, the runner's refusals, and what the runner does with op and size
 // mixes, open loop rates and processes on the RNIC MODEL.
+#include "bench/isolation/scenario_file.h"
+
 #include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "bench/isolation/bench_run.h"
-#include "bench/isolation/scenario_file.h"
 #include "bench/isolation/scenario_vars.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -163,7 +164,8 @@ TEST(ScenarioFile, CommandLineSweepAndSetWin) {
 TEST(ScenarioFile, OverrideNoScenarioUsesIsAnError) {
   VarOverrides o;
   o.set["nope"] = "1";
-  EXPECT_THAT(OnlyError(kSwept, o), HasSubstr("--set nope: no scenario loaded uses the variable"));
+  EXPECT_THAT(OnlyError(kSwept, o),
+              HasSubstr("--set nope: no scenario loaded uses the variable"));
 }
 
 TEST(ScenarioVars, SubstitutesAndComputes) {
@@ -173,7 +175,8 @@ TEST(ScenarioVars, SubstitutesAndComputes) {
     return true;
   };
   std::string out, error;
-  ASSERT_TRUE(SubstituteVars("x$a-${a * (a - 4)}-$${a}", vars, &out, &error)) << error;
+  ASSERT_TRUE(SubstituteVars("x$a-${a * (a - 4)}-$${a}", vars, &out, &error))
+      << error;
   EXPECT_EQ(out, "x6-12-${a}");
   ASSERT_TRUE(SubstituteVars("${a == 6 ? 1 : 2}${a < 6}", vars, &out, &error));
   EXPECT_EQ(out, "10");
@@ -198,22 +201,27 @@ std::string WithTenant(const std::string& tenant_fields) {
 
 TEST(ScenarioFileErrors, BadChoiceNamesFileLineFieldAndValue) {
   EXPECT_EQ(OnlyError(WithTenant("        qps: {type: rd}\n")),
-            "t.yaml:6: s: tenants[1].qps.type: expected one of rc, uc, ud, got \"rd\"");
+            "t.yaml:6: s: tenants[1].qps.type: expected one of rc, uc, ud, got "
+            "\"rd\"");
 }
 
 TEST(ScenarioFileErrors, UnknownKey) {
-  EXPECT_THAT(OnlyError(WithTenant("        sise: 64\n")),
-              HasSubstr("t.yaml:6: s: tenants[1].sise: unknown key (expected one of name, "));
+  EXPECT_THAT(
+      OnlyError(WithTenant("        sise: 64\n")),
+      HasSubstr(
+          "t.yaml:6: s: tenants[1].sise: unknown key (expected one of name, "));
 }
 
 TEST(ScenarioFileErrors, WrongTypeAndRange) {
   EXPECT_EQ(OnlyError(WithTenant("        batch: 0\n")),
             "t.yaml:6: s: tenants[1].batch: must be between 1 and 4096, got 0");
   EXPECT_EQ(OnlyError(WithTenant("        size: 1MB\n")),
-            "t.yaml:6: s: tenants[1].size: expected a size (bytes, or a number with KiB, MiB or "
+            "t.yaml:6: s: tenants[1].size: expected a size (bytes, or a number "
+            "with KiB, MiB or "
             "GiB), got \"1MB\"");
-  EXPECT_EQ(OnlyError(WithTenant("        inline: 1\n")),
-            "t.yaml:6: s: tenants[1].inline: expected true or false, got \"1\"");
+  EXPECT_EQ(
+      OnlyError(WithTenant("        inline: 1\n")),
+      "t.yaml:6: s: tenants[1].inline: expected true or false, got \"1\"");
   EXPECT_EQ(OnlyError(WithTenant("        qps: [1]\n")),
             "t.yaml:6: s: tenants[1].qps: expected a map, got a list");
   EXPECT_EQ(OnlyError(WithTenant("        dst_host: 2\n")),
@@ -226,10 +234,13 @@ TEST(ScenarioFileErrors, UndefinedVariable) {
 }
 
 TEST(ScenarioFileErrors, RdmaRulesBetweenFields) {
-  EXPECT_EQ(OnlyError(WithTenant("        qps: {type: uc}\n        ops: read\n")),
-            "t.yaml:6: s: tenants[1].qps.type: a uc QP cannot carry read (only write and send)");
+  EXPECT_EQ(
+      OnlyError(WithTenant("        qps: {type: uc}\n        ops: read\n")),
+      "t.yaml:6: s: tenants[1].qps.type: a uc QP cannot carry read (only write "
+      "and send)");
   EXPECT_EQ(OnlyError(WithTenant("        mode: latency\n        batch: 8\n")),
-            "t.yaml:7: s: tenants[1].batch: latency mode keeps one message in flight: batch "
+            "t.yaml:7: s: tenants[1].batch: latency mode keeps one message in "
+            "flight: batch "
             "must be 1");
 }
 
@@ -240,11 +251,14 @@ TEST(ScenarioFileErrors, EverySweepPointIsChecked) {
   ASSERT_TRUE(ParseSweepOption("n=2,0", &o, &error));
   LoadedScenarios r = Load(kSwept, o);
   ASSERT_EQ(r.errors.size(), 1u);
-  EXPECT_EQ(r.errors[0], "t.yaml:6: x_$n [n=0]: tenants[0].count: must be between 1 and 100000, got 0");
+  EXPECT_EQ(r.errors[0],
+            "t.yaml:6: x_$n [n=0]: tenants[0].count: must be between 1 and "
+            "100000, got 0");
 }
 
 TEST(ScenarioFileErrors, YamlSyntaxErrorHasItsLine) {
-  EXPECT_THAT(OnlyError("scenarios:\n  - name: s\n    tenants: [{name: A}\n"), HasSubstr("t.yaml:4:"));
+  EXPECT_THAT(OnlyError("scenarios:\n  - name: s\n    tenants: [{name: A}\n"),
+              HasSubstr("t.yaml:4:"));
 }
 
 TEST(ScenarioFileErrors, DuplicateNamesAndRules) {
@@ -252,20 +266,25 @@ TEST(ScenarioFileErrors, DuplicateNamesAndRules) {
                         "  - {name: s, tenants: [{name: A}]}\n"),
               HasSubstr("t.yaml:3: s: name: scenario s is also at t.yaml:2"));
   EXPECT_THAT(OnlyError(WithTenant("        count: 2\n")),
-              HasSubstr("t.yaml:5: s: tenants[1].name: tenant name \"B\" is also tenants[1]'s "
+              HasSubstr("t.yaml:5: s: tenants[1].name: tenant name \"B\" is "
+                        "also tenants[1]'s "
                         "(a tenant with count > 1 needs $i in its name)"));
   EXPECT_EQ(OnlyError("scenarios:\n  - name: s\n    tenants: [{name: A}]\n"
                       "    expect: [{tenant: Z, metric: gbps, ge: 1}]\n"),
-            "t.yaml:4: s: expect[0].tenant: no tenant \"Z\" in this scenario (tenants: A)");
-  EXPECT_EQ(OnlyError("scenarios:\n  - name: s\n    tenants: [{name: A}]\n"
-                      "    expect: [{tenant: A, metric: gbps, ge: 1, policy: fast}]\n"),
-            "t.yaml:4: s: expect[0].policy: expected one of " +
-                [] {
-                  std::string n;
-                  for (const std::string& p : policy::PolicyNames()) n += (n.empty() ? "" : ", ") + p;
-                  return n;
-                }() +
-                ", got \"fast\"");
+            "t.yaml:4: s: expect[0].tenant: no tenant \"Z\" in this scenario "
+            "(tenants: A)");
+  EXPECT_EQ(
+      OnlyError(
+          "scenarios:\n  - name: s\n    tenants: [{name: A}]\n"
+          "    expect: [{tenant: A, metric: gbps, ge: 1, policy: fast}]\n"),
+      "t.yaml:4: s: expect[0].policy: expected one of " +
+          [] {
+            std::string n;
+            for (const std::string& p : policy::PolicyNames())
+              n += (n.empty() ? "" : ", ") + p;
+            return n;
+          }() +
+          ", got \"fast\"");
 }
 
 TEST(ScenarioFileErrors, UnreadableFile) {
@@ -284,22 +303,28 @@ TEST(CheckRunnable, RefusesWhatTheModelCannotRunYetInOnePlace) {
       "      - {name: M, mrs: {count: 1, size: 4KiB}, inline: true}\n");
   ASSERT_TRUE(r.errors.empty()) << r.errors.front();
   EXPECT_EQ(CheckRunnable(r.scenarios[0]),
-            "t.yaml:4: s: tenants[0].qps.type: ud is not supported by the RNIC model yet\n"
-            "t.yaml:5: s: tenants[1].ops: cas is not supported by the RNIC model yet\n"
-            "t.yaml:6: s: tenants[2].mrs: registering memory regions is not supported by the "
+            "t.yaml:4: s: tenants[0].qps.type: ud is not supported by the RNIC "
+            "model yet\n"
+            "t.yaml:5: s: tenants[1].ops: cas is not supported by the RNIC "
+            "model yet\n"
+            "t.yaml:6: s: tenants[2].mrs: registering memory regions is not "
+            "supported by the "
             "RNIC model yet\n"
-            "t.yaml:6: s: tenants[2].inline: inline data is not supported by the RNIC model yet");
+            "t.yaml:6: s: tenants[2].inline: inline data is not supported by "
+            "the RNIC model yet");
   EXPECT_EQ(CheckRunnable(Load(kSwept).scenarios[0]), "");
 }
 
 TEST(Builtins, LoadAndTheModelRunsThemAll) {
   std::string error;
-  const std::vector<std::string> files = ScenarioFilesIn(BuiltinScenarioDir(), &error);
+  const std::vector<std::string> files =
+      ScenarioFilesIn(BuiltinScenarioDir(), &error);
   ASSERT_FALSE(files.empty()) << error;
   LoadedScenarios r = LoadScenarioFiles(files, {});
   ASSERT_TRUE(r.errors.empty()) << r.errors.front();
   EXPECT_EQ(r.scenarios.size(), 43u);
-  for (const ScenarioSpec& s : r.scenarios) EXPECT_EQ(CheckRunnable(s), "") << s.name;
+  for (const ScenarioSpec& s : r.scenarios)
+    EXPECT_EQ(CheckRunnable(s), "") << s.name;
 }
 
 // A policy that counts the kinds and bytes of the WRs it sees.
@@ -312,7 +337,8 @@ class CountingPolicy : public policy::SchedulerPolicy {
   explicit CountingPolicy(Seen* seen) : seen_(*seen) {}
   std::string_view name() const override { return "counting"; }
   void OnTenantAdded(policy::TenantId, const policy::TenantQos&) override {}
-  void OnTenantQosChanged(policy::TenantId, const policy::TenantQos&) override {}
+  void OnTenantQosChanged(policy::TenantId, const policy::TenantQos&) override {
+  }
   void OnTenantRemoved(policy::TenantId) override {}
   void OnFlowAdded(policy::Nanos, const policy::FlowInfo&) override {}
   void OnFlowEnded(policy::Nanos, policy::FlowId, policy::FlowEnd) override {}
@@ -320,23 +346,27 @@ class CountingPolicy : public policy::SchedulerPolicy {
     ++seen_.kinds[w.kind];
     ++seen_.sizes[static_cast<uint32_t>(w.bytes)];
   }
-  void OnCompleted(policy::Nanos, const policy::WrInfo&, policy::Nanos, bool) override {}
+  void OnCompleted(policy::Nanos, const policy::WrInfo&, policy::Nanos,
+                   bool) override {}
   Seen& seen_;
 };
 
 ScenarioSpec One(const std::string& tenant) {
-  LoadedScenarios r = Load("scenarios:\n  - name: s\n    duration_us: 1000\n    tenants:\n      - " +
-                           tenant + "\n");
+  LoadedScenarios r = Load(
+      "scenarios:\n  - name: s\n    duration_us: 1000\n    tenants:\n      - " +
+      tenant + "\n");
   EXPECT_TRUE(r.errors.empty()) << ::testing::PrintToString(r.errors);
   return r.scenarios.empty() ? ScenarioSpec{} : r.scenarios[0];
 }
 
 TEST(Runner, OpAndSizeMixesAreDrawnByWeight) {
   const ScenarioSpec s =
-      One("{name: X, ops: {write: 3, read: 1}, size: {64: 1, 4KiB: 1}, batch: 8, depth: 64}");
+      One("{name: X, ops: {write: 3, read: 1}, size: {64: 1, 4KiB: 1}, batch: "
+          "8, depth: 64}");
   Seen seen, receiver;
   RunScenario(
-      s, [&](const policy::CardProfile&, uint32_t host) {
+      s,
+      [&](const policy::CardProfile&, uint32_t host) {
         return std::make_unique<CountingPolicy>(host == 0 ? &seen : &receiver);
       },
       nullptr);
@@ -351,7 +381,8 @@ TEST(Runner, OpAndSizeMixesAreDrawnByWeight) {
 TEST(Runner, OpenLoopPostsAtTheRateWhateverTheCompletions) {
   // 2 processes x 200,000 messages/s of 16 B latency-mode WRITEs: far
   // below what the card can do, so each completes in its alone time.
-  const ScenarioSpec s = One("{name: X, mode: latency, rate: 200000, qps: {processes: 2}}");
+  const ScenarioSpec s =
+      One("{name: X, mode: latency, rate: 200000, qps: {processes: 2}}");
   const std::vector<TenantResult> r = RunScenario(s, PassThrough(), nullptr);
   EXPECT_NEAR(r[0].mmps, 0.4, 0.01);
   EXPECT_LT(r[0].p99_us, 3.0);
@@ -364,10 +395,14 @@ TEST(Runner, OpenLoopPostsAtTheRateWhateverTheCompletions) {
 }
 
 TEST(Runner, ProcessesAreIndependentPostingLoops) {
-  const std::string m = "{name: M, size: 16, batch: 32, depth: 128, qps: {processes: ";
-  const double one = RunScenario(One(m + "1}}"), PassThrough(), nullptr)[0].mmps;
-  const double four = RunScenario(One(m + "4}}"), PassThrough(), nullptr)[0].mmps;
-  const double shared = RunScenario(One(m + "1, count: 4}}"), PassThrough(), nullptr)[0].mmps;
+  const std::string m =
+      "{name: M, size: 16, batch: 32, depth: 128, qps: {processes: ";
+  const double one =
+      RunScenario(One(m + "1}}"), PassThrough(), nullptr)[0].mmps;
+  const double four =
+      RunScenario(One(m + "4}}"), PassThrough(), nullptr)[0].mmps;
+  const double shared =
+      RunScenario(One(m + "1, count: 4}}"), PassThrough(), nullptr)[0].mmps;
   EXPECT_NEAR(one, 13.0, 1.0) << "PeRF §2.3.2: ~13 Mmps from one QP";
   EXPECT_NEAR(four, 4 * one, 0.1 * 4 * one);
   // One loop over 4 QPs also fills each QP's depth.

@@ -10,8 +10,12 @@ namespace vrdma::bench {
 
 namespace {
 
-bool IsIdentStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool IsIdentChar(char c) { return IsIdentStart(c) || std::isdigit(static_cast<unsigned char>(c)); }
+bool IsIdentStart(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+}
+bool IsIdentChar(char c) {
+  return IsIdentStart(c) || std::isdigit(static_cast<unsigned char>(c));
+}
 
 // Integer expressions: expr = cmp ["?" expr ":" expr];
 // cmp = sum [(<|<=|>|>=|==|!=) sum] (1 or 0); sum = term {(+|-) term};
@@ -49,7 +53,8 @@ class Expr {
     int64_t a = 0, b = 0;
     if (!Ternary(&a)) return false;
     Skip();
-    if (pos_ >= s_.size() || s_[pos_] != ':') return Fail("\"?\" without \":\"");
+    if (pos_ >= s_.size() || s_[pos_] != ':')
+      return Fail("\"?\" without \":\"");
     ++pos_;
     if (!Ternary(&b)) return false;
     *v = *v != 0 ? a : b;
@@ -58,18 +63,25 @@ class Expr {
   bool Compare(int64_t* v) {
     if (!Sum(v)) return false;
     Skip();
-    static constexpr std::string_view kOps[] = {"<=", ">=", "==", "!=", "<", ">"};
+    static constexpr std::string_view kOps[] = {
+        "<=", ">=", "==", "!=", "<", ">"};
     for (std::string_view op : kOps) {
       if (s_.substr(pos_, op.size()) != op) continue;
       pos_ += op.size();
       int64_t r = 0;
       if (!Sum(&r)) return false;
-      if (op == "<=") *v = *v <= r;
-      else if (op == ">=") *v = *v >= r;
-      else if (op == "==") *v = *v == r;
-      else if (op == "!=") *v = *v != r;
-      else if (op == "<") *v = *v < r;
-      else *v = *v > r;
+      if (op == "<=")
+        *v = *v <= r;
+      else if (op == ">=")
+        *v = *v >= r;
+      else if (op == "==")
+        *v = *v == r;
+      else if (op == "!=")
+        *v = *v != r;
+      else if (op == "<")
+        *v = *v < r;
+      else
+        *v = *v > r;
       return true;
     }
     return true;
@@ -78,7 +90,8 @@ class Expr {
     if (!Product(v)) return false;
     for (;;) {
       Skip();
-      if (pos_ >= s_.size() || (s_[pos_] != '+' && s_[pos_] != '-')) return true;
+      if (pos_ >= s_.size() || (s_[pos_] != '+' && s_[pos_] != '-'))
+        return true;
       const char op = s_[pos_++];
       int64_t r = 0;
       if (!Product(&r)) return false;
@@ -89,7 +102,8 @@ class Expr {
     if (!Factor(v)) return false;
     for (;;) {
       Skip();
-      if (pos_ >= s_.size() || (s_[pos_] != '*' && s_[pos_] != '/')) return true;
+      if (pos_ >= s_.size() || (s_[pos_] != '*' && s_[pos_] != '/'))
+        return true;
       const char op = s_[pos_++];
       int64_t r = 0;
       if (!Factor(&r)) return false;
@@ -116,21 +130,28 @@ class Expr {
     }
     const size_t start = pos_;
     if (std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
-      while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+      while (pos_ < s_.size() &&
+             std::isdigit(static_cast<unsigned char>(s_[pos_])))
+        ++pos_;
       return ToInt(s_.substr(start, pos_ - start), v);
     }
-    if (!IsIdentStart(s_[pos_])) return Fail("unexpected \"" + std::string(s_.substr(pos_)) + "\"");
+    if (!IsIdentStart(s_[pos_]))
+      return Fail("unexpected \"" + std::string(s_.substr(pos_)) + "\"");
     while (pos_ < s_.size() && IsIdentChar(s_[pos_])) ++pos_;
     const std::string name(s_.substr(start, pos_ - start));
     std::string value;
     if (!vars_(name, &value)) return Fail("undefined variable " + name);
-    if (!ToInt(value, v)) return Fail("variable " + name + " = \"" + value + "\" is not an integer");
+    if (!ToInt(value, v))
+      return Fail("variable " + name + " = \"" + value +
+                  "\" is not an integer");
     return true;
   }
   bool ToInt(std::string_view t, int64_t* v) {
     const char* end = t.data() + t.size();
-    auto [p, ec] = std::from_chars(t.data() + (!t.empty() && t[0] == '+'), end, *v);
-    if (ec != std::errc() || p != end) return Fail("\"" + std::string(t) + "\" is not an integer");
+    auto [p, ec] =
+        std::from_chars(t.data() + (!t.empty() && t[0] == '+'), end, *v);
+    if (ec != std::errc() || p != end)
+      return Fail("\"" + std::string(t) + "\" is not an integer");
     return true;
   }
 
@@ -143,7 +164,8 @@ class Expr {
 // Calls fn(reference) for every $name / ${...} in text; false on a
 // malformed one (*error set).
 template <typename Fn>
-bool ForEachRef(std::string_view text, std::string* literal, std::string* error, Fn fn) {
+bool ForEachRef(std::string_view text, std::string* literal, std::string* error,
+                Fn fn) {
   for (size_t i = 0; i < text.size(); ++i) {
     if (text[i] != '$') {
       if (literal != nullptr) *literal += text[i];
@@ -166,7 +188,8 @@ bool ForEachRef(std::string_view text, std::string* literal, std::string* error,
       if (!fn(text.substr(i + 1, end - i - 1), false)) return false;
       i = end - 1;
     } else {
-      if (error != nullptr) *error = "\"$\" not followed by a name, \"{\" or \"$\"";
+      if (error != nullptr)
+        *error = "\"$\" not followed by a name, \"{\" or \"$\"";
       return false;
     }
   }
@@ -183,8 +206,8 @@ bool IsVarName(std::string_view name) {
   return true;
 }
 
-bool SubstituteVars(std::string_view text, const VarLookup& vars, std::string* out,
-                    std::string* error) {
+bool SubstituteVars(std::string_view text, const VarLookup& vars,
+                    std::string* out, std::string* error) {
   out->clear();
   return ForEachRef(text, out, error, [&](std::string_view ref, bool braced) {
     std::string trimmed(ref);

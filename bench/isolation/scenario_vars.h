@@ -14,12 +14,13 @@
 namespace vrdma::bench {
 
 // The value of a variable; false when it has none.
-using VarLookup = std::function<bool(const std::string& name, std::string* value)>;
+using VarLookup =
+    std::function<bool(const std::string& name, std::string* value)>;
 
 // Replaces every reference in text. False (and *error set) on an undefined
 // variable, a malformed reference or expression, or a non-integer operand.
-bool SubstituteVars(std::string_view text, const VarLookup& vars, std::string* out,
-                    std::string* error);
+bool SubstituteVars(std::string_view text, const VarLookup& vars,
+                    std::string* out, std::string* error);
 
 // Adds the names text refers to (without checking they are defined).
 void CollectVarRefs(std::string_view text, std::set<std::string>* names);
