@@ -41,8 +41,11 @@ void Simulator::OnDispatch(HostId hid) {
 
 void Simulator::TryDispatch(HostId hid) {
   Host& h = hosts_[hid];
-  if (h.dispatch_pending) return;
-  while (!h.ready.empty() && !h.free_pus.empty()) {
+  // At most one kDispatch is pending per host. StartWqe can release its PU
+  // at once (a zero-count WAIT, nothing left to send) and re-enter here,
+  // which may schedule the kDispatch: the loop must then stop too, or every
+  // dispatch instant adds one more pending kDispatch.
+  while (!h.dispatch_pending && !h.ready.empty() && !h.free_pus.empty()) {
     if (now_ < h.dispatch_free) {
       h.dispatch_pending = true;
       events_.Push(h.dispatch_free, kDispatch, hid, 0);
