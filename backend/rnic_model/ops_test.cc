@@ -92,5 +92,39 @@ TEST(SimulatorOps, DispatchEventsDoNotPileUp) {
   EXPECT_GE(t2, 2000 * p.dispatch_gap_ps);
 }
 
+
+// Bug: an RNR NAK did not restart the retransmission timer, so after `rto`
+// the RTO fired for the PSN the RNR loop was already retrying and started a
+// second retry loop, another after each further rto: RNR NAKs multiplied.
+// IB: an RNR NAK means "resend after the RNR timer"; the transport timer
+// must not fire meanwhile for that PSN.
+TEST(SimulatorOps, RnrNakRestartsTheRetransmissionTimer) {
+  World w;
+  QpConfig c;  // rnr_retry 7 = retry forever
+  QpId resp = 0;
+  QpId x = w.AddPair(c, &resp);
+  // 64 KiB: 16 packets, so the retry is on the wire for a good part of
+  // each loop and an RTO firing then starts a second loop.
+  Wr s = MakeWr(1, Op::kSend, 64 * 1024);
+  ASSERT_EQ(w.sim.PostSend(x, {&s, 1}), 1);
+  const double ms = 20;
+  w.sim.RunUntil(NsToPs(ms * 1e6));
+  const HostStats& req = w.sim.host_stats(w.a);
+  const HostStats& rsp = w.sim.host_stats(w.b);
+  EXPECT_EQ(req.timeouts, 0u);
+  // One retry loop: one RNR NAK per (RNR timer + round trip), 10 us + ~2 us.
+  EXPECT_LE(rsp.rnr_naks_sent, static_cast<uint64_t>(ms * 1000 / 10));
+  EXPECT_GE(rsp.rnr_naks_sent, static_cast<uint64_t>(ms * 1000 / 14));
+  // Each RNR round resends the first packet only up to the NAK: the 16
+  // packets of the message go out once per round, not once per loop.
+  EXPECT_LE(req.retransmitted_packets, 16 * rsp.rnr_naks_sent);
+  // The send still completes once a receive is posted.
+  Sink sink;
+  w.sim.set_completion_sink(&sink);
+  w.sim.PostRecv(resp, 7);
+  w.sim.RunUntil(w.sim.now() + NsToPs(100e3));
+  EXPECT_EQ(sink.cqes.size(), 2u);
+}
+
 }  // namespace
 }  // namespace vrdma::model

@@ -95,7 +95,12 @@ void Simulator::OnRxDone(uint32_t id) {
       Rewind(pk.dst_qp, pk.psn);
       break;
     case kRnrNak:
+      // IB: resend after the RNR timer; the transport timer restarts and
+      // must not fire for this PSN meanwhile (OnRto skips an RNR wait).
+      // One retry loop per QP: a second RNR NAK while waiting is ignored.
+      if (q.rnr_wait) break;
       q.rnr_wait = true;
+      q.last_progress = now_;
       events_.Push(now_ + hosts_[q.host].p.rnr_delay_ps, kRnrRetry, pk.dst_qp, pk.psn);
       break;
   }

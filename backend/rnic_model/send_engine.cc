@@ -378,9 +378,10 @@ void Simulator::OnRto(QpId qpid) {
   q.rto_armed = false;
   if (q.head >= q.proc && q.proc_pkt == 0) return;  // nothing outstanding
   const Picos rto = hosts_[q.host].p.rto_ps;
-  if (now_ < q.last_progress + rto) {
+  if (q.rnr_wait || now_ < q.last_progress + rto) {
+    // An RNR wait owns the retry; its resend restarts the timer.
     q.rto_armed = true;
-    events_.Push(q.last_progress + rto, kRto, qpid, 0);
+    events_.Push(q.rnr_wait ? now_ + rto : q.last_progress + rto, kRto, qpid, 0);
     return;
   }
   Wqe& w = WqeAt(q, q.head);

@@ -143,6 +143,7 @@ void Simulator::Dispatch(Event e) {
     case kRnrRetry: {
       Qp& q = qps_[e.a];
       q.rnr_wait = false;
+      q.last_progress = now_;  // the resend restarts the transport timer
       Rewind(e.a, static_cast<uint32_t>(e.b));
       break;
     }
