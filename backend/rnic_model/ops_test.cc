@@ -99,7 +99,9 @@ TEST(SimulatorOps, DispatchEventsDoNotPileUp) {
 // IB: an RNR NAK means "resend after the RNR timer"; the transport timer
 // must not fire meanwhile for that PSN.
 TEST(SimulatorOps, RnrNakRestartsTheRetransmissionTimer) {
-  World w;
+  NicParams p = ConnectX6RoCE100();
+  p.rnr_nak_cost_ps = 0;  // the loop period is then RNR timer + round trip
+  World w(p);
   QpConfig c;  // rnr_retry 7 = retry forever
   QpId resp = 0;
   QpId x = w.AddPair(c, &resp);

@@ -31,6 +31,12 @@ NicParams ConnectX6RoCE100() {
   p.tx_fifo_packets = 16;              // fitted: Justitia §3.1.1 4x p99 (RoCEv2)
   p.num_rx_pus = 16;                   // assumed symmetric with TX
   p.rx_cost_ps = NsToPs(1e3 / 13.0 / 2.0);  // assumed: RX never the bottleneck alone
+  p.recv_wqe_fetch_ps = p.wqe_fetch_ps;  // assumed: one PCIe read round trip
+  p.rnr_nak_cost_ps = NsToPs(1000);    // estimate: error path, no published cost
+  p.num_atomic_units = 4;              // assumed
+  p.atomic_cost_ps = NsToPs(400);      // estimate: ~2.5 Mops per address (Kalia ATC'16 order)
+  p.ack_coalesce_delay_ps = NsToPs(1000);  // assumed
+  p.rx_backlog_limit_ps = NsToPs(2000);    // assumed: ~25 KB of RX buffer at 100 Gbps
   return p;
 }
 
@@ -66,7 +72,36 @@ NicParams ConnectX3IB56() {
   return p;
 }
 
+NicParams ConnectX5RoCE100() {
+  NicParams p = ConnectX6RoCE100();
+  p.name = "cx5";
+  p.num_pus = 16;                      // assumed same generation of engine as cx6
+  p.wqe_cost_ps = NsToPs(1e3 / 11.0);  // assumed ~11 Mmps per QP (older card)
+  p.dispatch_gap_ps = NsToPs(1e3 / 75.0);  // assumed ~75 Mmps aggregate
+  p.atomic_cost_ps = NsToPs(500);      // estimate
+  return p;
+}
+
+NicParams ConnectX7RoCE400() {
+  NicParams p = ConnectX6RoCE100();
+  p.name = "cx7";
+  p.line_rate_gbps = 400.0;            // ConnectX-7 400 GbE port
+  p.num_pus = 32;                      // assumed: twice cx6
+  p.wqe_cost_ps = NsToPs(1e3 / 20.0);  // assumed ~20 Mmps per QP
+  p.dispatch_gap_ps = NsToPs(1e3 / 200.0);  // assumed ~200 Mmps aggregate
+  p.seg_cost_ps = NsToPs(7);           // assumed: > line rate per QP at 4 KiB
+  p.rx_cost_ps = NsToPs(1e3 / 20.0 / 2.0);  // assumed, as cx6
+  p.num_rx_pus = 32;                   // assumed symmetric with TX
+  p.num_atomic_units = 8;              // assumed
+  p.atomic_cost_ps = NsToPs(300);      // estimate
+  p.rx_backlog_limit_ps = NsToPs(500); // assumed: same bytes at 4x the rate
+  return p;
+}
+
 bool PresetByName(std::string_view name, NicParams* out) {
+  if (name == "cx5") { *out = ConnectX5RoCE100(); return true; }
+  if (name == "cx6") { *out = ConnectX6RoCE100(); return true; }
+  if (name == "cx7") { *out = ConnectX7RoCE400(); return true; }
   if (name == "cx6-100") { *out = ConnectX6RoCE100(); return true; }
   if (name == "cx5-40") { *out = ConnectX5RoCE40(); return true; }
   if (name == "cx4-25") { *out = ConnectX4RoCE25(); return true; }
@@ -75,7 +110,7 @@ bool PresetByName(std::string_view name, NicParams* out) {
 }
 
 std::vector<std::string> PresetNames() {
-  return {"cx6-100", "cx5-40", "cx4-25", "ib-56"};
+  return {"cx6-100", "cx5-40", "cx4-25", "ib-56", "cx5", "cx6", "cx7"};
 }
 
 }  // namespace vrdma::model
