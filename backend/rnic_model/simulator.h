@@ -18,7 +18,7 @@
 // Fabric: switch egress ports with a shared buffer, ECN marking above a
 // threshold (marks are counted; there is no congestion control), drops on
 // overflow, random loss. Receive side: RX PUs (one server of cost
-// rx_cost/num_rx_pus), RC responder (ACK per message, NAK on a PSN gap,
+// rx_cost/num_rx_pus), RC responder (coalesced ACKs, NAK on a PSN gap,
 // RNR NAK when a SEND finds no receive, READ responses scheduled on the
 // responder's own PUs and FIFO, i.e. they compete with its outbound WRITEs),
 // UC responder (drops a message with a missing packet).
