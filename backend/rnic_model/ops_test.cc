@@ -261,7 +261,9 @@ TEST(SimulatorOps, UcAndUdDropSendsWithoutAReceiveSilently) {
     for (auto& q : sink.cqes) {
       (q.recv ? recvs : sends)++;
       EXPECT_EQ(q.status, CqeStatus::kSuccess);
-      if (q.recv && t == Transport::kUd) EXPECT_EQ(q.src_qp, x);
+      if (q.recv && t == Transport::kUd) {
+        EXPECT_EQ(q.src_qp, x);
+      }
     }
     EXPECT_EQ(sends, 3);  // completed when on the wire
     EXPECT_EQ(recvs, 1);
