@@ -12,16 +12,7 @@
 
 namespace vrdma::engine {
 
-// kInvalid: sgid_index outside the VM's GIDs, no GRH (RoCE needs one),
-// port other than 1, flow label beyond 20 bits.
-inline Status CheckGuestAh(const VmContext& vm, const GuestAh& ah) {
-  if (ah.sgid_index >= vm.config.gids.size()) return Status::kInvalid;
-  if (!ah.is_global || ah.port_num != 1 || ah.flow_label > 0xfffff)
-    return Status::kInvalid;
-  return Status::kOk;
-}
-
-// ah must have passed CheckGuestAh for vm.
+// ah must have passed CheckAh (qp_attr_check.h) with vm's GID count.
 inline AddressVector MakeAv(const VmContext& vm, const GuestAh& ah) {
   AddressVector av;
   av.dgid = ah.dgid;

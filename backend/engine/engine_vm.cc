@@ -319,7 +319,7 @@ Result<uint32_t> EngineImpl::CreateAh(VmId id, uint32_t pd, const GuestAh& ah) {
   VmContext* vm = FindVm(id);
   if (vm == nullptr) return Status::kBadHandle;
   if (vm->pds.Lookup(pd) == nullptr) return Status::kBadHandle;
-  VRDMA_RETURN_IF_ERROR(CheckGuestAh(*vm, ah));
+  VRDMA_RETURN_IF_ERROR(CheckAh(ah, static_cast<uint32_t>(vm->config.gids.size())));
   Result<uint32_t> out = Status::kNoResource;
   executor_.RunSync([&] {
     PdObj* p = vm->pds.Lookup(pd);

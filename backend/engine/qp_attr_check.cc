@@ -133,6 +133,15 @@ bool Fits24(uint32_t v) { return v <= 0xffffff; }
 
 }  // namespace
 
+Status CheckAh(const GuestAh& ah, uint32_t num_gids) {
+  if (ah.sgid_index >= num_gids) return Status::kInvalid;  // not its GID
+  if (!ah.is_global) return Status::kInvalid;               // RoCE needs a GRH
+  if (ah.port_num != 1) return Status::kInvalid;
+  if (ah.flow_label > 0xfffff) return Status::kInvalid;
+  if (ah.sl > 15) return Status::kInvalid;
+  return Status::kOk;
+}
+
 bool IsValidMtu(uint32_t bytes) {
   return bytes == 256 || bytes == 512 || bytes == 1024 || bytes == 2048 ||
          bytes == 4096;
@@ -144,6 +153,8 @@ Status CheckModifyQp(const ModifyQpRequest& req, const QpCheckContext& ctx,
   if (mask & ~uint32_t{VIRTIO_RDMA_QP_ATTR_MASK_SUPPORTED})
     return Status::kInvalid;
   if (mask & (kAlt | kMig | kCap)) return Status::kUnsupported;
+  if ((mask & kCur) && static_cast<int>(req.cur_state) >= kNumStates)
+    return Status::kInvalid;
   if ((mask & kCur) && req.cur_state != ctx.current) return Status::kBadState;
 
   QpState to = ctx.current;
@@ -171,13 +182,7 @@ Status CheckModifyQp(const ModifyQpRequest& req, const QpCheckContext& ctx,
   if ((mask & kPkey) && req.pkey_index != 0)
     return Status::kInvalid;  // one pkey
   if ((mask & kPort) && req.port_num != 1) return Status::kInvalid;
-  if (mask & kAv) {
-    if (req.ah.sgid_index >= ctx.num_gids)
-      return Status::kInvalid;                       // not its GID
-    if (!req.ah.is_global) return Status::kInvalid;  // RoCE needs a GRH
-    if (req.ah.port_num != 1) return Status::kInvalid;
-    if (req.ah.flow_label > 0xfffff) return Status::kInvalid;
-  }
+  if (mask & kAv) VRDMA_RETURN_IF_ERROR(CheckAh(req.ah, ctx.num_gids));
   if (mask & kMtu) {
     if (!IsValidMtu(req.path_mtu_bytes) ||
         req.path_mtu_bytes > ctx.active_mtu_bytes) {

@@ -25,14 +25,20 @@ struct QpCheckContext {
   uint32_t active_mtu_bytes = 4096;  // the RNIC's
 };
 
-// Resolves the target state (current when the mask has no STATE bit).
-// kBadState: illegal transition or CUR_STATE not matching; kInvalid: a
+// The one place MODIFY_QP values are checked (the device decoder only
+// parses). Resolves the target state (current when the mask has no STATE
+// bit). kBadState: illegal transition or CUR_STATE not matching; kInvalid: a
 // required attribute missing, an attribute not allowed for the transition,
 // or a value out of range (GID index, MTU, PSNs, QPN, retry counts, access
 // bits, pkey index, port); kUnsupported: alternate paths, path migration,
 // resizing by CAP.
 Status CheckModifyQp(const ModifyQpRequest& req, const QpCheckContext& ctx,
                      QpState* next_state);
+
+// The address-vector rule for CREATE_AH and MODIFY_QP's AV. kInvalid:
+// sgid_index outside the VM's num_gids GIDs, no GRH (RoCE needs one), port
+// other than 1, flow label beyond 20 bits, SL beyond 4 bits.
+Status CheckAh(const GuestAh& ah, uint32_t num_gids);
 
 // True when a path MTU in bytes is one of 256, 512, 1024, 2048, 4096.
 bool IsValidMtu(uint32_t bytes);

@@ -117,6 +117,15 @@ TEST(QpAttrCheckTest, BadStateValue) {
             Status::kInvalid);
 }
 
+TEST(QpAttrCheckTest, BadCurStateValue) {
+  ModifyQpRequest r =
+      Req(QpState::kErr, VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_CUR_STATE);
+  r.cur_state = static_cast<QpState>(9);
+  QpState next;
+  EXPECT_EQ(CheckModifyQp(r, Ctx(QpType::kRc, QpState::kInit), &next),
+            Status::kInvalid);
+}
+
 TEST(QpAttrCheckTest, CurStateMustMatch) {
   ModifyQpRequest r =
       Req(QpState::kErr, VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_CUR_STATE);
@@ -156,6 +165,7 @@ TEST(QpAttrCheckTest, RtrValues) {
       {"ah port 2", [](ModifyQpRequest& r) { r.ah.port_num = 2; }, 2},
       {"flow label 21 bits",
        [](ModifyQpRequest& r) { r.ah.flow_label = 1u << 20; }, 2},
+      {"sl 16", [](ModifyQpRequest& r) { r.ah.sl = 16; }, 2},
       {"mtu 1000", [](ModifyQpRequest& r) { r.path_mtu_bytes = 1000; }, 2},
       {"mtu 8192", [](ModifyQpRequest& r) { r.path_mtu_bytes = 8192; }, 2},
       {"mtu 0", [](ModifyQpRequest& r) { r.path_mtu_bytes = 0; }, 2},

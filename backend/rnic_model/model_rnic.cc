@@ -103,6 +103,11 @@ Status ModelRnic::ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) {
       if (!world_.sim().Connect(e->model, attr.dest_qpn - 1)) return Status::kInvalid;
     }
   }
+  if (mask & (kQpRetryCnt | kQpRnrRetry | kQpMinRnrTimer)) {
+    world_.sim().SetRetry(e->model, (mask & kQpRetryCnt) ? attr.retry_cnt : e->attr.retry_cnt,
+                          (mask & kQpRnrRetry) ? attr.rnr_retry : e->attr.rnr_retry,
+                          (mask & kQpMinRnrTimer) ? attr.min_rnr_timer : e->attr.min_rnr_timer);
+  }
   const QpState keep = e->attr.state;
   e->attr = attr;
   if (!(mask & kQpState)) e->attr.state = keep;
@@ -112,7 +117,10 @@ Status ModelRnic::ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) {
 Result<QpAttr> ModelRnic::QueryQp(RnicQp qp) const {
   const QpEntry* e = Find(qp);
   if (e == nullptr) return Status::kBadHandle;
-  return e->attr;
+  QpAttr a = e->attr;
+  // A retry count ran out in the model: the QP moved to the error state.
+  if (world_.sim().qp_in_error(e->model)) a.state = QpState::kErr;
+  return a;
 }
 
 Status ModelRnic::DestroyQp(RnicQp qp) {
@@ -134,6 +142,8 @@ WrOpcode WrOpcodeOf(Op op) {
     case Op::kRead: return WrOpcode::kRdmaRead;
     case Op::kWait: return WrOpcode::kWait;
     case Op::kEnable: return WrOpcode::kEnable;
+    case Op::kCas: return WrOpcode::kAtomicCmpSwp;
+    case Op::kFaa: return WrOpcode::kAtomicFetchAdd;
   }
   return WrOpcode::kRdmaWrite;
 }
@@ -160,6 +170,12 @@ bool ModelRnic::ToModelWr(const SendWr& in, Wr* out) const {
     case WrOpcode::kSend: w.op = Op::kSend; break;
     case WrOpcode::kSendWithImm: w.op = Op::kSendImm; break;
     case WrOpcode::kRdmaRead: w.op = Op::kRead; break;
+    case WrOpcode::kAtomicCmpSwp:
+    case WrOpcode::kAtomicFetchAdd:
+      w.op = in.opcode == WrOpcode::kAtomicCmpSwp ? Op::kCas : Op::kFaa;
+      w.bytes = 8;
+      w.raddr = in.remote_addr;
+      break;
     case WrOpcode::kWait: {
       // rnic.h counts completions absolutely; the model's WAIT counts
       // from the moment it is posted.
@@ -180,7 +196,7 @@ bool ModelRnic::ToModelWr(const SendWr& in, Wr* out) const {
       w.enable_count = in.enable_count;
       break;
     }
-    default: return false;  // atomics: not modelled
+    default: return false;
   }
   *out = w;
   return true;
@@ -239,9 +255,12 @@ uint64_t ModelRnic::CqProduced(RnicCq cq) const {
 Completion ModelRnic::ToCompletion(const Cqe& c) {
   Completion o;
   o.wr_id = c.wr_id;
-  o.status = c.status == CqeStatus::kSuccess ? WcStatus::kSuccess
-             : c.status == CqeStatus::kFlushed ? WcStatus::kWrFlushErr
-                                                : WcStatus::kRetryExcErr;
+  switch (c.status) {
+    case CqeStatus::kSuccess: o.status = WcStatus::kSuccess; break;
+    case CqeStatus::kFlushed: o.status = WcStatus::kWrFlushErr; break;
+    case CqeStatus::kRetryExceeded: o.status = WcStatus::kRetryExcErr; break;
+    case CqeStatus::kRnrRetryExceeded: o.status = WcStatus::kRnrRetryExcErr; break;
+  }
   o.byte_len = c.bytes;
   o.qpn = c.qp + 1;
   o.timestamp_ns = c.time / kPicosPerNano;

@@ -16,10 +16,13 @@
 // cache behaviour with offset = addr - iova; any other key means the
 // always-hot region. kSendInline WRs carry their data in the WQE. It offers
 // the cross-channel operations (kWait, kEnable, managed QPs) that PeRF's
-// own preemption uses (limits().cross_channel). Not modelled behind this
-// interface: UD, SRQ, atomics (kUnsupported), flush of outstanding work on
-// the move to kErr (posting then fails with kBadState, but no kWrFlushErr
-// completions are generated).
+// own preemption uses (limits().cross_channel), atomics (CAS/FAA) and the
+// retry attributes (retry_cnt, rnr_retry, min_rnr_timer): an exhausted count
+// completes the WR with kRetryExcErr/kRnrRetryExcErr, flushes the rest
+// (kWrFlushErr) and QueryQp reports kErr. Not modelled behind this
+// interface: UD, SRQ, flush of outstanding work on a ModifyQp to kErr
+// (posting then fails with kBadState, but no kWrFlushErr completions are
+// generated).
 #ifndef VRDMA_BACKEND_RNIC_MODEL_MODEL_RNIC_H_
 #define VRDMA_BACKEND_RNIC_MODEL_MODEL_RNIC_H_
 

@@ -61,6 +61,12 @@ NicParams ConnectX6RoCE100() {
   p.rx_cost_ps = NsToPs(1e3 / 13.0 / 2.0);  // assumed: RX never the bottleneck alone
   p.pcie = PcieLink(4, 16);            // ConnectX-6: PCIe Gen4 x16
   p.cache = Caches(2.0);               // estimate (see Caches)
+  p.recv_wqe_fetch_ps = p.wqe_fetch_ps;  // assumed: one PCIe read round trip
+  p.rnr_nak_cost_ps = NsToPs(1000);    // estimate: error path, no published cost
+  p.num_atomic_units = 4;              // assumed
+  p.atomic_cost_ps = NsToPs(400);      // estimate: ~2.5 Mops per address (Kalia ATC'16 order)
+  p.ack_coalesce_delay_ps = NsToPs(1000);  // assumed
+  p.rx_backlog_limit_ps = NsToPs(2000);    // assumed: ~25 KB of RX buffer at 100 Gbps
   return p;
 }
 
@@ -103,10 +109,11 @@ NicParams ConnectX3IB56() {
 }
 
 NicParams ConnectX5RoCE100() {
-  NicParams p = ConnectX5RoCE40();     // 8 PUs (PeRF Table 1), CX-5 caches
+  NicParams p = ConnectX5RoCE40();     // 8 PUs (PeRF Table 1), CX-5 PCIe and caches
   p.name = "cx5-100";
   p.line_rate_gbps = 100.0;            // ConnectX-5 EN 100GbE
   p.mtu_bytes = 4096;                  // assumed, as cx6-100
+  p.atomic_cost_ps = NsToPs(500);      // estimate (older card)
   return p;
 }
 
@@ -121,14 +128,24 @@ NicParams ConnectX7RoCE400() {
   NicParams p = ConnectX6RoCE100();
   p.name = "cx7-400";
   p.line_rate_gbps = 400.0;            // ConnectX-7 NDR/400GbE
-  p.num_pus = 32;                      // assumed: twice CX-6
-  p.dispatch_gap_ps = NsToPs(1e3 / 210.0);  // assumed: twice CX-6's 105 Mmps
   p.pcie = PcieLink(5, 16);            // ConnectX-7: PCIe Gen5 x16
   p.cache = Caches(4.0);               // estimate
+  p.num_pus = 32;                      // assumed: twice cx6
+  p.wqe_cost_ps = NsToPs(1e3 / 20.0);  // assumed ~20 Mmps per QP
+  p.dispatch_gap_ps = NsToPs(1e3 / 200.0);  // assumed ~200 Mmps aggregate
+  p.seg_cost_ps = NsToPs(7);           // assumed: > line rate per QP at 4 KiB
+  p.rx_cost_ps = NsToPs(1e3 / 20.0 / 2.0);  // assumed, as cx6
+  p.num_rx_pus = 32;                   // assumed symmetric with TX
+  p.num_atomic_units = 8;              // assumed
+  p.atomic_cost_ps = NsToPs(300);      // estimate
+  p.rx_backlog_limit_ps = NsToPs(500); // assumed: same bytes at 4x the rate
   return p;
 }
 
 bool PresetByName(std::string_view name, NicParams* out) {
+  if (name == "cx5") { *out = ConnectX5RoCE100(); return true; }
+  if (name == "cx6") { *out = ConnectX6RoCE100(); return true; }
+  if (name == "cx7") { *out = ConnectX7RoCE400(); return true; }
   if (name == "cx6-100") { *out = ConnectX6RoCE100(); return true; }
   if (name == "cx5-40") { *out = ConnectX5RoCE40(); return true; }
   if (name == "cx4-25") { *out = ConnectX4RoCE25(); return true; }

@@ -102,14 +102,37 @@ struct NicParams {
   Picos rx_cost_ps = NsToPs(60);         // RX PU time per packet
   // A DMA write (CQE, payload) until host memory / a poller sees it.
   Picos cqe_write_ps = NsToPs(300);
-  Picos rnr_delay_ps = NsToPs(10000);    // min_rnr_timer used on RNR NAK
   // RC retransmission timeout (tail loss). IB's timeout=14 would be 67 ms;
   // the model uses 1 ms so tail-loss recovery shows up in short runs.
   Picos rto_ps = NsToPs(1000000);
   uint32_t ack_every_packets = 16;       // responder ACK coalescing (assumed)
-  uint32_t max_rd_atomic = 16;           // outstanding READs per QP
+  uint32_t max_rd_atomic = 16;           // outstanding READs + atomics per QP
   PcieParams pcie;
   CacheParams cache;
+
+  // Protocol operations and the receive side (docs/rnic-model.md). The
+  // RNR timer is per QP (QpConfig::rnr_timer, IB-encoded), not a card value.
+  // A receive WQE the responder fetches from host memory before a SEND (or
+  // WRITE with immediate) can consume it: a PCIe read round trip. One
+  // field, so a PCIe model can later replace it.
+  Picos recv_wqe_fetch_ps = NsToPs(600);
+  // RX pipeline time an RNR NAK costs: the whole RX pipeline is busy on it
+  // (SwiftRDMA §3.3, Fig. 8), charged for the NAKed packet and for every
+  // request packet of the QP discarded until the retry arrives.
+  Picos rnr_nak_cost_ps = NsToPs(1000);
+  // Atomic units of the card: an atomic (CAS/FAA) runs on the unit its
+  // remote address hashes to, so atomics on one address are serialised.
+  uint32_t num_atomic_units = 4;
+  Picos atomic_cost_ps = NsToPs(400);    // one read-modify-write
+  // Responder ACK coalescing: an ACK after ack_every_packets accepted
+  // packets, or when the QP's receive burst ends (no packet for
+  // ack_coalesce_delay); a lone message is ACKed at once; NAKs, RNR NAKs
+  // and READ/atomic responses are never delayed. 0 = ACK every message.
+  Picos ack_coalesce_delay_ps = NsToPs(1000);
+  // RX buffer of the NIC in time: when the RX pipeline is this far behind
+  // (stalled by RNR NAKs or atomics) the switch port stops delivering, so
+  // the stall backs up into the fabric (PFC) instead of vanishing.
+  Picos rx_backlog_limit_ps = NsToPs(2000);
 
   Picos byte_time_ps() const;            // serialization of one byte
   Picos wire_time_ps(uint32_t payload_bytes) const;
@@ -142,7 +165,8 @@ NicParams ConnectX5RoCE100();
 NicParams ConnectX6RoCE200();
 NicParams ConnectX7RoCE400();
 // nullptr-free lookup by name ("cx6-100", "cx5-40", "cx4-25", "ib-56",
-// "cx5-100", "cx6-200", "cx7-400").
+// "cx5-100", "cx6-200", "cx7-400"; "cx5", "cx6" and "cx7" name cx5-100,
+// cx6-100 and cx7-400).
 bool PresetByName(std::string_view name, NicParams* out);
 std::vector<std::string> PresetNames();
 

@@ -10,7 +10,8 @@
 namespace vrdma::model {
 
 namespace {
-bool IsDataType(uint8_t t) { return t <= 2; }  // kData, kReadReq, kReadResp
+// Requests and responses (random loss applies to them, not to ACK/NAKs).
+bool IsDataType(uint8_t t) { return t <= 2 || t >= 6; }
 }  // namespace
 
 void Simulator::OnSwitchArrive(uint32_t id) {
@@ -39,7 +40,7 @@ void Simulator::OnSwitchArrive(uint32_t id) {
   fstats_.max_port_bytes = std::max(fstats_.max_port_bytes, port.bytes);
   if (!port.busy) {
     port.busy = true;
-    events_.Push(now_ + dst.p.wire_time_ps(pk.payload), kPortDone, pk.dst, 0);
+    events_.Push(PortStart(pk.dst) + dst.p.wire_time_ps(pk.payload), kPortDone, pk.dst, 0);
   }
 }
 
@@ -66,7 +67,8 @@ void Simulator::OnPortDone(HostId hid) {
   // RxDone: cache misses, payload DMA write (simulator_memory.cc).
   events_.Push(RxDone(hid, id, start), kRxDone, id, 0);
   if (!port.q.empty()) {
-    events_.Push(now_ + h.p.wire_time_ps(pkts_[port.q.front()].payload), kPortDone, hid, 0);
+    events_.Push(PortStart(hid) + h.p.wire_time_ps(pkts_[port.q.front()].payload), kPortDone,
+                 hid, 0);
   } else {
     port.busy = false;
   }
@@ -76,28 +78,68 @@ void Simulator::OnRxDone(uint32_t id) {
   Packet& pk = pkts_[id];
   ++hosts_[pk.dst].stats.rx_packets;
   Qp& q = qps_[pk.dst_qp];
+  if (pk.type == kData || pk.type == kReadReq || pk.type == kAtomicReq) {
+    // Responder: request packets of a QP are handled in order; one that
+    // consumes a receive waits for its receive WQE to be fetched from host
+    // memory (pipelined: later messages' fetches overlap).
+    Picos delay = 0;
+    if (ConsumesRecv(pk, q.cfg.transport) && q.rq_posted > q.ops.rx_fetching) {
+      delay = hosts_[pk.dst].p.recv_wqe_fetch_ps;
+      pk.recv_fetch = true;
+      ++q.ops.rx_fetching;
+    }
+    const Picos at = std::max(now_ + delay, q.ops.rx_release);
+    q.ops.rx_release = at;
+    if (at > now_) {
+      events_.Push(at, kRxDeliver, id, 0);
+    } else {
+      HandleRequest(id);
+    }
+    return;
+  }
+  if (q.ops.error) {  // a failed requester ignores late responses
+    FreePacket(id);
+    return;
+  }
   switch (pk.type) {
-    case kData:
-    case kReadReq:
-      if (q.cfg.transport == Transport::kRc) {
-        RxRc(pk);
-      } else {
-        RxUc(pk);
-      }
-      break;
     case kReadResp:
+    case kAtomicResp:
       RxRequesterResponse(pk);
       break;
     case kAck:
       MarkAcked(pk.dst_qp, pk.psn);
       break;
     case kNak:
-      Rewind(pk.dst_qp, pk.psn);
+      // A NAK acknowledges every PSN before the one it names.
+      if (pk.psn > 0) MarkAcked(pk.dst_qp, pk.psn - 1);
+      if (TakeRetry(pk.dst_qp, /*rnr=*/false)) Rewind(pk.dst_qp, pk.psn);
       break;
     case kRnrNak:
+      // IB: resend after the responder's RNR timer; the transport timer
+      // restarts and must not fire for this PSN meanwhile (OnRto skips an
+      // RNR wait). One retry loop per QP: a second RNR NAK while waiting
+      // is ignored.
+      if (q.rnr_wait) break;
+      if (pk.psn > 0) MarkAcked(pk.dst_qp, pk.psn - 1);
+      if (q.ops.error || !TakeRetry(pk.dst_qp, /*rnr=*/true)) break;
       q.rnr_wait = true;
-      events_.Push(now_ + hosts_[q.host].p.rnr_delay_ps, kRnrRetry, pk.dst_qp, pk.psn);
+      q.last_progress = now_;
+      events_.Push(now_ + RnrTimerPs(pk.rnr_timer), kRnrRetry, pk.dst_qp, pk.psn);
       break;
+    default:
+      break;
+  }
+  FreePacket(id);
+}
+
+void Simulator::HandleRequest(uint32_t id) {
+  Packet& pk = pkts_[id];
+  Qp& q = qps_[pk.dst_qp];
+  if (pk.recv_fetch) --q.ops.rx_fetching;
+  switch (q.cfg.transport) {
+    case Transport::kRc: RxRc(pk); break;
+    case Transport::kUc: RxUc(pk); break;
+    case Transport::kUd: RxUd(pk); break;
   }
   FreePacket(id);
 }
@@ -115,27 +157,37 @@ void Simulator::RxRc(Packet& pk) {
       q.resp.push_back(RespJob{pk.wqe, pk.msg_bytes, Npkts(pk.msg_bytes, h.p.mtu_bytes)});
       ++q.expected_psn;
       q.nak_sent = false;
+      q.ops.rnr_blocked = false;
       MakeReady(2 * qpid + 1);
+      return;
+    }
+    if (pk.type == kAtomicReq) {
+      ++q.expected_psn;
+      q.nak_sent = false;
+      q.ops.rnr_blocked = false;
+      ExecuteAtomic(qpid, pk);
       return;
     }
     if (pk.first && NeedsRecv(pk.op) && q.rq_posted == 0) {
       ++h.stats.rnr_naks_sent;
       q.nak_sent = true;  // later packets of this message are dropped quietly
+      q.ops.rnr_blocked = true;
+      StallRx(q.host, std::max(now_, h.rx_free) + h.p.rnr_nak_cost_ps);
       SendCtrl(qpid, kRnrNak, pk.psn);
       return;
     }
     ++q.expected_psn;
     q.nak_sent = false;
+    q.ops.rnr_blocked = false;
     qps_[pk.src_qp].delivered += pk.payload;
-    if (pk.last) {
-      if (NeedsRecv(pk.op)) DeliverRecv(q, qpid, pk);
-      SendCtrl(qpid, kAck, pk.psn);
-    } else if (h.p.ack_every_packets > 0 && (pk.psn + 1) % h.p.ack_every_packets == 0) {
-      SendCtrl(qpid, kAck, pk.psn);  // coalesced ACK inside a long message
-    }
+    if (pk.last && NeedsRecv(pk.op)) DeliverRecv(q, qpid, pk);
+    AckAccepted(qpid, pk);
     return;
   }
   if (pk.psn > q.expected_psn) {
+    // Discarded while the QP waits for its RNR retry: each such request
+    // goes through the same error path as the NAKed one (assumed).
+    if (q.ops.rnr_blocked) StallRx(q.host, std::max(now_, h.rx_free) + h.p.rnr_nak_cost_ps);
     if (!q.nak_sent) {
       q.nak_sent = true;
       ++h.stats.naks_sent;
@@ -143,10 +195,13 @@ void Simulator::RxRc(Packet& pk) {
     }
     return;
   }
-  // Duplicate: READs are re-executed, the end of a message is re-ACKed.
+  // Duplicate: READs are re-executed, an atomic's saved result is resent,
+  // the end of a message is re-ACKed.
   if (pk.type == kReadReq) {
     q.resp.push_back(RespJob{pk.wqe, pk.msg_bytes, Npkts(pk.msg_bytes, h.p.mtu_bytes)});
     MakeReady(2 * qpid + 1);
+  } else if (pk.type == kAtomicReq) {
+    SendAtomicResp(qpid, pk.wqe);
   } else if (pk.last) {
     SendCtrl(qpid, kAck, q.expected_psn - 1);
   }
@@ -162,8 +217,12 @@ void Simulator::RxUc(Packet& pk) {
   if (pk.psn != q.expected_psn) q.uc_broken = true;  // a packet went missing
   q.expected_psn = pk.psn + 1;
   if (!q.uc_broken) qps_[pk.src_qp].delivered += pk.payload;
-  if (pk.last && !q.uc_broken && NeedsRecv(pk.op) && q.rq_posted > 0) {
-    DeliverRecv(q, qpid, pk);
+  if (pk.last && !q.uc_broken && NeedsRecv(pk.op)) {
+    if (q.rq_posted > 0) {
+      DeliverRecv(q, qpid, pk);
+    } else {
+      ++hosts_[q.host].stats.recv_drops_no_wqe;  // UC: dropped silently, no NAK
+    }
   }
   if (pk.last) q.uc_broken = false;
 }
@@ -178,12 +237,35 @@ void Simulator::DeliverRecv(Qp& q, QpId qpid, const Packet& pk) {
   c.recv = true;
   c.bytes = pk.msg_bytes;
   c.post_time = now_;
+  c.src_qp = pk.src_qp;
   EmitCqe(c);
 }
 
 void Simulator::RxRequesterResponse(Packet& pk) {
   const QpId qpid = pk.dst_qp;
   Qp& q = qps_[qpid];
+  if (pk.type == kAtomicResp) {
+    // Atomic units finish out of order across addresses: match the
+    // response to its WQE. It acknowledges the requests before it.
+    if (pk.wqe < q.head || pk.wqe >= q.proc) return;
+    Wqe& w = WqeAt(q, pk.wqe);
+    if (!IsAtomic(w.wr.op) || w.done) return;
+    w.done = true;
+    --q.reads_outstanding;
+    q.delivered += pk.payload;
+    q.last_progress = now_;
+    ResetRetries(q);
+    for (uint64_t j = q.head; j < pk.wqe; ++j) {
+      Wqe& e = WqeAt(q, j);
+      if (!IsReadLike(e.wr.op) && e.npkts > 0) e.done = true;
+    }
+    if (q.blocked_reads) {
+      q.blocked_reads = false;
+      MakeReady(2 * qpid);
+    }
+    Retire(qpid);
+    return;
+  }
   // The awaited READ: the oldest sent, incomplete one.
   uint64_t i = q.head;
   for (; i < q.proc; ++i) {
@@ -196,6 +278,7 @@ void Simulator::RxRequesterResponse(Packet& pk) {
     ++q.resp_next_idx;
     q.delivered += pk.payload;
     q.last_progress = now_;
+    ResetRetries(q);
     if (pk.last) {
       w.done = true;
       --q.reads_outstanding;
@@ -204,7 +287,7 @@ void Simulator::RxRequesterResponse(Packet& pk) {
       // A READ response acknowledges every request before it.
       for (uint64_t j = q.head; j < i; ++j) {
         Wqe& e = WqeAt(q, j);
-        if (e.wr.op != Op::kRead && e.npkts > 0) e.done = true;
+        if (!IsReadLike(e.wr.op) && e.npkts > 0) e.done = true;
       }
       if (q.blocked_reads) {
         q.blocked_reads = false;
@@ -227,7 +310,10 @@ void Simulator::MarkAcked(QpId qpid, uint32_t psn) {
     if (w.done) continue;
     if (w.npkts == 0) break;  // not sent yet
     if (w.first_psn + w.npkts - 1 > psn) break;
-    if (w.wr.op != Op::kRead) w.done = true;
+    if (!IsReadLike(w.wr.op)) {
+      w.done = true;
+      ResetRetries(q);  // forward progress
+    }
   }
   Retire(qpid);
 }

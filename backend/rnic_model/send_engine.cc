@@ -21,6 +21,7 @@ void Simulator::OnFetch(QpId qpid, uint64_t upto) {
 bool Simulator::FlowHasWork(uint32_t flow) {
   Qp& q = qps_[flow / 2];
   if (flow & 1) return !q.resp.empty();
+  if (q.ops.error) return false;
   if (q.blocked_wait || q.blocked_reads || q.rnr_wait) return false;
   return q.proc < q.fetched || q.rewind_pending;
 }
@@ -42,8 +43,11 @@ void Simulator::OnDispatch(HostId hid) {
 
 void Simulator::TryDispatch(HostId hid) {
   Host& h = hosts_[hid];
-  if (h.dispatch_pending) return;
-  while (!h.ready.empty() && !h.free_pus.empty()) {
+  // At most one kDispatch is pending per host. StartWqe can release its PU
+  // at once (a zero-count WAIT, nothing left to send) and re-enter here,
+  // which may schedule the kDispatch: the loop must then stop too, or every
+  // dispatch instant adds one more pending kDispatch.
+  while (!h.dispatch_pending && !h.ready.empty() && !h.free_pus.empty()) {
     if (now_ < h.dispatch_free) {
       h.dispatch_pending = true;
       events_.Push(h.dispatch_free, kDispatch, hid, 0);
@@ -71,6 +75,10 @@ void Simulator::StartWqe(HostId hid, uint32_t pu) {
   Qp& q = qps_[qpid];
   if (flow & 1) {  // READ response: one job per PU visit, like a WQE
     events_.Push(now_ + WqeStartStall(hid, flow) + h.p.wqe_cost_ps, kPuPacket, hid, pu);
+    return;
+  }
+  if (q.ops.error) {
+    ReleasePu(hid, pu);
     return;
   }
   if (q.rewind_pending) ApplyRewind(qpid);
@@ -121,6 +129,8 @@ void Simulator::StartWqe(HostId hid, uint32_t pu) {
       return;
     }
     case Op::kRead:
+    case Op::kCas:
+    case Op::kFaa:
       if (w.npkts == 0 && q.reads_outstanding >= h.p.max_rd_atomic) {
         q.blocked_reads = true;
         ReleasePu(hid, pu);
@@ -141,12 +151,18 @@ void Simulator::OnPuPacket(HostId hid, uint32_t pu) {
   const QpId qpid = flow / 2;
   Qp& q = qps_[qpid];
   const uint32_t mtu = h.p.mtu_bytes;
+  if (!(flow & 1) && q.ops.error) {
+    ReleasePu(hid, pu);
+    return;
+  }
   uint32_t id = AllocPacket();
   Packet& pk = pkts_[id];
   pk.src = hid;
   pk.src_qp = qpid;
-  pk.dst_qp = q.peer;
-  pk.dst = qps_[q.peer].host;
+  if (q.peer != kNoQp) {
+    pk.dst_qp = q.peer;
+    pk.dst = qps_[q.peer].host;
+  }
   if (flow & 1) {
     RespJob& job = q.resp.front();
     pk.type = kReadResp;
@@ -174,13 +190,19 @@ void Simulator::OnPuPacket(HostId hid, uint32_t pu) {
       ReleasePu(hid, pu);
       return;
     }
+    const bool read_like = IsReadLike(w->wr.op);
     if (w->npkts == 0) {  // first transmission: the WQE gets its PSN range
       w->first_psn = q.max_psn;
-      w->npkts = w->wr.op == Op::kRead ? 1 : Npkts(w->wr.bytes, mtu);
-      if (w->wr.op == Op::kRead) ++q.reads_outstanding;
+      w->npkts = read_like ? 1 : Npkts(w->wr.bytes, mtu);
+      if (read_like) ++q.reads_outstanding;
+    }
+    if (q.cfg.transport == Transport::kUd) {  // the WR's address handle
+      pk.dst_qp = w->wr.ah_qp;
+      pk.dst = w->wr.ah_host;
     }
     const uint32_t psn = w->first_psn + q.proc_pkt;
-    pk.type = w->wr.op == Op::kRead ? kReadReq : kData;
+    pk.type = w->wr.op == Op::kRead ? kReadReq : read_like ? kAtomicReq : kData;
+    pk.raddr = w->wr.raddr;
     pk.op = w->wr.op;
     pk.psn = psn;
     pk.wqe = q.proc;
@@ -198,6 +220,7 @@ void Simulator::OnPuPacket(HostId hid, uint32_t pu) {
       w->sent_once = true;
       ++q.proc;
       q.proc_pkt = 0;
+      pk.ack_req = q.proc >= q.fetched || WqeAt(q, q.proc).wr.op == Op::kWait;
     } else {
       ++q.proc_pkt;
     }
@@ -314,10 +337,12 @@ void Simulator::OnLinkDone(HostId hid) {
   Packet& pk = pkts_[id];
   ++h.stats.tx_packets;
   h.stats.tx_bytes += pk.payload;
-  if (pk.type == kData || pk.type == kReadReq) {
+  h.stats.tx_wire_bytes += pk.payload + h.p.per_packet_overhead_bytes;
+  if ((pk.type == kData || pk.type == kReadReq || pk.type == kAtomicReq) &&
+      !qps_[pk.src_qp].ops.error) {
     Qp& q = qps_[pk.src_qp];
-    if (q.cfg.transport == Transport::kUc) {
-      // UC: no ACKs; the WQE completes once its last packet is on the wire.
+    if (q.cfg.transport != Transport::kRc) {
+      // UC, UD: no ACKs; the WQE completes once its last packet is on the wire.
       if (pk.last) {
         WqeAt(q, pk.wqe).done = true;
         Retire(pk.src_qp);
@@ -341,6 +366,8 @@ void Simulator::SendCtrl(QpId from_qp, PktType type, uint32_t psn) {
   pk.dst_qp = q.peer;
   pk.dst = qps_[q.peer].host;
   pk.psn = psn;
+  pk.rnr_timer = q.cfg.rnr_timer;
+  if (type == kAck) ++hosts_[q.host].stats.acks_sent;
   hosts_[q.host].ctrl.push_back(id);
   StartLink(q.host);
 }
@@ -389,16 +416,19 @@ void Simulator::ArmRto(QpId qpid) {
 void Simulator::OnRto(QpId qpid) {
   Qp& q = qps_[qpid];
   q.rto_armed = false;
+  if (q.ops.error) return;
   if (q.head >= q.proc && q.proc_pkt == 0) return;  // nothing outstanding
   const Picos rto = hosts_[q.host].p.rto_ps;
-  if (now_ < q.last_progress + rto) {
+  if (q.rnr_wait || now_ < q.last_progress + rto) {
+    // An RNR wait owns the retry; its resend restarts the timer.
     q.rto_armed = true;
-    events_.Push(q.last_progress + rto, kRto, qpid, 0);
+    events_.Push(q.rnr_wait ? now_ + rto : q.last_progress + rto, kRto, qpid, 0);
     return;
   }
   Wqe& w = WqeAt(q, q.head);
   if (w.npkts > 0 && !w.done) {
     ++hosts_[q.host].stats.timeouts;
+    if (!TakeRetry(qpid, /*rnr=*/false)) return;  // retry_cnt exhausted
     Rewind(qpid, w.first_psn);
   }
   q.last_progress = now_;

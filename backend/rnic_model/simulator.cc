@@ -18,6 +18,8 @@ HostId Simulator::AddHost(const NicParams& nic) {
   if (h.p.num_pus == 0) h.p.num_pus = 1;
   if (h.p.num_rx_pus == 0) h.p.num_rx_pus = 1;
   if (h.p.tx_fifo_packets == 0) h.p.tx_fifo_packets = 1;
+  if (h.p.num_atomic_units == 0) h.p.num_atomic_units = 1;
+  h.atomic_free.assign(h.p.num_atomic_units, 0);
   h.pus.resize(h.p.num_pus);
   // Popped from the back: PU 0 first, deterministic.
   for (uint32_t i = h.p.num_pus; i > 0; --i) h.free_pus.push_back(i - 1);
@@ -42,6 +44,7 @@ QpId Simulator::CreateQp(HostId host, const QpConfig& config) {
   while (cap < std::max<uint32_t>(config.sq_depth, 1)) cap <<= 1;
   q.sq.resize(cap);
   q.mask = cap - 1;
+  ResetRetries(q);
   qps_.push_back(std::move(q));
   qp_mem_.emplace_back();
   return static_cast<QpId>(qps_.size() - 1);
@@ -50,6 +53,7 @@ QpId Simulator::CreateQp(HostId host, const QpConfig& config) {
 bool Simulator::Connect(QpId a, QpId b) {
   if (a >= qps_.size() || b >= qps_.size() || a == b) return false;
   if (qps_[a].cfg.transport != qps_[b].cfg.transport) return false;
+  if (qps_[a].cfg.transport == Transport::kUd) return false;  // connectionless
   qps_[a].peer = b;
   qps_[b].peer = a;
   return true;
@@ -58,13 +62,32 @@ bool Simulator::Connect(QpId a, QpId b) {
 int Simulator::PostSend(QpId qpid, std::span<const Wr> wrs) {
   Qp& q = qps_[qpid];
   int n = 0;
+  const Transport tr = q.cfg.transport;
   for (const Wr& wr : wrs) {
+    if (q.ops.error) {  // IB: WRs posted to a QP in error complete flushed
+      FlushWr(qpid, wr, now_, CqeStatus::kFlushed);
+      ++n;
+      continue;
+    }
     if (q.tail - q.head >= q.cfg.sq_depth) break;
-    if (wr.op != Op::kWait && wr.op != Op::kEnable && q.peer == UINT32_MAX) break;
-    if (wr.op == Op::kRead && q.cfg.transport == Transport::kUc) break;  // UC has no READ
+    const bool local = wr.op == Op::kWait || wr.op == Op::kEnable;
+    if (tr == Transport::kUd) {
+      // Connectionless: SENDs of at most one MTU to an address handle.
+      if (wr.op != Op::kSend && wr.op != Op::kSendImm && !local) break;
+      if (!local) {
+        if (wr.bytes > hosts_[q.host].p.mtu_bytes || wr.ah_qp >= qps_.size()) break;
+        const Qp& d = qps_[wr.ah_qp];
+        if (d.host != wr.ah_host || d.cfg.transport != Transport::kUd) break;
+      }
+    } else {
+      if (!local && q.peer == kNoQp) break;
+      // UC has no READ and no atomics.
+      if (tr == Transport::kUc && IsReadLike(wr.op)) break;
+    }
     Wqe& w = WqeAt(q, q.tail);
     w = Wqe{};
     w.wr = wr;
+    if (IsAtomic(wr.op)) w.wr.bytes = 8;
     w.post_time = now_;
     if (wr.op == Op::kWait) w.wait_target = cqs_[wr.wait_cq].produced + wr.wait_count;
     ++q.tail;
@@ -142,17 +165,15 @@ void Simulator::Dispatch(Event e) {
     case kCqeVisible: OnCqeVisible(e.a); break;
     case kRto: OnRto(e.a); break;
     case kPuContinue: StartWqe(e.a, static_cast<uint32_t>(e.b)); break;
+    case kRnrRetry: OnRnrRetry(e.a, static_cast<uint32_t>(e.b)); break;
+    case kRxDeliver: HandleRequest(e.a); break;
+    case kAtomicDone: OnAtomicDone(e.a, e.b); break;
+    case kAckTimer: OnAckTimer(e.a); break;
     case kLinkWake:
       if (now_ >= mem_[e.a].link_wake_at) mem_[e.a].link_wake_at = 0;
       StartLink(e.a);
       break;
     case kPuResume: PuNextWqe(e.a, static_cast<uint32_t>(e.b)); break;
-    case kRnrRetry: {
-      Qp& q = qps_[e.a];
-      q.rnr_wait = false;
-      Rewind(e.a, static_cast<uint32_t>(e.b));
-      break;
-    }
     case kUserTimer: {
       UserTimer t = timers_[e.a];
       free_timers_.push_back(e.a);

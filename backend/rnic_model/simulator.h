@@ -18,7 +18,7 @@
 // Fabric: switch egress ports with a shared buffer, ECN marking above a
 // threshold (marks are counted; there is no congestion control), drops on
 // overflow, random loss. Receive side: RX PUs (one server of cost
-// rx_cost/num_rx_pus), RC responder (ACK per message, NAK on a PSN gap,
+// rx_cost/num_rx_pus), RC responder (coalesced ACKs, NAK on a PSN gap,
 // RNR NAK when a SEND finds no receive, READ responses scheduled on the
 // responder's own PUs and FIFO, i.e. they compete with its outbound WRITEs),
 // UC responder (drops a message with a missing packet).
@@ -28,6 +28,10 @@
 // completes at once and yields the PU) and ENABLE (makes a managed QP's
 // posted WQEs visible). Completions honour selective signaling and carry
 // the virtual time as hardware timestamp.
+// Protocol operations (ops.cc): RNR timer and retry counts per QP, the QP
+// error state (the failing WQE completes in error, the rest flushes), UD,
+// atomics on the card's atomic units, receive-WQE fetch, RNR NAK cost on
+// the RX pipeline, responder ACK coalescing.
 #ifndef VRDMA_BACKEND_RNIC_MODEL_SIMULATOR_H_
 #define VRDMA_BACKEND_RNIC_MODEL_SIMULATOR_H_
 
@@ -48,12 +52,16 @@ using HostId = uint32_t;
 using QpId = uint32_t;
 using CqId = uint32_t;
 
-enum class Transport : uint8_t { kRc, kUc };
+enum class Transport : uint8_t { kRc, kUc, kUd };
+
+inline constexpr QpId kNoQp = UINT32_MAX;
 
 enum class Op : uint8_t {
   kWrite, kWriteImm, kSend, kSendImm, kRead,
   kWait,     // cross-channel: wait_count more CQEs on wait_cq
   kEnable,   // cross-channel: enable_count (0 = all) WQEs of enable_qp
+  kCas,      // RC atomic compare-and-swap on raddr (8 bytes)
+  kFaa,      // RC atomic fetch-and-add on raddr (8 bytes)
 };
 
 struct Wr {
@@ -75,9 +83,15 @@ struct Wr {
   // Data travels in the WQE (no payload DMA read). WRITE/SEND of at most
   // pcie.inline_threshold_bytes are inline anyway.
   bool inline_data = false;
+  uint64_t raddr = 0;        // atomics: the remote address
+  // UD: the address handle (destination host and QP).
+  HostId ah_host = 0;
+  QpId ah_qp = kNoQp;
 };
 
-enum class CqeStatus : uint8_t { kSuccess, kRetryExceeded, kFlushed };
+enum class CqeStatus : uint8_t {
+  kSuccess, kRetryExceeded, kFlushed, kRnrRetryExceeded,
+};
 
 struct Cqe {
   uint64_t wr_id = 0;
@@ -89,6 +103,7 @@ struct Cqe {
   uint32_t bytes = 0;
   Picos post_time = 0;   // when the WR was posted (send side)
   Picos time = 0;        // hardware timestamp: when the CQE became visible
+  QpId src_qp = kNoQp;   // UD receive: the sender's QP
 };
 
 // Receives completions as they become visible, instead of the CQ ring.
@@ -119,6 +134,11 @@ struct QpConfig {
   uint32_t sq_depth = 1024;
   bool managed = false;   // WQEs become visible only through ENABLE
   bool sig_all = false;
+  // IB min_rnr_timer (encoded 0..31, 1 = 10 us; see RnrTimerPs) this QP
+  // asks requesters to wait after its RNR NAKs.
+  uint8_t rnr_timer = 1;
+  uint8_t rnr_retry = 7;  // RNR NAK retries, 7 = infinite
+  uint8_t retry_cnt = 7;  // transport retries (RTO, NAK), 0..7
 };
 
 struct HostStats {
@@ -129,6 +149,11 @@ struct HostStats {
   uint64_t naks_sent = 0;
   uint64_t rnr_naks_sent = 0;
   uint64_t timeouts = 0;
+  uint64_t tx_wire_bytes = 0;     // payload + per-packet overhead, all packets
+  uint64_t acks_sent = 0;
+  uint64_t recv_drops_no_wqe = 0; // UC/UD SENDs dropped: no receive posted
+  uint64_t atomics_executed = 0;
+  uint64_t rx_stall_ps = 0;       // RX pipeline time lost to RNR NAKs / atomics
 };
 struct FabricStats {
   uint64_t drops_overflow = 0;
@@ -147,12 +172,19 @@ class Simulator {
   HostId AddHost(const NicParams& nic);
   CqId CreateCq(HostId host);
   QpId CreateQp(HostId host, const QpConfig& config);
-  // Both QPs must share a transport; each becomes the other's peer.
+  // Both QPs must share a transport (RC or UC); each becomes the other's peer.
   bool Connect(QpId a, QpId b);
+  // IB QP attributes of the retry machinery (as QpConfig's fields).
+  void SetRetry(QpId qp, uint8_t retry_cnt, uint8_t rnr_retry, uint8_t rnr_timer);
+  // The delay an IB-encoded min_rnr_timer stands for (IBA table: 0 =
+  // 655.36 ms, 1 = 0.01 ms, ..., 31 = 491.52 ms).
+  static Picos RnrTimerPs(uint8_t encoded);
   void set_completion_sink(CompletionSink* sink) { sink_ = sink; }
   void set_cqe_listener(CqeListener* listener) { listener_ = listener; }
 
   // Returns how many were accepted (the SQ holds sq_depth uncompleted WQEs).
+  // Refused: an op the transport lacks, a UD message over the MTU or with a
+  // bad address handle. On a QP in error every WR completes kFlushed.
   int PostSend(QpId qp, std::span<const Wr> wrs);
   void PostRecv(QpId qp, uint64_t wr_id);
   // Without a sink, CQEs wait here. Oldest first.
@@ -190,6 +222,8 @@ class Simulator {
   // WQEs the SQ can still take.
   uint32_t sq_room(QpId qp) const { return qps_[qp].cfg.sq_depth - sq_outstanding(qp); }
   uint32_t rq_posted(QpId qp) const { return qps_[qp].rq_posted; }
+  // A retry count ran out: the QP is in the error state.
+  bool qp_in_error(QpId qp) const { return qps_[qp].ops.error; }
   // Goodput of a requester QP: payload bytes of its WRITE/SEND packets the
   // responder accepted in order, plus READ response bytes it accepted.
   uint64_t qp_delivered_bytes(QpId qp) const { return qps_[qp].delivered; }
@@ -198,9 +232,11 @@ class Simulator {
   enum EventKind : uint32_t {
     kFetch, kDispatch, kPuPacket, kLinkDone, kSwitchArrive, kPortDone,
     kRxDone, kCqeVisible, kRto, kRnrRetry, kUserTimer, kPuContinue,
-    kLinkWake, kPuResume,
+    kRxDeliver, kAtomicDone, kAckTimer, kLinkWake, kPuResume,
   };
-  enum PktType : uint8_t { kData, kReadReq, kReadResp, kAck, kNak, kRnrNak };
+  enum PktType : uint8_t {
+    kData, kReadReq, kReadResp, kAck, kNak, kRnrNak, kAtomicReq, kAtomicResp,
+  };
 
   struct Packet {
     HostId src = 0, dst = 0;
@@ -215,6 +251,12 @@ class Simulator {
     uint32_t idx = 0;          // READ response packet index
     bool retransmit = false;
     Picos dma_ready = 0;       // payload on the NIC (may not leave before)
+    bool recv_fetch = false;   // waited for a receive WQE fetch
+    // AckReq: the last packet of a message after which the requester has
+    // nothing more fetched to send on this QP (its burst ends here).
+    bool ack_req = false;
+    uint8_t rnr_timer = 0;     // RNR NAK: the responder's min_rnr_timer
+    uint64_t raddr = 0;        // atomic request
   };
 
   struct Wqe {
@@ -234,6 +276,24 @@ class Simulator {
   struct FlowState {
     bool queued = false;
     bool on_pu = false;
+  };
+
+  // Per-QP state of the protocol operations (ops.cc).
+  struct QpOps {
+    bool error = false;
+    uint8_t rnr_left = 7;      // RNR retries left (unused when rnr_retry = 7)
+    uint8_t retry_left = 7;    // transport retries left
+    bool rnr_blocked = false;  // responder: RNR NAK sent, waiting for the retry
+    // Responder receive path: request packets are handled in order, a
+    // receive-consuming one after its receive WQE fetch.
+    Picos rx_release = 0;
+    uint32_t rx_fetching = 0;
+    // Responder ACK coalescing.
+    uint32_t unacked = 0;      // accepted packets since the last ACK
+    uint32_t ack_psn = 0;      // last accepted PSN
+    bool ack_timer_armed = false;
+    bool acked_once = false;
+    Picos last_ack = 0;        // when this QP last sent an ACK
   };
 
   struct Qp {
@@ -273,6 +333,7 @@ class Simulator {
     Ring<RespJob> resp;
     uint32_t resp_pkt = 0;     // packets of resp.front() generated
     FlowState flow[2];
+    QpOps ops;
   };
 
   struct Cq {
@@ -314,6 +375,7 @@ class Simulator {
     Picos rx_free = 0;
     Port port;
     HostStats stats;
+    std::vector<Picos> atomic_free;  // per atomic unit: busy until
   };
 
   // Events.
@@ -327,6 +389,35 @@ class Simulator {
   void OnRxDone(uint32_t pkt);
   void OnCqeVisible(uint64_t token);
   void OnRto(QpId qp);
+  void OnRxDeliver(uint32_t pkt);
+  void OnAtomicDone(QpId qp, uint64_t wqe);
+  void OnAckTimer(QpId qp);
+  void OnRnrRetry(QpId qp, uint32_t psn);
+
+  // Protocol operations (ops.cc).
+  // A retry of the given kind: false (and the QP is failed) when the count
+  // is exhausted.
+  bool TakeRetry(QpId qp, bool rnr);
+  void ResetRetries(Qp& q);
+  // The QP enters the error state: the oldest WQE completes with status,
+  // every other posted WQE and receive with kFlushed.
+  void FailQp(QpId qp, CqeStatus status);
+  void FlushWr(QpId qp, const Wr& wr, Picos post_time, CqeStatus status);
+  // Responder: an in-order packet was accepted; ACK now or coalesce.
+  void AckAccepted(QpId qp, const Packet& pk);
+  void SendAck(QpId qp);
+  void ExecuteAtomic(QpId qp, const Packet& pk);
+  void SendAtomicResp(QpId qp, uint64_t wqe);
+  // The RX pipeline of h is busy until `until` (RNR NAK, atomic hand-off).
+  void StallRx(HostId h, Picos until);
+  // When a switch port may start its next packet towards h: the NIC's RX
+  // buffer holds rx_backlog_limit of pipeline work at most.
+  Picos PortStart(HostId h) const;
+  void RxUd(Packet& pk);
+  static bool IsReadLike(Op op) { return op == Op::kRead || op == Op::kCas || op == Op::kFaa; }
+  static bool IsAtomic(Op op) { return op == Op::kCas || op == Op::kFaa; }
+  // Whether this packet consumes a receive WQE at the responder.
+  static bool ConsumesRecv(const Packet& pk, Transport t);
 
   // Send engine.
   bool FlowHasWork(uint32_t flow);
@@ -351,6 +442,7 @@ class Simulator {
   void CqeArrived(CqId cq);
 
   // Receive side.
+  void HandleRequest(uint32_t pkt);
   void RxRc(Packet& pk);
   void RxUc(Packet& pk);
   void RxRequesterResponse(Packet& pk);

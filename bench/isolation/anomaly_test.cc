@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "bench/isolation/bench_run.h"
-#include "bench/isolation/scenarios.h"
+#include "bench/isolation/builtin_for_test.h"
 #include "gtest/gtest.h"
 #include "policy/pass_through_policy.h"
 
@@ -29,7 +29,7 @@ AloneTogether RunBoth(const ScenarioSpec& s) {
 }
 
 TEST(Anomaly, LatencyTailGrowsNextToOneBandwidthTenant) {
-  AloneTogether r = RunBoth(LatencyVsBandwidth(1, model::Op::kWrite, "cx6-100", 0.25));
+  AloneTogether r = RunBoth(Builtin("d_vs_1b", 0.25));
   ASSERT_GT(r.alone[0].messages, 100u);
   ASSERT_GT(r.together[0].messages, 100u);
   const double growth = r.together[0].p99_us / r.alone[0].p99_us;
@@ -40,8 +40,8 @@ TEST(Anomaly, LatencyTailGrowsNextToOneBandwidthTenant) {
 }
 
 TEST(Anomaly, LatencyTailMuchWorseNextToSixteenBandwidthTenants) {
-  AloneTogether one = RunBoth(LatencyVsBandwidth(1, model::Op::kWrite, "cx6-100", 0.25));
-  ScenarioSpec s16 = LatencyVsBandwidth(16, model::Op::kWrite, "cx6-100", 0.25);
+  AloneTogether one = RunBoth(Builtin("d_vs_1b", 0.25));
+  ScenarioSpec s16 = Builtin("d_vs_16b", 0.25);
   std::vector<TenantResult> together = RunScenario(s16, PassThrough(), nullptr);
   ASSERT_GT(together[0].messages, 5u);
   // Justitia App. B.1: x139 with 16 bandwidth apps vs x4 with one.
@@ -49,24 +49,25 @@ TEST(Anomaly, LatencyTailMuchWorseNextToSixteenBandwidthTenants) {
 }
 
 TEST(Anomaly, MessageRateFallsNextToBandwidthTenant) {
-  AloneTogether r = RunBoth(MessageVsBandwidth(1, model::Op::kWrite, "cx6-100", 0.25));
+  AloneTogether r = RunBoth(Builtin("m_vs_1b", 0.25));
   EXPECT_NEAR(r.alone[0].mmps, 13.0, 1.0) << "PeRF §2.3.2: ~13 Mmps from one QP";
   EXPECT_GE(r.alone[0].mmps / r.together[0].mmps, 2.5) << "Justitia §3.1.1: >= x2.85";
 }
 
 TEST(Anomaly, MessageAndLatencyAnomaliesHoldForSendAndRead) {
-  for (model::Op op : {model::Op::kSend, model::Op::kRead}) {
-    AloneTogether d = RunBoth(LatencyVsBandwidth(1, op, "cx6-100", 0.25));
-    EXPECT_GE(d.together[0].p99_us / d.alone[0].p99_us, 2.5) << static_cast<int>(op);
-    AloneTogether m = RunBoth(MessageVsBandwidth(1, op, "cx6-100", 0.25));
-    EXPECT_GE(m.alone[0].mmps / m.together[0].mmps, 2.5) << static_cast<int>(op);
+  for (const std::string op : {"send", "read"}) {
+    AloneTogether d = RunBoth(Builtin("d_vs_1b_" + op, 0.25));
+    EXPECT_GE(d.together[0].p99_us / d.alone[0].p99_us, 2.5) << op;
+    AloneTogether m = RunBoth(Builtin("m_vs_1b_" + op, 0.25));
+    EXPECT_GE(m.alone[0].mmps / m.together[0].mmps, 2.5) << op;
   }
 }
 
 TEST(Anomaly, SingleQpBandwidthTenantGetsOneOverNPlusOne) {
   for (int n : {1, 3, 7}) {
     std::vector<TenantResult> t =
-        RunScenario(SingleVsMultiQpBandwidth(n, "cx6-100", 0.25), PassThrough(), nullptr);
+        RunScenario(Builtin("b1_vs_b" + std::to_string(n) + "qp", 0.25, {{"n_qps", std::to_string(n)}}),
+                    PassThrough(), nullptr);
     const double total = t[0].gbps + t[1].gbps;
     EXPECT_GT(total, 94.0);
     EXPECT_NEAR(t[0].gbps / total, 1.0 / (n + 1), 0.2 / (n + 1)) << "n=" << n;
@@ -74,7 +75,7 @@ TEST(Anomaly, SingleQpBandwidthTenantGetsOneOverNPlusOne) {
 }
 
 TEST(Anomaly, GiBMessagesOutgetMiBMessages) {
-  std::vector<TenantResult> t = RunScenario(MiBVsGiB("cx6-100", 0.5), PassThrough(), nullptr);
+  std::vector<TenantResult> t = RunScenario(Builtin("b1m_vs_b1g", 0.5), PassThrough(), nullptr);
   const double ratio = t[1].gbps / t[0].gbps;
   EXPECT_GE(ratio, 1.2) << "Justitia §3.1.3: x1.22 (RoCEv2) .. x1.42 (IB)";
   EXPECT_LE(ratio, 1.5);
@@ -83,31 +84,31 @@ TEST(Anomaly, GiBMessagesOutgetMiBMessages) {
 TEST(Anomaly, MultiQpMessageTenantDegradesSingleQpOnceProcessingUnitsSaturate) {
   // Below saturation (3 QPs * 13 Mmps < 105 Mmps): no harm.
   std::vector<TenantResult> small =
-      RunScenario(MessageVsMultiQpMessage(2, 0.25), PassThrough(), nullptr);
+      RunScenario(Builtin("m1_vs_m2qp", 0.25), PassThrough(), nullptr);
   EXPECT_GT(small[0].mmps, 12.0);
   // Beyond it (17 QPs): the single-QP tenant loses its rate, the card is full.
   std::vector<TenantResult> big =
-      RunScenario(MessageVsMultiQpMessage(16, 0.25), PassThrough(), nullptr);
+      RunScenario(Builtin("m1_vs_m16qp", 0.25), PassThrough(), nullptr);
   EXPECT_LT(big[0].mmps, 13.0 / 1.5);
   EXPECT_NEAR(big[0].mmps + big[1].mmps, 105.0, 8.0) << "PeRF §2.3.2: ~105 Mmps";
 }
 
 TEST(Anomaly, LatencyTenantsCoexist) {
-  AloneTogether r = RunBoth(LatencyAmongLatency(4, 0.25));
+  AloneTogether r = RunBoth(Builtin("d_x4", 0.25));
   for (size_t i = 0; i < r.together.size(); ++i) {
     EXPECT_LT(r.together[i].p99_us / r.alone[i].p99_us, 1.3);
   }
 }
 
 TEST(Anomaly, MessageTenantsCoexist) {
-  AloneTogether r = RunBoth(MessageAmongMessage(4, 0.25));
+  AloneTogether r = RunBoth(Builtin("m_x4", 0.25));
   for (size_t i = 0; i < r.together.size(); ++i) {
     EXPECT_LT(r.alone[i].mmps / r.together[i].mmps, 1.1);
   }
 }
 
 TEST(Anomaly, LatencyAndMessageTenantsCoexist) {
-  AloneTogether r = RunBoth(LatencyVsMessage(0.25));
+  AloneTogether r = RunBoth(Builtin("d_vs_m", 0.25));
   EXPECT_LT(r.together[0].p99_us / r.alone[0].p99_us, 1.5);
   EXPECT_LT(r.alone[1].mmps / r.together[1].mmps, 1.1);
 }
@@ -154,7 +155,7 @@ class PacingPolicy : public policy::SchedulerPolicy {
 };
 
 TEST(Stage, PacingPolicyPacesThroughTheVirtualClock) {
-  ScenarioSpec s = MessageAmongMessage(1, 0.1);  // 500 us
+  ScenarioSpec s = Builtin("m_x1", 0.1, {{"n_m", "1"}});  // 500 us
   PacingSeen sender, receiver;
   std::vector<TenantResult> t = RunScenario(
       s,
@@ -196,7 +197,7 @@ class SplitPolicy : public policy::SchedulerPolicy {
 };
 
 TEST(Stage, SplittingPolicyRelievesTheSixteenTenantCliff) {
-  ScenarioSpec s = LatencyVsBandwidth(16, model::Op::kWrite, "cx6-100", 0.1);
+  ScenarioSpec s = Builtin("d_vs_16b", 0.1);
   std::vector<TenantResult> native = RunScenario(s, PassThrough(), nullptr);
   std::vector<TenantResult> split = RunScenario(
       s,
@@ -252,7 +253,7 @@ class RnicPausePolicy : public policy::SchedulerPolicy {
 };
 
 TEST(Stage, RnicPauseHoldsWorkInTheRnicUntilReleased) {
-  ScenarioSpec s = MessageAmongMessage(1, 0.1);  // 500 us
+  ScenarioSpec s = Builtin("m_x1", 0.1, {{"n_m", "1"}});  // 500 us
   PauseSeen sender, receiver;
   std::vector<TenantResult> t = RunScenario(
       s,

@@ -1,8 +1,14 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 #include "bench/isolation/bench_run.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <optional>
 #include <set>
 
 #include "bench/isolation/model_host.h"
@@ -31,9 +37,88 @@ PolicyFactory PolicyByName(const std::string& name,
   };
 }
 
+std::string CheckRunnable(const ScenarioSpec& spec) {
+  std::string out;
+  for (size_t i = 0; i < spec.tenants.size(); ++i) {
+    const TenantSpec& t = spec.tenants[i];
+    const std::string at = fmt::format(
+        "{}{}: {}", t.source.empty() ? spec.source : t.source,
+        (t.source.empty() && spec.source.empty()) ? spec.name : ": " + spec.name,
+        t.path.empty() ? fmt::format("tenants[{}]", i) : t.path);
+    auto refuse = [&](const std::string& what) {
+      out += fmt::format("{}{} is not supported by the RNIC model yet\n", at, what);
+    };
+    if (t.transport == Transport::kUd) refuse(".qps.type: ud");
+    for (const OpShare& o : t.ops) {
+      if (o.op == OpKind::kCas) refuse(".ops: cas");
+      if (o.op == OpKind::kFaa) refuse(".ops: faa");
+    }
+    if (t.mrs.count > 0) refuse(".mrs: registering memory regions");
+    if (t.inline_data) refuse(".inline: inline data");
+  }
+  if (!out.empty()) out.pop_back();
+  return out;
+}
+
+std::string AloneKey(const ScenarioSpec& s, const TenantSpec& t) {
+  // Everything the runner reads for a tenant alone under pass-through
+  // (weight and class only matter to other policies).
+  std::string key = fmt::format(
+      "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", s.preset, s.num_hosts, s.duration_us,
+      s.warmup_us, s.seed, s.fabric.link_propagation_ps, s.fabric.switch_latency_ps,
+      s.fabric.switch_buffer_bytes, s.fabric.ecn_threshold_bytes, s.fabric.random_loss,
+      s.fabric.lossless, s.fabric.pfc_xoff_bytes, s.fabric.pfc_xon_bytes, t.batch,
+      static_cast<int>(t.transport), t.processes);
+  key += fmt::format("|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", t.qps_per_process,
+                     static_cast<int>(t.mode), t.tx_depth, t.rate_mps, t.start_us, t.stop_us,
+                     t.turnaround_ns, t.src_host, t.dst_host, t.inline_data, t.mrs.count);
+  for (const OpShare& o : t.ops) key += fmt::format("|o{}:{}", static_cast<int>(o.op), o.weight);
+  for (const SizeShare& z : t.sizes) key += fmt::format("|s{}:{}", z.bytes, z.weight);
+  return key;
+}
+
+void ScaleDuration(ScenarioSpec* spec, double scale) {
+  spec->duration_us *= scale;
+  spec->warmup_us *= scale;
+}
+
 namespace {
 
 constexpr uint64_t kSnapshotCookie = UINT64_MAX;
+constexpr uint64_t kArrivalCookie = 1ull << 40;  // | process index
+// Open loop: messages one process keeps waiting before it drops arrivals.
+constexpr size_t kMaxBacklog = 1u << 20;
+
+model::Op ModelOp(OpKind op) {
+  switch (op) {
+    case OpKind::kWriteImm: return model::Op::kWriteImm;
+    case OpKind::kSend: return model::Op::kSend;
+    case OpKind::kSendImm: return model::Op::kSendImm;
+    case OpKind::kRead: return model::Op::kRead;
+    default: return model::Op::kWrite;  // cas/faa: refused by CheckRunnable
+  }
+}
+
+// splitmix64: the draws of op and size mixes, reproducible from the seed.
+uint64_t NextRandom(uint64_t* state) {
+  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+template <typename Share>
+size_t Pick(const std::vector<Share>& shares, uint64_t* state) {
+  if (shares.size() == 1) return 0;  // no draw: the same as a single value
+  uint64_t total = 0;
+  for (const Share& s : shares) total += s.weight;
+  uint64_t r = NextRandom(state) % total;
+  for (size_t i = 0; i < shares.size(); ++i) {
+    if (r < shares[i].weight) return i;
+    r -= shares[i].weight;
+  }
+  return shares.size() - 1;
+}
 
 class Runner final : public model::TimerSink {
  public:
@@ -85,9 +170,13 @@ class Runner final : public model::TimerSink {
       for (auto& q : qps_) q->bytes_at_warmup = WireBytes(*q);
       return;
     }
-    QpCtx& q = *qps_[cookie];
-    q.refill_pending = false;
-    Fill(q);
+    if (cookie & kArrivalCookie) {
+      Arrive(procs_[cookie & ~kArrivalCookie]);
+      return;
+    }
+    Proc& p = procs_[cookie];
+    p.refill_pending = false;
+    Fill(p);
   }
 
  private:
@@ -96,18 +185,31 @@ class Runner final : public model::TimerSink {
     Runner* runner = nullptr;
     uint32_t index = 0;
     uint32_t tenant = 0;
+    uint32_t proc = 0;
     ModelHost* host = nullptr;
     sched::FlowId flow = sched::kNoFlow;
     RnicQp qp, peer;
     uint32_t outstanding = 0;
     uint32_t seq = 0;
     uint32_t mask = 0;
-    bool refill_pending = false;
     uint64_t bytes_at_warmup = 0;
-    std::vector<Picos> admit;  // by tag
+    uint64_t rng = 0;
+    std::optional<std::pair<OpKind, uint32_t>> drawn;  // refused by the stage
+    std::vector<Picos> admit;     // by tag
+    std::vector<uint32_t> bytes;  // by tag
     void OnWrDone(uint32_t tag, WcStatus status) override {
       runner->OnDone(*this, tag, status);
     }
+  };
+  // One posting loop (a guest process): its QPs, its refill, its arrivals.
+  struct Proc {
+    uint32_t tenant = 0;
+    std::vector<QpCtx*> qps;
+    bool refill_pending = false;
+    size_t next_qp = 0;           // open loop: round robin
+    std::deque<Picos> backlog;    // open loop: arrival times not yet posted
+    uint64_t ticks = 0;
+    uint64_t dropped = 0;
   };
   struct Tenant {
     uint64_t messages = 0;
@@ -120,8 +222,14 @@ class Runner final : public model::TimerSink {
     return world_.sim().qp_delivered_bytes(q.qp.qpn - 1);
   }
 
-  uint32_t Depth(const TenantSpec& s) const {
+  static uint32_t Depth(const TenantSpec& s) {
     return s.mode == Mode::kLatency ? 1 : std::max(s.tx_depth, s.batch);
+  }
+  static uint32_t Batch(const TenantSpec& s) {
+    return s.mode == Mode::kLatency ? 1 : std::max<uint32_t>(s.batch, 1);
+  }
+  bool Stopped(const TenantSpec& s) const {
+    return model::PsToNs(world_.sim().now()) >= s.stop_us * 1e3;
   }
 
   static void Connect(model::ModelRnic& a, RnicQp qa, model::ModelRnic& b, RnicQp qb) {
@@ -148,33 +256,47 @@ class Runner final : public model::TimerSink {
     qos.app_class = s.app_class;
     src.stage().AddTenant(static_cast<policy::TenantId>(ti), qos);
     const uint32_t depth = Depth(s) + s.batch;
-    for (uint32_t k = 0; k < s.num_qps; ++k) {
-      auto q = std::make_unique<QpCtx>();
-      q->runner = this;
-      q->index = static_cast<uint32_t>(qps_.size());
-      q->tenant = static_cast<uint32_t>(ti);
-      q->host = &src;
-      QpInit init;
-      init.type = s.uc ? QpType::kUc : QpType::kRc;
-      init.caps.max_send_wr = depth;
-      init.send_cq = init.recv_cq = src.cq();
-      q->qp = *src.rnic().CreateQp(init);
-      init.send_cq = init.recv_cq = dst.cq();
-      q->peer = *dst.rnic().CreateQp(init);
-      Connect(src.rnic(), q->qp, dst.rnic(), q->peer);
-      q->flow = src.AddFlow(static_cast<policy::TenantId>(ti), q->qp, depth,
-                            s.dst_host, q.get());
-      uint32_t cap = 1;
-      while (cap < depth) cap <<= 1;
-      q->admit.assign(cap, 0);
-      q->mask = cap - 1;
-      if (s.op == model::Op::kSend || s.op == model::Op::kSendImm) {
-        // Split SENDs take a receive per piece; the guest reposts at once.
-        dst.AddReceiver(q->peer, 2 * depth + 64);
+    bool receives = false;
+    for (const OpShare& o : s.ops) {
+      // SENDs (split ones take a receive per piece) and WRITE with
+      // immediate consume receives; the guest reposts at once.
+      receives = receives || o.op == OpKind::kSend || o.op == OpKind::kSendImm ||
+                 o.op == OpKind::kWriteImm;
+    }
+    for (uint32_t p = 0; p < s.processes; ++p) {
+      const uint32_t proc = static_cast<uint32_t>(procs_.size());
+      procs_.emplace_back();
+      procs_.back().tenant = static_cast<uint32_t>(ti);
+      for (uint32_t k = 0; k < s.qps_per_process; ++k) {
+        auto q = std::make_unique<QpCtx>();
+        q->runner = this;
+        q->index = static_cast<uint32_t>(qps_.size());
+        q->tenant = static_cast<uint32_t>(ti);
+        q->proc = proc;
+        q->host = &src;
+        q->rng = spec_.seed * 0x9E3779B97F4A7C15ull + q->index;
+        QpInit init;
+        init.type = s.transport == Transport::kUc ? QpType::kUc : QpType::kRc;
+        init.caps.max_send_wr = depth;
+        init.send_cq = init.recv_cq = src.cq();
+        q->qp = *src.rnic().CreateQp(init);
+        init.send_cq = init.recv_cq = dst.cq();
+        q->peer = *dst.rnic().CreateQp(init);
+        Connect(src.rnic(), q->qp, dst.rnic(), q->peer);
+        q->flow = src.AddFlow(static_cast<policy::TenantId>(ti), q->qp, depth,
+                              s.dst_host, q.get());
+        uint32_t cap = 1;
+        while (cap < depth) cap <<= 1;
+        q->admit.assign(cap, 0);
+        q->bytes.assign(cap, 0);
+        q->mask = cap - 1;
+        if (receives) dst.AddReceiver(q->peer, 2 * depth + 64);
+        paths_.insert({s.src_host, s.dst_host});
+        procs_[proc].qps.push_back(q.get());
+        qps_.push_back(std::move(q));
       }
-      paths_.insert({s.src_host, s.dst_host});
-      world_.sim().ScheduleTimer(model::NsToPs(s.start_us * 1e3), this, q->index);
-      qps_.push_back(std::move(q));
+      const uint64_t cookie = s.rate_mps > 0 ? (kArrivalCookie | proc) : proc;
+      world_.sim().ScheduleTimer(model::NsToPs(s.start_us * 1e3), this, cookie);
     }
   }
 
@@ -195,35 +317,98 @@ class Runner final : public model::TimerSink {
     }
   }
 
-  void Fill(QpCtx& q) {
+  // Hands one WR to the stage; false when its FIFO is full.
+  bool Submit(QpCtx& q, const TenantSpec& s, Picos now, Picos admitted) {
+    if (!q.drawn) {
+      const OpKind op = s.ops[Pick(s.ops, &q.rng)].op;
+      q.drawn.emplace(op, s.sizes[Pick(s.sizes, &q.rng)].bytes);
+    }
+    const auto [op, bytes] = *q.drawn;
+    SendWr wr;
+    wr.opcode = model::WrOpcodeOf(ModelOp(op));
+    wr.send_flags = kSendSignaled;
+    wr.num_sge = 1;
+    wr.sge[0].length = bytes;
+    policy::WrInfo info;
+    info.kind = sched::WrKindOf(wr.opcode);
+    info.bytes = bytes;
+    info.signaled = true;
+    const uint32_t tag = q.seq & q.mask;
+    if (!q.host->stage().Submit(q.flow, wr, tag, info, now / model::kPicosPerNano)) {
+      return false;  // the stage's FIFO is full: more after a completion
+    }
+    q.drawn.reset();
+    q.admit[tag] = admitted;
+    q.bytes[tag] = bytes;
+    ++q.seq;
+    ++q.outstanding;
+    return true;
+  }
+
+  // Closed loop: keep the QP's depth in flight, in batches.
+  void FillQp(QpCtx& q) {
     const TenantSpec& s = spec_.tenants[q.tenant];
+    if (Stopped(s)) return;
     const Picos now = world_.sim().now();
-    if (model::PsToNs(now) >= s.stop_us * 1e3) return;
     const uint32_t depth = Depth(s);
-    const uint32_t batch = s.mode == Mode::kLatency ? 1 : std::max<uint32_t>(s.batch, 1);
+    const uint32_t batch = Batch(s);
     while (q.outstanding + batch <= depth) {
       uint32_t i = 0;
-      for (; i < batch; ++i) {
-        SendWr wr;
-        wr.opcode = model::WrOpcodeOf(s.op);
-        wr.send_flags = kSendSignaled;
-        wr.num_sge = 1;
-        wr.sge[0].length = s.msg_bytes;
-        policy::WrInfo info;
-        info.kind = sched::WrKindOf(model::WrOpcodeOf(s.op));
-        info.bytes = s.msg_bytes;
-        info.signaled = true;
-        const uint32_t tag = q.seq & q.mask;
-        if (!q.host->stage().Submit(q.flow, wr, tag, info, now / model::kPicosPerNano)) {
-          break;  // the stage's FIFO is full: more after a completion
-        }
-        q.admit[tag] = now;
-        ++q.seq;
-        ++q.outstanding;
+      for (; i < batch && Submit(q, s, now, now); ++i) {
       }
       if (i < batch) break;
     }
     set_.MarkDirty(*q.host);  // one post list for the batch, now
+  }
+
+  // Open loop: post waiting arrivals, a batch at a time, round robin over
+  // the process's QPs that have room for it.
+  void PostBacklog(Proc& p) {
+    const TenantSpec& s = spec_.tenants[p.tenant];
+    if (Stopped(s)) return;
+    const Picos now = world_.sim().now();
+    const uint32_t depth = Depth(s);
+    while (!p.backlog.empty()) {
+      const uint32_t batch = std::min<uint32_t>(Batch(s), static_cast<uint32_t>(p.backlog.size()));
+      QpCtx* q = nullptr;
+      for (size_t k = 0; k < p.qps.size() && q == nullptr; ++k) {
+        QpCtx* c = p.qps[(p.next_qp + k) % p.qps.size()];
+        if (c->outstanding + batch <= depth) q = c;
+      }
+      if (q == nullptr) break;
+      p.next_qp = (std::find(p.qps.begin(), p.qps.end(), q) - p.qps.begin() + 1) % p.qps.size();
+      uint32_t i = 0;
+      for (; i < batch && Submit(*q, s, now, p.backlog.front()); ++i) p.backlog.pop_front();
+      set_.MarkDirty(*q->host);
+      if (i < batch) break;
+    }
+  }
+
+  void Arrive(Proc& p) {
+    const TenantSpec& s = spec_.tenants[p.tenant];
+    if (Stopped(s)) return;
+    const Picos now = world_.sim().now();
+    for (uint32_t i = 0; i < Batch(s); ++i) {
+      if (p.backlog.size() < kMaxBacklog) {
+        p.backlog.push_back(now);
+      } else {
+        ++p.dropped;
+      }
+    }
+    // The k-th batch arrives at start + k * batch / rate (no drift).
+    ++p.ticks;
+    const double next_ns = s.start_us * 1e3 + p.ticks * Batch(s) * 1e9 / s.rate_mps;
+    world_.sim().ScheduleTimer(model::NsToPs(next_ns), this,
+                               kArrivalCookie | static_cast<uint64_t>(&p - procs_.data()));
+    PostBacklog(p);
+  }
+
+  void Fill(Proc& p) {
+    if (spec_.tenants[p.tenant].rate_mps > 0) {
+      PostBacklog(p);
+      return;
+    }
+    for (QpCtx* q : p.qps) FillQp(*q);
   }
 
   void OnDone(QpCtx& q, uint32_t tag, WcStatus) {
@@ -234,16 +419,19 @@ class Runner final : public model::TimerSink {
     const Picos admitted = q.admit[tag & q.mask];
     if (now >= warm_ && now <= end_) {
       ++t.messages;
-      t.bytes += s.msg_bytes;
+      t.bytes += q.bytes[tag & q.mask];
       t.mct_ps.push_back(now - std::min(now, admitted));
     }
+    Proc& p = procs_[q.proc];
     if (s.turnaround_ns > 0) {
-      if (!q.refill_pending) {
-        q.refill_pending = true;
-        world_.sim().ScheduleTimer(now + model::NsToPs(s.turnaround_ns), this, q.index);
+      if (!p.refill_pending) {
+        p.refill_pending = true;
+        world_.sim().ScheduleTimer(now + model::NsToPs(s.turnaround_ns), this, q.proc);
       }
+    } else if (s.rate_mps > 0) {
+      PostBacklog(p);
     } else {
-      Fill(q);
+      FillQp(q);
     }
   }
 
@@ -276,6 +464,7 @@ class Runner final : public model::TimerSink {
       }
       out.push_back(r);
     }
+    for (const Proc& p : procs_) out[p.tenant].dropped += p.dropped;
     return out;
   }
 
@@ -285,6 +474,7 @@ class Runner final : public model::TimerSink {
   HostSet set_;
   std::vector<std::unique_ptr<ModelHost>> hosts_;
   std::vector<std::unique_ptr<QpCtx>> qps_;
+  std::vector<Proc> procs_;
   std::vector<Tenant> tenants_;
   std::set<std::pair<uint32_t, uint32_t>> paths_;
   Picos warm_ = 0, end_ = 0;
@@ -294,6 +484,11 @@ class Runner final : public model::TimerSink {
 
 std::vector<TenantResult> RunScenario(const ScenarioSpec& spec, const PolicyFactory& policy,
                                       RunStats* stats) {
+  const std::string refused = CheckRunnable(spec);
+  if (!refused.empty()) {
+    std::fprintf(stderr, "%s\n", refused.c_str());
+    std::abort();  // callers check first: nothing runs half-configured
+  }
   Runner r(spec, policy);
   return r.Run(stats);
 }

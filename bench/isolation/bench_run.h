@@ -30,6 +30,18 @@ PolicyFactory PolicyByName(const std::string& name,
                            const std::vector<std::string>& options,
                            std::string* error);
 
+// Empty when the model can run the scenario; else why not, naming the
+// field ("f.yaml:12: s: tenants[0].qps.type: ud is not supported by the RNIC
+// model yet"). The one place that says what the model cannot run yet;
+// RunScenario aborts on a scenario it refuses, so check first.
+std::string CheckRunnable(const ScenarioSpec& spec);
+
+// Tenant t of spec alone gives the same figures for the same key.
+std::string AloneKey(const ScenarioSpec& spec, const TenantSpec& t);
+
+// Multiplies the simulated duration and warm-up (a quick run: 0.25).
+void ScaleDuration(ScenarioSpec* spec, double scale);
+
 // Runs the scenario with all its tenants together. stats may be null.
 std::vector<TenantResult> RunScenario(const ScenarioSpec& spec,
                                       const PolicyFactory& policy,

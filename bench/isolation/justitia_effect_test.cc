@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "bench/isolation/bench_run.h"
-#include "bench/isolation/scenarios.h"
+#include "bench/isolation/builtin_for_test.h"
 #include "gtest/gtest.h"
 
 namespace vrdma::bench {
@@ -29,7 +29,7 @@ PolicyFactory Justitia(const std::vector<std::string>& options = {}) {
 }
 
 TEST(JustitiaEffect, LatencyTailNextToBandwidthTenantComesCloseToAlone) {
-  const ScenarioSpec s = LatencyVsBandwidth(1, model::Op::kWrite, "cx6-100", kScale);
+  const ScenarioSpec s = Builtin("d_vs_1b", kScale);
   const TenantResult d_alone = RunAlone(s, 0, PassThrough(), nullptr);
   const TenantResult b_alone = RunAlone(s, 1, PassThrough(), nullptr);
   const std::vector<TenantResult> native = RunScenario(s, PassThrough(), nullptr);
@@ -45,7 +45,7 @@ TEST(JustitiaEffect, LatencyTailNextToBandwidthTenantComesCloseToAlone) {
 }
 
 TEST(JustitiaEffect, EightBandwidthTenantsShareRMinAndTheTailHolds) {
-  const ScenarioSpec s = LatencyVsBandwidth(8, model::Op::kWrite, "cx6-100", kScale);
+  const ScenarioSpec s = Builtin("d_vs_8b", kScale);
   const TenantResult d_alone = RunAlone(s, 0, PassThrough(), nullptr);
   const TenantResult b_alone = RunAlone(s, 1, PassThrough(), nullptr);
   const std::vector<TenantResult> native = RunScenario(s, PassThrough(), nullptr);
@@ -63,7 +63,7 @@ TEST(JustitiaEffect, EightBandwidthTenantsShareRMinAndTheTailHolds) {
 }
 
 TEST(JustitiaEffect, MessageTenantGainsAndBothPay) {
-  const ScenarioSpec s = MessageVsBandwidth(1, model::Op::kWrite, "cx6-100", kScale);
+  const ScenarioSpec s = Builtin("m_vs_1b", kScale);
   const TenantResult m_alone = RunAlone(s, 0, PassThrough(), nullptr);
   const TenantResult b_alone = RunAlone(s, 1, PassThrough(), nullptr);
   const std::vector<TenantResult> native = RunScenario(s, PassThrough(), nullptr);
@@ -84,7 +84,7 @@ TEST(JustitiaEffect, MessageTenantGainsAndBothPay) {
 }
 
 TEST(JustitiaEffect, TenantsShareTheLineWhateverTheirQpCount) {
-  const ScenarioSpec s = SingleVsMultiQpBandwidth(4, "cx6-100", kScale);
+  const ScenarioSpec s = Builtin("b1_vs_b4qp", kScale);
   const TenantResult alone = RunAlone(s, 0, PassThrough(), nullptr);
   const std::vector<TenantResult> native = RunScenario(s, PassThrough(), nullptr);
   const std::vector<TenantResult> j = RunScenario(s, Justitia(), nullptr);
@@ -96,7 +96,7 @@ TEST(JustitiaEffect, TenantsShareTheLineWhateverTheirQpCount) {
 }
 
 TEST(JustitiaEffect, WeightsSplitTheLine) {
-  ScenarioSpec s = SingleVsMultiQpBandwidth(1, "cx6-100", kScale);
+  ScenarioSpec s = Builtin("b1_vs_b1qp", kScale);
   s.tenants[1].weight = 2;
   const std::vector<TenantResult> j = RunScenario(s, Justitia(), nullptr);
   ASSERT_GT(j[0].gbps, 0);

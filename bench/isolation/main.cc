@@ -1,13 +1,17 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 //
-// vrdma-isolation-bench: runs the multi-tenant scenario matrix on the RNIC
-// MODEL, every host a daemon's scheduler stage with the chosen policy, and
-// writes results.csv, results.md and PNG plots. Every figure is a model
-// output. --policy all runs native (pass-through) and every published
-// policy on each scenario and prints them side by side.
+// vrdma-isolation-bench: runs multi-tenant scenarios from YAML files
+// (docs/isolation-scenarios.md; the built-in matrix is
+// bench/isolation/scenarios/) on the RNIC MODEL, every host a daemon's
+// scheduler stage with the chosen policy, and writes results.csv,
+// results.md and PNG plots. Every figure is a model output. --policy all
+// runs native (pass-through) and every published policy on each scenario
+// and prints them side by side. The files' pass rules are checked per
+// policy; any failed rule makes the exit status 1.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -18,25 +22,22 @@
 
 #include "bench/isolation/bench_run.h"
 #include "bench/isolation/report.h"
-#include "bench/isolation/scenarios.h"
+#include "bench/isolation/scenario_file.h"
 #include "policy/policy_registry.h"
 
 namespace vb = vrdma::bench;
 
 namespace {
 
-std::string AloneKey(const vb::ScenarioSpec& s, const vb::TenantSpec& t) {
-  return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", s.preset,
-                     s.duration_us, s.warmup_us, s.seed, s.fabric.random_loss,
-                     static_cast<int>(t.op), t.msg_bytes, t.batch, t.num_qps,
-                     static_cast<int>(t.mode), t.tx_depth, t.start_us, t.stop_us,
-                     t.turnaround_ns, t.uc, t.src_host, t.dst_host);
-}
-
 // What --policy all compares: native and the published policies, on the
 // model (which has PeRF's own cross-channel mechanism too).
 const std::vector<std::string> kAllPolicies = {"pass-through", "perf", "perf-xc",
                                                "justitia"};
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "%s\n", message.c_str());
+  return 2;
+}
 
 }  // namespace
 
@@ -44,16 +45,24 @@ int main(int argc, char** argv) {
   CLI::App app{"Multi-tenant isolation bench on the RNIC timing MODEL (not hardware)"};
   bool all = false, list = false;
   std::string out_dir = "isolation-results";
-  std::vector<std::string> only;
+  std::vector<std::string> only, files, sets, sweeps;
+  std::string scenario_dir = vb::BuiltinScenarioDir();
   double scale = 1.0;
   bool no_plots = false;
   std::string policy_name = "pass-through";
   std::vector<std::string> policy_opts;
-  app.add_flag("--all", all, "run the whole scenario matrix");
-  app.add_flag("--list", list, "list scenario names");
+  app.add_flag("--all", all, "run every scenario (of the built-in directory or the files given)");
+  app.add_flag("--list", list, "list the scenarios (every sweep point) and exit");
   app.add_option("--scenario", only, "run only these scenarios (repeatable)");
+  app.add_option("--scenario-file", files,
+                 "a scenario file (repeatable); instead of the built-in directory");
+  app.add_option("--scenario-dir", scenario_dir, "the built-in scenario directory")
+      ->capture_default_str();
+  app.add_option("--set", sets, "a variable of the files: name=value (repeatable)");
+  app.add_option("--sweep", sweeps, "sweep a variable: name=v1,v2,... (repeatable)");
   app.add_option("--out", out_dir, "output directory");
-  app.add_option("--scale", scale, "multiply simulated durations (e.g. 0.25 for a quick run)");
+  app.add_option("--scale", scale, "multiply simulated durations (e.g. 0.25 for a quick run)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--no-plots", no_plots, "skip the PNG plots");
   std::string names;
   for (const std::string& n : vrdma::policy::PolicyNames()) names += n + "|";
@@ -64,22 +73,56 @@ int main(int argc, char** argv) {
                  "a policy knob key=value (repeatable; not with --policy all)");
   CLI11_PARSE(app, argc, argv);
 
-  std::vector<vb::ScenarioSpec> matrix = vb::AllScenarios();
+  // Everything is read and checked before anything runs.
+  vb::VarOverrides overrides;
+  for (const std::string& a : sets) {
+    std::string error;
+    if (!vb::ParseSetOption(a, &overrides, &error)) return Fail("--set " + error);
+  }
+  for (const std::string& a : sweeps) {
+    std::string error;
+    if (!vb::ParseSweepOption(a, &overrides, &error)) return Fail("--sweep " + error);
+  }
+  if (files.empty()) {
+    std::string error;
+    files = vb::ScenarioFilesIn(scenario_dir, &error);
+    if (files.empty()) return Fail(error);
+  }
+  vb::LoadedScenarios loaded = vb::LoadScenarioFiles(files, overrides);
+  if (!loaded.errors.empty()) {
+    for (const std::string& e : loaded.errors) std::fprintf(stderr, "%s\n", e.c_str());
+    std::fprintf(stderr, "%zu error(s) in the scenario files: nothing ran\n",
+                 loaded.errors.size());
+    return 2;
+  }
   if (list) {
-    for (const auto& s : matrix) std::printf("%-28s %-24s %zu tenants\n", s.name.c_str(), s.group.c_str(), s.tenants.size());
+    for (const auto& s : loaded.scenarios) {
+      std::printf("%-28s %-24s %5zu tenants  %s\n", s.name.c_str(), s.group.c_str(),
+                  s.tenants.size(), s.source.c_str());
+    }
     return 0;
   }
   std::vector<vb::ScenarioSpec> todo;
-  for (auto& s : matrix) {
-    bool pick = all;
-    for (const auto& n : only) pick = pick || n == s.name;
-    if (!pick) continue;
-    s.duration_us *= scale;
-    s.warmup_us *= scale;
+  for (const std::string& n : only) {
+    if (std::none_of(loaded.scenarios.begin(), loaded.scenarios.end(),
+                     [&](const vb::ScenarioSpec& s) { return s.name == n; })) {
+      return Fail("--scenario " + n + ": no such scenario (see --list)");
+    }
+  }
+  const bool run_all = all || (only.empty() && !app.get_option("--scenario-file")->empty());
+  for (auto& s : loaded.scenarios) {
+    if (!run_all && std::find(only.begin(), only.end(), s.name) == only.end()) continue;
+    vb::ScaleDuration(&s, scale);
     todo.push_back(s);
   }
-  if (todo.empty()) {
-    std::fprintf(stderr, "nothing to run: use --all, --scenario NAME or --list\n");
+  if (todo.empty()) return Fail("nothing to run: use --all, --scenario NAME, --scenario-file FILE or --list");
+  std::string refused;
+  for (const auto& s : todo) {
+    const std::string r = vb::CheckRunnable(s);
+    if (!r.empty()) refused += r + "\n";
+  }
+  if (!refused.empty()) {
+    std::fprintf(stderr, "%snothing ran\n", refused.c_str());
     return 2;
   }
   const bool side_by_side = policy_name == "all";
@@ -116,7 +159,7 @@ int main(int argc, char** argv) {
     vb::RunStats stats;
     std::vector<vb::TenantResult> alone;
     for (const vb::TenantSpec& t : spec.tenants) {
-      const std::string key = AloneKey(spec, t);
+      const std::string key = vb::AloneKey(spec, t);
       auto it = alone_cache.find(key);
       if (it == alone_cache.end()) {
         vb::ScenarioSpec one = spec;
@@ -148,6 +191,19 @@ int main(int argc, char** argv) {
     total.events += stats.events;
     total.wall_s += stats.wall_s;
   }
+  // Pass rules, per policy (pairs = scenario and victim tenant).
+  std::vector<vb::RuleOutcome> outcomes;
+  for (const vb::ScenarioResult& r : results) {
+    for (vb::RuleOutcome& o : vb::EvaluateRules(r)) outcomes.push_back(std::move(o));
+  }
+  size_t failed_pairs = 0;
+  std::string rules;
+  for (const vb::RuleOutcome& o : outcomes) rules += vb::FormatOutcome(o) + "\n";
+  const std::string summary = vb::RuleSummary(outcomes, policies, &failed_pairs);
+  if (!outcomes.empty()) {
+    std::printf("pass rules (MODEL figures):\n%s%s", rules.c_str(), summary.c_str());
+    std::ofstream(out_dir + "/rules.txt") << rules << summary;
+  }
   const std::string md = side_by_side ? vb::MarkdownSideBySide(results, policies, command)
                                       : vb::MarkdownTable(results, command);
   std::ofstream(out_dir + "/results.md") << md;
@@ -161,5 +217,5 @@ int main(int argc, char** argv) {
     const std::string cmd = fmt::format("{} {} {}", py, VRDMA_ISOLATION_PLOT_SCRIPT, out_dir);
     if (std::system(cmd.c_str()) != 0) std::printf("plots skipped (python3-matplotlib missing?)\n");
   }
-  return 0;
+  return failed_pairs > 0 ? 1 : 0;
 }

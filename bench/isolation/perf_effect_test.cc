@@ -12,7 +12,7 @@
 #include <cstdio>
 
 #include "bench/isolation/bench_run.h"
-#include "bench/isolation/scenarios.h"
+#include "bench/isolation/builtin_for_test.h"
 #include "gtest/gtest.h"
 
 namespace vrdma::bench {
@@ -44,8 +44,7 @@ Compared Compare(const ScenarioSpec& s, const std::string& policy) {
 class PerfOnModel : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PerfOnModel, LatencyAppNextToBandwidthAppLosesMostOfItsExcess) {
-  const Compared c = Compare(LatencyVsBandwidth(1, model::Op::kWrite, "cx6-100", kScale),
-                             GetParam());
+  const Compared c = Compare(Builtin("d_vs_1b", kScale), GetParam());
   const double excess_native = c.native[0].avg_us - c.alone.avg_us;
   const double excess = c.policy[0].avg_us - c.alone.avg_us;
   std::printf("D avg us: alone %.2f native %.2f %s %.2f (drop %.0f %%); B Gbps %.2f -> %.2f\n",
@@ -59,27 +58,29 @@ TEST_P(PerfOnModel, LatencyAppNextToBandwidthAppLosesMostOfItsExcess) {
 
 TEST(PerfOnModel, BandwidthAppKeepsItsBandwidthNextToLatencyApp) {
   // The stage's form (posting window): the link stays full.
-  const Compared c = Compare(LatencyVsBandwidth(1, model::Op::kWrite, "cx6-100", kScale), "perf");
+  const Compared c = Compare(Builtin("d_vs_1b", kScale), "perf");
   EXPECT_GE(c.policy[1].gbps, 0.95 * c.native[1].gbps) << "PeRF §5.2.2: ~95 % kept";
 }
 
 TEST(PerfOnModel, MessageAppRateRisesNextToBandwidthApp) {
-  const Compared c = Compare(MessageVsBandwidth(1, model::Op::kWrite, "cx6-100", kScale), "perf");
+  const Compared c = Compare(Builtin("m_vs_1b", kScale), "perf");
   const double gain = c.policy[0].mmps / c.native[0].mmps;
   std::printf("M Mmps: alone %.2f native %.2f perf %.2f (x%.2f); B Gbps %.2f -> %.2f\n",
               c.alone.mmps, c.native[0].mmps, c.policy[0].mmps, gain, c.native[1].gbps,
               c.policy[1].gbps);
-  EXPECT_GE(gain, 2.7) << "PeRF §5.2.2: x2.7-5";
+  // PeRF §5.2.2 reports x2.7-5. The model's native fall is x4.9 since the
+  // PCIe model (x6.1 before): PeRF recovers more (6.7 Mmps, was ~5.8), but
+  // from a higher native rate, so the ratio is x2.55 on the model.
+  EXPECT_GE(gain, 2.5) << "PeRF §5.2.2: x2.7-5 (model: x2.55, see above)";
   EXPECT_LE(gain, 5.0);
   EXPECT_GE(c.policy[1].gbps, 0.93 * c.native[1].gbps) << "PeRF §5.2.2: ~95 % kept";
 }
 
 TEST_P(PerfOnModel, SingleQpBandwidthAppGetsHalfNextToMultiQpApp) {
   for (int n : {4, 8}) {
-    const std::vector<TenantResult> native =
-        RunScenario(SingleVsMultiQpBandwidth(n, "cx6-100", kScale), PassThrough(), nullptr);
-    const std::vector<TenantResult> t =
-        RunScenario(SingleVsMultiQpBandwidth(n, "cx6-100", kScale), Policy(GetParam()), nullptr);
+    const ScenarioSpec s = Builtin("b1_vs_b" + std::to_string(n) + "qp", kScale);
+    const std::vector<TenantResult> native = RunScenario(s, PassThrough(), nullptr);
+    const std::vector<TenantResult> t = RunScenario(s, Policy(GetParam()), nullptr);
     const double total = t[0].gbps + t[1].gbps;
     std::printf("b1_vs_b%dqp B_single Gbps: native %.2f %s %.2f of %.2f\n", n, native[0].gbps,
                 GetParam().c_str(), t[0].gbps, total);

@@ -4,6 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
 
 namespace vrdma::bench {
 
@@ -21,7 +25,79 @@ constexpr const char* kPreamble =
     "native (pass-through); together = the whole mix under the policy. MCT = "
     "message completion time (post to CQE). p99 x = together p99 / alone "
     "p99; rate / = alone rate / together rate.\n\n";
+double MetricOf(const TenantResult& t, Metric m) {
+  switch (m) {
+    case Metric::kGbps: return t.gbps;
+    case Metric::kMmps: return t.mmps;
+    case Metric::kAvgUs: return t.avg_us;
+    case Metric::kP50Us: return t.p50_us;
+    case Metric::kP99Us: return t.p99_us;
+  }
+  return 0;
+}
+constexpr const char* kMetricNames[] = {"gbps", "mmps", "avg_us", "p50_us", "p99_us"};
+constexpr const char* kRatioNames[] = {"", " with/alone", " alone/with"};
 }  // namespace
+
+std::vector<RuleOutcome> EvaluateRules(const ScenarioResult& r) {
+  std::vector<RuleOutcome> out;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const ExpectRule& rule : r.spec.expect) {
+    if (!rule.policies.empty() &&
+        std::find(rule.policies.begin(), rule.policies.end(), r.policy) == rule.policies.end()) {
+      continue;
+    }
+    for (size_t i : rule.tenants) {
+      RuleOutcome o;
+      o.scenario = r.spec.name;
+      o.policy = r.policy;
+      o.tenant = r.together[i].tenant;
+      o.rule = &rule;
+      const double with = MetricOf(r.together[i], rule.metric);
+      const double alone = MetricOf(r.alone[i], rule.metric);
+      switch (rule.ratio) {
+        case RatioKind::kNone: o.value = with; break;
+        case RatioKind::kWithOverAlone: o.value = alone != 0 ? with / alone : nan; break;
+        case RatioKind::kAloneOverWith: o.value = with != 0 ? alone / with : nan; break;
+      }
+      o.pass = !std::isnan(o.value) && (!rule.le || o.value <= *rule.le) &&
+               (!rule.ge || o.value >= *rule.ge);
+      out.push_back(o);
+    }
+  }
+  return out;
+}
+
+std::string FormatOutcome(const RuleOutcome& o) {
+  const ExpectRule& r = *o.rule;
+  std::string bounds;
+  if (r.ge) bounds += fmt::format(">= {}", *r.ge);
+  if (r.le) bounds += fmt::format("{}<= {}", bounds.empty() ? "" : ", ", *r.le);
+  return fmt::format("{} {} [{}] {}: {}{} = {} (rule: {}; {})", o.pass ? "PASS" : "FAIL",
+                     o.scenario, o.policy, o.tenant, kMetricNames[static_cast<int>(r.metric)],
+                     kRatioNames[static_cast<int>(r.ratio)],
+                     std::isnan(o.value) ? std::string("n/a (over zero)")
+                                         : fmt::format("{:.3f}", o.value),
+                     bounds, r.source);
+}
+
+std::string RuleSummary(const std::vector<RuleOutcome>& outcomes,
+                        const std::vector<std::string>& policies, size_t* failed_pairs) {
+  std::map<std::string, std::map<std::pair<std::string, std::string>, bool>> pairs;
+  for (const RuleOutcome& o : outcomes) {
+    auto [it, fresh] = pairs[o.policy].emplace(std::pair{o.scenario, o.tenant}, o.pass);
+    if (!fresh) it->second = it->second && o.pass;
+  }
+  std::string out;
+  *failed_pairs = 0;
+  for (const std::string& p : policies) {
+    size_t pass = 0, fail = 0;
+    for (const auto& [pair, ok] : pairs[p]) (ok ? pass : fail)++;
+    *failed_pairs += fail;
+    out += fmt::format("{}: {} pairs passed, {} failed\n", p, pass, fail);
+  }
+  return out;
+}
 
 std::string CsvHeader() {
   return "scenario,group,preset,tenant,alone_gbps,alone_mmps,alone_avg_us,alone_p99_us,"

@@ -24,6 +24,25 @@ struct ScenarioResult {
   RunStats stats;
 };
 
+// One pass rule applied to one tenant of one scenario under one policy.
+struct RuleOutcome {
+  std::string scenario;
+  std::string policy;
+  std::string tenant;
+  const ExpectRule* rule = nullptr;  // owned by the result's spec
+  double value = 0;                  // NaN: a ratio over a zero
+  bool pass = false;
+};
+
+// The scenario's rules that apply to the result's policy, per tenant.
+std::vector<RuleOutcome> EvaluateRules(const ScenarioResult& r);
+// "PASS d_vs_1b [pass-through] D: p99_us with/alone = 3.74 (rule: >= 3; f.yaml:31)"
+std::string FormatOutcome(const RuleOutcome& o);
+// Per policy: (scenario, tenant) pairs whose rules all passed, and the
+// pairs with a failed rule; one line per policy in `policies` order.
+std::string RuleSummary(const std::vector<RuleOutcome>& outcomes,
+                        const std::vector<std::string>& policies, size_t* failed_pairs);
+
 std::string CsvHeader();
 std::string CsvRows(const ScenarioResult& r);
 // One policy: the table per scenario and tenant.

@@ -2,11 +2,15 @@
 //
 // Tenants and scenarios of the isolation bench. A tenant is one VM running a
 // perftest-shaped workload against the RNIC MODEL; all figures produced
-// from these are model outputs, not hardware measurements.
+// from these are model outputs, not hardware measurements. Scenarios come
+// from YAML files (bench/isolation/scenarios/, docs/isolation-scenarios.md);
+// some fields are parsed and checked but not run by the model yet
+// (CheckRunnable in bench_run.h says which).
 #ifndef VRDMA_BENCH_ISOLATION_WORKLOAD_H_
 #define VRDMA_BENCH_ISOLATION_WORKLOAD_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,24 +25,74 @@ enum class Mode : uint8_t {
   kBandwidth,  // keep tx_depth in flight, posted in batches (*_bw shaped)
 };
 
+// What a tenant posts. Atomics carry 8 bytes whatever the message size.
+enum class OpKind : uint8_t { kWrite, kWriteImm, kSend, kSendImm, kRead, kCas, kFaa };
+enum class Transport : uint8_t { kRc, kUc, kUd };
+
+struct OpShare {
+  OpKind op = OpKind::kWrite;
+  uint32_t weight = 1;
+};
+struct SizeShare {
+  uint32_t bytes = 16;
+  uint32_t weight = 1;
+};
+
+// Memory regions the tenant registers (count 0: none declared).
+struct MrSpec {
+  uint32_t count = 0;
+  uint64_t bytes = 0;
+  uint64_t page_bytes = 4096;
+};
+
 struct TenantSpec {
   std::string name;
-  model::Op op = model::Op::kWrite;   // kWrite, kSend or kRead
-  uint32_t msg_bytes = 16;
+  // Drawn per WR by weight; one entry: always that op (no draw).
+  std::vector<OpShare> ops = {OpShare{}};
+  std::vector<SizeShare> sizes = {SizeShare{}};
   uint32_t batch = 1;                 // WRs per post list (one doorbell)
-  uint32_t num_qps = 1;
+  Transport transport = Transport::kRc;
+  // Independent posting loops, each with qps_per_process QPs.
+  uint32_t processes = 1;
+  uint32_t qps_per_process = 1;
   Mode mode = Mode::kBandwidth;
   uint32_t tx_depth = 128;            // per QP, in bandwidth mode
+  // Open loop: messages per second of each process (0: closed loop).
+  double rate_mps = 0;
+  bool inline_data = false;
+  MrSpec mrs;
   double start_us = 0;
   double stop_us = 1e18;              // stops posting new work
   uint32_t src_host = 0;
   uint32_t dst_host = 1;
   // Host CPU time from seeing a completion to posting again (poll + post).
   double turnaround_ns = 100;
-  bool uc = false;                    // UC instead of RC (WRITE/SEND only)
   // The VM's QoS as its operator would set it (Justitia reads the class).
   policy::TenantClass app_class = policy::TenantClass::kBandwidth;
   uint32_t weight = 1;
+  // Where it was declared: "file:line" and "tenants[k]" (for messages).
+  std::string source;
+  std::string path;
+
+  uint32_t num_qps() const { return processes * qps_per_process; }
+};
+
+enum class Metric : uint8_t { kGbps, kMmps, kAvgUs, kP50Us, kP99Us };
+enum class RatioKind : uint8_t {
+  kNone,            // the tenant's figure in the mix
+  kWithOverAlone,   // in the mix / alone
+  kAloneOverWith,   // alone / in the mix
+};
+
+// A pass rule on a victim tenant (docs/isolation-scenarios.md).
+struct ExpectRule {
+  std::string tenant;              // as written
+  std::vector<size_t> tenants;     // indexes it names in ScenarioSpec::tenants
+  Metric metric = Metric::kP99Us;
+  RatioKind ratio = RatioKind::kNone;
+  std::optional<double> le, ge;
+  std::vector<std::string> policies;  // empty: every policy
+  std::string source;                 // "file:line"
 };
 
 struct ScenarioSpec {
@@ -52,6 +106,8 @@ struct ScenarioSpec {
   uint64_t seed = 1;
   model::FabricParams fabric;
   std::vector<TenantSpec> tenants;
+  std::vector<ExpectRule> expect;
+  std::string source;                 // "file:line"
 };
 
 struct TenantResult {
@@ -63,6 +119,9 @@ struct TenantResult {
   double avg_us = 0;
   double p50_us = 0;
   double p99_us = 0;
+  // Open loop: arrivals dropped because a process already had
+  // kMaxBacklog messages waiting to be posted.
+  uint64_t dropped = 0;
 };
 
 struct RunStats {

@@ -9,9 +9,9 @@
 
 namespace vrdma::integration {
 
-void Guest::Open(const std::string& socket) {
+void Guest::Open(const std::string& socket, uint64_t ram_bytes) {
   guest::DriverOptions o;
-  o.ram_bytes = 32ull << 20;
+  o.ram_bytes = ram_bytes;
   o.timeout_ms = 5000;
   auto d = guest::Device::Open(socket, o);
   ASSERT_TRUE(d.ok()) << "open " << socket << ": " << StatusName(d.status());

@@ -43,7 +43,7 @@ struct Guest {
   guest::GidBytes gid{};
 
   // Opens the VM's socket and builds PD, CQ and MR. ASSERTs inside.
-  void Open(const std::string& socket);
+  void Open(const std::string& socket, uint64_t ram_bytes = 32ull << 20);
   std::unique_ptr<guest::Qp> CreateQp(uint8_t type, uint32_t depth = 32);
   void Close();
 };

@@ -23,6 +23,7 @@
 #include "policy/policy_registry.h"
 #include "vhost-rdma/daemon/daemon.h"
 #include "vhost-rdma/device/rdma_device.h"
+#include "vhost-rdma/vhost_user/eventfd_io.h"
 
 namespace {
 
@@ -171,7 +172,18 @@ int main(int argc, char** argv) {
       [[maybe_unused]] ssize_t r = read(tick_fd, &v, sizeof(v));
     });
   }
-  std::thread datapath([&] { datapath_loop->Run(); });
+  // Both threads write eventfds a frontend shares; a write it made block is
+  // interrupted within two periods (eventfd_io.h).
+  auto fd_watchdog = vrdma::vhost::FdWatchdog::Start(std::chrono::milliseconds(10));
+  if (!fd_watchdog) {
+    spdlog::error("cannot start the eventfd watchdog");
+    return 1;
+  }
+  std::thread datapath([&] {
+    fd_watchdog->WatchThisThread();
+    datapath_loop->Run();
+  });
+  fd_watchdog->WatchThisThread();  // the control thread
 
   int rc = 0;
   {

@@ -17,8 +17,6 @@
 namespace vrdma::device {
 namespace {
 
-constexpr uint32_t k24BitMax = (1u << 24) - 1;
-
 // A cursor over the copied request. Reads are bounds-checked; a read past
 // the end fails instead of touching memory.
 class Reader {
@@ -203,7 +201,7 @@ Result<Command> DecodeReqNotifyCq(Reader& r) {
   return Command{cmd};
 }
 
-// MODIFY_QP: attr rules of DecodeQpAttr.
+// MODIFY_QP: qpn and the attr (DecodeQpAttr; values: engine::CheckModifyQp).
 Result<Command> DecodeModifyQp(Reader& r) {
   virtio_rdma_req_modify_qp w;
   VRDMA_RETURN_IF_ERROR(ReadExact(r, &w));
@@ -223,7 +221,7 @@ Result<Command> DecodeQueryQp(Reader& r) {
   return Command{cmd};
 }
 
-// CREATE_AH: ah_attr rules of DecodeAhAttr.
+// CREATE_AH: pd and the ah_attr (DecodeAhAttr; values: engine::CheckAh).
 Result<Command> DecodeCreateAh(Reader& r) {
   virtio_rdma_req_create_ah w;
   VRDMA_RETURN_IF_ERROR(ReadExact(r, &w));
@@ -263,21 +261,15 @@ Result<Command> DecodeModifySrq(Reader& r) {
 
 }  // namespace
 
-// ah_attr rules (CREATE_AH always; MODIFY_QP when VIRTIO_RDMA_QP_AV is set):
-//  - port_num == 1; sgid_index < VIRTIO_RDMA_MAX_GIDS; is_global in {0, 1};
-//  - flow_label < 2^20; sl < 16;
-//  - dlid, static_rate, dmac and reserved are ignored (the device resolves
-//    the fabric address itself, docs/virtio-rdma.md section 4.4).
+// ah_attr (CREATE_AH; MODIFY_QP with VIRTIO_RDMA_QP_AV): parsed only; its
+// values are the engine's rule (engine::CheckAh). is_global is a wire
+// boolean, 0 or 1. dlid, static_rate, dmac and reserved are ignored (the
+// device resolves the fabric address itself, docs/virtio-rdma.md 4.4).
 Status DecodeAhAttr(const virtio_rdma_ah_attr& w, engine::GuestAh* out) {
-  if (w.port_num != 1) return Status::kInvalid;
-  if (w.sgid_index >= VIRTIO_RDMA_MAX_GIDS) return Status::kInvalid;
   if (w.is_global > 1) return Status::kInvalid;
-  const uint32_t flow_label = le32toh(w.flow_label);
-  if (flow_label >= (1u << 20)) return Status::kInvalid;
-  if (w.sl >= 16) return Status::kInvalid;
   std::memcpy(out->dgid.data(), w.dgid, sizeof(w.dgid));
   out->sgid_index = w.sgid_index;
-  out->flow_label = flow_label;
+  out->flow_label = le32toh(w.flow_label);
   out->hop_limit = w.hop_limit;
   out->traffic_class = w.traffic_class;
   out->sl = w.sl;
@@ -286,88 +278,35 @@ Status DecodeAhAttr(const virtio_rdma_ah_attr& w, engine::GuestAh* out) {
   return Status::kOk;
 }
 
-// qp_attr rules (MODIFY_QP). attr_mask only VIRTIO_RDMA_QP_ATTR_MASK_SUPPORTED
-// bits. A field is checked and copied only when its mask bit is set (the
-// others are meaningless and ignored):
-//   STATE: qp_state <= 6 (ERR)        CUR_STATE: cur_qp_state <= 6
-//   ACCESS_FLAGS: only VIRTIO_RDMA_ACCESS_SUPPORTED bits
-//   PORT: port_num == 1               AV: ah_attr rules
-//   PATH_MTU: path_mtu in 1..5        TIMEOUT: timeout < 32
-//   RETRY_CNT: retry_cnt < 8          RNR_RETRY: rnr_retry < 8
-//   MIN_RNR_TIMER: min_rnr_timer < 32 PATH_MIG_STATE: path_mig_state < 3
-//   RQ_PSN, SQ_PSN, DEST_QPN: < 2^24
-//   PKEY_INDEX, QKEY, MAX_QP_RD_ATOMIC, MAX_DEST_RD_ATOMIC: any value
-//   EN_SQD_ASYNC_NOTIFY, ALT_PATH, CAP: passed to the engine in the mask
-//   (fields not decoded; the engine decides whether they are supported).
+// qp_attr (MODIFY_QP): parsed only. Every field its mask names is copied;
+// which fields a transition takes and their values are the engine's rule
+// (engine::CheckModifyQp, the one place). The path MTU enum becomes bytes;
+// a value outside IB_MTU_256..IB_MTU_4096 becomes 0, which the engine
+// refuses. The others are meaningless and left at their defaults.
 Status DecodeQpAttr(const virtio_rdma_qp_attr& w,
                     engine::ModifyQpRequest* out) {
   const uint32_t mask = le32toh(w.attr_mask);
-  if (mask & ~uint32_t{VIRTIO_RDMA_QP_ATTR_MASK_SUPPORTED})
-    return Status::kInvalid;
   out->mask = mask;
-  if (mask & VIRTIO_RDMA_QP_STATE) {
-    if (w.qp_state > VIRTIO_RDMA_QPS_ERR) return Status::kInvalid;
-    out->state = static_cast<QpState>(w.qp_state);
-  }
-  if (mask & VIRTIO_RDMA_QP_CUR_STATE) {
-    if (w.cur_qp_state > VIRTIO_RDMA_QPS_ERR) return Status::kInvalid;
-    out->cur_state = static_cast<QpState>(w.cur_qp_state);
-  }
-  if (mask & VIRTIO_RDMA_QP_ACCESS_FLAGS) {
-    const uint32_t access = le32toh(w.qp_access_flags);
-    if (access & ~uint32_t{VIRTIO_RDMA_ACCESS_SUPPORTED})
-      return Status::kInvalid;
-    out->access_flags = access;
-  }
+  if (mask & VIRTIO_RDMA_QP_STATE) out->state = static_cast<QpState>(w.qp_state);
+  if (mask & VIRTIO_RDMA_QP_CUR_STATE) out->cur_state = static_cast<QpState>(w.cur_qp_state);
+  if (mask & VIRTIO_RDMA_QP_ACCESS_FLAGS) out->access_flags = le32toh(w.qp_access_flags);
   if (mask & VIRTIO_RDMA_QP_PKEY_INDEX) out->pkey_index = le16toh(w.pkey_index);
-  if (mask & VIRTIO_RDMA_QP_PORT) {
-    if (w.port_num != 1) return Status::kInvalid;
-    out->port_num = w.port_num;
-  }
+  if (mask & VIRTIO_RDMA_QP_PORT) out->port_num = w.port_num;
   if (mask & VIRTIO_RDMA_QP_QKEY) out->qkey = le32toh(w.qkey);
-  if (mask & VIRTIO_RDMA_QP_AV)
-    VRDMA_RETURN_IF_ERROR(DecodeAhAttr(w.ah_attr, &out->ah));
+  if (mask & VIRTIO_RDMA_QP_AV) VRDMA_RETURN_IF_ERROR(DecodeAhAttr(w.ah_attr, &out->ah));
   if (mask & VIRTIO_RDMA_QP_PATH_MTU) {
-    if (w.path_mtu < VIRTIO_RDMA_MTU_256 || w.path_mtu > VIRTIO_RDMA_MTU_4096)
-      return Status::kInvalid;
-    out->path_mtu_bytes = 128u << w.path_mtu;
+    const bool known = w.path_mtu >= VIRTIO_RDMA_MTU_256 && w.path_mtu <= VIRTIO_RDMA_MTU_4096;
+    out->path_mtu_bytes = known ? 128u << w.path_mtu : 0;
   }
-  if (mask & VIRTIO_RDMA_QP_TIMEOUT) {
-    if (w.timeout >= 32) return Status::kInvalid;
-    out->timeout = w.timeout;
-  }
-  if (mask & VIRTIO_RDMA_QP_RETRY_CNT) {
-    if (w.retry_cnt >= 8) return Status::kInvalid;
-    out->retry_cnt = w.retry_cnt;
-  }
-  if (mask & VIRTIO_RDMA_QP_RNR_RETRY) {
-    if (w.rnr_retry >= 8) return Status::kInvalid;
-    out->rnr_retry = w.rnr_retry;
-  }
-  if (mask & VIRTIO_RDMA_QP_RQ_PSN) {
-    const uint32_t psn = le32toh(w.rq_psn);
-    if (psn > k24BitMax) return Status::kInvalid;
-    out->rq_psn = psn;
-  }
+  if (mask & VIRTIO_RDMA_QP_TIMEOUT) out->timeout = w.timeout;
+  if (mask & VIRTIO_RDMA_QP_RETRY_CNT) out->retry_cnt = w.retry_cnt;
+  if (mask & VIRTIO_RDMA_QP_RNR_RETRY) out->rnr_retry = w.rnr_retry;
+  if (mask & VIRTIO_RDMA_QP_RQ_PSN) out->rq_psn = le32toh(w.rq_psn);
   if (mask & VIRTIO_RDMA_QP_MAX_QP_RD_ATOMIC) out->max_rd_atomic = w.max_rd_atomic;
-  if (mask & VIRTIO_RDMA_QP_MIN_RNR_TIMER) {
-    if (w.min_rnr_timer >= 32) return Status::kInvalid;
-    out->min_rnr_timer = w.min_rnr_timer;
-  }
-  if (mask & VIRTIO_RDMA_QP_SQ_PSN) {
-    const uint32_t psn = le32toh(w.sq_psn);
-    if (psn > k24BitMax) return Status::kInvalid;
-    out->sq_psn = psn;
-  }
-  if (mask & VIRTIO_RDMA_QP_MAX_DEST_RD_ATOMIC)
-    out->max_dest_rd_atomic = w.max_dest_rd_atomic;
-  if ((mask & VIRTIO_RDMA_QP_PATH_MIG_STATE) && w.path_mig_state > 2)
-    return Status::kInvalid;
-  if (mask & VIRTIO_RDMA_QP_DEST_QPN) {
-    const uint32_t qpn = le32toh(w.dest_qp_num);
-    if (qpn > k24BitMax) return Status::kInvalid;
-    out->dest_qpn = qpn;
-  }
+  if (mask & VIRTIO_RDMA_QP_MIN_RNR_TIMER) out->min_rnr_timer = w.min_rnr_timer;
+  if (mask & VIRTIO_RDMA_QP_SQ_PSN) out->sq_psn = le32toh(w.sq_psn);
+  if (mask & VIRTIO_RDMA_QP_MAX_DEST_RD_ATOMIC) out->max_dest_rd_atomic = w.max_dest_rd_atomic;
+  if (mask & VIRTIO_RDMA_QP_DEST_QPN) out->dest_qpn = le32toh(w.dest_qp_num);
   return Status::kOk;
 }
 

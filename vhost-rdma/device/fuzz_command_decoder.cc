@@ -11,6 +11,7 @@
 #include <span>
 
 #include "backend/engine/mr_check.h"
+#include "backend/engine/qp_attr_check.h"
 #include "backend/engine/ring_check.h"
 #include "vhost-rdma/device/command_decoder.h"
 
@@ -34,6 +35,8 @@ vrdma::RnicLimits Limits() {
   return l;
 }
 
+constexpr uint32_t kGids = 2;  // the VM's GID table
+
 // The engine's checks of a decoded request; true when it would go on.
 bool EngineAccepts(const Command& cmd) {
   using namespace vrdma::device;
@@ -48,6 +51,23 @@ bool EngineAccepts(const Command& cmd) {
   }
   if (const auto* q = std::get_if<CreateSrqCmd>(&cmd)) {
     return vrdma::engine::CheckCreateSrq(q->req, Limits()) == vrdma::Status::kOk;
+  }
+  if (const auto* a = std::get_if<CreateAhCmd>(&cmd)) {
+    return vrdma::engine::CheckAh(a->ah, kGids) == vrdma::Status::kOk;
+  }
+  if (const auto* m = std::get_if<ModifyQpCmd>(&cmd)) {
+    // Every type and current state: whatever some QP would take.
+    for (auto type : {vrdma::QpType::kRc, vrdma::QpType::kUc, vrdma::QpType::kUd}) {
+      for (int s = 0; s <= static_cast<int>(vrdma::QpState::kErr); ++s) {
+        vrdma::engine::QpCheckContext ctx;
+        ctx.type = type;
+        ctx.current = static_cast<vrdma::QpState>(s);
+        ctx.num_gids = kGids;
+        vrdma::QpState next;
+        if (vrdma::engine::CheckModifyQp(m->req, ctx, &next) == vrdma::Status::kOk) return true;
+      }
+    }
+    return false;
   }
   return true;
 }
@@ -67,6 +87,16 @@ void CheckInvariants(const Command& cmd) {
   } else if (const auto* cq = std::get_if<vrdma::device::CreateCqCmd>(&cmd)) {
     CheckPages(cq->req.ring.pages);
     if (cq->req.cqe >= (1u << cq->req.ring.log2_num_elem)) std::abort();
+  } else if (const auto* ah = std::get_if<vrdma::device::CreateAhCmd>(&cmd)) {
+    // MakeAv indexes the VM's GID table with it.
+    if (ah->ah.sgid_index >= kGids || ah->ah.flow_label > 0xfffff) std::abort();
+  } else if (const auto* m = std::get_if<vrdma::device::ModifyQpCmd>(&cmd)) {
+    const auto& r = m->req;
+    if ((r.mask & VIRTIO_RDMA_QP_AV) && r.ah.sgid_index >= kGids) std::abort();
+    if ((r.mask & VIRTIO_RDMA_QP_PATH_MTU) && !vrdma::engine::IsValidMtu(r.path_mtu_bytes)) {
+      std::abort();
+    }
+    if ((r.mask & VIRTIO_RDMA_QP_STATE) && r.state > vrdma::QpState::kErr) std::abort();
   }
 }
 

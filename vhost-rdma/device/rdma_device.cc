@@ -1,15 +1,13 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 #include "vhost-rdma/device/rdma_device.h"
 
-#include <poll.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include <algorithm>
 
 #include "vhost-rdma/device/command_encoder.h"
 #include "vhost-rdma/device/control_queue.h"
+#include "vhost-rdma/vhost_user/eventfd_io.h"
 
 namespace vrdma::device {
 namespace {
@@ -19,18 +17,8 @@ constexpr uint64_t kOfferedFeatures =
 // Virtio reserves feature bits 0..23 for the device type.
 constexpr uint64_t kDeviceFeatureMask = (uint64_t{1} << 24) - 1;
 
-// Consumes a kick. The protocol layer only hands over non-blocking eventfds
-// (vhost::CheckEventFd), so the read cannot block: EAGAIN means "no kick".
-// The readiness check stays as a second line: the O_NONBLOCK flag lives in
-// a file description the frontend shares.
-void DrainEventFd(int fd) {
-  pollfd p{fd, POLLIN, 0};
-  if (poll(&p, 1, 0) == 1 && (p.revents & POLLIN)) {
-    uint64_t v;
-    ssize_t n = read(fd, &v, sizeof(v));
-    (void)n;
-  }
-}
+// Consumes a kick without blocking, whatever the frontend did to the fd.
+void DrainEventFd(int fd) { (void)vhost::ConsumeKick(fd); }
 
 }  // namespace
 
@@ -251,10 +239,9 @@ void RdmaDevice::ServeControl() {
                                           options_.control_budget);
   if (r.more) {
     // Yield to the other fds of the control loop (other VMs' queues and
-    // sockets) and come back: re-signal our own kick. Non-blocking: EAGAIN
-    // (a counter the frontend filled) leaves the fd readable, which is all
-    // this needs.
-    (void)eventfd_write(control_kick_fd_, 1);
+    // sockets) and come back: re-signal our own kick. A counter the
+    // frontend filled leaves the fd readable, which is all this needs.
+    (void)vhost::SignalEventFd(control_kick_fd_);
   }
 }
 

@@ -107,6 +107,14 @@ Status Connection::Receive(bool* complete) {
 
 Status Connection::HandleMessage() {
   if (sock_ < 0) return Status::kBadState;
+  // A call fd that would have blocked the daemon (eventfd_io.h): only a
+  // frontend that made it blocking again and filled it gets there.
+  for (uint32_t i = 0; i < num_queues_; ++i) {
+    if (queues_[i]->vq.call_stalled()) {
+      Shutdown();
+      return Status::kIoError;
+    }
+  }
   bool complete = false;
   Status st = Receive(&complete);
   if (st == Status::kOk && complete) {

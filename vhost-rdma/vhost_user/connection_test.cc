@@ -30,6 +30,7 @@
 
 #include "gtest/gtest.h"
 #include "backend/memory/testing/test_mappings.h"
+#include "vhost-rdma/vhost_user/eventfd_io.h"
 #include "vhost-rdma/vhost_user/frontend.h"
 #include "vhost-rdma/vhost_user/vring.h"
 
@@ -871,6 +872,51 @@ TEST_F(ConnectionTest, FullCallEventfdDoesNotBlockTheBackend) {
   EXPECT_EQ(Used(*fe)->idx, 2);
   ASSERT_EQ(read(call, &got, sizeof(got)), 8);
   EXPECT_EQ(got, 1u);
+  close(call);
+  close(kick);
+}
+
+// Rule: a call fd the frontend made blocking again (it shares the file
+// description) and filled is given up when the watchdog interrupts the
+// write, and the connection ends at the frontend's next message.
+TEST_F(ConnectionTest, CallFdMadeBlockingAgainEndsTheConnection) {
+  auto watchdog = FdWatchdog::Start(std::chrono::milliseconds(5));
+  ASSERT_NE(watchdog, nullptr);
+  auto fe = ConnectAndNegotiate();
+  ASSERT_NE(fe, nullptr);
+  SetupRing(*fe, 0);
+  const int call = eventfd(0, EFD_CLOEXEC);
+  const int kick = eventfd(0, EFD_CLOEXEC);
+  const uint64_t idx = 0;
+  ASSERT_EQ(fe->Request(R(Request::kSetVringCall), Bytes(idx), {&call, 1}), Status::kOk);
+  ASSERT_EQ(fe->Request(R(Request::kSetVringKick), Bytes(idx), {&kick, 1}), Status::kOk);
+  ASSERT_EQ(fe->EnableQueue(0, true), Status::kOk);
+  Virtqueue* vq = device_.vq(0);
+  ASSERT_NE(vq, nullptr);
+  // The daemon made it non-blocking; the frontend undoes that and fills it.
+  ASSERT_TRUE(fcntl(call, F_GETFL) & O_NONBLOCK);
+  ASSERT_EQ(fcntl(call, F_SETFL, fcntl(call, F_GETFL) & ~O_NONBLOCK), 0);
+  const uint64_t max = 0xfffffffffffffffe;
+  ASSERT_EQ(write(call, &max, sizeof(max)), 8);
+
+  auto buf = fe->AllocGpa(8, 8);
+  Avail(*fe)->ring[kRing] = Used(*fe)->idx;
+  PostBuffer(*fe, 0, *buf);
+  auto chain = vq->Pop();
+  ASSERT_TRUE(chain.has_value() && chain->ok());
+  vq->Push(0, 0);
+  uint64_t got;
+  EXPECT_TRUE(ReturnsPromptly(
+      [&] {
+        watchdog->WatchThisThread();
+        vq->NotifyGuest();
+      },
+      [&] { (void)!read(call, &got, sizeof(got)); }))
+      << "the backend blocked writing a call eventfd made blocking";
+  EXPECT_TRUE(vq->call_stalled());
+  EXPECT_EQ(watchdog->interrupts(), 1u);
+  // The next message finds the stalled queue: the connection is gone.
+  EXPECT_NE(fe->Request(R(Request::kGetFeatures), {}, {}), Status::kOk);
   close(call);
   close(kick);
 }

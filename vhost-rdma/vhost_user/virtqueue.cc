@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "vhost-rdma/vhost_user/eventfd_io.h"
 #include "vhost-rdma/vhost_user/vring.h"
 
 namespace vrdma::vhost {
@@ -209,7 +210,7 @@ void Virtqueue::Push(uint16_t head, uint32_t written) {
 }
 
 void Virtqueue::NotifyGuest() {
-  if (!ready_ || call_fd < 0) return;
+  if (!ready_ || call_fd < 0 || call_stalled()) return;
   if (last_used_idx_ == signalled_used_) return;  // nothing new for the guest
   std::atomic_thread_fence(std::memory_order_seq_cst);
   auto* avail = static_cast<VringAvail*>(avail_);
@@ -221,12 +222,12 @@ void Virtqueue::NotifyGuest() {
     notify = !(LoadU16(&avail->flags) & kVringAvailFNoInterrupt);
   }
   signalled_used_ = last_used_idx_;
-  if (notify) {
-    const uint64_t one = 1;
-    // call_fd is a non-blocking eventfd (CheckEventFd): a counter the
-    // frontend left at its maximum fails with EAGAIN, which means "already
-    // signalled"; the guest still sees the used index.
-    [[maybe_unused]] ssize_t r = write(call_fd, &one, sizeof(one));
+  // A counter the frontend left at its maximum means "already signalled"
+  // (the guest still sees the used index). A write that would block (the
+  // frontend made the fd blocking again) is interrupted by the watchdog:
+  // this queue never signals that fd again, and its connection ends.
+  if (notify && SignalEventFd(call_fd) == EventFdResult::kStalled) {
+    call_stalled_.store(true, std::memory_order_release);
   }
 }
 

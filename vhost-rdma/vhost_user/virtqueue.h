@@ -12,6 +12,7 @@
 #define VRDMA_VHOST_RDMA_VHOST_USER_VIRTQUEUE_H_
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -85,6 +86,9 @@ class Virtqueue {
 
   bool ready() const { return ready_; }
   bool broken() const { return broken_; }
+  // A signal to call_fd would have blocked (eventfd_io.h): the queue stopped
+  // signalling it. From any thread; the connection ends on it.
+  bool call_stalled() const { return call_stalled_.load(std::memory_order_acquire); }
   uint16_t size() const { return size_; }
   uint16_t last_avail_idx() const { return last_avail_idx_; }
 
@@ -105,6 +109,7 @@ class Virtqueue {
   bool event_idx_ = false;
   bool ready_ = false;
   bool broken_ = false;
+  std::atomic<bool> call_stalled_{false};
 };
 
 }  // namespace vrdma::vhost

@@ -5,11 +5,13 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <string>
 
 #include "gtest/gtest.h"
+#include "vhost-rdma/vhost_user/eventfd_io.h"
 #include "vhost-rdma/vhost_user/test_guest_ram.h"
 #include "vhost-rdma/vhost_user/vring.h"
 
@@ -341,6 +343,35 @@ TEST_F(VirtqueueTest, NotifyHonoursUsedEvent) {
   EXPECT_FALSE(signalled[1]);
   EXPECT_TRUE(signalled[2]);
   EXPECT_FALSE(signalled[3]);
+  close(call);
+}
+
+// A frontend that makes its call fd blocking and fills the counter: the
+// signal is interrupted, the queue stops signalling that fd, and says so
+// (the connection ends on it).
+TEST_F(VirtqueueTest, ACallFdThatWouldBlockIsGivenUp) {
+  auto watchdog = FdWatchdog::Start(std::chrono::milliseconds(5));
+  ASSERT_NE(watchdog, nullptr);
+  watchdog->WatchThisThread();
+  StartRing();
+  const int call = eventfd(0, EFD_CLOEXEC);  // blocking
+  const uint64_t full = 0xfffffffffffffffeull;
+  ASSERT_EQ(write(call, &full, sizeof(full)), 8);
+  vq_.call_fd = call;
+  ring_.SetDesc(0, kBuf, 8);
+  ring_.Publish(0);
+  ring_.Publish(0);
+  auto a = vq_.Pop();
+  ASSERT_TRUE(a.has_value() && a->ok());
+  vq_.Push(0, 0);
+  vq_.NotifyGuest();
+  EXPECT_TRUE(vq_.call_stalled());
+  EXPECT_EQ(watchdog->interrupts(), 1u);
+  auto b = vq_.Pop();
+  ASSERT_TRUE(b.has_value() && b->ok());
+  vq_.Push(0, 0);
+  vq_.NotifyGuest();  // given up: not tried again
+  EXPECT_EQ(watchdog->interrupts(), 1u);
   close(call);
 }
 
