@@ -5,6 +5,20 @@
 
 namespace vrdma::model {
 
+bool ModelWorld::RemoveGid(const Gid& gid, HostId host) {
+  auto it = gids_.find(gid);
+  if (it == gids_.end() || it->second != host) return false;
+  gids_.erase(it);
+  return true;
+}
+
+bool ModelWorld::HostOfGid(const Gid& gid, HostId* host) const {
+  auto it = gids_.find(gid);
+  if (it == gids_.end()) return false;
+  *host = it->second;
+  return true;
+}
+
 ModelRnic::ModelRnic(ModelWorld& world, const NicParams& nic) : world_(world) {
   host_ = world_.sim().AddHost(nic);
 }
@@ -29,8 +43,13 @@ RnicLimits ModelRnic::limits() const {
   return l;
 }
 
-Status ModelRnic::AddGid(const Gid&) { return Status::kOk; }
-Status ModelRnic::RemoveGid(const Gid&) { return Status::kOk; }
+Status ModelRnic::AddGid(const Gid& gid) {
+  if (gid == Gid{}) return Status::kInvalid;
+  return world_.AddGid(gid, host_) ? Status::kOk : Status::kBusy;  // one card per GID
+}
+Status ModelRnic::RemoveGid(const Gid& gid) {
+  return world_.RemoveGid(gid, host_) ? Status::kOk : Status::kBadHandle;
+}
 Result<RnicPd> ModelRnic::AllocPd() { return RnicPd{next_pd_++}; }
 Status ModelRnic::DeallocPd(RnicPd) { return Status::kOk; }
 
@@ -57,13 +76,15 @@ Result<RnicSrq> ModelRnic::CreateSrq(RnicPd, uint32_t, uint32_t) { return Status
 Status ModelRnic::DestroySrq(RnicSrq) { return Status::kUnsupported; }
 
 Result<RnicQp> ModelRnic::CreateQp(const QpInit& init) {
-  if (init.type == QpType::kUd || init.has_srq) return Status::kUnsupported;
+  if (init.has_srq) return Status::kUnsupported;
   if (init.send_cq.id < 1 || init.send_cq.id > cqs_.size() || init.recv_cq.id < 1 ||
       init.recv_cq.id > cqs_.size()) {
     return Status::kBadHandle;
   }
   QpConfig c;
-  c.transport = init.type == QpType::kUc ? Transport::kUc : Transport::kRc;
+  c.transport = init.type == QpType::kUc   ? Transport::kUc
+                : init.type == QpType::kUd ? Transport::kUd
+                                           : Transport::kRc;
   c.send_cq = cqs_[init.send_cq.id - 1];
   c.recv_cq = cqs_[init.recv_cq.id - 1];
   c.sq_depth = std::max<uint32_t>(init.caps.max_send_wr, 1);
@@ -98,7 +119,7 @@ Status ModelRnic::ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) {
                     (from == QpState::kRtr && to == QpState::kRts) ||
                     (from == QpState::kRts && to == QpState::kRts);
     if (!ok) return Status::kBadState;
-    if (to == QpState::kRtr) {
+    if (to == QpState::kRtr && e->type != QpType::kUd) {  // UD: no peer
       if (!(mask & kQpDestQpn) || attr.dest_qpn == 0) return Status::kInvalid;
       if (!world_.sim().Connect(e->model, attr.dest_qpn - 1)) return Status::kInvalid;
     }
@@ -130,8 +151,20 @@ Status ModelRnic::DestroyQp(RnicQp qp) {
   return Status::kOk;
 }
 
-Result<RnicAh> ModelRnic::CreateAh(RnicPd, const AddressVector&) { return Status::kUnsupported; }
-Status ModelRnic::DestroyAh(RnicAh) { return Status::kUnsupported; }
+Result<RnicAh> ModelRnic::CreateAh(RnicPd, const AddressVector& av) {
+  HostId own = 0, dst = 0;
+  // Like a real RNIC's sgid_index check: only a GID of this card; and the
+  // model must know which card the dgid names.
+  if (!world_.HostOfGid(av.sgid, &own) || own != host_) return Status::kInvalid;
+  if (!world_.HostOfGid(av.dgid, &dst)) return Status::kInvalid;
+  ahs_.push_back(AhEntry{true, dst});
+  return RnicAh{static_cast<uint32_t>(ahs_.size())};
+}
+Status ModelRnic::DestroyAh(RnicAh ah) {
+  if (ah.id < 1 || ah.id > ahs_.size() || !ahs_[ah.id - 1].live) return Status::kBadHandle;
+  ahs_[ah.id - 1].live = false;
+  return Status::kOk;
+}
 
 WrOpcode WrOpcodeOf(Op op) {
   switch (op) {
@@ -163,6 +196,11 @@ bool ModelRnic::ToModelWr(const SendWr& in, Wr* out) const {
       in.opcode == WrOpcode::kRdmaRead) {
     w.remote_mr = world_.MrOfKey(in.rkey, 2, &iova);
     if (w.remote_mr != kNoMr) w.remote_offset = in.remote_addr - iova;
+  }
+  if (in.ah.id != 0) {  // UD: the AH's card and a QP of the world
+    if (in.ah.id > ahs_.size() || !ahs_[in.ah.id - 1].live || in.remote_qpn == 0) return false;
+    w.ah_host = ahs_[in.ah.id - 1].host;
+    w.ah_qp = in.remote_qpn - 1;
   }
   switch (in.opcode) {
     case WrOpcode::kRdmaWrite: w.op = Op::kWrite; break;
@@ -212,14 +250,27 @@ int ModelRnic::PostSend(RnicQp qp, std::span<const SendWr> wrs, Status* first_er
   // Post-list semantics: one model post (one doorbell) per run of WRs.
   constexpr int kChunk = 32;
   Wr buf[kChunk];
+  const uint32_t mtu = world_.sim().nic(host_).mtu_bytes;
   while (done < static_cast<int>(wrs.size())) {
     int n = 0;
+    Status bad = Status::kOk;
     while (n < kChunk && done + n < static_cast<int>(wrs.size())) {
-      if (!ToModelWr(wrs[done + n], &buf[n])) break;
+      const SendWr& in = wrs[done + n];
+      // UD carries SENDs of at most one MTU, each addressed by an AH.
+      if (e->type == QpType::kUd &&
+          (in.ah.id == 0 || in.total_length() > mtu ||
+           (in.opcode != WrOpcode::kSend && in.opcode != WrOpcode::kSendWithImm))) {
+        bad = Status::kInvalid;
+        break;
+      }
+      if (!ToModelWr(in, &buf[n])) {
+        bad = in.ah.id != 0 ? Status::kInvalid : Status::kUnsupported;
+        break;
+      }
       ++n;
     }
     if (n == 0) {
-      if (first_error) *first_error = Status::kUnsupported;
+      if (first_error) *first_error = bad;
       return done;
     }
     const int accepted = world_.sim().PostSend(e->model, std::span<const Wr>(buf, n));
@@ -263,6 +314,7 @@ Completion ModelRnic::ToCompletion(const Cqe& c) {
   }
   o.byte_len = c.bytes;
   o.qpn = c.qp + 1;
+  if (c.src_qp != kNoQp) o.src_qpn = c.src_qp + 1;
   o.timestamp_ns = c.time / kPicosPerNano;
   if (c.recv) {
     o.opcode = c.op == Op::kWriteImm ? WcOpcode::kRecvRdmaWithImm : WcOpcode::kRecv;

@@ -19,13 +19,19 @@
 // own preemption uses (limits().cross_channel), atomics (CAS/FAA) and the
 // retry attributes (retry_cnt, rnr_retry, min_rnr_timer): an exhausted count
 // completes the WR with kRetryExcErr/kRnrRetryExcErr, flushes the rest
-// (kWrFlushErr) and QueryQp reports kErr. Not modelled behind this
-// interface: UD, SRQ, flush of outstanding work on a ModifyQp to kErr
-// (posting then fails with kBadState, but no kWrFlushErr completions are
-// generated).
+// (kWrFlushErr) and QueryQp reports kErr.
+// UD: the world maps every GID a card registered (AddGid) to that card's
+// host; CreateAh resolves the address vector's dgid to a host there (an
+// unknown dgid, or an sgid this card did not register, is kInvalid), and a
+// UD SEND names its destination by that AH and remote_qpn (a QPN of any
+// card). Receive completions carry the sender's QPN (src_qpn).
+// Not modelled behind this interface: SRQ, Q_Key checks, flush of
+// outstanding work on a ModifyQp to kErr (posting then fails with
+// kBadState, but no kWrFlushErr completions are generated).
 #ifndef VRDMA_BACKEND_RNIC_MODEL_MODEL_RNIC_H_
 #define VRDMA_BACKEND_RNIC_MODEL_MODEL_RNIC_H_
 
+#include <map>
 #include <vector>
 
 #include "backend/rnic/rnic.h"
@@ -59,11 +65,19 @@ class ModelWorld {
   void clear_mr(MrId mr) {
     if (mr < mr_iova_.size()) mr_iova_[mr] = kNoIova;
   }
+  // GIDs of the world's cards (ModelRnic::AddGid): which host each names.
+  // Add: false when the GID is already some card's.
+  bool AddGid(const Gid& gid, HostId host) { return gids_.emplace(gid, host).second; }
+  // False when the GID is not host's.
+  bool RemoveGid(const Gid& gid, HostId host);
+  // The host that registered gid; false when none did.
+  bool HostOfGid(const Gid& gid, HostId* host) const;
 
  private:
   static constexpr uint64_t kNoIova = ~uint64_t{0};
   Simulator sim_;
   std::vector<uint64_t> mr_iova_;
+  std::map<Gid, HostId> gids_;
 };
 
 // The rnic.h opcode a model operation stands for (the inverse of the
@@ -109,7 +123,9 @@ class ModelRnic final : public Rnic {
   }
 
   // Translation used by PostSend; exposed so tests can check that the
-  // adapter and the bench's direct use of the simulator agree.
+  // adapter and the bench's direct use of the simulator agree. A WR naming
+  // an AH (UD) gets the AH's host and remote_qpn's model QP; false for a
+  // stale AH or an opcode the model lacks.
   bool ToModelWr(const SendWr& in, Wr* out) const;
   static Completion ToCompletion(const Cqe& c);
 
@@ -120,15 +136,20 @@ class ModelRnic final : public Rnic {
     QpAttr attr;
     QpType type = QpType::kRc;
   };
+  struct AhEntry {
+    bool live = false;
+    HostId host = 0;  // the card the AH's dgid names
+  };
   QpEntry* Find(RnicQp qp);
   const QpEntry* Find(RnicQp qp) const;
 
   ModelWorld& world_;
   HostId host_ = 0;
   Picos quantum_ = NsToPs(1000);
-  uint32_t next_pd_ = 1, next_ah_ = 1;
+  uint32_t next_pd_ = 1;
   std::vector<CqId> cqs_;          // RnicCq.id - 1 -> model CQ
   std::vector<QpEntry> qps_;       // RnicQp.id - 1
+  std::vector<AhEntry> ahs_;       // RnicAh.id - 1
 };
 
 }  // namespace vrdma::model

@@ -77,6 +77,107 @@ TEST(ModelRnic, StateMachineAndUnsupported) {
   EXPECT_EQ(err, Status::kBadHandle);
 }
 
+Gid GidOf(uint8_t host) {
+  Gid g{};
+  g[0] = 0xfe;
+  g[15] = host;
+  return g;
+}
+
+// UD through the Rnic interface: GIDs name cards, an AH resolves its dgid
+// to a card, a SEND goes to remote_qpn there and the receive completion
+// names the sender's QPN; a UD SEND with no receive posted is dropped.
+TEST(ModelRnic, UdSendThroughAddressHandle) {
+  Cards c;
+  c.SetUp(QpType::kUd);
+  ASSERT_EQ(c.a.AddGid(GidOf(1)), Status::kOk);
+  ASSERT_EQ(c.b.AddGid(GidOf(2)), Status::kOk);
+  EXPECT_EQ(c.b.AddGid(GidOf(1)), Status::kBusy);        // a's already
+  EXPECT_EQ(c.a.AddGid(Gid{}), Status::kInvalid);
+  EXPECT_EQ(c.a.RemoveGid(GidOf(2)), Status::kBadHandle);  // b's, not a's
+  QpAttr at;
+  for (auto [rnic, qp] : {std::pair{&c.a, c.qa}, std::pair{&c.b, c.qb}}) {
+    for (QpState st : {QpState::kInit, QpState::kRtr, QpState::kRts}) {
+      at.state = st;  // no dest_qpn: UD has no peer
+      ASSERT_EQ(rnic->ModifyQp(qp, at, kQpState), Status::kOk);
+    }
+  }
+  AddressVector av;
+  av.sgid = GidOf(1);
+  av.dgid = GidOf(9);
+  EXPECT_EQ(c.a.CreateAh(RnicPd{1}, av).status(), Status::kInvalid);  // unknown dgid
+  av.sgid = GidOf(2);
+  av.dgid = GidOf(2);
+  EXPECT_EQ(c.a.CreateAh(RnicPd{1}, av).status(), Status::kInvalid);  // sgid not a's
+  av.sgid = GidOf(1);
+  Result<RnicAh> ah = c.a.CreateAh(RnicPd{1}, av);
+  ASSERT_TRUE(ah.ok());
+
+  RecvWr r;
+  r.wr_id = 41;
+  ASSERT_EQ(c.b.PostRecv(c.qb, {&r, 1}, nullptr), 1);
+  SendWr w = MakeWr(7, WrOpcode::kSend, 1024);
+  w.ah = *ah;
+  w.remote_qpn = c.qb.qpn;
+  Wr mw;
+  ASSERT_TRUE(c.a.ToModelWr(w, &mw));
+  EXPECT_EQ(mw.ah_host, c.b.host());
+  EXPECT_EQ(mw.ah_qp + 1, c.qb.qpn);
+  Status err = Status::kOk;
+  ASSERT_EQ(c.a.PostSend(c.qa, {&w, 1}, &err), 1);
+  Completion out[4];
+  int na = 0, nb = 0;
+  for (int i = 0; i < 100 && (na == 0 || nb == 0); ++i) {
+    c.a.Progress();
+    if (na == 0) na = c.a.PollCq(c.cqa, out);
+    if (nb == 0) nb = c.b.PollCq(c.cqb, {out + 2, 2});
+  }
+  ASSERT_EQ(na, 1);
+  ASSERT_EQ(nb, 1);
+  EXPECT_EQ(out[0].wr_id, 7u);
+  EXPECT_EQ(out[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(out[2].wr_id, 41u);
+  EXPECT_EQ(out[2].opcode, WcOpcode::kRecv);
+  EXPECT_EQ(out[2].byte_len, 1024u);
+  EXPECT_EQ(out[2].qpn, c.qb.qpn);
+  EXPECT_EQ(out[2].src_qpn, c.qa.qpn);
+
+  // No receive posted: the sender completes, the receiver sees nothing.
+  w.wr_id = 8;
+  ASSERT_EQ(c.a.PostSend(c.qa, {&w, 1}, &err), 1);
+  na = nb = 0;
+  for (int i = 0; i < 100; ++i) {
+    c.a.Progress();
+    na += c.a.PollCq(c.cqa, out);
+    nb += c.b.PollCq(c.cqb, {out + 2, 2});
+  }
+  EXPECT_EQ(na, 1);
+  EXPECT_EQ(nb, 0);
+
+  // What UD refuses: no AH, over one MTU, not a SEND, a destroyed AH.
+  SendWr bad = w;
+  bad.ah = RnicAh{};
+  EXPECT_EQ(c.a.PostSend(c.qa, {&bad, 1}, &err), 0);
+  EXPECT_EQ(err, Status::kInvalid);
+  bad = w;
+  bad.sge[0].length = c.a.limits().active_mtu_bytes + 1;
+  err = Status::kOk;
+  EXPECT_EQ(c.a.PostSend(c.qa, {&bad, 1}, &err), 0);
+  EXPECT_EQ(err, Status::kInvalid);
+  bad = w;
+  bad.opcode = WrOpcode::kRdmaWrite;
+  err = Status::kOk;
+  EXPECT_EQ(c.a.PostSend(c.qa, {&bad, 1}, &err), 0);
+  EXPECT_EQ(err, Status::kInvalid);
+  ASSERT_EQ(c.a.DestroyAh(*ah), Status::kOk);
+  EXPECT_EQ(c.a.DestroyAh(*ah), Status::kBadHandle);
+  err = Status::kOk;
+  EXPECT_EQ(c.a.PostSend(c.qa, {&w, 1}, &err), 0);
+  EXPECT_EQ(err, Status::kInvalid);
+  EXPECT_EQ(c.a.RemoveGid(GidOf(1)), Status::kOk);
+  EXPECT_EQ(c.a.CreateAh(RnicPd{1}, av).status(), Status::kInvalid);  // sgid gone
+}
+
 TEST(ModelRnic, SendQueueFullIsNoResource) {
   Cards c;
   c.SetUp(QpType::kRc, 4);

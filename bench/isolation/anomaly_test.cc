@@ -113,6 +113,48 @@ TEST(Anomaly, LatencyAndMessageTenantsCoexist) {
   EXPECT_LT(r.alone[1].mmps / r.together[1].mmps, 1.1);
 }
 
+// Husky (NSDI'23) via SwiftRDMA §3.3: an RNR storm on one QP takes another
+// QP from > 90 to 0.018 Gbps (x5000). The model's storm is bounded by the
+// attacker's retry loop (rnr_timer 10 us, 128 RNR NAKs of 1 us each per
+// round on the receiver's RX pipeline): ~x6, the range of
+// 95_protocol_ops.yaml. It under-estimates the paper.
+TEST(Anomaly, RnrStormStarvesAnotherTenantIntoTheSameCard) {
+  for (const std::string victim : {"write", "send"}) {
+    AloneTogether r = RunBoth(Builtin("rnr_storm_" + victim, 0.5, {{"victim", victim}}));
+    ASSERT_GT(r.alone[0].gbps, 90.0) << victim;
+    const double fall = r.alone[0].gbps / r.together[0].gbps;
+    EXPECT_GE(fall, 4.0) << victim;
+    EXPECT_LE(fall, 50.0) << victim;
+    EXPECT_EQ(r.together[1].messages, 0u) << "the attacker's SENDs never complete";
+  }
+  // From the victim's own sending card the storm still halves it.
+  AloneTogether same = RunBoth(Builtin("rnr_storm_same_host", 0.5));
+  EXPECT_GE(same.alone[0].gbps / same.together[0].gbps, 1.5);
+  // rnr_retry 3: the attacker's QP fails early and the victim keeps its rate.
+  AloneTogether bounded = RunBoth(Builtin("rnr_storm_bounded", 0.5));
+  EXPECT_LE(bounded.alone[0].gbps / bounded.together[0].gbps, 1.1);
+  EXPECT_GT(bounded.together[1].errors, 0u) << "its WRs completed in error";
+}
+
+// No paper figure (Husky reports that atomics attackers hurt victims, with no
+// number): CAS on one address serialise on one atomic unit of the target
+// card and stall its RX pipeline, so another tenant's READs from that card
+// lose x2.5 at least (95_protocol_ops.yaml).
+TEST(Anomaly, AtomicsAttackerSlowsAnotherTenantsReads) {
+  AloneTogether r = RunBoth(Builtin("atomics_attacker", 0.5));
+  ASSERT_GT(r.alone[0].gbps, 90.0);
+  EXPECT_GE(r.alone[0].gbps / r.together[0].gbps, 2.5);
+  EXPECT_NEAR(r.together[1].mmps, 2.5, 0.2) << "one address: one unit, 400 ns each";
+}
+
+// A UD message-rate tenant next to an RC bandwidth tenant loses its rate as
+// an RC one does (Justitia §3.1.1: >= x2.85 for RC; no UD figure).
+TEST(Anomaly, UdMessageRateFallsNextToBandwidthTenant) {
+  AloneTogether r = RunBoth(Builtin("ud_m_vs_b", 0.5));
+  EXPECT_NEAR(r.alone[0].mmps, 13.0, 1.0) << "UD posts at the QP's rate like RC";
+  EXPECT_GE(r.alone[0].mmps / r.together[0].mmps, 2.5);
+}
+
 // The bench really runs the scheduler stage and its policy: a policy that
 // gates every flow and grants one piece per microsecond from its timer paces
 // a 13 Mmps tenant down to 1 Mmps on the virtual clock, and sees every WR.

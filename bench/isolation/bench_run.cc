@@ -48,13 +48,18 @@ std::string CheckRunnable(const ScenarioSpec& spec) {
     auto refuse = [&](const std::string& what) {
       out += fmt::format("{}{} is not supported by the RNIC model yet\n", at, what);
     };
-    if (t.transport == Transport::kUd) refuse(".qps.type: ud");
-    for (const OpShare& o : t.ops) {
-      if (o.op == OpKind::kCas) refuse(".ops: cas");
-      if (o.op == OpKind::kFaa) refuse(".ops: faa");
-    }
     if (t.mrs.count > 0) refuse(".mrs: registering memory regions");
     if (t.inline_data) refuse(".inline: inline data");
+    // The file allows a UD message of one 4096-byte MTU; the card's may be
+    // smaller.
+    model::NicParams nic;
+    if (!model::PresetByName(spec.preset, &nic)) nic = model::ConnectX6RoCE100();
+    for (const SizeShare& z : t.sizes) {
+      if (t.transport == Transport::kUd && z.bytes > nic.mtu_bytes) {
+        out += fmt::format("{}.size: a ud message of {} bytes is over the MTU of card {} ({})\n",
+                           at, z.bytes, spec.preset, nic.mtu_bytes);
+      }
+    }
   }
   if (!out.empty()) out.pop_back();
   return out;
@@ -72,6 +77,9 @@ std::string AloneKey(const ScenarioSpec& s, const TenantSpec& t) {
   key += fmt::format("|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", t.qps_per_process,
                      static_cast<int>(t.mode), t.tx_depth, t.rate_mps, t.start_us, t.stop_us,
                      t.turnaround_ns, t.src_host, t.dst_host, t.inline_data, t.mrs.count);
+  key += fmt::format("|r{}|{}|{}|{}", t.recv_depth ? static_cast<int64_t>(*t.recv_depth) : -1,
+                     t.rnr_retry ? *t.rnr_retry : -1, t.retry_cnt ? *t.retry_cnt : -1,
+                     t.rnr_timer ? *t.rnr_timer : -1);
   for (const OpShare& o : t.ops) key += fmt::format("|o{}:{}", static_cast<int>(o.op), o.weight);
   for (const SizeShare& z : t.sizes) key += fmt::format("|s{}:{}", z.bytes, z.weight);
   return key;
@@ -95,9 +103,26 @@ model::Op ModelOp(OpKind op) {
     case OpKind::kSend: return model::Op::kSend;
     case OpKind::kSendImm: return model::Op::kSendImm;
     case OpKind::kRead: return model::Op::kRead;
-    default: return model::Op::kWrite;  // cas/faa: refused by CheckRunnable
+    case OpKind::kCas: return model::Op::kCas;
+    case OpKind::kFaa: return model::Op::kFaa;
+    case OpKind::kWrite: break;
   }
+  return model::Op::kWrite;
 }
+
+QpType QpTypeOf(Transport t) {
+  switch (t) {
+    case Transport::kUc: return QpType::kUc;
+    case Transport::kUd: return QpType::kUd;
+    case Transport::kRc: break;
+  }
+  return QpType::kRc;
+}
+
+// Each tenant's atomics go to one 8-byte word of its own at its peer (all
+// its QPs share it, like a counter): a tenant's atomics serialise on one
+// atomic unit of that card (NicParams::num_atomic_units).
+uint64_t AtomicAddress(size_t tenant) { return 0x10000 * (uint64_t{tenant} + 1); }
 
 // splitmix64: the draws of op and size mixes, reproducible from the seed.
 uint64_t NextRandom(uint64_t* state) {
@@ -189,7 +214,9 @@ class Runner final : public model::TimerSink {
     ModelHost* host = nullptr;
     sched::FlowId flow = sched::kNoFlow;
     RnicQp qp, peer;
+    RnicAh ah;                    // UD: towards peer's card
     uint32_t outstanding = 0;
+    bool failed = false;          // a WR completed in error: the QP is dead
     uint32_t seq = 0;
     uint32_t mask = 0;
     uint64_t bytes_at_warmup = 0;
@@ -214,6 +241,7 @@ class Runner final : public model::TimerSink {
   struct Tenant {
     uint64_t messages = 0;
     uint64_t bytes = 0;
+    uint64_t errors = 0;
     std::vector<Picos> mct_ps;
   };
 
@@ -247,6 +275,25 @@ class Runner final : public model::TimerSink {
     (void)b.ModifyQp(qb, at, kQpState);
   }
 
+  // A UD QP has no peer: straight to RTS.
+  static void BringUpUd(model::ModelRnic& r, RnicQp q) {
+    QpAttr at;
+    for (QpState st : {QpState::kInit, QpState::kRtr, QpState::kRts}) {
+      at.state = st;
+      (void)r.ModifyQp(q, at, kQpState);
+    }
+  }
+
+  // The tenant's RC retry attributes, when it sets any, on one end.
+  static void SetRetry(model::ModelRnic& r, RnicQp q, const TenantSpec& s) {
+    Result<QpAttr> at = r.QueryQp(q);
+    if (!at.ok()) return;
+    at->retry_cnt = s.retry_cnt.value_or(7);
+    at->rnr_retry = s.rnr_retry.value_or(7);
+    at->min_rnr_timer = s.rnr_timer.value_or(1);  // the model's default, 10 us
+    (void)r.ModifyQp(q, *at, kQpRetryCnt | kQpRnrRetry | kQpMinRnrTimer);
+  }
+
   void SetUpTenant(size_t ti) {
     const TenantSpec& s = spec_.tenants[ti];
     ModelHost& src = *hosts_[s.src_host];
@@ -257,12 +304,10 @@ class Runner final : public model::TimerSink {
     src.stage().AddTenant(static_cast<policy::TenantId>(ti), qos);
     const uint32_t depth = Depth(s) + s.batch;
     bool receives = false;
-    for (const OpShare& o : s.ops) {
-      // SENDs (split ones take a receive per piece) and WRITE with
-      // immediate consume receives; the guest reposts at once.
-      receives = receives || o.op == OpKind::kSend || o.op == OpKind::kSendImm ||
-                 o.op == OpKind::kWriteImm;
-    }
+    // SENDs (split ones take a receive per piece) and WRITE with immediate
+    // consume receives; the guest reposts at once.
+    for (const OpShare& o : s.ops) receives = receives || ConsumesReceive(o.op);
+    const bool ud = s.transport == Transport::kUd;
     for (uint32_t p = 0; p < s.processes; ++p) {
       const uint32_t proc = static_cast<uint32_t>(procs_.size());
       procs_.emplace_back();
@@ -276,21 +321,34 @@ class Runner final : public model::TimerSink {
         q->host = &src;
         q->rng = spec_.seed * 0x9E3779B97F4A7C15ull + q->index;
         QpInit init;
-        init.type = s.transport == Transport::kUc ? QpType::kUc : QpType::kRc;
+        init.type = QpTypeOf(s.transport);
         init.caps.max_send_wr = depth;
         init.send_cq = init.recv_cq = src.cq();
         q->qp = *src.rnic().CreateQp(init);
         init.send_cq = init.recv_cq = dst.cq();
         q->peer = *dst.rnic().CreateQp(init);
-        Connect(src.rnic(), q->qp, dst.rnic(), q->peer);
-        q->flow = src.AddFlow(static_cast<policy::TenantId>(ti), q->qp, depth,
+        if (ud) {
+          BringUpUd(src.rnic(), q->qp);
+          BringUpUd(dst.rnic(), q->peer);
+          AddressVector av;
+          av.sgid = src.gid();
+          av.dgid = dst.gid();
+          q->ah = *src.rnic().CreateAh(RnicPd{1}, av);
+        } else {
+          Connect(src.rnic(), q->qp, dst.rnic(), q->peer);
+        }
+        if (s.rnr_retry || s.retry_cnt || s.rnr_timer) {
+          SetRetry(src.rnic(), q->qp, s);
+          SetRetry(dst.rnic(), q->peer, s);
+        }
+        q->flow = src.AddFlow(static_cast<policy::TenantId>(ti), q->qp, init.type, depth,
                               s.dst_host, q.get());
         uint32_t cap = 1;
         while (cap < depth) cap <<= 1;
         q->admit.assign(cap, 0);
         q->bytes.assign(cap, 0);
         q->mask = cap - 1;
-        if (receives) dst.AddReceiver(q->peer, 2 * depth + 64);
+        if (receives) dst.AddReceiver(q->peer, s.recv_depth.value_or(2 * depth + 64));
         paths_.insert({s.src_host, s.dst_host});
         procs_[proc].qps.push_back(q.get());
         qps_.push_back(std::move(q));
@@ -323,12 +381,18 @@ class Runner final : public model::TimerSink {
       const OpKind op = s.ops[Pick(s.ops, &q.rng)].op;
       q.drawn.emplace(op, s.sizes[Pick(s.sizes, &q.rng)].bytes);
     }
-    const auto [op, bytes] = *q.drawn;
+    const OpKind op = q.drawn->first;
+    const uint32_t bytes = IsAtomic(op) ? 8 : q.drawn->second;
     SendWr wr;
     wr.opcode = model::WrOpcodeOf(ModelOp(op));
     wr.send_flags = kSendSignaled;
     wr.num_sge = 1;
     wr.sge[0].length = bytes;
+    if (IsAtomic(op)) wr.remote_addr = AtomicAddress(q.tenant);
+    if (q.ah.id != 0) {
+      wr.ah = q.ah;
+      wr.remote_qpn = q.peer.qpn;
+    }
     policy::WrInfo info;
     info.kind = sched::WrKindOf(wr.opcode);
     info.bytes = bytes;
@@ -348,7 +412,7 @@ class Runner final : public model::TimerSink {
   // Closed loop: keep the QP's depth in flight, in batches.
   void FillQp(QpCtx& q) {
     const TenantSpec& s = spec_.tenants[q.tenant];
-    if (Stopped(s)) return;
+    if (Stopped(s) || q.failed) return;
     const Picos now = world_.sim().now();
     const uint32_t depth = Depth(s);
     const uint32_t batch = Batch(s);
@@ -373,7 +437,7 @@ class Runner final : public model::TimerSink {
       QpCtx* q = nullptr;
       for (size_t k = 0; k < p.qps.size() && q == nullptr; ++k) {
         QpCtx* c = p.qps[(p.next_qp + k) % p.qps.size()];
-        if (c->outstanding + batch <= depth) q = c;
+        if (!c->failed && c->outstanding + batch <= depth) q = c;
       }
       if (q == nullptr) break;
       p.next_qp = (std::find(p.qps.begin(), p.qps.end(), q) - p.qps.begin() + 1) % p.qps.size();
@@ -411,11 +475,18 @@ class Runner final : public model::TimerSink {
     for (QpCtx* q : p.qps) FillQp(*q);
   }
 
-  void OnDone(QpCtx& q, uint32_t tag, WcStatus) {
+  void OnDone(QpCtx& q, uint32_t tag, WcStatus status) {
     Tenant& t = tenants_[q.tenant];
     const TenantSpec& s = spec_.tenants[q.tenant];
     const Picos now = world_.sim().now();
     --q.outstanding;
+    if (status != WcStatus::kSuccess) {
+      // The QP is in error (retries ran out) and flushes the rest: its
+      // guest stops posting on it.
+      ++t.errors;
+      q.failed = true;
+      return;
+    }
     const Picos admitted = q.admit[tag & q.mask];
     if (now >= warm_ && now <= end_) {
       ++t.messages;
@@ -446,6 +517,7 @@ class Runner final : public model::TimerSink {
       r.tenant = spec_.tenants[ti].name;
       r.messages = t.messages;
       r.bytes = t.bytes;
+      r.errors = t.errors;
       // Throughput from delivered bytes (a 1 GiB message may not complete
       // inside the window); rate and MCT from completions.
       r.gbps = wire[ti] * 8.0 / (window_us * 1e3);

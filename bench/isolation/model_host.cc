@@ -100,7 +100,16 @@ ModelHost::ModelHost(HostSet& set, const model::NicParams& nic,
   set_.WatchCq(rnic_.model_cq(cq_), this);
   set_.WatchCq(rnic_.model_cq(own_cq_), this);
   set_.Add(this);
+  (void)rnic_.AddGid(gid());
   SetUpPreemptionControl();
+}
+
+Gid ModelHost::gid() const {
+  Gid g{};
+  g[0] = 0xfe;
+  g[1] = 0x80;
+  for (int i = 0; i < 4; ++i) g[12 + i] = static_cast<uint8_t>(id_ >> (24 - 8 * i));
+  return g;
 }
 
 void ModelHost::SetUpPreemptionControl() {
@@ -139,13 +148,14 @@ policy::Nanos ModelHost::now_ns() const {
   return set_.sim().now() / model::kPicosPerNano;
 }
 
-sched::FlowId ModelHost::AddFlow(policy::TenantId tenant, RnicQp qp,
+sched::FlowId ModelHost::AddFlow(policy::TenantId tenant, RnicQp qp, QpType type,
                                  uint32_t depth, sched::DestId dest,
                                  Tenant* tenant_ctx) {
   sched::FlowSpec spec;
   spec.tenant = tenant;
   spec.owner = tenant_ctx;
   spec.qp = qp;
+  spec.type = type;
   spec.send_cq = cq_;
   spec.rnic_depth = depth;
   spec.queue_capacity = depth;

@@ -81,11 +81,17 @@ class ModelHost final : public sched::StageOwner, public model::TimerSink {
   sched::Stage& stage() { return *stage_; }
   policy::Nanos now_ns() const;
 
-  // A tenant QP sending from this host (already connected).
-  sched::FlowId AddFlow(policy::TenantId tenant, RnicQp qp, uint32_t depth,
-                        sched::DestId dest, Tenant* tenant_ctx);
+  // The GID this host's card sends from and is reached at (registered on
+  // its ModelRnic: UD address handles name it).
+  Gid gid() const;
+
+  // A tenant QP sending from this host (already connected, or a UD QP in
+  // RTS).
+  sched::FlowId AddFlow(policy::TenantId tenant, RnicQp qp, QpType type,
+                        uint32_t depth, sched::DestId dest, Tenant* tenant_ctx);
   // A peer QP on this host that receives: the host keeps `count` receives
-  // posted on it (a guest that always has buffers).
+  // posted on it, reposting one per receive completion (count 0: a guest
+  // that never posts any).
   void AddReceiver(RnicQp qp, uint32_t count);
   // The stage's own QP towards dest (probes), send CQ = own_cq().
   RnicCq own_cq() const { return own_cq_; }

@@ -103,7 +103,8 @@ const std::vector<std::string>& TenantKeys() {
       "name",     "shape",    "count",         "qps",      "ops",
       "size",     "batch",    "inline",        "mode",     "depth",
       "mrs",      "rate",     "turnaround_ns", "start_us", "stop_us",
-      "src_host", "dst_host", "weight",        "class"};
+      "src_host", "dst_host", "weight",        "class",    "recv_depth",
+      "rnr_retry", "rnr_timer", "retry_cnt"};
   return keys;
 }
 
@@ -440,6 +441,15 @@ void ScenarioReader::ReadTenant(const View& v, const std::string& path,
   OptUint(v["src_host"], path + ".src_host", 0, hosts - 1, &t->src_host);
   OptUint(v["dst_host"], path + ".dst_host", 0, hosts - 1, &t->dst_host);
   OptUint(v["weight"], path + ".weight", 1, 1000000, &t->weight);
+  uint64_t u = 0;
+  if (v["recv_depth"] && Uint(v["recv_depth"], path + ".recv_depth", 0, 1u << 20, false, &u))
+    t->recv_depth = static_cast<uint32_t>(u);
+  if (v["rnr_retry"] && Uint(v["rnr_retry"], path + ".rnr_retry", 0, 7, false, &u))
+    t->rnr_retry = static_cast<uint8_t>(u);
+  if (v["retry_cnt"] && Uint(v["retry_cnt"], path + ".retry_cnt", 0, 7, false, &u))
+    t->retry_cnt = static_cast<uint8_t>(u);
+  if (v["rnr_timer"] && Uint(v["rnr_timer"], path + ".rnr_timer", 0, 31, false, &u))
+    t->rnr_timer = static_cast<uint8_t>(u);
   if (v["class"]) {
     size_t k = 0;
     if (Choice(v["class"], path + ".class", kClassNames, &k)) {
@@ -558,6 +568,23 @@ void ScenarioReader::CheckTenant(const View& v, const std::string& path,
         Error(v["size"], path + ".size",
               fmt::format("a ud message fits one MTU ({} bytes), got {}",
                           kUdMtu, z.bytes));
+      }
+    }
+  }
+  if (v["recv_depth"]) {
+    bool receives = false;
+    for (const OpShare& o : t.ops) receives = receives || ConsumesReceive(o.op);
+    if (!receives) {
+      Error(v["recv_depth"], path + ".recv_depth",
+            "the tenant's ops consume no receive (only send, send_imm and write_imm do)");
+    }
+  }
+  if (t.transport != Transport::kRc) {
+    for (const char* key : {"rnr_retry", "rnr_timer", "retry_cnt"}) {
+      if (v[key]) {
+        Error(v[key], path + "." + key,
+              fmt::format("only an rc QP retries (qps.type is {})",
+                          kTransportNames[static_cast<size_t>(t.transport)]));
       }
     }
   }

@@ -244,6 +244,37 @@ TEST(ScenarioFileErrors, RdmaRulesBetweenFields) {
             "must be 1");
 }
 
+TEST(ScenarioFile, ReadsReceiveAndRetryFields) {
+  const ScenarioSpec s =
+      Load("scenarios:\n  - name: s\n    tenants:\n"
+           "      - {name: X, ops: send, recv_depth: 0, rnr_retry: 3, rnr_timer: 14, "
+           "retry_cnt: 2}\n"
+           "      - {name: W, ops: {write: 1, write_imm: 1}, recv_depth: 8}\n"
+           "      - {name: D}\n")
+          .scenarios.at(0);
+  EXPECT_EQ(s.tenants[0].recv_depth, 0u);
+  EXPECT_EQ(s.tenants[0].rnr_retry, 3u);
+  EXPECT_EQ(s.tenants[0].rnr_timer, 14u);
+  EXPECT_EQ(s.tenants[0].retry_cnt, 2u);
+  EXPECT_EQ(s.tenants[1].recv_depth, 8u);
+  EXPECT_FALSE(s.tenants[2].recv_depth.has_value()) << "unset: never short";
+  EXPECT_FALSE(s.tenants[2].rnr_retry.has_value()) << "unset: the model's default";
+  EXPECT_NE(AloneKey(s, s.tenants[0]), AloneKey(s, s.tenants[2]));
+}
+
+TEST(ScenarioFileErrors, ReceiveAndRetryFieldRules) {
+  EXPECT_EQ(OnlyError(WithTenant("        recv_depth: 0\n")),
+            "t.yaml:6: s: tenants[1].recv_depth: the tenant's ops consume no receive "
+            "(only send, send_imm and write_imm do)");
+  EXPECT_EQ(OnlyError(WithTenant("        ops: send\n        qps: {type: ud}\n"
+                                 "        rnr_retry: 0\n")),
+            "t.yaml:8: s: tenants[1].rnr_retry: only an rc QP retries (qps.type is ud)");
+  EXPECT_EQ(OnlyError(WithTenant("        retry_cnt: 8\n")),
+            "t.yaml:6: s: tenants[1].retry_cnt: must be between 0 and 7, got 8");
+  EXPECT_EQ(OnlyError(WithTenant("        rnr_timer: 32\n")),
+            "t.yaml:6: s: tenants[1].rnr_timer: must be between 0 and 31, got 32");
+}
+
 TEST(ScenarioFileErrors, EverySweepPointIsChecked) {
   // Point n=0 is bad; the error says which point.
   VarOverrides o;
@@ -298,20 +329,23 @@ TEST(ScenarioFileErrors, UnreadableFile) {
 TEST(CheckRunnable, RefusesWhatTheModelCannotRunYetInOnePlace) {
   LoadedScenarios r = Load(
       "scenarios:\n  - name: s\n    tenants:\n"
-      "      - {name: U, qps: {type: ud}, ops: send, size: 64}\n"
-      "      - {name: A, ops: {write: 1, cas: 1}}\n"
-      "      - {name: M, mrs: {count: 1, size: 4KiB}, inline: true}\n");
+      "      - {name: U, qps: {type: ud}, ops: send, size: 4KiB}\n"
+      "      - {name: A, ops: {write: 1, cas: 1, faa: 1}}\n"
+      "      - {name: M, mrs: {count: 1, size: 4KiB}, inline: true}\n"
+      "  - name: ud_small_mtu\n    card: cx5-40\n    tenants:\n"
+      "      - {name: U, qps: {type: ud}, ops: send, size: 4KiB}\n");
   ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  // UD and atomics run; memory regions and inline data wait for the model.
   EXPECT_EQ(CheckRunnable(r.scenarios[0]),
-            "t.yaml:4: s: tenants[0].qps.type: ud is not supported by the RNIC "
-            "model yet\n"
-            "t.yaml:5: s: tenants[1].ops: cas is not supported by the RNIC "
-            "model yet\n"
             "t.yaml:6: s: tenants[2].mrs: registering memory regions is not "
             "supported by the "
             "RNIC model yet\n"
             "t.yaml:6: s: tenants[2].inline: inline data is not supported by "
             "the RNIC model yet");
+  // The file allows a 4 KiB UD message; this card's MTU is 1 KiB.
+  EXPECT_EQ(CheckRunnable(r.scenarios[1]),
+            "t.yaml:10: ud_small_mtu: tenants[0].size: a ud message of 4096 bytes is over "
+            "the MTU of card cx5-40 (1024)");
   EXPECT_EQ(CheckRunnable(Load(kSwept).scenarios[0]), "");
 }
 
@@ -322,7 +356,7 @@ TEST(Builtins, LoadAndTheModelRunsThemAll) {
   ASSERT_FALSE(files.empty()) << error;
   LoadedScenarios r = LoadScenarioFiles(files, {});
   ASSERT_TRUE(r.errors.empty()) << r.errors.front();
-  EXPECT_EQ(r.scenarios.size(), 43u);
+  EXPECT_EQ(r.scenarios.size(), 50u);
   for (const ScenarioSpec& s : r.scenarios)
     EXPECT_EQ(CheckRunnable(s), "") << s.name;
 }
@@ -407,6 +441,70 @@ TEST(Runner, ProcessesAreIndependentPostingLoops) {
   EXPECT_NEAR(four, 4 * one, 0.1 * 4 * one);
   // One loop over 4 QPs also fills each QP's depth.
   EXPECT_GT(shared, 3 * one);
+}
+
+TEST(Runner, UdTenantsSendThroughAddressHandlesAndNeedReceives) {
+  // One MTU per SEND: the UD tenant fills the link like an RC one.
+  Seen seen, receiver;
+  const std::vector<TenantResult> r = RunScenario(
+      One("{name: U, ops: send, qps: {type: ud, count: 2}, size: 4KiB, depth: 64}"),
+      [&](const policy::CardProfile&, uint32_t host) {
+        return std::make_unique<CountingPolicy>(host == 0 ? &seen : &receiver);
+      },
+      nullptr);
+  EXPECT_GT(r[0].gbps, 90.0);
+  EXPECT_EQ(r[0].errors, 0u);
+  EXPECT_EQ(seen.kinds.size(), 1u);
+  EXPECT_GT(seen.kinds[policy::WrKind::kSend], 1000u);
+  // The receiver posts nothing: every SEND completes at the sender (UD has
+  // no ACK) and is dropped at the receiver, so nothing is delivered.
+  const std::vector<TenantResult> d = RunScenario(
+      One("{name: U, ops: send, qps: {type: ud}, size: 4KiB, depth: 64, recv_depth: 0}"),
+      PassThrough(), nullptr);
+  EXPECT_GT(d[0].messages, 1000u);
+  EXPECT_EQ(d[0].gbps, 0.0);
+}
+
+TEST(Runner, RcSendsIntoAReceiverThatNeverPostsReceives) {
+  // rnr_retry 7 (the default): the sender retries for ever, nothing completes.
+  const std::vector<TenantResult> forever = RunScenario(
+      One("{name: X, ops: send, depth: 8, recv_depth: 0}"), PassThrough(), nullptr);
+  EXPECT_EQ(forever[0].messages, 0u);
+  EXPECT_EQ(forever[0].errors, 0u);
+  // rnr_retry 0: the first RNR NAK fails the QP; its WRs complete in error
+  // (the failing one and the flushed rest) and its guest stops posting.
+  const std::vector<TenantResult> bounded = RunScenario(
+      One("{name: X, ops: send, depth: 8, recv_depth: 0, rnr_retry: 0}"), PassThrough(),
+      nullptr);
+  EXPECT_EQ(bounded[0].messages, 0u);
+  EXPECT_EQ(bounded[0].errors, 8u);
+  // A receiver that keeps a few posted: the sender runs, slower than with
+  // plenty (it waits out an RNR NAK whenever they run short).
+  const double plenty =
+      RunScenario(One("{name: X, ops: send, size: 16, depth: 64}"), PassThrough(), nullptr)[0]
+          .mmps;
+  const double few = RunScenario(One("{name: X, ops: send, size: 16, depth: 64, recv_depth: 4}"),
+                                 PassThrough(), nullptr)[0]
+                         .mmps;
+  EXPECT_GT(few, 0.0);
+  EXPECT_LT(few, plenty / 2);
+}
+
+TEST(Runner, AtomicsOfATenantSerialiseOnOneAddress) {
+  // Each tenant's atomics hit one word of its own: one atomic unit
+  // (atomic_cost 400 ns on cx6-100, 2.5 Mops) whatever the QPs.
+  Seen seen, receiver;
+  const std::vector<TenantResult> r = RunScenario(
+      One("{name: A, ops: {cas: 1, faa: 1}, size: 4KiB, qps: {count: 4}, depth: 16}"),
+      [&](const policy::CardProfile&, uint32_t host) {
+        return std::make_unique<CountingPolicy>(host == 0 ? &seen : &receiver);
+      },
+      nullptr);
+  EXPECT_NEAR(r[0].mmps, 2.5, 0.1);
+  EXPECT_EQ(r[0].errors, 0u);
+  EXPECT_GT(seen.kinds[policy::WrKind::kAtomic], 1000u);
+  EXPECT_EQ(seen.sizes.size(), 1u);
+  EXPECT_GT(seen.sizes[8], 0u) << "atomics carry 8 bytes whatever the size";
 }
 
 }  // namespace

@@ -29,6 +29,13 @@ enum class Mode : uint8_t {
 enum class OpKind : uint8_t { kWrite, kWriteImm, kSend, kSendImm, kRead, kCas, kFaa };
 enum class Transport : uint8_t { kRc, kUc, kUd };
 
+// Whether the op consumes a receive at its destination (the receiving
+// guest must have posted one).
+constexpr bool ConsumesReceive(OpKind op) {
+  return op == OpKind::kSend || op == OpKind::kSendImm || op == OpKind::kWriteImm;
+}
+constexpr bool IsAtomic(OpKind op) { return op == OpKind::kCas || op == OpKind::kFaa; }
+
 struct OpShare {
   OpKind op = OpKind::kWrite;
   uint32_t weight = 1;
@@ -65,6 +72,16 @@ struct TenantSpec {
   double stop_us = 1e18;              // stops posting new work
   uint32_t src_host = 0;
   uint32_t dst_host = 1;
+  // Receives the peer guest keeps posted on each receiving QP (SEND,
+  // SEND_IMM and WRITE_IMM consume them; it reposts one per completion).
+  // Unset: 2 * (depth + batch) + 64, never short. 0: it never posts any (an
+  // RC sender then meets RNR NAKs for ever, or until rnr_retry runs out; UC
+  // and UD SENDs are dropped).
+  std::optional<uint32_t> recv_depth;
+  // RC retry attributes, IB-encoded, on both ends (rnr_timer is the one the
+  // receiver asks senders to wait). Unset: the model's QP defaults (7 =
+  // retry for ever, 7, rnr_timer 1 = 10 us).
+  std::optional<uint8_t> rnr_retry, retry_cnt, rnr_timer;
   // Host CPU time from seeing a completion to posting again (poll + post).
   double turnaround_ns = 100;
   // The VM's QoS as its operator would set it (Justitia reads the class).
@@ -122,6 +139,10 @@ struct TenantResult {
   // Open loop: arrivals dropped because a process already had
   // kMaxBacklog messages waiting to be posted.
   uint64_t dropped = 0;
+  // WRs that completed in error (a QP ran out of retries: the failing WR
+  // and the flushed rest); not in messages, bytes or MCT. The QP's guest
+  // posts nothing more on it.
+  uint64_t errors = 0;
 };
 
 struct RunStats {
