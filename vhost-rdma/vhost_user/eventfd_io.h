@@ -20,6 +20,9 @@
 //
 // A guarded call costs two atomic increments of a per-thread counter; the
 // watchdog thread wakes once per period and reads one counter per thread.
+// A thread preempted for a whole period inside a guarded call that does not
+// wait may get the signal too: harmless, since only a waiting call returns
+// EINTR, and that is the one reported kStalled.
 #ifndef VRDMA_VHOST_RDMA_VHOST_USER_EVENTFD_IO_H_
 #define VRDMA_VHOST_RDMA_VHOST_USER_EVENTFD_IO_H_
 

@@ -108,8 +108,11 @@ TEST(EventFdIoTest, AnUnwatchedWriteToSuchAnFdBlocks) {
   close(fd);
 }
 
-// Guarded calls that do not block are not interrupted, however many.
-TEST(EventFdIoTest, QuickCallsAreNeverInterrupted) {
+// Guarded calls that do not block are never reported stalled, however
+// many, with a watchdog period far below a busy machine's preemption: a
+// thread preempted inside the guarded region may get the signal, but a
+// call that does not wait is not interrupted by it.
+TEST(EventFdIoTest, QuickCallsAreNeverReportedStalled) {
   auto watchdog = FdWatchdog::Start(1ms);
   ASSERT_NE(watchdog, nullptr);
   const int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -124,7 +127,6 @@ TEST(EventFdIoTest, QuickCallsAreNeverInterrupted) {
     return stalled;
   });
   EXPECT_EQ(f.get(), 0);
-  EXPECT_EQ(watchdog->interrupts(), 0u);
   close(fd);
 }
 
