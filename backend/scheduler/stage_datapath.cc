@@ -203,10 +203,17 @@ Stage::Stop Stage::Plan(FlowStorage& f, uint32_t* count) {
   uint64_t bytes_since = f.bytes_since_signal;
   uint32_t i = 0;  // FIFO position of the entry being planned
   uint32_t offset = f.q_count > 0 ? f.entries[f.at(0)].offset : 0;
+  // A piece, its zero-count WAITs and a pause WAIT must fit an empty send
+  // queue, an empty record ring and one pass, or the flow could never post
+  // again (PeRF's sub_msg_size / zero_wait_unit easily asks for more WAITs
+  // than a shallow QP has slots): fewer switch points, never a stuck flow.
+  const uint32_t max_waits = std::min({uint32_t{c.interrupt_waits},
+                                       std::max(f.spec.rnic_depth, 2u) - 2, ring - 2,
+                                       kMaxPass - 2});
   Stop stop = Stop::kEmpty;
   for (;;) {
     if (i >= f.q_count) break;
-    if (n + 1 + c.interrupt_waits > kMaxPass) {
+    if (n + 1 + max_waits > kMaxPass) {
       stop = Stop::kPassFull;
       break;
     }
@@ -252,7 +259,7 @@ Stage::Stop Stage::Plan(FlowStorage& f, uint32_t* count) {
     const uint32_t length = split ? std::min(e.total - offset, chunk)
                                   : e.total;
     const bool last = offset + length == e.total;
-    const uint16_t waits = split && !last ? c.interrupt_waits : 0;
+    const uint32_t waits = split && !last ? max_waits : 0;
     if (c.gated && (credit_pieces <= 0 || credit_bytes <= 0)) {
       stop = Stop::kCredit;
       break;

@@ -505,6 +505,47 @@ TEST_F(StageTest, ZeroCountWaitsSitBetweenPiecesOnlyWhereTheRnicHasThem) {
   EXPECT_EQ(xc.post_calls, 1u) << "pieces and WAITs in one post list";
 }
 
+// PeRF asks for sub_msg_size / zero_wait_unit WAITs per piece (16 for
+// 64 KiB / 4 KiB); a QP only 4 deep cannot hold a piece with 16 WAITs, so
+// the stage gives it as many as fit and the flow moves (it used to plan
+// nothing, forever: two perf-xc bandwidth tenants of depth <= 4 got 0 Gbps).
+TEST_F(StageTest, ZeroCountWaitsAreBoundedByTheQueueDepth) {
+  FakeRnic xc;
+  xc.lim.cross_channel = true;
+  ScriptPolicy pol;
+  RecordingOwner own;
+  Stage st(xc, pol, own);
+  RnicCq cq = *xc.CreateCq(64);
+  QpInit init;
+  init.send_cq = init.recv_cq = cq;
+  init.caps.max_send_wr = 4;
+  RnicQp qp = *xc.CreateQp(init);
+  QpAttr a;
+  a.state = QpState::kRts;
+  (void)xc.ModifyQp(qp, a, kQpState);
+  FlowSpec s;
+  s.qp = qp;
+  s.send_cq = cq;
+  s.rnic_depth = 4;
+  FlowId f = st.AddFlow(Stage::PrepareFlow(s), 0);
+  policy::FlowControl c;
+  c.chunk_bytes = 1024;
+  c.interrupt_waits = 16;
+  pol.M().Configure(f, c);
+  policy::WrInfo info;
+  info.bytes = 3000;
+  info.signaled = true;
+  ASSERT_TRUE(st.Submit(f, Wr(WrOpcode::kRdmaWrite, 3000, true), 1, info, 0));
+  st.Run(0);
+  auto& posted = xc.qps.at(qp.id).sends;
+  ASSERT_FALSE(posted.empty()) << "the flow never posted";
+  EXPECT_EQ(posted[0].opcode, WrOpcode::kRdmaWrite);
+  ASSERT_GE(posted.size(), 3u);
+  EXPECT_EQ(posted[1].opcode, WrOpcode::kWait);  // depth 4: two WAITs
+  EXPECT_EQ(posted[2].opcode, WrOpcode::kWait);
+  if (posted.size() > 3) EXPECT_EQ(posted[3].opcode, WrOpcode::kRdmaWrite);
+}
+
 TEST_F(StageTest, FlowIdsAreUniqueAcrossTenantsAndReused) {
   FlowSpec s;
   s.tenant = 8;
