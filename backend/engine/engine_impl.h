@@ -1,11 +1,13 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 //
 // The engine's implementation class, shared by its source files:
-//   engine_vm.cc          VM lifecycle, PDs, MRs, AHs, queries, stats
-//   engine_queues.cc      CQs, QPs (create/modify/query/destroy), SRQs
-//   datapath_send.cc      doorbells, send queues, PollOnce
-//   datapath_recv.cc      receive queues and SRQs (lazy replenish)
-//   datapath_cq.cc        RNIC completions -> guest CQEs, notifications
+//   resources.cc          VM lifecycle, PDs, MRs, AHs, queries, stats
+//   qp_control.cc         CQs, QPs (create/modify/query/destroy), SRQs
+//   send_path.cc          doorbells, send queues, PollOnce
+//   recv_path.cc          receive queues and SRQs (lazy replenish)
+//   recv_path_announced.cc  announced receives, split SENDs
+//   completions.cc        RNIC completions -> guest CQEs, notifications
+//   host_peer.cc          the scheduler stage's owner, probes, QoS
 //
 // Threading: every Rnic call and every change to a VM's tables or to a
 // published object runs on the data-path thread: control verbs do their
