@@ -6,6 +6,11 @@
 // control thread changes or removes it with RunSync again). Pointers
 // between objects (QP -> CQ, PD, SRQ) stay valid because a referenced
 // object cannot be destroyed (kBusy) while it has referrers.
+//
+// Which part of the engine (README.md, "Parts") writes what: the fields
+// set at creation, references, demand and charges: Resources, QpControl
+// (in their RunSync closures) and Teardown; the rest as noted per field
+// group below. Every other part only reads them.
 #ifndef VRDMA_BACKEND_ENGINE_OBJECTS_H_
 #define VRDMA_BACKEND_ENGINE_OBJECTS_H_
 
@@ -61,6 +66,8 @@ struct CqObj {
   GuestPageView view;
   GuestRing ring;
   uint32_t depth = 0;          // usable entries reported to the guest
+  // Completions: prod, armed (also Doorbell/ReqNotifyCq), overflowed,
+  // expected, dropped, active_hook.
   uint32_t prod = 0;           // host-owned producer index
   uint8_t armed = 0;           // 0, kArmNext, kArmSolicited
   bool overflowed = false;     // CQ_ERR reported; CQEs dropped since
@@ -73,7 +80,7 @@ struct CqObj {
   uint64_t demand = 0;
   std::vector<std::pair<const SrqObj*, uint32_t>> srq_users;
   // The RNIC reported the host CQ in error (overflow): its QPs are in ERR
-  // and no QP may use it again.
+  // and no QP may use it again. Written by ErrorFlush.
   bool rnic_failed = false;
   uint64_t expected = 0;       // WRs on the RNIC that complete here
   uint64_t dropped = 0;
@@ -115,6 +122,11 @@ struct AnnouncedPiece {
 // posted whole, up to the depth) or, when every sender is a local QP whose
 // stage describes its pieces first, announced: each described piece
 // becomes one RNIC receive, a slice of the WQE it lands in.
+//
+// Written by RecvPath (posting, the plan, sweep_hook/ready_hook), by
+// Completions (a slice or WQE completing, recv_queue.h) and by ErrorFlush
+// (flushing the ring, closing the plan, flush_hook); ring bookkeeping all
+// three share is in recv_queue.h.
 struct RecvQueue {
   QpObj* qp = nullptr;  // exactly one of qp / srq
   SrqObj* srq = nullptr;
@@ -189,10 +201,13 @@ struct QpObj {
   uint64_t send_cq_demand = 0;
   uint64_t recv_cq_demand = 0;
   Charge charge;  // ring pages and mappings, shadow state, RNIC queues
-  QpState state = QpState::kReset;  // mirror of the RNIC's
+  // Mirror of the RNIC's: QpControl (ModifyQp), ErrorFlush (to ERR).
+  QpState state = QpState::kReset;
   // Last attributes set (QUERY_QP answers from these and the RNIC).
   ModifyQpRequest attrs;
-  // Send queue.
+  // Send queue: SendPath (sq_head, sq_seq, sq_done, slots, sq_failing,
+  // pending_hook); ErrorFlush advances sq_head when it flushes the ring and
+  // clears sq_failing when it drains the send side.
   GuestPageView sq_view;
   GuestRing sq;
   SendQueueLimits sq_limits;
@@ -244,12 +259,17 @@ struct VmContext {
   ResourceTable<SrqObj> srqs;
   KeyMap qpn_to_qp;   // guest-visible qpn -> QP handle
   KeyMap lkey_to_mr;  // lkey -> MR handle
+  // Counts and charges: Resources, QpControl, Teardown; wqes_posted and
+  // wqes_rejected: SendPath, RecvPath; cqes_written: Completions;
+  // rnic_cq_errors, flush_deferred: ErrorFlush.
   VmStats stats;
-  uint64_t doorbells_ignored = 0;
-  // Flush budget (EngineOptions::flush_budget) left in turn flush_turn.
+  uint64_t doorbells_ignored = 0;  // the facade (Doorbell)
+  // Flush budget (EngineOptions::flush_budget) left in turn flush_turn
+  // (ErrorFlush).
   uint64_t flush_turn = ~uint64_t{0};
   uint32_t flush_left = 0;
-  ListHook<VmContext> events_hook;  // raised events this turn, not flushed
+  // Completions: raised events this turn, not flushed.
+  ListHook<VmContext> events_hook;
 };
 
 // Engine cookies: the wr_id the RNIC sees. [63:32] handle of the QP (send,

@@ -1,29 +1,21 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 //
-// CQs, QPs and SRQs on the control path: checks and ring mapping on the
-// control thread, RNIC calls and publication in one RunSync closure.
+// QpControl (qp_control.h): QPs on the control path: checks and ring
+// mapping on the control thread, RNIC calls, the stage's flow and
+// publication in one RunSync closure.
+#include "backend/engine/qp_control.h"
+
 #include <algorithm>
 #include <bit>
 
 #include "backend/engine/address.h"
 #include "backend/engine/cq_sizing.h"
-#include "backend/engine/engine_impl.h"
 #include "backend/engine/qp_attr_check.h"
+#include "backend/engine/recv_queue.h"
 #include "backend/engine/ring_check.h"
 
 namespace vrdma::engine {
 namespace {
-
-uint64_t RingPinned(const RingSpec& r) {
-  return uint64_t{r.pages.size()} * VIRTIO_RDMA_PAGE_SIZE;
-}
-
-// The quota check before any page is mapped: what the object will pin and
-// what it costs in host memory as far as known (mappings are checked as
-// the views are made, the final charge again when it is published).
-bool CanStart(const VmContext& vm, uint64_t pinned, uint64_t host_bytes) {
-  return Fits(vm.config.quotas, vm.stats, Charge{pinned, host_bytes, 0});
-}
 
 // What a new QP asks of its CQs (cq_sizing.h): its worst-case completions
 // in each, and the host depth each then needs (0: beyond max_cqe). cqs[1]
@@ -61,112 +53,11 @@ CqPlan PlanCqs(const QpObj& qp, CqObj* scq, CqObj* rcq, const SrqObj* srq,
 
 }  // namespace
 
-void EngineImpl::InitRecvQueue(RecvQueue& rq, const RingSpec& ring,
-                               uint32_t max_sge, uint32_t rnic_max_wr,
-                               GuestPageView view) {
-  rq.view = std::move(view);
-  rq.ring = GuestRing(rq.view.data(), ring.log2_num_elem, ring.log2_elem_size);
-  rq.limits.max_sge = max_sge;
-  rq.limits.elem_size = rq.ring.elem_size();
-  // High watermark: everything the ring can hold, as far as the RNIC takes.
-  rq.depth = std::min(rq.ring.capacity(), rnic_max_wr);
-  rq.low_watermark = std::max<uint32_t>(1, rq.depth / 2);
-  rq.wr_ids.assign(rq.ring.num_elem(), 0);
-  rq.done.assign(rq.ring.num_elem(), 0);
-  rq.slots.assign(rq.ring.num_elem(), RecvSlot{});
-  rq.head = rq.consumer = rq.posted = 0;
-}
-
-// ---------------------------------------------------------------- CQs
-
-Result<CreateCqResult> EngineImpl::CreateCq(VmId id,
-                                            const CreateCqRequest& req) {
-  VmContext* vm = FindVm(id);
-  if (vm == nullptr) return Status::kBadHandle;
-  VRDMA_RETURN_IF_ERROR(CheckCreateCq(req, VmLimits(*vm)));
-  if (vm->cqs.full()) return Status::kNoResource;
-  // Sized for the guest's ring; CreateQp grows it to its QPs' worst case
-  // (cq_sizing.h) and charges the growth.
-  const uint32_t host_depth =
-      std::min(uint32_t{(1u << req.ring.log2_num_elem) - 1}, limits_.max_cqe);
-  Charge charge{.host_bytes = sizeof(CqObj) + rnic_.CqHostBytes(host_depth)};
-  if (!CanStart(*vm, RingPinned(req.ring), charge.host_bytes)) {
-    return Status::kNoResource;
-  }
-  auto cq = std::make_unique<CqObj>();
-  VRDMA_RETURN_IF_ERROR(MapPages(*vm, req.ring.pages, &cq->view, &charge));
-  cq->ring = GuestRing(cq->view.data(), req.ring.log2_num_elem,
-                       req.ring.log2_elem_size);
-  cq->depth = cq->ring.capacity();
-  cq->charge = charge;
-  rnic_.PrepareCq(host_depth);
-
-  Result<CreateCqResult> out = Status::kNoResource;
-  executor_.RunSync([&] {
-    Result<uint32_t> h = vm->cqs.PeekNextHandle();
-    if (!h.ok() || !Fits(vm->config.quotas, vm->stats, charge)) return;
-    Result<RnicCq> r = rnic_.CreateCq(host_depth);
-    if (!r.ok()) {
-      out = r.status();
-      return;
-    }
-    cq->rnic = *r;
-    cq->host_depth = host_depth;
-    cq->vm = vm;
-    cq->handle = *h;
-    cq->ring.StoreProducer(0);  // the host owns the producer index
-    const uint32_t depth = cq->depth;
-    (void)vm->cqs.Insert(std::move(cq));
-    ++vm->stats.cqs;
-    Take(vm->stats, charge);
-    out = CreateCqResult{*h, depth};
-  });
-  rnic_.Reclaim();  // queue memory the RNIC let go of on the data-path thread
-  return out;
-}
-
-void EngineImpl::DestroyCqLocked(VmContext& vm, uint32_t handle) {
-  CqObj* cq = vm.cqs.Lookup(handle);
-  if (cq == nullptr) return;
-  active_cq_.Remove(cq);
-  (void)rnic_.DestroyCq(cq->rnic);
-  GiveBack(vm.stats, cq->charge);
-  --vm.stats.cqs;
-}
-
-Status EngineImpl::DestroyCq(VmId id, uint32_t cq) {
-  return DestroyObject(id, &VmContext::cqs, cq, [&](VmContext& vm, CqObj&) {
-    DestroyCqLocked(vm, cq);
-  });
-}
-
-Status EngineImpl::ReqNotifyCq(VmId id, uint32_t cq, bool solicited_only) {
-  VmContext* vm = FindVm(id);
-  if (vm == nullptr) return Status::kBadHandle;
-  Status s = Status::kOk;
-  executor_.RunSync([&] {
-    CqObj* obj = vm->cqs.Lookup(cq);
-    if (obj == nullptr) {
-      s = Status::kBadHandle;
-      return;
-    }
-    // "Next completion" is the stronger request; it is never weakened.
-    if (!solicited_only) {
-      obj->armed = CqObj::kArmNext;
-    } else if (obj->armed != CqObj::kArmNext) {
-      obj->armed = CqObj::kArmSolicited;
-    }
-  });
-  return s;
-}
-
-// ---------------------------------------------------------------- QPs
-
-Result<CreateQpResult> EngineImpl::CreateQp(VmId id,
+Result<CreateQpResult> QpControl::CreateQp(VmId id,
                                             const CreateQpRequest& req) {
-  VmContext* vm = FindVm(id);
+  VmContext* vm = vms_.Find(id);
   if (vm == nullptr) return Status::kBadHandle;
-  VRDMA_RETURN_IF_ERROR(CheckCreateQp(req, VmLimits(*vm)));
+  VRDMA_RETURN_IF_ERROR(CheckCreateQp(req, resources_.VmLimits(*vm)));
   if (vm->pds.Lookup(req.pd) == nullptr ||
       vm->cqs.Lookup(req.send_cq) == nullptr ||
       vm->cqs.Lookup(req.recv_cq) == nullptr ||
@@ -183,10 +74,10 @@ Result<CreateQpResult> EngineImpl::CreateQp(VmId id,
 
   Charge charge;
   auto qp = std::make_unique<QpObj>();
-  VRDMA_RETURN_IF_ERROR(MapPages(*vm, req.sq.pages, &qp->sq_view, &charge));
+  VRDMA_RETURN_IF_ERROR(resources_.MapPages(*vm, req.sq.pages, &qp->sq_view, &charge));
   GuestPageView rq_view;
   if (has_rq) {
-    VRDMA_RETURN_IF_ERROR(MapPages(*vm, req.rq.pages, &rq_view, &charge));
+    VRDMA_RETURN_IF_ERROR(resources_.MapPages(*vm, req.rq.pages, &rq_view, &charge));
   }
 
   qp->type = req.type;
@@ -320,14 +211,14 @@ Result<CreateQpResult> EngineImpl::CreateQp(VmId id,
       out = Status::kIoError;  // the RNIC reused a live QPN
       return;
     }
-    (void)qpn_owner_.Insert(r->qpn, vm->id);  // best effort: an optimisation
+    (void)vms_.qpn_owner.Insert(r->qpn, vm->id);  // best effort: an optimisation
     storage->spec.qp = *r;
     storage->spec.send_cq = scq->rnic;
     storage->spec.cookie_base = MakeCookie(*h, CookieKind::kSend, 0);
-    qp->flow = stage_.AddFlow(std::move(storage), options_.clock());
+    qp->flow = stage_.AddFlow(std::move(storage), clock_());
     if (qp->flow == sched::kNoFlow) {
       vm->qpn_to_qp.Erase(r->qpn);
-      qpn_owner_.Erase(r->qpn);
+      vms_.qpn_owner.Erase(r->qpn);
       (void)rnic_.DestroyQp(*r);
       out = Status::kNoResource;
       return;
@@ -361,7 +252,7 @@ Result<CreateQpResult> EngineImpl::CreateQp(VmId id,
       }
       ++srq->refs;
       ++rcq->srq_listeners;
-      active_cq_.PushBack(rcq);  // SRQ receives may land at any time
+      completions_.Watch(*rcq);  // SRQ receives may land at any time
     }
     ++vm->stats.qps;
     Take(vm->stats, charge);
@@ -373,8 +264,8 @@ Result<CreateQpResult> EngineImpl::CreateQp(VmId id,
   return out;
 }
 
-Status EngineImpl::ModifyQp(VmId id, const ModifyQpRequest& req) {
-  VmContext* vm = FindVm(id);
+Status QpControl::ModifyQp(VmId id, const ModifyQpRequest& req) {
+  VmContext* vm = vms_.Find(id);
   if (vm == nullptr) return Status::kBadHandle;
   Status s = Status::kOk;
   executor_.RunSync([&] {
@@ -389,7 +280,7 @@ Status EngineImpl::ModifyQp(VmId id, const ModifyQpRequest& req) {
   return s;
 }
 
-Status EngineImpl::ModifyQpLocked(VmContext& vm, QpObj& qp,
+Status QpControl::ModifyQpLocked(VmContext& vm, QpObj& qp,
                                   const ModifyQpRequest& req) {
   // 1. Check without side effects.
   QpCheckContext ctx;
@@ -453,47 +344,36 @@ Status EngineImpl::ModifyQpLocked(VmContext& vm, QpObj& qp,
   const QpState prev = qp.state;
   if (next == prev) return Status::kOk;
   switch (next) {
-    case QpState::kReset: {
+    case QpState::kReset:
       // The RNIC discarded outstanding work without completions.
-      pending_sq_.Remove(&qp);
-      stage_.EndFlowWork(qp.flow, policy::FlowEnd::kReset, options_.clock());
-      CloseSendWindow(qp);
-      if (!qp.srq) {
-        UnlinkRecv(qp.rq);
-        Retire(*qp.recv_cq, qp.rq.posted);
-        qp.rq.posted = 0;
-        qp.rq.head = qp.rq.consumer;  // those WQEs get posted again later
-        std::fill(qp.rq.done.begin(), qp.rq.done.end(), 0);
-        std::fill(qp.rq.slots.begin(), qp.rq.slots.end(), RecvSlot{});
-        qp.rq.plan_head = qp.rq.plan_count = 0;
-        qp.rq.open = false;
-        qp.rq.announced = false;  // chosen again at RTR
-      }
+      send_.Unschedule(qp);
+      stage_.EndFlowWork(qp.flow, policy::FlowEnd::kReset, clock_());
+      send_.CloseSendWindow(qp);
+      recv_.Reset(qp);
       qp.state = next;
       break;
-    }
     case QpState::kErr:
       qp.state = next;
-      EnterError(qp);  // RNIC already in ERR: drain, flush our side
+      errors_.EnterError(qp);  // RNIC already in ERR: drain, flush our side
       break;
     default:
       qp.state = next;
       if (next == QpState::kRtr) {
         if (!qp.srq) {
-          ChooseReceiveMode(qp);
-          ReplenishRecv(qp.rq);
+          recv_.ChooseReceiveMode(qp);
+          recv_.Replenish(qp.rq);
         }
-        UpdateReassembly(qp);
+        recv_.UpdateReassembly(qp);
       }
       if (next == QpState::kRts)
-        pending_sq_.PushBack(&qp);  // WQEs posted early
+        send_.Schedule(qp);  // WQEs posted early
       break;
   }
   return Status::kOk;
 }
 
-Result<QueryQpResult> EngineImpl::QueryQp(VmId id, uint32_t qpn) const {
-  const VmContext* vm = FindVm(id);
+Result<QueryQpResult> QpControl::QueryQp(VmId id, uint32_t qpn) const {
+  const VmContext* vm = vms_.Find(id);
   if (vm == nullptr) return Status::kBadHandle;
   Result<QueryQpResult> out = Status::kBadHandle;
   executor_.RunSync([&] {
@@ -515,161 +395,6 @@ Result<QueryQpResult> EngineImpl::QueryQp(VmId id, uint32_t qpn) const {
     out = res;
   });
   return out;
-}
-
-void EngineImpl::DestroyQpLocked(VmContext& vm, uint32_t handle) {
-  QpObj* qp = vm.qps.Lookup(handle);
-  if (qp == nullptr) return;
-  pending_sq_.Remove(qp);
-  qp->flow_storage = stage_.RemoveFlow(qp->flow, options_.clock());
-  qp->flow = sched::kNoFlow;
-  if (!qp->srq) UnlinkRecv(qp->rq);
-  // Destroy generates no completions; any still in the RNIC CQ carry a
-  // cookie whose handle is now stale and are dropped.
-  (void)rnic_.DestroyQp(qp->rnic);
-  CloseSendWindow(*qp);
-  if (!qp->srq) Retire(*qp->recv_cq, qp->rq.posted);
-  if (qp->srq) {
-    --qp->srq->refs;
-    --qp->recv_cq->srq_listeners;
-    auto& users = qp->recv_cq->srq_users;
-    auto it = std::find_if(users.begin(), users.end(), [&](const auto& u) {
-      return u.first == qp->srq;
-    });
-    if (it != users.end() && --it->second == 0) {
-      qp->recv_cq->demand -= qp->srq->rq.depth;  // the SRQ's share
-      users.erase(it);
-    }
-  }
-  qp->send_cq->demand -= qp->send_cq_demand;
-  qp->recv_cq->demand -= qp->recv_cq_demand;
-  --qp->send_cq->refs;
-  --qp->recv_cq->refs;
-  if (PdObj* pd = vm.pds.Lookup(qp->pd)) --pd->refs;
-  vm.qpn_to_qp.Erase(qp->qpn);
-  qpn_owner_.Erase(qp->qpn);
-  GiveBack(vm.stats, qp->charge);
-  --vm.stats.qps;
-}
-
-Status EngineImpl::DestroyQp(VmId id, uint32_t qpn) {
-  VmContext* vm = FindVm(id);
-  if (vm == nullptr) return Status::kBadHandle;
-  Status s = Status::kOk;
-  std::unique_ptr<QpObj> dead;
-  executor_.RunSync([&] {
-    std::optional<uint32_t> h = vm->qpn_to_qp.Find(qpn);
-    if (!h || vm->qps.Lookup(*h) == nullptr) {
-      s = Status::kBadHandle;
-      return;
-    }
-    DestroyQpLocked(*vm, *h);
-    dead = vm->qps.Remove(*h);
-  });
-  rnic_.Reclaim();
-  return s;  // ring views unmapped here, and the RNIC's queues freed
-}
-
-// ---------------------------------------------------------------- SRQs
-
-Result<CreateSrqResult> EngineImpl::CreateSrq(VmId id,
-                                              const CreateSrqRequest& req) {
-  VmContext* vm = FindVm(id);
-  if (vm == nullptr) return Status::kBadHandle;
-  if (vm->pds.Lookup(req.pd) == nullptr) return Status::kBadHandle;
-  VRDMA_RETURN_IF_ERROR(CheckCreateSrq(req, VmLimits(*vm)));
-  if (vm->srqs.full()) return Status::kNoResource;
-  if (!CanStart(*vm, RingPinned(req.ring), sizeof(SrqObj))) {
-    return Status::kNoResource;
-  }
-  Charge charge;
-  auto srq = std::make_unique<SrqObj>();
-  GuestPageView view;
-  VRDMA_RETURN_IF_ERROR(MapPages(*vm, req.ring.pages, &view, &charge));
-  InitRecvQueue(srq->rq, req.ring, req.max_sge, limits_.max_srq_wr,
-                std::move(view));
-  srq->pd = req.pd;
-  srq->max_wr = req.max_wr;
-  srq->max_sge = req.max_sge;
-  srq->limit = req.srq_limit;
-  charge.host_bytes = sizeof(SrqObj) + ShadowBytes(srq->rq) +
-                      rnic_.SrqHostBytes(srq->rq.depth, req.max_sge);
-  srq->charge = charge;
-  if (!Fits(vm->config.quotas, vm->stats, charge)) return Status::kNoResource;
-  rnic_.PrepareSrq(srq->rq.depth, req.max_sge);
-
-  Result<CreateSrqResult> out = Status::kNoResource;
-  executor_.RunSync([&] {
-    PdObj* pd = vm->pds.Lookup(req.pd);
-    Result<uint32_t> h = vm->srqs.PeekNextHandle();
-    if (pd == nullptr || !h.ok() || !Fits(vm->config.quotas, vm->stats, charge)) {
-      return;  // kNoResource
-    }
-    Result<RnicSrq> r = rnic_.CreateSrq(pd->rnic, srq->rq.depth, req.max_sge);
-    if (!r.ok()) {
-      out = r.status();
-      return;
-    }
-    srq->rnic = *r;
-    srq->vm = vm;
-    srq->handle = *h;
-    srq->rq.srq = srq.get();
-    srq->rq.ring.StoreConsumer(0);
-    SrqObj* raw = srq.get();
-    (void)vm->srqs.Insert(std::move(srq));
-    ++pd->refs;
-    ++vm->stats.srqs;
-    Take(vm->stats, charge);
-    ReplenishRecv(raw->rq);  // WQEs the guest posted before creation returned
-    out = CreateSrqResult{*h, req.max_wr, req.max_sge};
-  });
-  rnic_.Reclaim();  // queue memory the RNIC let go of on the data-path thread
-  return out;
-}
-
-Status EngineImpl::ModifySrq(VmId id, uint32_t srq, uint32_t mask,
-                             uint32_t max_wr, uint32_t srq_limit) {
-  (void)max_wr;
-  VmContext* vm = FindVm(id);
-  if (vm == nullptr) return Status::kBadHandle;
-  if (mask & ~uint32_t{VIRTIO_RDMA_SRQ_MAX_WR | VIRTIO_RDMA_SRQ_LIMIT})
-    return Status::kInvalid;
-  Status s = Status::kOk;
-  executor_.RunSync([&] {
-    SrqObj* obj = vm->srqs.Lookup(srq);
-    if (obj == nullptr) {
-      s = Status::kBadHandle;
-      return;
-    }
-    if (mask & VIRTIO_RDMA_SRQ_MAX_WR) {
-      s = Status::kUnsupported;  // resizing a guest ring
-      return;
-    }
-    if (mask & VIRTIO_RDMA_SRQ_LIMIT) {
-      if (srq_limit > obj->max_wr) {
-        s = Status::kInvalid;
-        return;
-      }
-      obj->limit = srq_limit;
-    }
-  });
-  return s;
-}
-
-void EngineImpl::DestroySrqLocked(VmContext& vm, uint32_t handle) {
-  SrqObj* srq = vm.srqs.Lookup(handle);
-  if (srq == nullptr) return;
-  UnlinkRecv(srq->rq);
-  (void)rnic_.DestroySrq(srq->rnic);
-  if (PdObj* pd = vm.pds.Lookup(srq->pd)) --pd->refs;
-  GiveBack(vm.stats, srq->charge);
-  --vm.stats.srqs;
-}
-
-Status EngineImpl::DestroySrq(VmId id, uint32_t srq) {
-  return DestroyObject(id, &VmContext::srqs, srq, [&](VmContext& vm, SrqObj&) {
-    DestroySrqLocked(vm, srq);
-  });
 }
 
 }  // namespace vrdma::engine

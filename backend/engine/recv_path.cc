@@ -1,46 +1,7 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 //
-// Receive queues and SRQs on the data path.
-//
-// librxe posts receive WQEs with no doorbell: it writes the WQE and stores
-// the producer index, nothing else. The engine therefore pulls receive
-// WQEs lazily and posts them to the RNIC ("replenish"):
-//   1. when the QP enters RTR (WQEs posted while in RESET/INIT), and when
-//      an SRQ is created;
-//   2. after every receive completion of the queue (the completion handler
-//      puts the queue on ready_rq_, replenished later in the same turn):
-//      the producer index is read once and every new WQE is posted, up to
-//      the RNIC queue depth (high watermark = ring capacity, clamped to the
-//      RNIC's max_qp_wr / max_srq_wr);
-//   3. on the optional RQ / SRQ doorbell;
-//   4. before a WR that consumes a receive (SEND, SEND_WITH_IMM,
-//      WRITE_WITH_IMM) is posted to a QP of this engine (qpn_owner_), the
-//      destination's RQ/SRQ is replenished (PrepareDestination): a receive
-//      posted before the send was posted is on the RNIC when the message
-//      arrives, as on a real RNIC that reads the RQ at arrival (UD would
-//      otherwise drop it);
-//   5. a round-robin sweep, at most sweep_budget queues at the start of each
-//      PollOnce, over queues whose RNIC-side posted count is below a low
-//      watermark (half the depth): this catches WQEs posted while nothing
-//      was in flight (and receives for peers on other hosts).
-// So a busy queue costs O(1) per received message (one producer load per
-// completion, amortised over the WQEs found), an idle queue costs at most
-// one index load per sweep visit, and a queue at or above its low
-// watermark costs nothing.
-//
-// The guest's RQ consumer index advances only when a WQE is finished
-// (completed by the RNIC, flushed, or rejected), in ring order (done[]
-// marks completed slots; the index moves over the finished prefix), so the
-// guest can never overwrite a buffer the RNIC may still write into.
-//
-// When the only sender is a local QP, the queue is fed "announced"
-// instead: only what the sender's stage described (datapath_recv_slices.cc).
-//
-// A receive WQE that fails checks (bad lkey, MR of another PD, no
-// LOCAL_WRITE, range outside the MR, too many SGEs) completes with an error
-// CQE after the older receives and moves the QP to ERR. On an SRQ there is
-// no QP to fail: the WQE is skipped (its slot released, counted in
-// wqes_rejected). A QP in ERR flushes its ring WQEs with kWrFlushErr.
+// RecvPath (recv_path.h): receive queues and SRQs on the data path, fed
+// ahead (replenish, sweep). Announced receives: recv_path_announced.cc.
 //
 // Receive CQs: a CQ is polled while the RNIC holds receives that complete
 // into it (expected > 0) or while a QP with an SRQ receives into it
@@ -48,12 +9,13 @@
 #include <algorithm>
 #include <cstring>
 
-#include "backend/engine/engine_impl.h"
+#include "backend/engine/recv_path.h"
+#include "backend/engine/recv_queue.h"
 
 namespace vrdma::engine {
 
-WcStatus EngineImpl::CheckRecvSemantics(uint32_t pd, const VmContext& vm,
-                                        RecvWr& wr) const {
+WcStatus RecvPath::CheckRecvSemantics(uint32_t pd, const VmContext& vm,
+                                      RecvWr& wr) const {
   int kept = 0;
   for (int i = 0; i < wr.num_sge; ++i) {
     const Sge s = wr.sge[i];
@@ -74,25 +36,20 @@ WcStatus EngineImpl::CheckRecvSemantics(uint32_t pd, const VmContext& vm,
   return WcStatus::kSuccess;
 }
 
-void EngineImpl::MarkRecvDone(RecvQueue& rq, uint32_t slot) {
-  rq.done[slot & rq.ring.mask()] = 1;
-  uint32_t c = rq.consumer;
-  while (c != rq.head && rq.done[c]) {
-    rq.done[c] = 0;
-    c = rq.ring.Next(c);
-  }
-  if (c != rq.consumer) {
-    rq.consumer = c;
-    rq.ring.StoreConsumer(c);  // release: the guest may reuse these slots
-  }
-}
-
-bool EngineImpl::ReplenishRecv(RecvQueue& rq) {
+bool RecvPath::Replenish(RecvQueue& rq) {
   QpObj* qp = rq.qp;
   if (qp != nullptr) {
-    if (qp->state == QpState::kErr) return FlushRecvRing(rq);
+    if (qp->state == QpState::kErr) {
+      const ErrorFlush::RecvFlush f = errors_.FlushRecvRing(rq);
+      if (f.next == ErrorFlush::RecvNext::kUnlink) {
+        Unlink(rq);
+      } else if (f.next == ErrorFlush::RecvNext::kUpdateSweep) {
+        UpdateSweep(rq);
+      }
+      return f.did;
+    }
     if (qp->state == QpState::kReset) {
-      UnlinkRecv(rq);
+      Unlink(rq);
       return false;
     }
     // Announced: only what the local sender described is posted.
@@ -101,9 +58,9 @@ bool EngineImpl::ReplenishRecv(RecvQueue& rq) {
   uint32_t prod = 0;
   if (!rq.ring.LoadProducer(&prod)) {
     if (qp != nullptr) {
-      RingError(*qp);
+      errors_.RingError(*qp);
     } else {
-      UnlinkRecv(rq);  // a broken SRQ ring: stop reading it
+      Unlink(rq);  // a broken SRQ ring: stop reading it
     }
     return true;
   }
@@ -127,7 +84,7 @@ bool EngineImpl::ReplenishRecv(RecvQueue& rq) {
     if (k <= 0) return all;
     rq.head = (rq.head + k) & rq.ring.mask();
     rq.posted += k;
-    if (qp) Expect(*qp->recv_cq, k);
+    if (qp) completions_.Expect(*qp->recv_cq, k);
     did = true;
     return all;
   };
@@ -166,13 +123,15 @@ bool EngineImpl::ReplenishRecv(RecvQueue& rq) {
   return did;
 }
 
-void EngineImpl::FailRecv(RecvQueue& rq, uint32_t slot, uint64_t guest_wr_id,
-                          WcStatus status) {
+void RecvPath::FailRecv(RecvQueue& rq, uint32_t slot, uint64_t guest_wr_id,
+                        WcStatus status) {
   if (QpObj* qp = rq.qp) {
     ++qp->vm->stats.wqes_rejected;
-    EnterError(*qp);
-    PollRnicCq(*qp->recv_cq, /*drain=*/true);  // older receives (flushed) first
-    WriteErrorCqe(*qp->recv_cq, guest_wr_id, qp->qpn, WcOpcode::kRecv, status);
+    errors_.EnterError(*qp);
+    // Older receives (flushed) first.
+    completions_.Poll(*qp->recv_cq, /*drain=*/true);
+    completions_.WriteErrorCqe(*qp->recv_cq, guest_wr_id, qp->qpn,
+                               WcOpcode::kRecv, status);
   } else {
     ++rq.srq->vm->stats.wqes_rejected;
   }
@@ -180,74 +139,7 @@ void EngineImpl::FailRecv(RecvQueue& rq, uint32_t slot, uint64_t guest_wr_id,
   MarkRecvDone(rq, slot);
 }
 
-bool EngineImpl::FlushRecvRing(RecvQueue& rq) {
-  QpObj& qp = *rq.qp;
-  PollRnicCq(*qp.recv_cq, /*drain=*/true);  // the RNIC's flushed receives first
-  CloseOpenWqe(rq);
-  bool did = false;
-  if (qp.recv_cq->rnic_failed && FlushLostReceives(rq, &did)) {
-    flush_rq_.PushBack(&rq);  // budget spent: go on next turn
-    return true;
-  }
-  uint32_t prod = 0;
-  if (!rq.ring.LoadProducer(&prod)) {
-    UnlinkRecv(rq);
-    return did;
-  }
-  // Within the VM's flush budget, like the send ring (FlushSq).
-  uint32_t& left = FlushLeft(*qp.vm);
-  for (uint32_t n = 0; rq.head != prod && n < rq.ring.capacity() && left > 0;
-       ++n, --left) {
-    // Only what the CQE needs, copied once and decoded like any WQE.
-    alignas(8) uint8_t copy[kRecvFlushBytes];
-    std::memcpy(copy, rq.ring.element(rq.head), sizeof(copy));
-    const FlushedWqe f = DecodeRecvFlush(copy);
-    WriteErrorCqe(*qp.recv_cq, f.wr_id, qp.qpn, f.opcode,
-                  WcStatus::kWrFlushErr);
-    const uint32_t slot = rq.head;
-    rq.head = rq.ring.Next(slot);
-    MarkRecvDone(rq, slot);
-    did = true;
-  }
-  UpdateSweep(rq);  // stays swept: WQEs posted in ERR are flushed too
-  if (rq.head != prod) {
-    ++qp.vm->stats.flush_deferred;
-    flush_rq_.PushBack(&rq);  // budget spent: go on next turn
-    return true;
-  }
-  return did;
-}
-
-bool EngineImpl::FlushLostReceives(RecvQueue& rq, bool* did) {
-  // The host CQ lost the completions of what was posted: each such WQE,
-  // oldest first, is flushed here instead (consumer .. head, not done).
-  CqObj& cq = *rq.qp->recv_cq;
-  uint32_t& left = FlushLeft(*rq.qp->vm);
-  for (uint32_t s = rq.consumer; s != rq.head && rq.posted > 0;
-       s = rq.ring.Next(s)) {
-    if (rq.done[s]) continue;
-    if (left == 0) {
-      ++rq.qp->vm->stats.flush_deferred;
-      return true;
-    }
-    --left;
-    RecvSlot& slot = rq.slots[s];
-    const uint32_t lost = std::min<uint32_t>(
-        slot.posted > slot.done ? slot.posted - slot.done : 1, rq.posted);
-    rq.posted -= lost;
-    Retire(cq, lost);
-    slot = RecvSlot{};
-    WriteErrorCqe(cq, rq.wr_ids[s], rq.qp->qpn, WcOpcode::kRecv,
-                  WcStatus::kWrFlushErr);
-    MarkRecvDone(rq, s);
-    *did = true;
-  }
-  // Nothing more will come from it for this queue.
-  if (cq.expected == 0 && cq.srq_listeners == 0) active_cq_.Remove(&cq);
-  return false;
-}
-
-void EngineImpl::UpdateSweep(RecvQueue& rq) {
+void RecvPath::UpdateSweep(RecvQueue& rq) {
   const bool runnable = rq.srq != nullptr || rq.qp->state != QpState::kReset;
   if (runnable && rq.posted < rq.low_watermark) {
     sweep_rq_.PushBack(&rq);
@@ -256,34 +148,67 @@ void EngineImpl::UpdateSweep(RecvQueue& rq) {
   }
 }
 
-bool EngineImpl::SweepRecv() {
+bool RecvPath::Sweep() {
   bool did = false;
   RecvQueue* first = nullptr;
-  for (uint32_t i = 0; i < options_.sweep_budget && !sweep_rq_.empty(); ++i) {
+  for (uint32_t i = 0; i < sweep_budget_ && !sweep_rq_.empty(); ++i) {
     RecvQueue* rq = sweep_rq_.front();
     if (rq == first) break;  // went round once
     if (first == nullptr) first = rq;
     sweep_rq_.Remove(rq);
-    did |= ReplenishRecv(*rq);  // re-adds it at the back while still low
+    did |= Replenish(*rq);  // re-adds it at the back while still low
   }
   return did;
 }
 
-void EngineImpl::UnlinkRecv(RecvQueue& rq) {
-  sweep_rq_.Remove(&rq);
-  ready_rq_.Remove(&rq);
-  flush_rq_.Remove(&rq);
+bool RecvPath::RunReady() {
+  bool did = false;
+  // Bounded in case completions keep re-adding them.
+  for (int i = 0; i < 1024 && !ready_rq_.empty(); ++i) {
+    did |= Replenish(*ready_rq_.PopFront());
+  }
+  return did;
 }
 
-void EngineImpl::CheckSrqLimit(SrqObj& srq) {
-  if (srq.limit == 0) return;
-  uint32_t prod = 0;
-  if (!srq.rq.ring.LoadProducer(&prod)) return;
-  // WQEs the SRQ still holds: in the ring, posted or not, not completed.
-  if (srq.rq.ring.Distance(srq.rq.consumer, prod) < srq.limit) {
-    srq.limit = 0;  // one event per arming, as in IB
-    Event(*srq.vm, VIRTIO_RDMA_EV_SRQ_LIMIT_REACHED, srq.handle);
+void RecvPath::Unlink(RecvQueue& rq) {
+  sweep_rq_.Remove(&rq);
+  ready_rq_.Remove(&rq);
+  errors_.Forget(rq);
+}
+
+void RecvPath::Reset(QpObj& qp) {
+  if (qp.srq != nullptr) return;
+  RecvQueue& rq = qp.rq;
+  Unlink(rq);
+  completions_.Retire(*qp.recv_cq, rq.posted);
+  rq.posted = 0;
+  rq.head = rq.consumer;  // those WQEs get posted again later
+  std::fill(rq.done.begin(), rq.done.end(), 0);
+  std::fill(rq.slots.begin(), rq.slots.end(), RecvSlot{});
+  rq.plan_head = rq.plan_count = 0;
+  rq.open = false;
+  rq.announced = false;  // chosen again at RTR
+}
+
+void RecvPath::PrepareDestination(const QpObj& qp, uint32_t remote_qpn) {
+  const uint32_t qpn = qp.type == QpType::kUd ? remote_qpn : qp.attrs.dest_qpn;
+  // Null: not a QP of this engine (a remote peer).
+  QpObj* dest = vms_.FindAnyQp(qpn);
+  if (dest == nullptr || dest == &qp) return;
+  RecvQueue& rq = dest->srq ? dest->srq->rq : dest->rq;
+  if (dest->srq == nullptr && dest->state == QpState::kErr) return;
+  (void)Replenish(rq);
+}
+
+bool RecvPath::PrepareReceive(QpObj& qp, const sched::ReceivePiece& piece) {
+  if (QpObj* dest = LocalPeer(qp);
+      dest != nullptr && dest->srq == nullptr && dest->rq.announced &&
+      dest->state != QpState::kErr) {
+    return AnnounceReceive(dest->rq, piece);
   }
+  // Receives posted ahead: make sure what the guest posted is on the RNIC.
+  if (piece.first) PrepareDestination(qp, piece.remote_qpn);
+  return true;
 }
 
 }  // namespace vrdma::engine

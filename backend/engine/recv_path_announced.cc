@@ -17,20 +17,20 @@
 // error. A description that finds no guest WQE waits in the plan until the
 // guest posts one (the sender's piece meanwhile meets RNR, as natively);
 // a full plan makes the sender wait (PrepareReceive returns false) until
-// descriptions are posted.
+// descriptions are posted. Flush or reset drops the plan (ErrorFlush,
+// RecvPath::Reset); slices complete through recv_queue.h.
 #include <cstring>
 
-#include "backend/engine/engine_impl.h"
+#include "backend/engine/recv_path.h"
+#include "backend/engine/recv_queue.h"
 #include "backend/scheduler/split.h"
 
 namespace vrdma::engine {
 
-QpObj* EngineImpl::LocalPeer(const QpObj& qp) const {
+QpObj* RecvPath::LocalPeer(const QpObj& qp) const {
   if (qp.type == QpType::kUd || !(qp.attrs.mask & kQpDestQpn)) return nullptr;
-  std::optional<uint32_t> owner = qpn_owner_.Find(qp.attrs.dest_qpn);
-  if (!owner) return nullptr;
-  VmContext* vm = FindVm(*owner);
-  QpObj* peer = vm ? FindQp(*vm, qp.attrs.dest_qpn) : nullptr;
+  VmContext* vm = nullptr;
+  QpObj* peer = vms_.FindAnyQp(qp.attrs.dest_qpn, &vm);
   if (peer == nullptr || peer == &qp || peer->type != qp.type) return nullptr;
   // The QPN alone could be a remote host's: the destination GID must be
   // one of the peer VM's own.
@@ -40,7 +40,7 @@ QpObj* EngineImpl::LocalPeer(const QpObj& qp) const {
   return nullptr;
 }
 
-void EngineImpl::ChooseReceiveMode(QpObj& qp) {
+void RecvPath::ChooseReceiveMode(QpObj& qp) {
   RecvQueue& rq = qp.rq;
   if (qp.srq != nullptr) return;
   // At RTR, before any receive is posted: an RC/UC QP accepts messages
@@ -52,14 +52,14 @@ void EngineImpl::ChooseReceiveMode(QpObj& qp) {
   if (sender != nullptr) UpdateReassembly(*sender);
 }
 
-void EngineImpl::UpdateReassembly(QpObj& sender) {
+void RecvPath::UpdateReassembly(QpObj& sender) {
   QpObj* dest = LocalPeer(sender);
   const bool yes = dest != nullptr && dest->srq == nullptr &&
                    dest->rq.announced && dest->rq.sender == sender.flow;
   stage_.SetReceiverReassembles(sender.flow, yes);
 }
 
-bool EngineImpl::AnnounceReceive(RecvQueue& rq,
+bool RecvPath::AnnounceReceive(RecvQueue& rq,
                                  const sched::ReceivePiece& piece) {
   if (rq.plan_count == RecvQueue::kPlanCapacity) {
     rq.sender_waits = true;
@@ -78,7 +78,7 @@ bool EngineImpl::AnnounceReceive(RecvQueue& rq,
   return true;
 }
 
-bool EngineImpl::PostAnnounced(RecvQueue& rq) {
+bool RecvPath::PostAnnounced(RecvQueue& rq) {
   QpObj& qp = *rq.qp;
   const VmContext& vm = *qp.vm;
   bool did = false;
@@ -90,7 +90,7 @@ bool EngineImpl::PostAnnounced(RecvQueue& rq) {
       // The message's WQE: the next one of the ring, read once.
       uint32_t prod = 0;
       if (!rq.ring.LoadProducer(&prod)) {
-        RingError(qp);
+        errors_.RingError(qp);
         return true;
       }
       if (rq.head == prod) break;  // the guest has not posted it yet
@@ -138,7 +138,7 @@ bool EngineImpl::PostAnnounced(RecvQueue& rq) {
       break;  // the RNIC refused (its QP left RTR/RTS): the flush follows
     }
     ++rq.posted;
-    Expect(*qp.recv_cq, 1);
+    completions_.Expect(*qp.recv_cq, 1);
     RecvSlot& s = rq.slots[rq.open_slot];
     ++s.posted;
     if (p.last) {
@@ -162,45 +162,6 @@ bool EngineImpl::PostAnnounced(RecvQueue& rq) {
     sweep_rq_.Remove(&rq);
   }
   return did;
-}
-
-void EngineImpl::CloseOpenWqe(RecvQueue& rq) {
-  rq.plan_head = rq.plan_count = 0;
-  if (rq.sender_waits) {
-    rq.sender_waits = false;
-    stage_.Wake(rq.sender);
-  }
-  if (!rq.open) return;
-  rq.open = false;
-  RecvSlot& s = rq.slots[rq.open_slot];
-  s.closed = true;
-  if (s.done == s.posted) {
-    // Nothing of it is on the RNIC any more: it completes now, flushed.
-    QpObj& qp = *rq.qp;
-    WriteErrorCqe(*qp.recv_cq, rq.wr_ids[rq.open_slot], qp.qpn,
-                  WcOpcode::kRecv,
-                  s.status ? static_cast<WcStatus>(s.status)
-                           : WcStatus::kWrFlushErr);
-    s = RecvSlot{};
-    MarkRecvDone(rq, rq.open_slot);
-  }
-}
-
-bool EngineImpl::CompleteRecvSlice(RecvQueue& rq, uint32_t slot,
-                                   const Completion& c, ib_uverbs_wc* wc) {
-  RecvSlot& s = rq.slots[slot];
-  ++s.done;
-  s.bytes += c.byte_len;
-  if (c.status != WcStatus::kSuccess && s.status == 0) {
-    s.status = static_cast<uint8_t>(c.status);
-  }
-  if (rq.posted > 0) --rq.posted;
-  if (!s.closed || s.done < s.posted) return false;  // more slices to come
-  wc->status = s.status;
-  wc->byte_len = s.report_len != 0 ? s.report_len : s.bytes;
-  s = RecvSlot{};
-  MarkRecvDone(rq, slot);
-  return true;
 }
 
 }  // namespace vrdma::engine

@@ -1,58 +1,24 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 //
-// VM lifecycle, PDs, MRs, AHs, queries and stats. See engine_impl.h for the
-// threading rule (checks and page mapping here, the rest in RunSync).
+// Resources (resources.h): VM admission, PDs, MRs, AHs, CQs, SRQs, queries
+// and stats. Checks and page mapping on the control thread, RNIC calls and
+// publication in one RunSync closure.
+#include "backend/engine/resources.h"
+
 #include <algorithm>
-#include <chrono>
 
 #include "backend/engine/address.h"
-#include "backend/engine/engine_impl.h"
+#include "backend/engine/host_peer.h"
 #include "backend/engine/mr_check.h"
 #include "backend/engine/qp_attr_check.h"
+#include "backend/engine/recv_queue.h"
+#include "backend/engine/ring_check.h"
 
 namespace vrdma::engine {
 
-std::unique_ptr<Engine> Engine::Create(Rnic& rnic, Executor& executor,
-                                       policy::SchedulerPolicy& policy) {
-  return CreateEngine(rnic, executor, policy, EngineOptions{});
-}
-
-std::unique_ptr<Engine> CreateEngine(Rnic& rnic, Executor& executor,
-                                     policy::SchedulerPolicy& policy,
-                                     EngineOptions options) {
-  if (!options.clock) {
-    options.clock = [] {
-      return static_cast<policy::Nanos>(
-          std::chrono::duration_cast<std::chrono::nanoseconds>(
-              std::chrono::steady_clock::now().time_since_epoch())
-              .count());
-    };
-  }
-  return std::make_unique<EngineImpl>(rnic, executor, policy,
-                                      std::move(options));
-}
-
-EngineImpl::EngineImpl(Rnic& rnic, Executor& executor,
-                       policy::SchedulerPolicy& policy, EngineOptions options)
-    : rnic_(rnic),
-      executor_(executor),
-      options_(std::move(options)),
-      limits_(rnic.limits()),
-      stage_(rnic, policy, *this),
-      vms_(options_.max_vms),
-      qpn_owner_(std::min<uint32_t>(std::max<uint32_t>(limits_.max_qp, 1),
-                                    1u << 20)) {}
-
-EngineImpl::~EngineImpl() {
-  for (uint32_t id : vms_.Handles()) DetachVm(id);
-  // The data path no longer runs (its poller is gone before the engine):
-  // the RNIC is this thread's now.
-  CloseProbePath();
-}
-
 // ---------------------------------------------------------------- VMs
 
-Result<VmId> EngineImpl::AttachVm(const VmConfig& config, VmEventSink* sink) {
+Result<VmId> Resources::AttachVm(const VmConfig& config, VmEventSink* sink) {
   if (config.gids.empty() || config.gids.size() > VIRTIO_RDMA_MAX_GIDS)
     return Status::kInvalid;
   const Quotas& q = config.quotas;
@@ -74,8 +40,8 @@ Result<VmId> EngineImpl::AttachVm(const VmConfig& config, VmEventSink* sink) {
     }
   }
   // Admission: every attached VM may use its whole mapping quota at once.
-  if (q.max_mappings > options_.mapping_budget - std::min(mappings_admitted_,
-                                                          options_.mapping_budget)) {
+  if (q.max_mappings > mapping_budget_ - std::min(mappings_admitted_,
+                                                          mapping_budget_)) {
     return Status::kNoResource;
   }
   auto ctx = std::make_unique<VmContext>(config.quotas);
@@ -83,7 +49,7 @@ Result<VmId> EngineImpl::AttachVm(const VmConfig& config, VmEventSink* sink) {
   ctx->sink = sink;
   Result<VmId> result = Status::kNoResource;
   executor_.RunSync([&] {
-    Result<uint32_t> id = vms_.PeekNextHandle();
+    Result<uint32_t> id = vms_.vms.PeekNextHandle();
     if (!id.ok()) return;
     size_t added = 0;
     for (; added < config.gids.size(); ++added) {
@@ -95,7 +61,7 @@ Result<VmId> EngineImpl::AttachVm(const VmConfig& config, VmEventSink* sink) {
       return;
     }
     ctx->id = *id;
-    (void)vms_.Insert(std::move(ctx));
+    (void)vms_.vms.Insert(std::move(ctx));
     stage_.AddTenant(*id, config.qos);
     result = *id;
   });
@@ -107,49 +73,25 @@ Result<VmId> EngineImpl::AttachVm(const VmConfig& config, VmEventSink* sink) {
   return result;
 }
 
-void EngineImpl::DetachVm(VmId id) {
-  std::unique_ptr<VmContext> dead;
-  executor_.RunSync([&] {
-    VmContext* vm = FindVm(id);
-    if (vm == nullptr) return;
-    // Dependents first: QPs, then SRQs, AHs, MRs, CQs, PDs.
-    for (uint32_t h : vm->qps.Handles()) DestroyQpLocked(*vm, h);
-    for (uint32_t h : vm->srqs.Handles()) DestroySrqLocked(*vm, h);
-    for (uint32_t h : vm->ahs.Handles()) {
-      (void)rnic_.DestroyAh(vm->ahs.Lookup(h)->rnic);
-    }
-    for (uint32_t h : vm->mrs.Handles()) DestroyMrLocked(*vm, h);
-    for (uint32_t h : vm->cqs.Handles()) DestroyCqLocked(*vm, h);
-    for (uint32_t h : vm->pds.Handles())
-      (void)rnic_.DeallocPd(vm->pds.Lookup(h)->rnic);
-    for (const Gid& g : vm->config.gids) (void)rnic_.RemoveGid(g);
-    stage_.RemoveTenant(id);
-    events_pending_.Remove(vm);
-    dead = vms_.Remove(id);
-  });
-  if (dead) {
-    for (const Gid& g : dead->config.gids) {
-      auto it = std::find(gids_in_use_.begin(), gids_in_use_.end(), g);
-      if (it != gids_in_use_.end()) gids_in_use_.erase(it);
-    }
-    mappings_admitted_ -= dead->config.quotas.max_mappings;
+void Resources::Release(const VmConfig& config) {
+  for (const Gid& g : config.gids) {
+    auto it = std::find(gids_in_use_.begin(), gids_in_use_.end(), g);
+    if (it != gids_in_use_.end()) gids_in_use_.erase(it);
   }
-  // Page views, tables and the RNIC's queue memory are released here, on
-  // the control thread.
-  rnic_.Reclaim();
+  mappings_admitted_ -= config.quotas.max_mappings;
 }
 
-void EngineImpl::SetGuestMemory(VmId id,
+void Resources::SetGuestMemory(VmId id,
                                 std::shared_ptr<const GuestMemory> memory) {
   // Only the control thread maps pages; published views map the backing
   // files, so they stay valid across memory tables.
-  if (VmContext* vm = FindVm(id)) vm->memory = std::move(memory);
+  if (VmContext* vm = vms_.Find(id)) vm->memory = std::move(memory);
 }
 
-Result<VmStats> EngineImpl::Stats(VmId id) const {
+Result<VmStats> Resources::Stats(VmId id) const {
   Result<VmStats> out = Status::kBadHandle;
   executor_.RunSync([&] {
-    if (const VmContext* vm = FindVm(id)) {
+    if (const VmContext* vm = vms_.Find(id)) {
       VmStats s = vm->stats;
       s.sched = stage_.tenant_account(id);
       out = s;
@@ -158,7 +100,7 @@ Result<VmStats> EngineImpl::Stats(VmId id) const {
   return out;
 }
 
-RnicLimits EngineImpl::VmLimits(const VmContext& vm) const {
+RnicLimits Resources::VmLimits(const VmContext& vm) const {
   RnicLimits l = limits_;
   const Quotas& q = vm.config.quotas;
   l.max_qp = std::min(l.max_qp, q.max_qp);
@@ -177,8 +119,8 @@ RnicLimits EngineImpl::VmLimits(const VmContext& vm) const {
   return l;
 }
 
-Result<DeviceAttr> EngineImpl::QueryDevice(VmId id) const {
-  const VmContext* vm = FindVm(id);
+Result<DeviceAttr> Resources::QueryDevice(VmId id) const {
+  const VmContext* vm = vms_.Find(id);
   if (vm == nullptr) return Status::kBadHandle;
   DeviceAttr a;
   a.limits = VmLimits(*vm);
@@ -188,14 +130,14 @@ Result<DeviceAttr> EngineImpl::QueryDevice(VmId id) const {
   return a;
 }
 
-Result<Gid> EngineImpl::QueryGid(VmId id, uint32_t index) const {
-  const VmContext* vm = FindVm(id);
+Result<Gid> Resources::QueryGid(VmId id, uint32_t index) const {
+  const VmContext* vm = vms_.Find(id);
   if (vm == nullptr) return Status::kBadHandle;
   if (index >= vm->config.gids.size()) return Status::kInvalid;
   return vm->config.gids[index];
 }
 
-Status EngineImpl::MapPages(const VmContext& vm,
+Status Resources::MapPages(const VmContext& vm,
                             const std::vector<uint64_t>& pages,
                             GuestPageView* view, Charge* charge) const {
   if (!vm.memory) return Status::kFault;
@@ -209,11 +151,10 @@ Status EngineImpl::MapPages(const VmContext& vm,
   charge->mappings += view->mappings();
   return Status::kOk;
 }
+// ---------------------------------------------------------------- PDs, MRs, AHs
 
-// ---------------------------------------------------------------- PDs
-
-Result<uint32_t> EngineImpl::CreatePd(VmId id) {
-  VmContext* vm = FindVm(id);
+Result<uint32_t> Resources::CreatePd(VmId id) {
+  VmContext* vm = vms_.Find(id);
   if (vm == nullptr) return Status::kBadHandle;
   Result<uint32_t> out = Status::kNoResource;
   executor_.RunSync([&] {
@@ -231,17 +172,8 @@ Result<uint32_t> EngineImpl::CreatePd(VmId id) {
   return out;
 }
 
-Status EngineImpl::DestroyPd(VmId id, uint32_t pd) {
-  return DestroyObject(id, &VmContext::pds, pd, [&](VmContext& vm, PdObj& obj) {
-    (void)rnic_.DeallocPd(obj.rnic);
-    --vm.stats.pds;
-  });
-}
-
-// ---------------------------------------------------------------- MRs
-
-Result<RegMrResult> EngineImpl::RegMr(VmId id, const RegMrRequest& req) {
-  VmContext* vm = FindVm(id);
+Result<RegMrResult> Resources::RegMr(VmId id, const RegMrRequest& req) {
+  VmContext* vm = vms_.Find(id);
   if (vm == nullptr) return Status::kBadHandle;
   MrLimits mr_limits;
   mr_limits.max_mr_size = VmLimits(*vm).max_mr_size;
@@ -296,27 +228,8 @@ Result<RegMrResult> EngineImpl::RegMr(VmId id, const RegMrRequest& req) {
   return out;  // on failure obj (and its view) is released here
 }
 
-void EngineImpl::DestroyMrLocked(VmContext& vm, uint32_t handle) {
-  MrObj* mr = vm.mrs.Lookup(handle);
-  if (mr == nullptr) return;
-  (void)rnic_.DeregMr(mr->rnic);
-  vm.lkey_to_mr.Erase(mr->rnic.lkey);
-  if (PdObj* pd = vm.pds.Lookup(mr->pd)) --pd->refs;
-  GiveBack(vm.stats, mr->charge);
-  --vm.stats.mrs;
-}
-
-Status EngineImpl::DeregMr(VmId id, uint32_t mr) {
-  // The view is unmapped after the RNIC let go of the MR.
-  return DestroyObject(id, &VmContext::mrs, mr, [&](VmContext& vm, MrObj&) {
-    DestroyMrLocked(vm, mr);
-  });
-}
-
-// ---------------------------------------------------------------- AHs
-
-Result<uint32_t> EngineImpl::CreateAh(VmId id, uint32_t pd, const GuestAh& ah) {
-  VmContext* vm = FindVm(id);
+Result<uint32_t> Resources::CreateAh(VmId id, uint32_t pd, const GuestAh& ah) {
+  VmContext* vm = vms_.Find(id);
   if (vm == nullptr) return Status::kBadHandle;
   if (vm->pds.Lookup(pd) == nullptr) return Status::kBadHandle;
   VRDMA_RETURN_IF_ERROR(CheckAh(ah, static_cast<uint32_t>(vm->config.gids.size())));
@@ -339,13 +252,152 @@ Result<uint32_t> EngineImpl::CreateAh(VmId id, uint32_t pd, const GuestAh& ah) {
   });
   return out;
 }
+// ---------------------------------------------------------------- CQs
 
-Status EngineImpl::DestroyAh(VmId id, uint32_t ah) {
-  return DestroyObject(id, &VmContext::ahs, ah, [&](VmContext& vm, AhObj& obj) {
-    (void)rnic_.DestroyAh(obj.rnic);
-    if (PdObj* pd = vm.pds.Lookup(obj.pd)) --pd->refs;
-    --vm.stats.ahs;
+Result<CreateCqResult> Resources::CreateCq(VmId id,
+                                            const CreateCqRequest& req) {
+  VmContext* vm = vms_.Find(id);
+  if (vm == nullptr) return Status::kBadHandle;
+  VRDMA_RETURN_IF_ERROR(CheckCreateCq(req, VmLimits(*vm)));
+  if (vm->cqs.full()) return Status::kNoResource;
+  // Sized for the guest's ring; CreateQp grows it to its QPs' worst case
+  // (cq_sizing.h) and charges the growth.
+  const uint32_t host_depth =
+      std::min(uint32_t{(1u << req.ring.log2_num_elem) - 1}, limits_.max_cqe);
+  Charge charge{.host_bytes = sizeof(CqObj) + rnic_.CqHostBytes(host_depth)};
+  if (!CanStart(*vm, RingPinned(req.ring), charge.host_bytes)) {
+    return Status::kNoResource;
+  }
+  auto cq = std::make_unique<CqObj>();
+  VRDMA_RETURN_IF_ERROR(MapPages(*vm, req.ring.pages, &cq->view, &charge));
+  cq->ring = GuestRing(cq->view.data(), req.ring.log2_num_elem,
+                       req.ring.log2_elem_size);
+  cq->depth = cq->ring.capacity();
+  cq->charge = charge;
+  rnic_.PrepareCq(host_depth);
+
+  Result<CreateCqResult> out = Status::kNoResource;
+  executor_.RunSync([&] {
+    Result<uint32_t> h = vm->cqs.PeekNextHandle();
+    if (!h.ok() || !Fits(vm->config.quotas, vm->stats, charge)) return;
+    Result<RnicCq> r = rnic_.CreateCq(host_depth);
+    if (!r.ok()) {
+      out = r.status();
+      return;
+    }
+    cq->rnic = *r;
+    cq->host_depth = host_depth;
+    cq->vm = vm;
+    cq->handle = *h;
+    cq->ring.StoreProducer(0);  // the host owns the producer index
+    const uint32_t depth = cq->depth;
+    (void)vm->cqs.Insert(std::move(cq));
+    ++vm->stats.cqs;
+    Take(vm->stats, charge);
+    out = CreateCqResult{*h, depth};
   });
+  rnic_.Reclaim();  // queue memory the RNIC let go of on the data-path thread
+  return out;
+}
+
+Status Resources::ReqNotifyCq(VmId id, uint32_t cq, bool solicited_only) {
+  VmContext* vm = vms_.Find(id);
+  if (vm == nullptr) return Status::kBadHandle;
+  Status s = Status::kOk;
+  executor_.RunSync([&] {
+    CqObj* obj = vm->cqs.Lookup(cq);
+    if (obj == nullptr) {
+      s = Status::kBadHandle;
+      return;
+    }
+    Completions::Arm(*obj, solicited_only);
+  });
+  return s;
+}
+// ---------------------------------------------------------------- SRQs
+
+Result<CreateSrqResult> Resources::CreateSrq(VmId id,
+                                              const CreateSrqRequest& req) {
+  VmContext* vm = vms_.Find(id);
+  if (vm == nullptr) return Status::kBadHandle;
+  if (vm->pds.Lookup(req.pd) == nullptr) return Status::kBadHandle;
+  VRDMA_RETURN_IF_ERROR(CheckCreateSrq(req, VmLimits(*vm)));
+  if (vm->srqs.full()) return Status::kNoResource;
+  if (!CanStart(*vm, RingPinned(req.ring), sizeof(SrqObj))) {
+    return Status::kNoResource;
+  }
+  Charge charge;
+  auto srq = std::make_unique<SrqObj>();
+  GuestPageView view;
+  VRDMA_RETURN_IF_ERROR(MapPages(*vm, req.ring.pages, &view, &charge));
+  InitRecvQueue(srq->rq, req.ring, req.max_sge, limits_.max_srq_wr,
+                std::move(view));
+  srq->pd = req.pd;
+  srq->max_wr = req.max_wr;
+  srq->max_sge = req.max_sge;
+  srq->limit = req.srq_limit;
+  charge.host_bytes = sizeof(SrqObj) + ShadowBytes(srq->rq) +
+                      rnic_.SrqHostBytes(srq->rq.depth, req.max_sge);
+  srq->charge = charge;
+  if (!Fits(vm->config.quotas, vm->stats, charge)) return Status::kNoResource;
+  rnic_.PrepareSrq(srq->rq.depth, req.max_sge);
+
+  Result<CreateSrqResult> out = Status::kNoResource;
+  executor_.RunSync([&] {
+    PdObj* pd = vm->pds.Lookup(req.pd);
+    Result<uint32_t> h = vm->srqs.PeekNextHandle();
+    if (pd == nullptr || !h.ok() || !Fits(vm->config.quotas, vm->stats, charge)) {
+      return;  // kNoResource
+    }
+    Result<RnicSrq> r = rnic_.CreateSrq(pd->rnic, srq->rq.depth, req.max_sge);
+    if (!r.ok()) {
+      out = r.status();
+      return;
+    }
+    srq->rnic = *r;
+    srq->vm = vm;
+    srq->handle = *h;
+    srq->rq.srq = srq.get();
+    srq->rq.ring.StoreConsumer(0);
+    SrqObj* raw = srq.get();
+    (void)vm->srqs.Insert(std::move(srq));
+    ++pd->refs;
+    ++vm->stats.srqs;
+    Take(vm->stats, charge);
+    recv_.Replenish(raw->rq);  // WQEs the guest posted before creation returned
+    out = CreateSrqResult{*h, req.max_wr, req.max_sge};
+  });
+  rnic_.Reclaim();  // queue memory the RNIC let go of on the data-path thread
+  return out;
+}
+
+Status Resources::ModifySrq(VmId id, uint32_t srq, uint32_t mask,
+                             uint32_t max_wr, uint32_t srq_limit) {
+  (void)max_wr;
+  VmContext* vm = vms_.Find(id);
+  if (vm == nullptr) return Status::kBadHandle;
+  if (mask & ~uint32_t{VIRTIO_RDMA_SRQ_MAX_WR | VIRTIO_RDMA_SRQ_LIMIT})
+    return Status::kInvalid;
+  Status s = Status::kOk;
+  executor_.RunSync([&] {
+    SrqObj* obj = vm->srqs.Lookup(srq);
+    if (obj == nullptr) {
+      s = Status::kBadHandle;
+      return;
+    }
+    if (mask & VIRTIO_RDMA_SRQ_MAX_WR) {
+      s = Status::kUnsupported;  // resizing a guest ring
+      return;
+    }
+    if (mask & VIRTIO_RDMA_SRQ_LIMIT) {
+      if (srq_limit > obj->max_wr) {
+        s = Status::kInvalid;
+        return;
+      }
+      obj->limit = srq_limit;
+    }
+  });
+  return s;
 }
 
 }  // namespace vrdma::engine

@@ -1,0 +1,104 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// Resources: VM admission and the creation of a VM's PDs, MRs, AHs, CQs and
+// SRQs, with their quotas (quota.h), and the queries and stats of a VM. A
+// part of the engine (README.md, "Parts"). QPs: QpControl; destruction:
+// Teardown.
+//
+// Threading: every verb checks its input and maps page views on the
+// calling (control) thread, asks the RNIC to prepare queue memory there,
+// then runs the rest (every Rnic call, every change to a VM's tables) in
+// one Executor::RunSync closure, i.e. on the data-path thread; the quota is
+// checked again in the closure, where the object is published. Stats reads
+// through RunSync too; QueryDevice/QueryGid read the VM's immutable config.
+#ifndef VRDMA_BACKEND_ENGINE_RESOURCES_H_
+#define VRDMA_BACKEND_ENGINE_RESOURCES_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/base/executor.h"
+#include "backend/engine/completions.h"
+#include "backend/engine/engine.h"
+#include "backend/engine/objects.h"
+#include "backend/engine/quota.h"
+#include "backend/engine/recv_path.h"
+#include "backend/engine/vm_table.h"
+#include "backend/rnic/rnic.h"
+#include "backend/scheduler/stage.h"
+
+namespace vrdma::engine {
+
+// Guest bytes a ring pins.
+inline uint64_t RingPinned(const RingSpec& r) {
+  return uint64_t{r.pages.size()} * VIRTIO_RDMA_PAGE_SIZE;
+}
+
+// The quota check before any page is mapped: what the object will pin and
+// what it costs in host memory as far as known (mappings are checked as
+// the views are made, the final charge again when it is published).
+inline bool CanStart(const VmContext& vm, uint64_t pinned,
+                     uint64_t host_bytes) {
+  return Fits(vm.config.quotas, vm.stats, Charge{pinned, host_bytes, 0});
+}
+
+class Resources {
+ public:
+  Resources(Rnic& rnic, Executor& executor, sched::Stage& stage, VmTable& vms,
+            Completions& completions, RecvPath& recv,
+            uint64_t mapping_budget)
+      : rnic_(rnic), executor_(executor), stage_(stage), vms_(vms),
+        completions_(completions), recv_(recv), limits_(rnic.limits()),
+        mapping_budget_(mapping_budget) {}
+  Resources(const Resources&) = delete;
+  Resources& operator=(const Resources&) = delete;
+
+  // VMs (control thread).
+  Result<VmId> AttachVm(const VmConfig& config, VmEventSink* sink);
+  // A detached VM's GIDs and mapping quota given back to admission
+  // (Teardown, after the VM left the table).
+  void Release(const VmConfig& config);
+  void SetGuestMemory(VmId id, std::shared_ptr<const GuestMemory> memory);
+  Result<VmStats> Stats(VmId id) const;
+  Result<DeviceAttr> QueryDevice(VmId id) const;
+  Result<Gid> QueryGid(VmId id, uint32_t index) const;
+
+  // Objects (control thread).
+  Result<uint32_t> CreatePd(VmId id);
+  Result<RegMrResult> RegMr(VmId id, const RegMrRequest& req);
+  Result<uint32_t> CreateAh(VmId id, uint32_t pd, const GuestAh& ah);
+  Result<CreateCqResult> CreateCq(VmId id, const CreateCqRequest& req);
+  Status ReqNotifyCq(VmId id, uint32_t cq, bool solicited_only);
+  Result<CreateSrqResult> CreateSrq(VmId id, const CreateSrqRequest& req);
+  Status ModifySrq(VmId id, uint32_t srq, uint32_t mask, uint32_t max_wr,
+                   uint32_t srq_limit);
+
+  // For QpControl (control thread).
+  const RnicLimits& limits() const { return limits_; }
+  // The RNIC's limits after vm's quotas and the ABI's.
+  RnicLimits VmLimits(const VmContext& vm) const;
+  // Maps pages into *view and adds its pages and mappings to *charge;
+  // kNoResource when the VM's mapping quota, less what *charge already
+  // holds, cannot take the view.
+  Status MapPages(const VmContext& vm, const std::vector<uint64_t>& pages,
+                  GuestPageView* view, Charge* charge) const;
+
+ private:
+  Rnic& rnic_;
+  Executor& executor_;
+  sched::Stage& stage_;
+  VmTable& vms_;
+  Completions& completions_;
+  RecvPath& recv_;
+  const RnicLimits limits_;
+  const uint64_t mapping_budget_;  // EngineOptions::mapping_budget
+  // Admission (control thread): every attached VM's GIDs, and the sum of
+  // their mapping quotas.
+  std::vector<Gid> gids_in_use_;
+  uint64_t mappings_admitted_ = 0;
+};
+
+}  // namespace vrdma::engine
+
+#endif  // VRDMA_BACKEND_ENGINE_RESOURCES_H_

@@ -1,0 +1,157 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// Teardown (teardown.h): objects destroyed and VMs detached: unpublished in
+// one RunSync closure, freed on the control thread afterwards.
+#include "backend/engine/teardown.h"
+
+#include <algorithm>
+
+namespace vrdma::engine {
+
+// ---------------------------------------------------------------- VMs
+
+void Teardown::DetachVm(VmId id) {
+  std::unique_ptr<VmContext> dead;
+  executor_.RunSync([&] {
+    VmContext* vm = vms_.Find(id);
+    if (vm == nullptr) return;
+    // Dependents first: QPs, then SRQs, AHs, MRs, CQs, PDs.
+    for (uint32_t h : vm->qps.Handles()) DestroyQpLocked(*vm, h);
+    for (uint32_t h : vm->srqs.Handles()) DestroySrqLocked(*vm, h);
+    for (uint32_t h : vm->ahs.Handles()) {
+      (void)rnic_.DestroyAh(vm->ahs.Lookup(h)->rnic);
+    }
+    for (uint32_t h : vm->mrs.Handles()) DestroyMrLocked(*vm, h);
+    for (uint32_t h : vm->cqs.Handles()) DestroyCqLocked(*vm, h);
+    for (uint32_t h : vm->pds.Handles())
+      (void)rnic_.DeallocPd(vm->pds.Lookup(h)->rnic);
+    for (const Gid& g : vm->config.gids) (void)rnic_.RemoveGid(g);
+    stage_.RemoveTenant(id);
+    completions_.ForgetVm(*vm);
+    dead = vms_.vms.Remove(id);
+  });
+  if (dead) resources_.Release(dead->config);
+  // Page views, tables and the RNIC's queue memory are released here, on
+  // the control thread.
+  rnic_.Reclaim();
+}
+// ---------------------------------------------------------------- PDs, MRs, AHs
+
+Status Teardown::DestroyPd(VmId id, uint32_t pd) {
+  return DestroyObject(id, &VmContext::pds, pd, [&](VmContext& vm, PdObj& obj) {
+    (void)rnic_.DeallocPd(obj.rnic);
+    --vm.stats.pds;
+  });
+}
+
+void Teardown::DestroyMrLocked(VmContext& vm, uint32_t handle) {
+  MrObj* mr = vm.mrs.Lookup(handle);
+  if (mr == nullptr) return;
+  (void)rnic_.DeregMr(mr->rnic);
+  vm.lkey_to_mr.Erase(mr->rnic.lkey);
+  if (PdObj* pd = vm.pds.Lookup(mr->pd)) --pd->refs;
+  GiveBack(vm.stats, mr->charge);
+  --vm.stats.mrs;
+}
+
+Status Teardown::DeregMr(VmId id, uint32_t mr) {
+  // The view is unmapped after the RNIC let go of the MR.
+  return DestroyObject(id, &VmContext::mrs, mr, [&](VmContext& vm, MrObj&) {
+    DestroyMrLocked(vm, mr);
+  });
+}
+
+Status Teardown::DestroyAh(VmId id, uint32_t ah) {
+  return DestroyObject(id, &VmContext::ahs, ah, [&](VmContext& vm, AhObj& obj) {
+    (void)rnic_.DestroyAh(obj.rnic);
+    if (PdObj* pd = vm.pds.Lookup(obj.pd)) --pd->refs;
+    --vm.stats.ahs;
+  });
+}
+// ---------------------------------------------------------------- CQs, QPs, SRQs
+
+void Teardown::DestroyCqLocked(VmContext& vm, uint32_t handle) {
+  CqObj* cq = vm.cqs.Lookup(handle);
+  if (cq == nullptr) return;
+  completions_.Forget(*cq);
+  (void)rnic_.DestroyCq(cq->rnic);
+  GiveBack(vm.stats, cq->charge);
+  --vm.stats.cqs;
+}
+
+Status Teardown::DestroyCq(VmId id, uint32_t cq) {
+  return DestroyObject(id, &VmContext::cqs, cq, [&](VmContext& vm, CqObj&) {
+    DestroyCqLocked(vm, cq);
+  });
+}
+
+void Teardown::DestroyQpLocked(VmContext& vm, uint32_t handle) {
+  QpObj* qp = vm.qps.Lookup(handle);
+  if (qp == nullptr) return;
+  send_.Unschedule(*qp);
+  qp->flow_storage = stage_.RemoveFlow(qp->flow, clock_());
+  qp->flow = sched::kNoFlow;
+  if (!qp->srq) recv_.Unlink(qp->rq);
+  // Destroy generates no completions; any still in the RNIC CQ carry a
+  // cookie whose handle is now stale and are dropped.
+  (void)rnic_.DestroyQp(qp->rnic);
+  send_.CloseSendWindow(*qp);
+  if (!qp->srq) completions_.Retire(*qp->recv_cq, qp->rq.posted);
+  if (qp->srq) {
+    --qp->srq->refs;
+    --qp->recv_cq->srq_listeners;
+    auto& users = qp->recv_cq->srq_users;
+    auto it = std::find_if(users.begin(), users.end(), [&](const auto& u) {
+      return u.first == qp->srq;
+    });
+    if (it != users.end() && --it->second == 0) {
+      qp->recv_cq->demand -= qp->srq->rq.depth;  // the SRQ's share
+      users.erase(it);
+    }
+  }
+  qp->send_cq->demand -= qp->send_cq_demand;
+  qp->recv_cq->demand -= qp->recv_cq_demand;
+  --qp->send_cq->refs;
+  --qp->recv_cq->refs;
+  if (PdObj* pd = vm.pds.Lookup(qp->pd)) --pd->refs;
+  vm.qpn_to_qp.Erase(qp->qpn);
+  vms_.qpn_owner.Erase(qp->qpn);
+  GiveBack(vm.stats, qp->charge);
+  --vm.stats.qps;
+}
+
+Status Teardown::DestroyQp(VmId id, uint32_t qpn) {
+  VmContext* vm = vms_.Find(id);
+  if (vm == nullptr) return Status::kBadHandle;
+  Status s = Status::kOk;
+  std::unique_ptr<QpObj> dead;
+  executor_.RunSync([&] {
+    std::optional<uint32_t> h = vm->qpn_to_qp.Find(qpn);
+    if (!h || vm->qps.Lookup(*h) == nullptr) {
+      s = Status::kBadHandle;
+      return;
+    }
+    DestroyQpLocked(*vm, *h);
+    dead = vm->qps.Remove(*h);
+  });
+  rnic_.Reclaim();
+  return s;  // ring views unmapped here, and the RNIC's queues freed
+}
+
+void Teardown::DestroySrqLocked(VmContext& vm, uint32_t handle) {
+  SrqObj* srq = vm.srqs.Lookup(handle);
+  if (srq == nullptr) return;
+  recv_.Unlink(srq->rq);
+  (void)rnic_.DestroySrq(srq->rnic);
+  if (PdObj* pd = vm.pds.Lookup(srq->pd)) --pd->refs;
+  GiveBack(vm.stats, srq->charge);
+  --vm.stats.srqs;
+}
+
+Status Teardown::DestroySrq(VmId id, uint32_t srq) {
+  return DestroyObject(id, &VmContext::srqs, srq, [&](VmContext& vm, SrqObj&) {
+    DestroySrqLocked(vm, srq);
+  });
+}
+
+}  // namespace vrdma::engine
