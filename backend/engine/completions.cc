@@ -101,16 +101,6 @@ bool Completions::Poll(CqObj& cq, bool drain) {
   return any;
 }
 
-bool Completions::PollActive() {
-  bool did = false;
-  for (CqObj* cq = active_cq_.front(); cq != nullptr;) {
-    CqObj* next = decltype(active_cq_)::next(cq);
-    did |= Poll(*cq, /*drain=*/false);
-    cq = next;
-  }
-  return did;
-}
-
 void Completions::HandleCompletion(CqObj& cq, const Completion& c) {
   VmContext& vm = *cq.vm;
   const uint32_t handle = CookieHandle(c.wr_id);

@@ -117,7 +117,15 @@ class Completions {
   // Polls one batch of cq, or until empty when drain; true when any.
   bool Poll(CqObj& cq, bool drain);
   // One batch of every CQ that may hold completions.
-  bool PollActive();
+  bool PollActive() {
+    bool did = false;
+    for (CqObj* cq = active_cq_.front(); cq != nullptr;) {
+      CqObj* next = decltype(active_cq_)::next(cq);
+      did |= Poll(*cq, /*drain=*/false);
+      cq = next;
+    }
+    return did;
+  }
   // The RNIC's asynchronous errors (slow path, a few per turn).
   bool PollRnicEvents();
 

@@ -16,7 +16,7 @@ bool HostPeer::SendPeerMessage(sched::DestId dest,
   return true;
 }
 
-bool HostPeer::DeliverLoopback(Turn& turn) {
+bool HostPeer::DeliverSome(Turn& turn) {
   bool did = false;
   for (uint32_t i = 0; i < loopback_count_; ++i) {
     stage_.OnPeerMessage(0, loopback_[i], turn.Now());

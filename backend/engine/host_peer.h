@@ -36,12 +36,16 @@ class HostPeer {
   // sched::StageOwner: the probe QP pair towards dest, built once.
   bool OpenProbePath(sched::DestId dest);
   // The messages sent to this host last turn, to the stage.
-  bool DeliverLoopback(Turn& turn);
+  bool DeliverLoopback(Turn& turn) {
+    return loopback_count_ > 0 && DeliverSome(turn);
+  }
   bool has_loopback() const { return loopback_count_ > 0; }
   // The probe objects destroyed (best effort).
   void Close();
 
  private:
+  bool DeliverSome(Turn& turn);
+
   Rnic& rnic_;
   sched::Stage& stage_;
   // Peer messages the stage sent to this host (dest 0), delivered at the

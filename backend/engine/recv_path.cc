@@ -148,7 +148,7 @@ void RecvPath::UpdateSweep(RecvQueue& rq) {
   }
 }
 
-bool RecvPath::Sweep() {
+bool RecvPath::SweepSome() {
   bool did = false;
   RecvQueue* first = nullptr;
   for (uint32_t i = 0; i < sweep_budget_ && !sweep_rq_.empty(); ++i) {
@@ -157,15 +157,6 @@ bool RecvPath::Sweep() {
     if (first == nullptr) first = rq;
     sweep_rq_.Remove(rq);
     did |= Replenish(*rq);  // re-adds it at the back while still low
-  }
-  return did;
-}
-
-bool RecvPath::RunReady() {
-  bool did = false;
-  // Bounded in case completions keep re-adding them.
-  for (int i = 0; i < 1024 && !ready_rq_.empty(); ++i) {
-    did |= Replenish(*ready_rq_.PopFront());
   }
   return did;
 }

@@ -76,8 +76,15 @@ class RecvPath {
   void Schedule(RecvQueue& rq) { ready_rq_.PushBack(&rq); }
   // The turn's passes: the low-watermark sweep (first), the ready queues
   // (after the CQs).
-  bool Sweep();
-  bool RunReady();
+  bool Sweep() { return !sweep_rq_.empty() && SweepSome(); }
+  bool RunReady() {
+    bool did = false;
+    // Bounded in case completions keep re-adding them.
+    for (int i = 0; i < 1024 && !ready_rq_.empty(); ++i) {
+      did |= Replenish(*ready_rq_.PopFront());
+    }
+    return did;
+  }
   // rq leaves every work list (reset, destroy, broken ring).
   void Unlink(RecvQueue& rq);
   // The QP went to RESET: the RNIC discarded its receives; they are posted
@@ -101,6 +108,8 @@ class RecvPath {
   void FailRecv(RecvQueue& rq, uint32_t slot, uint64_t guest_wr_id,
                 WcStatus status);
   void UpdateSweep(RecvQueue& rq);
+  // At most sweep_budget_ queues below their low watermark, round robin.
+  bool SweepSome();
   // Announced receives, split SENDs (recv_path_announced.cc).
   // The local QP qp sends to (RC/UC, destination GID of its VM), if any.
   QpObj* LocalPeer(const QpObj& qp) const;

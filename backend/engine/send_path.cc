@@ -10,16 +10,6 @@
 
 namespace vrdma::engine {
 
-bool SendPath::Run() {
-  bool did = false;
-  for (QpObj* qp = pending_sq_.front(); qp != nullptr;) {
-    QpObj* next = decltype(pending_sq_)::next(qp);
-    did |= ProcessSq(*qp);
-    qp = next;
-  }
-  return did;
-}
-
 WcStatus SendPath::CheckSendSemantics(const QpObj& qp, SendWr& wr,
                                       uint32_t ah_handle) const {
   const VmContext& vm = *qp.vm;

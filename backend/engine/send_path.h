@@ -56,7 +56,15 @@ class SendPath {
   void Schedule(QpObj& qp) { pending_sq_.PushBack(&qp); }
   void Unschedule(QpObj& qp) { pending_sq_.Remove(&qp); }
   // The turn's pass over the pending send queues.
-  bool Run();
+  bool Run() {
+    bool did = false;
+    for (QpObj* qp = pending_sq_.front(); qp != nullptr;) {
+      QpObj* next = decltype(pending_sq_)::next(qp);
+      did |= ProcessSq(*qp);
+      qp = next;
+    }
+    return did;
+  }
   // Forgets every consumed WR the stage has not reported (reset, destroy:
   // the RNIC discards them without completions).
   void CloseSendWindow(QpObj& qp);
