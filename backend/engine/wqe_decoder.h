@@ -5,7 +5,7 @@
 // private copies of guest bytes (never guest memory itself: every field is
 // read once, from the copy), checked against the queue's limits. Checks
 // that need VM state (lkeys, AH handles, QP state) come after, in the data
-// path; see datapath_send.cc.
+// path; see send_path.h.
 //
 // Send WQEs decode in two steps so the data path copies only what it needs:
 // the fixed header (VIRTIO_RDMA_SEND_WQE_SGE_OFFSET bytes), which says how
