@@ -127,7 +127,7 @@ void Simulator::AckAccepted(QpId qpid, const Packet& pk) {
   // packet count sends ACKs.
   if (pk.last && !o.ack_timer_armed) {
     o.ack_timer_armed = true;
-    events_.Push(std::max(now_, o.last_ack + p.ack_coalesce_delay_ps), kAckTimer, qpid, 0);
+    Schedule(std::max(now_, o.last_ack + p.ack_coalesce_delay_ps), kAckTimer, qpid, 0, q.host);
   }
 }
 
@@ -162,7 +162,7 @@ void Simulator::ExecuteAtomic(QpId qpid, const Packet& pk) {
   // The RX pipeline hands the atomic to its unit and waits until the unit
   // takes it (assumed one-deep hand-off): a busy unit stalls the pipeline.
   if (start > now_) StallRx(q.host, start);
-  events_.Push(start + h.p.atomic_cost_ps, kAtomicDone, qpid, pk.wqe);
+  Schedule(start + h.p.atomic_cost_ps, kAtomicDone, qpid, pk.wqe, pk.dst);
 }
 
 void Simulator::OnAtomicDone(QpId qpid, uint64_t wqe) {

@@ -40,7 +40,7 @@ void Simulator::OnSwitchArrive(uint32_t id) {
   fstats_.max_port_bytes = std::max(fstats_.max_port_bytes, port.bytes);
   if (!port.busy) {
     port.busy = true;
-    events_.Push(PortStart(pk.dst) + dst.p.wire_time_ps(pk.payload), kPortDone, pk.dst, 0);
+    Schedule(PortStart(pk.dst) + dst.p.wire_time_ps(pk.payload), kPortDone, pk.dst, 0, pk.dst);
   }
 }
 
@@ -65,10 +65,10 @@ void Simulator::OnPortDone(HostId hid) {
   const Picos arrive = now_ + fabric_.link_propagation_ps;
   const Picos start = std::max(arrive, h.rx_free);
   // RxDone: cache misses, payload DMA write (simulator_memory.cc).
-  events_.Push(RxDone(hid, id, start), kRxDone, id, 0);
+  Schedule(RxDone(hid, id, start), kRxDone, id, 0, hid);
   if (!port.q.empty()) {
-    events_.Push(PortStart(hid) + h.p.wire_time_ps(pkts_[port.q.front()].payload), kPortDone,
-                 hid, 0);
+    Schedule(PortStart(hid) + h.p.wire_time_ps(pkts_[port.q.front()].payload), kPortDone, hid,
+             0, hid);
   } else {
     port.busy = false;
   }
@@ -91,7 +91,7 @@ void Simulator::OnRxDone(uint32_t id) {
     const Picos at = std::max(now_ + delay, q.ops.rx_release);
     q.ops.rx_release = at;
     if (at > now_) {
-      events_.Push(at, kRxDeliver, id, 0);
+      Schedule(at, kRxDeliver, id, 0, pk.dst);
     } else {
       HandleRequest(id);
     }
@@ -124,7 +124,7 @@ void Simulator::OnRxDone(uint32_t id) {
       if (q.ops.error || !TakeRetry(pk.dst_qp, /*rnr=*/true)) break;
       q.rnr_wait = true;
       q.last_progress = now_;
-      events_.Push(now_ + RnrTimerPs(pk.rnr_timer), kRnrRetry, pk.dst_qp, pk.psn);
+      Schedule(now_ + RnrTimerPs(pk.rnr_timer), kRnrRetry, pk.dst_qp, pk.psn, pk.dst);
       break;
     default:
       break;

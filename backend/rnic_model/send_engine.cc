@@ -50,7 +50,7 @@ void Simulator::TryDispatch(HostId hid) {
   while (!h.dispatch_pending && !h.ready.empty() && !h.free_pus.empty()) {
     if (now_ < h.dispatch_free) {
       h.dispatch_pending = true;
-      events_.Push(h.dispatch_free, kDispatch, hid, 0);
+      Schedule(h.dispatch_free, kDispatch, hid, 0, hid);
       return;
     }
     uint32_t flow = h.ready.pop_front();
@@ -74,7 +74,7 @@ void Simulator::StartWqe(HostId hid, uint32_t pu) {
   const QpId qpid = flow / 2;
   Qp& q = qps_[qpid];
   if (flow & 1) {  // READ response: one job per PU visit, like a WQE
-    events_.Push(now_ + WqeStartStall(hid, flow) + h.p.wqe_cost_ps, kPuPacket, hid, pu);
+    Schedule(now_ + WqeStartStall(hid, flow) + h.p.wqe_cost_ps, kPuPacket, hid, pu, hid);
     return;
   }
   if (q.ops.error) {
@@ -119,8 +119,8 @@ void Simulator::StartWqe(HostId hid, uint32_t pu) {
         t.visible = w.wr.enable_count == 0
                         ? t.tail
                         : std::min(t.tail, t.visible + w.wr.enable_count);
-        events_.Push(PostFetchDone(w.wr.enable_qp, from, t.visible), kFetch, w.wr.enable_qp,
-                     t.visible);
+        Schedule(PostFetchDone(w.wr.enable_qp, from, t.visible), kFetch, w.wr.enable_qp,
+                 t.visible, t.host);
       }
       w.done = true;
       ++q.proc;
@@ -142,7 +142,7 @@ void Simulator::StartWqe(HostId hid, uint32_t pu) {
   }
   const Picos cost = q.proc_pkt == 0 ? WqeStartStall(hid, flow) + h.p.wqe_cost_ps
                                      : h.p.seg_cost_ps;
-  events_.Push(now_ + cost, kPuPacket, hid, pu);
+  Schedule(now_ + cost, kPuPacket, hid, pu, hid);
 }
 
 void Simulator::OnPuPacket(HostId hid, uint32_t pu) {
@@ -256,9 +256,9 @@ void Simulator::AfterPush(HostId hid, uint32_t pu) {
   // A PU stalled on an address translation goes on when it is done.
   const Picos at = PuFreeAt(hid, pu);
   if (more) {
-    events_.Push(at + h.p.seg_cost_ps, kPuPacket, hid, pu);
+    Schedule(at + h.p.seg_cost_ps, kPuPacket, hid, pu, hid);
   } else if (at > now_) {
-    events_.Push(at, kPuResume, hid, pu);
+    Schedule(at, kPuResume, hid, pu, hid);
   } else {
     PuNextWqe(hid, pu);
   }
@@ -283,7 +283,7 @@ void Simulator::WqeDoneOnPu(HostId hid, uint32_t pu) {
   // aggregate message-rate ceiling holds for every WQE).
   const Picos at = std::max(now_, h.dispatch_free);
   h.dispatch_free = at + h.p.dispatch_gap_ps;
-  events_.Push(at, kPuContinue, hid, pu);
+  Schedule(at, kPuContinue, hid, pu, hid);
 }
 
 void Simulator::ReleasePu(HostId hid, uint32_t pu) {
@@ -320,7 +320,7 @@ void Simulator::StartLink(HostId hid) {
   }
   h.link_busy = true;
   h.link_pkt = id;
-  events_.Push(now_ + h.p.wire_time_ps(pkts_[id].payload), kLinkDone, hid, 0);
+  Schedule(now_ + h.p.wire_time_ps(pkts_[id].payload), kLinkDone, hid, 0, hid);
   // A FIFO slot is free: the longest-waiting PU gets it.
   while (h.fifo.size() < h.p.tx_fifo_packets && !h.fifo_waiters.empty()) {
     uint32_t pu = h.fifo_waiters.pop_front();
@@ -351,8 +351,8 @@ void Simulator::OnLinkDone(HostId hid) {
       ArmRto(pk.src_qp);
     }
   }
-  events_.Push(now_ + fabric_.link_propagation_ps + fabric_.switch_latency_ps,
-               kSwitchArrive, id, 0);
+  Schedule(now_ + fabric_.link_propagation_ps + fabric_.switch_latency_ps, kSwitchArrive, id, 0,
+           hid);
   StartLink(hid);
 }
 
@@ -410,7 +410,7 @@ void Simulator::ArmRto(QpId qpid) {
   if (q.rto_armed) return;
   q.rto_armed = true;
   q.last_progress = now_;
-  events_.Push(now_ + hosts_[q.host].p.rto_ps, kRto, qpid, 0);
+  Schedule(now_ + hosts_[q.host].p.rto_ps, kRto, qpid, 0, q.host);
 }
 
 void Simulator::OnRto(QpId qpid) {
@@ -422,7 +422,7 @@ void Simulator::OnRto(QpId qpid) {
   if (q.rnr_wait || now_ < q.last_progress + rto) {
     // An RNR wait owns the retry; its resend restarts the timer.
     q.rto_armed = true;
-    events_.Push(q.rnr_wait ? now_ + rto : q.last_progress + rto, kRto, qpid, 0);
+    Schedule(q.rnr_wait ? now_ + rto : q.last_progress + rto, kRto, qpid, 0, q.host);
     return;
   }
   Wqe& w = WqeAt(q, q.head);
@@ -433,7 +433,7 @@ void Simulator::OnRto(QpId qpid) {
   }
   q.last_progress = now_;
   q.rto_armed = true;
-  events_.Push(now_ + rto, kRto, qpid, 0);
+  Schedule(now_ + rto, kRto, qpid, 0, q.host);
 }
 
 }  // namespace vrdma::model

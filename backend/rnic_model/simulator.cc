@@ -96,7 +96,7 @@ int Simulator::PostSend(QpId qpid, std::span<const Wr> wrs) {
   if (n > 0 && !q.cfg.managed) {
     q.visible = q.tail;
     // One doorbell for the whole post list; the NIC fetches the WQEs once.
-    events_.Push(PostFetchDone(qpid, q.tail - n, q.tail), kFetch, qpid, q.tail);
+    Schedule(PostFetchDone(qpid, q.tail - n, q.tail), kFetch, qpid, q.tail, q.host);
   }
   return n;
 }
@@ -128,13 +128,16 @@ void Simulator::ScheduleTimer(Picos at, TimerSink* sink, uint64_t cookie) {
     slot = static_cast<uint32_t>(timers_.size());
     timers_.push_back(UserTimer{sink, cookie});
   }
-  events_.Push(std::max(at, now_), kUserTimer, slot, 0);
+  Schedule(std::max(at, now_), kUserTimer, slot, 0, 0);
 }
 
 bool Simulator::RunUntil(Picos t) {
   stop_ = false;
-  while (!events_.empty() && events_.top().time <= t) {
-    Step();
+  Event e;
+  while (events_.PopUpTo(t, &e)) {
+    now_ = e.time;
+    ++events_processed_;
+    Dispatch(e);
     if (stop_) {
       stop_ = false;
       return false;
@@ -234,7 +237,7 @@ void Simulator::EmitCqe(const Cqe& cqe) {
   Cqe& c = pending_cqes_[slot];
   c = cqe;
   c.time = CqeVisibleAt(cqs_[cqe.cq].host);
-  events_.Push(c.time, kCqeVisible, slot, 0);
+  Schedule(c.time, kCqeVisible, slot, 0, cqs_[cqe.cq].host);
 }
 
 void Simulator::OnCqeVisible(uint64_t slot) {

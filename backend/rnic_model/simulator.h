@@ -466,6 +466,12 @@ class Simulator {
   Picos Translate(HostId h, MrId mr, uint64_t addr, uint32_t len, bool mpt);
   Picos MissRead(HostId h, uint32_t bytes, Picos after);
 
+  // Schedules an event; `host` picks its FIFO lane of the event queue
+  // (event_queue.h): one lane per kind and host parity.
+  void Schedule(Picos at, EventKind kind, uint32_t a, uint64_t b, HostId host) {
+    events_.Push(at, kind, a, b, static_cast<uint32_t>(kind) * 2 + (host & 1));
+  }
+
   uint32_t AllocPacket();
   void FreePacket(uint32_t id) { free_pkts_.push_back(id); }
   Wqe& WqeAt(Qp& q, uint64_t i) { return q.sq[i & q.mask]; }

@@ -238,7 +238,7 @@ bool Simulator::TakeReadyPacket(HostId hid) {
   NicMemory& m = mem_[hid];
   if (m.link_wake_at == 0 || earliest < m.link_wake_at) {
     m.link_wake_at = earliest;
-    events_.Push(earliest, kLinkWake, hid, 0);
+    Schedule(earliest, kLinkWake, hid, 0, hid);
   }
   return false;
 }
