@@ -40,7 +40,7 @@ void Simulator::OnSwitchArrive(uint32_t id) {
   fstats_.max_port_bytes = std::max(fstats_.max_port_bytes, port.bytes);
   if (!port.busy) {
     port.busy = true;
-    Schedule(PortStart(pk.dst) + dst.p.wire_time_ps(pk.payload), kPortDone, pk.dst, 0, pk.dst);
+    Schedule(PortStart(pk.dst) + dst.wire_ps(pk.payload), kPortDone, pk.dst, 0, pk.dst);
   }
 }
 
@@ -67,7 +67,7 @@ void Simulator::OnPortDone(HostId hid) {
   // RxDone: cache misses, payload DMA write (simulator_memory.cc).
   Schedule(RxDone(hid, id, start), kRxDone, id, 0, hid);
   if (!port.q.empty()) {
-    Schedule(PortStart(hid) + h.p.wire_time_ps(pkts_[port.q.front()].payload), kPortDone, hid,
+    Schedule(PortStart(hid) + h.wire_ps(pkts_[port.q.front()].payload), kPortDone, hid,
              0, hid);
   } else {
     port.busy = false;

@@ -320,7 +320,7 @@ void Simulator::StartLink(HostId hid) {
   }
   h.link_busy = true;
   h.link_pkt = id;
-  Schedule(now_ + h.p.wire_time_ps(pkts_[id].payload), kLinkDone, hid, 0, hid);
+  Schedule(now_ + h.wire_ps(pkts_[id].payload), kLinkDone, hid, 0, hid);
   // A FIFO slot is free: the longest-waiting PU gets it.
   while (h.fifo.size() < h.p.tx_fifo_packets && !h.fifo_waiters.empty()) {
     uint32_t pu = h.fifo_waiters.pop_front();

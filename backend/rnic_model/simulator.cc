@@ -20,6 +20,8 @@ HostId Simulator::AddHost(const NicParams& nic) {
   if (h.p.tx_fifo_packets == 0) h.p.tx_fifo_packets = 1;
   if (h.p.num_atomic_units == 0) h.p.num_atomic_units = 1;
   h.atomic_free.assign(h.p.num_atomic_units, 0);
+  h.wire.resize(h.p.mtu_bytes + 1);
+  for (uint32_t b = 0; b <= h.p.mtu_bytes; ++b) h.wire[b] = h.p.wire_time_ps(b);
   h.pus.resize(h.p.num_pus);
   // Popped from the back: PU 0 first, deterministic.
   for (uint32_t i = h.p.num_pus; i > 0; --i) h.free_pus.push_back(i - 1);

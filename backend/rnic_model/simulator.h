@@ -189,6 +189,17 @@ class Simulator {
   void PostRecv(QpId qp, uint64_t wr_id);
   // Without a sink, CQEs wait here. Oldest first.
   int PollCq(CqId cq, std::span<Cqe> out);
+  // The same without a copy: f(i, cqe) for each of at most max CQEs.
+  template <typename F>
+  int DrainCq(CqId cq, int max, F&& f) {
+    Ring<Cqe>& ring = cqs_[cq].ring;
+    int n = 0;
+    for (; n < max && !ring.empty(); ++n) {
+      f(n, ring.front());
+      ring.pop_front();
+    }
+    return n;
+  }
   uint64_t cqe_count(CqId cq) const { return cqs_[cq].produced; }
   uint32_t qp_host(QpId qp) const { return qps_[qp].host; }
 
@@ -376,6 +387,10 @@ class Simulator {
     Port port;
     HostStats stats;
     std::vector<Picos> atomic_free;  // per atomic unit: busy until
+    std::vector<Picos> wire;   // p.wire_time_ps(payload), payload <= MTU
+    Picos wire_ps(uint32_t payload) const {
+      return payload < wire.size() ? wire[payload] : p.wire_time_ps(payload);
+    }
   };
 
   // Events.

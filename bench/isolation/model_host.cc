@@ -70,11 +70,13 @@ bool HostSet::RunTurns() {
   return any;
 }
 
-void HostSet::WatchCq(model::CqId cq, ModelHost* host) { cq_host_[cq] = host; }
+void HostSet::WatchCq(model::CqId cq, ModelHost* host) {
+  if (cq_host_.size() <= cq) cq_host_.resize(cq + 1, nullptr);
+  cq_host_[cq] = host;
+}
 
 void HostSet::OnCqeVisible(model::CqId cq) {
-  auto it = cq_host_.find(cq);
-  if (it != cq_host_.end()) MarkDirty(*it->second);
+  if (cq < cq_host_.size() && cq_host_[cq] != nullptr) MarkDirty(*cq_host_[cq]);
 }
 
 void HostSet::SendPeer(uint32_t from, uint32_t to,
@@ -164,11 +166,13 @@ sched::FlowId ModelHost::AddFlow(policy::TenantId tenant, RnicQp qp, QpType type
       stage_->AddFlow(sched::Stage::PrepareFlow(spec), now_ns());
   // Both ends are vhost-rdma daemons: split SENDs are put back together.
   stage_->SetReceiverReassembles(flow, true);
+  if (flows_.size() <= qp.qpn) flows_.resize(qp.qpn + 1);
   flows_[qp.qpn] = flow;
   return flow;
 }
 
 void ModelHost::AddReceiver(RnicQp qp, uint32_t count) {
+  if (receivers_.size() <= qp.qpn) receivers_.resize(qp.qpn + 1, RnicQp{});
   receivers_[qp.qpn] = qp;
   RecvWr r;
   for (uint32_t i = 0; i < count; ++i) {
@@ -190,15 +194,15 @@ void ModelHost::Turn() {
       const Completion& c = poll_[i];
       if (c.opcode == WcOpcode::kRecv || c.opcode == WcOpcode::kRecvRdmaWithImm) {
         // The receiving guest posts its buffer again at once.
-        auto it = receivers_.find(c.qpn);
-        if (it == receivers_.end()) continue;
+        if (c.qpn >= receivers_.size() || receivers_[c.qpn].id == 0) continue;
         RecvWr r;
         r.wr_id = c.wr_id;
-        (void)rnic_.PostRecv(it->second, {&r, 1}, nullptr);
+        (void)rnic_.PostRecv(receivers_[c.qpn], {&r, 1}, nullptr);
         continue;
       }
-      auto it = flows_.find(c.qpn);
-      if (it != flows_.end()) stage_->OnCompletion(it->second, c, now);
+      if (c.qpn < flows_.size() && flows_[c.qpn]) {
+        stage_->OnCompletion(*flows_[c.qpn], c, now);
+      }
     }
   }
   // A pass is bounded (kMaxPass pieces): serve until nothing moves.

@@ -16,7 +16,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
-#include <unordered_map>
+#include <optional>
 #include <vector>
 
 #include "backend/rnic_model/model_rnic.h"
@@ -58,7 +58,7 @@ class HostSet final : public model::CqeListener {
   model::ModelWorld& world_;
   std::vector<ModelHost*> hosts_;
   std::vector<ModelHost*> dirty_;
-  std::unordered_map<model::CqId, ModelHost*> cq_host_;
+  std::vector<ModelHost*> cq_host_;  // by model CQ id
   std::vector<std::unique_ptr<Delivery>> deliveries_;
 };
 
@@ -128,8 +128,9 @@ class ModelHost final : public sched::StageOwner, public model::TimerSink {
   std::unique_ptr<sched::Stage> stage_;
   RnicCq cq_;
   RnicCq own_cq_;
-  std::unordered_map<uint32_t, RnicQp> receivers_;  // by QPN
-  std::unordered_map<uint32_t, sched::FlowId> flows_;  // by QPN
+  // By QPN (dense: the model's QP ids + 1); id 0 / nullopt: none.
+  std::vector<RnicQp> receivers_;
+  std::vector<std::optional<sched::FlowId>> flows_;
   model::Picos wake_armed_ = UINT64_MAX;
   std::array<Completion, 64> poll_{};
 };
