@@ -10,14 +10,14 @@
 // (the caller names the lane, e.g. by event kind and host) besides a binary
 // heap: an event goes to the tail of its lane when its time is not before
 // the lane's last one (the lane stays sorted by (time, sequence)), else to
-// the heap. Pop takes the least (time, sequence) of the lane heads and the
-// heap's top: exactly the order of a single heap, at O(1) for most events.
+// the heap. Pop takes the least (time, sequence) of the lane heads (kept
+// in a small heap of lanes) and the big heap's top: exactly the order of
+// a single heap, at a few comparisons in L1 for most events.
 // Storage grows by doubling and never shrinks: no allocation per event
 // after warm-up.
 #ifndef VRDMA_BACKEND_RNIC_MODEL_EVENT_QUEUE_H_
 #define VRDMA_BACKEND_RNIC_MODEL_EVENT_QUEUE_H_
 
-#include <bit>
 #include <cstdint>
 #include <vector>
 
@@ -42,69 +42,106 @@ class EventQueue {
     const Event e{time, next_seq_++, kind, a, b};
     ++size_;
     lane &= kLanes - 1;
-    const uint64_t bit = uint64_t{1} << lane;
-    if (!(nonempty_ & bit)) {
-      lanes_[lane].push_back(e);
+    Ring<Event>& r = lanes_[lane];
+    if (r.empty()) {
+      r.push_back(e);
       lane_last_[lane] = time;
-      nonempty_ |= bit;
+      head_[lane] = Key{time, e.seq};
+      LaneHeapInsert(lane);
       return;
     }
     if (time >= lane_last_[lane]) {
-      lanes_[lane].push_back(e);
+      r.push_back(e);
       lane_last_[lane] = time;
       return;
     }
     heap_.push_back(e);
     SiftUp(heap_.size() - 1);
   }
+
   bool empty() const { return size_ == 0; }
   size_t size() const { return size_; }
   // Removes the least event into *e when its time is at most t.
   bool PopUpTo(Picos t, Event* e) {
     if (size_ == 0) return false;
-    const int src = MinSource();
-    const Event& m = src < 0 ? heap_.front() : lanes_[src].front();
+    const bool from_lane = LaneFirst();
+    const Event& m = from_lane ? lanes_[lane_heap_[0]].front() : heap_.front();
     if (m.time > t) return false;
     *e = m;
-    Remove(src);
+    Remove(from_lane);
     return true;
   }
   Event Pop() {
-    const int src = MinSource();
-    Event e = src < 0 ? heap_.front() : lanes_[src].front();
-    Remove(src);
+    const bool from_lane = LaneFirst();
+    Event e = from_lane ? lanes_[lane_heap_[0]].front() : heap_.front();
+    Remove(from_lane);
     return e;
   }
 
  private:
+  struct Key {
+    Picos time;
+    uint64_t seq;
+  };
   static bool Less(const Event& x, const Event& y) {
     return x.time < y.time || (x.time == y.time && x.seq < y.seq);
   }
-  // -1: the heap's top; else the lane whose head is the least event.
-  int MinSource() {
-    int best = -1;
-    const Event* m = heap_.empty() ? nullptr : &heap_.front();
-    for (uint64_t bits = nonempty_; bits != 0; bits &= bits - 1) {
-      const int lane = std::countr_zero(bits);
-      const Event& h = lanes_[lane].front();
-      if (m == nullptr || Less(h, *m)) {
-        m = &h;
-        best = lane;
-      }
-    }
-    return best;
+  static bool Less(const Key& x, const Event& y) {
+    return x.time < y.time || (x.time == y.time && x.seq < y.seq);
   }
-  void Remove(int src) {
+  // Whether the least event is the head of the first lane of lane_heap_
+  // (else the heap's top).
+  bool LaneFirst() {
+    if (lane_count_ == 0) return false;
+    if (heap_.empty()) return true;
+    return Less(head_[lane_heap_[0]], heap_.front());
+  }
+  void Remove(bool from_lane) {
     --size_;
-    if (src >= 0) {
-      Ring<Event>& r = lanes_[src];
+    if (from_lane) {
+      const uint32_t lane = lane_heap_[0];
+      Ring<Event>& r = lanes_[lane];
       r.pop_front();
-      if (r.empty()) nonempty_ &= ~(uint64_t{1} << src);
+      if (r.empty()) {
+        lane_heap_[0] = lane_heap_[--lane_count_];
+      } else {
+        const Event& h = r.front();
+        head_[lane] = Key{h.time, h.seq};
+      }
+      if (lane_count_ > 0) LaneSiftDown(0);
       return;
     }
     heap_.front() = heap_.back();
     heap_.pop_back();
     if (!heap_.empty()) SiftDown(0);
+  }
+  // A small binary heap of the non-empty lanes, keyed by their heads.
+  bool LaneLess(uint32_t x, uint32_t y) const {
+    const Key& a = head_[x];
+    const Key& b = head_[y];
+    return a.time < b.time || (a.time == b.time && a.seq < b.seq);
+  }
+  void LaneHeapInsert(uint32_t lane) {
+    uint32_t i = lane_count_++;
+    while (i > 0) {
+      const uint32_t p = (i - 1) / 2;
+      if (!LaneLess(lane, lane_heap_[p])) break;
+      lane_heap_[i] = lane_heap_[p];
+      i = p;
+    }
+    lane_heap_[i] = static_cast<uint8_t>(lane);
+  }
+  void LaneSiftDown(uint32_t i) {
+    const uint32_t lane = lane_heap_[i];
+    for (;;) {
+      uint32_t c = 2 * i + 1;
+      if (c >= lane_count_) break;
+      if (c + 1 < lane_count_ && LaneLess(lane_heap_[c + 1], lane_heap_[c])) ++c;
+      if (!LaneLess(lane_heap_[c], lane)) break;
+      lane_heap_[i] = lane_heap_[c];
+      i = c;
+    }
+    lane_heap_[i] = static_cast<uint8_t>(lane);
   }
   void SiftUp(size_t i) {
     Event e = heap_[i];
@@ -133,7 +170,9 @@ class EventQueue {
   std::vector<Event> heap_;
   Ring<Event> lanes_[kLanes];
   Picos lane_last_[kLanes] = {};
-  uint64_t nonempty_ = 0;
+  Key head_[kLanes] = {};       // each non-empty lane's head
+  uint8_t lane_heap_[kLanes] = {};
+  uint32_t lane_count_ = 0;
   size_t size_ = 0;
   uint64_t next_seq_ = 0;
 };

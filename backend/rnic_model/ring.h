@@ -16,6 +16,7 @@ class Ring {
  public:
   bool empty() const { return head_ == tail_; }
   size_t size() const { return tail_ - head_; }
+  size_t capacity() const { return buf_.size(); }
   T& front() { return buf_[head_ & mask_]; }
   T& at(size_t i) { return buf_[(head_ + i) & mask_]; }
   void push_back(const T& v) {
@@ -33,7 +34,7 @@ class Ring {
   void clear() { head_ = tail_ = 0; }
 
  private:
-  void Grow() {
+  [[gnu::noinline]] void Grow() {
     size_t n = buf_.empty() ? 16 : buf_.size() * 2;
     std::vector<T> nb(n);
     for (size_t i = 0; i < size(); ++i) nb[i] = buf_[(head_ + i) & mask_];
