@@ -116,6 +116,15 @@ int Simulator::PollCq(CqId cq, std::span<Cqe> out) {
   return n;
 }
 
+uint64_t Simulator::qp_state_bytes() const {
+  uint64_t bytes = 0;
+  for (const Qp& q : qps_) {
+    bytes += sizeof(Qp) + sizeof(QpMemory) + q.sq.capacity() * sizeof(Wqe) +
+             q.rq.capacity() * sizeof(uint64_t) + q.resp.capacity() * sizeof(RespJob);
+  }
+  return bytes;
+}
+
 uint32_t Simulator::sq_outstanding(QpId qp) const {
   return static_cast<uint32_t>(qps_[qp].tail - qps_[qp].head);
 }
@@ -158,7 +167,7 @@ bool Simulator::Step() {
   return true;
 }
 
-void Simulator::Dispatch(Event e) {
+void Simulator::Dispatch(const Event& e) {
   switch (e.kind) {
     case kFetch: OnFetch(e.a, e.b); break;
     case kDispatch: OnDispatch(e.a); break;

@@ -229,6 +229,11 @@ class Simulator {
   const HostStats& host_stats(HostId h) const { return hosts_[h].stats; }
   const FabricStats& fabric_stats() const { return fstats_; }
   uint64_t events_processed() const { return events_processed_; }
+  size_t num_qps() const { return qps_.size(); }
+  // Bytes of the model's per-QP state summed over every QP: the QP record,
+  // its SQ ring, receive and READ-response rings, its memory-side record
+  // (what a QP costs the simulator; caches and packets not included).
+  uint64_t qp_state_bytes() const;
   uint32_t sq_outstanding(QpId qp) const;
   // WQEs the SQ can still take.
   uint32_t sq_room(QpId qp) const { return qps_[qp].cfg.sq_depth - sq_outstanding(qp); }
@@ -394,7 +399,7 @@ class Simulator {
   };
 
   // Events.
-  void Dispatch(Event e);
+  void Dispatch(const Event& e);
   void OnFetch(QpId qp, uint64_t upto);
   void OnDispatch(HostId h);
   void OnPuPacket(HostId h, uint32_t pu);

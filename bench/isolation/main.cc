@@ -157,6 +157,7 @@ int main(int argc, char** argv) {
                 spec.tenants.size());
     std::fflush(stdout);
     vb::RunStats stats;
+    vb::RunStats together;  // the runs with every tenant (not the alone runs)
     std::vector<vb::TenantResult> alone;
     for (const vb::TenantSpec& t : spec.tenants) {
       const std::string key = vb::AloneKey(spec, t);
@@ -178,16 +179,29 @@ int main(int argc, char** argv) {
       r.together = vb::RunScenario(spec, factories[p], &r.stats);
       stats.events += r.stats.events;
       stats.wall_s += r.stats.wall_s;
+      together.events += r.stats.events;
+      together.wall_s += r.stats.wall_s;
       stats.drops += r.stats.drops;
       stats.pauses += r.stats.pauses;
+      stats.model_qps = std::max(stats.model_qps, r.stats.model_qps);
+      stats.qp_state_bytes = std::max(stats.qp_state_bytes, r.stats.qp_state_bytes);
+      stats.rss_growth_bytes = std::max(stats.rss_growth_bytes, r.stats.rss_growth_bytes);
       csv << vb::CsvRows(r);
       results.push_back(std::move(r));
     }
     csv.flush();
     const double evs = stats.wall_s > 0 ? stats.events / stats.wall_s : 0;
-    std::printf("%6.2f s wall, %5.1f M events/s, %llu drops, %llu pauses\n", stats.wall_s,
-                evs / 1e6, static_cast<unsigned long long>(stats.drops),
-                static_cast<unsigned long long>(stats.pauses));
+    // Memory per simulated QP (the largest run): the model's accounted
+    // per-QP state, and the resident-set growth over that run per QP.
+    const double qps = std::max<double>(1, stats.model_qps);
+    std::printf(
+        "%6.2f s wall, %5.1f M events/s (together: %.2f s, %.1f M events), %llu drops, %llu "
+        "pauses, %llu QPs: %.2f KiB/QP model state, %.2f KiB/QP RSS growth\n",
+        stats.wall_s, evs / 1e6, together.wall_s, together.events / 1e6,
+        static_cast<unsigned long long>(stats.drops),
+        static_cast<unsigned long long>(stats.pauses),
+        static_cast<unsigned long long>(stats.model_qps), stats.qp_state_bytes / qps / 1024,
+        stats.rss_growth_bytes / qps / 1024);
     total.events += stats.events;
     total.wall_s += stats.wall_s;
   }

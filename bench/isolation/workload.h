@@ -153,6 +153,15 @@ struct RunStats {
   uint64_t pauses = 0;
   uint64_t ecn_marks = 0;
   uint64_t retransmits = 0;
+  // Memory of a run (the largest of the runs summed here): the model's
+  // QPs (tenant QPs, their peers, the stages' own), the model's accounted
+  // per-QP state (Simulator::qp_state_bytes), and how much the process's
+  // resident set grew from before the set-up to the end of the run (model,
+  // stages, the bench's per-message records; memory freed by an earlier
+  // run and reused does not count).
+  uint64_t model_qps = 0;
+  uint64_t qp_state_bytes = 0;
+  uint64_t rss_growth_bytes = 0;
 };
 
 }  // namespace vrdma::bench
