@@ -123,7 +123,7 @@ class FileLoader {
     for (auto it = n.begin(); it != n.end(); ++it) {
       if (!CheckVarName(it->first, path)) continue;
       const std::string at = path + "." + it->first.Scalar();
-      const YAML::Node& v = it->second;
+      const YAML::Node v = it->second;  // a handle: it->second is a temporary's
       if (!v.IsSequence() || v.size() == 0) {
         errors_.Add(file_, v, "", at, "expected a list of at least one value");
         continue;
