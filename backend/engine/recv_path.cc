@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backend/engine/local_access.h"
 #include "backend/engine/recv_path.h"
 #include "backend/engine/recv_queue.h"
 
@@ -16,24 +17,7 @@ namespace vrdma::engine {
 
 WcStatus RecvPath::CheckRecvSemantics(uint32_t pd, const VmContext& vm,
                                       RecvWr& wr) const {
-  int kept = 0;
-  for (int i = 0; i < wr.num_sge; ++i) {
-    const Sge s = wr.sge[i];
-    if (s.length == 0) continue;
-    std::optional<uint32_t> h = vm.lkey_to_mr.Find(s.lkey);
-    const MrObj* mr = h ? vm.mrs.Lookup(*h) : nullptr;
-    if (mr == nullptr || mr->pd != pd || !(mr->access & kAccessLocalWrite)) {
-      return WcStatus::kLocProtErr;
-    }
-    uint64_t end = 0;
-    if (__builtin_add_overflow(s.addr, uint64_t{s.length}, &end) ||
-        s.addr < mr->iova || end > mr->iova + mr->length) {
-      return WcStatus::kLocProtErr;
-    }
-    wr.sge[kept++] = s;
-  }
-  wr.num_sge = static_cast<uint8_t>(kept);
-  return WcStatus::kSuccess;
+  return CheckLocalSges(vm, pd, /*writes_local=*/true, wr.sge.data(), &wr.num_sge);
 }
 
 bool RecvPath::Replenish(RecvQueue& rq) {

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "backend/engine/local_access.h"
 #include "backend/engine/wqe_decoder.h"
 
 namespace vrdma::engine {
@@ -23,24 +24,7 @@ WcStatus SendPath::CheckSendSemantics(const QpObj& qp, SendWr& wr,
   const bool writes_local = wr.opcode == WrOpcode::kRdmaRead ||
                             wr.opcode == WrOpcode::kAtomicCmpSwp ||
                             wr.opcode == WrOpcode::kAtomicFetchAdd;
-  int kept = 0;
-  for (int i = 0; i < wr.num_sge; ++i) {
-    const Sge s = wr.sge[i];
-    if (s.length == 0) continue;  // names no memory; not passed on unchecked
-    std::optional<uint32_t> h = vm.lkey_to_mr.Find(s.lkey);
-    const MrObj* mr = h ? vm.mrs.Lookup(*h) : nullptr;
-    if (mr == nullptr || mr->pd != qp.pd) return WcStatus::kLocProtErr;
-    if (writes_local && !(mr->access & kAccessLocalWrite))
-      return WcStatus::kLocProtErr;
-    uint64_t end = 0;
-    if (__builtin_add_overflow(s.addr, uint64_t{s.length}, &end) ||
-        s.addr < mr->iova || end > mr->iova + mr->length) {
-      return WcStatus::kLocProtErr;
-    }
-    wr.sge[kept++] = s;
-  }
-  wr.num_sge = static_cast<uint8_t>(kept);
-  return WcStatus::kSuccess;
+  return CheckLocalSges(vm, qp.pd, writes_local, wr.sge.data(), &wr.num_sge);
 }
 
 SendSlot& SendPath::TakeSlot(QpObj& qp, uint64_t guest_wr_id, WrOpcode op,
