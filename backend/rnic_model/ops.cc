@@ -173,20 +173,13 @@ void Simulator::OnAtomicDone(QpId qpid, uint64_t wqe) {
 void Simulator::SendAtomicResp(QpId qpid, uint64_t wqe) {
   // An atomic response (8 bytes, AtomicAckETH) leaves like an ACK, ahead of
   // the TX FIFO, and is never coalesced.
-  Qp& q = qps_[qpid];
-  if (q.peer == kNoQp) return;
-  uint32_t id = AllocPacket();
+  if (qps_[qpid].peer == kNoQp) return;
+  const uint32_t id = NewCtrl(qpid, kAtomicResp);
   Packet& pk = pkts_[id];
-  pk.type = kAtomicResp;
-  pk.src = q.host;
-  pk.src_qp = qpid;
-  pk.dst_qp = q.peer;
-  pk.dst = qps_[q.peer].host;
   pk.first = pk.last = true;
   pk.payload = 8;
   pk.wqe = wqe;
-  hosts_[q.host].ctrl.push_back(id);
-  StartLink(q.host);
+  LaunchCtrl(id);
 }
 
 // ---- RX pipeline stalls --------------------------------------------------

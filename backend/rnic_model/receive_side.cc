@@ -241,6 +241,22 @@ void Simulator::DeliverRecv(Qp& q, QpId qpid, const Packet& pk) {
   EmitCqe(c);
 }
 
+void Simulator::CompleteReadLike(QpId qpid, uint64_t wqe) {
+  Qp& q = qps_[qpid];
+  WqeAt(q, wqe).done = true;
+  --q.reads_outstanding;
+  // A READ or atomic response acknowledges every request before it.
+  for (uint64_t j = q.head; j < wqe; ++j) {
+    Wqe& e = WqeAt(q, j);
+    if (!IsReadLike(e.wr.op) && e.npkts > 0) e.done = true;
+  }
+  if (q.blocked_reads) {
+    q.blocked_reads = false;
+    MakeReady(2 * qpid);
+  }
+  Retire(qpid);
+}
+
 void Simulator::RxRequesterResponse(Packet& pk) {
   const QpId qpid = pk.dst_qp;
   Qp& q = qps_[qpid];
@@ -248,22 +264,12 @@ void Simulator::RxRequesterResponse(Packet& pk) {
     // Atomic units finish out of order across addresses: match the
     // response to its WQE. It acknowledges the requests before it.
     if (pk.wqe < q.head || pk.wqe >= q.proc) return;
-    Wqe& w = WqeAt(q, pk.wqe);
+    const Wqe& w = WqeAt(q, pk.wqe);
     if (!IsAtomic(w.wr.op) || w.done) return;
-    w.done = true;
-    --q.reads_outstanding;
     q.delivered += pk.payload;
     q.last_progress = now_;
     ResetRetries(q);
-    for (uint64_t j = q.head; j < pk.wqe; ++j) {
-      Wqe& e = WqeAt(q, j);
-      if (!IsReadLike(e.wr.op) && e.npkts > 0) e.done = true;
-    }
-    if (q.blocked_reads) {
-      q.blocked_reads = false;
-      MakeReady(2 * qpid);
-    }
-    Retire(qpid);
+    CompleteReadLike(qpid, pk.wqe);
     return;
   }
   // The awaited READ: the oldest sent, incomplete one.
@@ -273,32 +279,20 @@ void Simulator::RxRequesterResponse(Packet& pk) {
     if (w.wr.op == Op::kRead && !w.done) break;
   }
   if (i >= q.proc || pk.wqe != i) return;
-  Wqe& w = WqeAt(q, i);
   if (pk.idx == q.resp_next_idx) {
     ++q.resp_next_idx;
     q.delivered += pk.payload;
     q.last_progress = now_;
     ResetRetries(q);
     if (pk.last) {
-      w.done = true;
-      --q.reads_outstanding;
       q.resp_next_idx = 0;
       q.resp_rerequested = false;
-      // A READ response acknowledges every request before it.
-      for (uint64_t j = q.head; j < i; ++j) {
-        Wqe& e = WqeAt(q, j);
-        if (!IsReadLike(e.wr.op) && e.npkts > 0) e.done = true;
-      }
-      if (q.blocked_reads) {
-        q.blocked_reads = false;
-        MakeReady(2 * qpid);
-      }
-      Retire(qpid);
+      CompleteReadLike(qpid, i);
     }
   } else if (pk.idx > q.resp_next_idx && !q.resp_rerequested) {
     q.resp_rerequested = true;
     ++hosts_[q.host].stats.naks_sent;
-    Rewind(qpid, w.first_psn);  // re-request the whole READ (simplified)
+    Rewind(qpid, WqeAt(q, i).first_psn);  // re-request the whole READ (simplified)
   }
 }
 

@@ -356,20 +356,31 @@ void Simulator::OnLinkDone(HostId hid) {
   StartLink(hid);
 }
 
-void Simulator::SendCtrl(QpId from_qp, PktType type, uint32_t psn) {
-  Qp& q = qps_[from_qp];
-  uint32_t id = AllocPacket();
+uint32_t Simulator::NewCtrl(QpId from_qp, PktType type) {
+  const Qp& q = qps_[from_qp];
+  const uint32_t id = AllocPacket();
   Packet& pk = pkts_[id];
   pk.type = type;
   pk.src = q.host;
   pk.src_qp = from_qp;
   pk.dst_qp = q.peer;
   pk.dst = qps_[q.peer].host;
+  return id;
+}
+
+void Simulator::LaunchCtrl(uint32_t id) {
+  const HostId h = pkts_[id].src;
+  hosts_[h].ctrl.push_back(id);
+  StartLink(h);
+}
+
+void Simulator::SendCtrl(QpId from_qp, PktType type, uint32_t psn) {
+  const uint32_t id = NewCtrl(from_qp, type);
+  Packet& pk = pkts_[id];
   pk.psn = psn;
-  pk.rnr_timer = q.cfg.rnr_timer;
-  if (type == kAck) ++hosts_[q.host].stats.acks_sent;
-  hosts_[q.host].ctrl.push_back(id);
-  StartLink(q.host);
+  pk.rnr_timer = qps_[from_qp].cfg.rnr_timer;
+  if (type == kAck) ++hosts_[pk.src].stats.acks_sent;
+  LaunchCtrl(id);
 }
 
 void Simulator::Rewind(QpId qpid, uint32_t psn) {

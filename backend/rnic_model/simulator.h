@@ -450,6 +450,11 @@ class Simulator {
   void PushToFifo(HostId h, uint32_t pu);
   void AfterPush(HostId h, uint32_t pu);
   void StartLink(HostId h);
+  // Control packets (ACK/NAK, atomic responses) leave ahead of the TX FIFO:
+  // NewCtrl addresses one from from_qp to its peer, the caller fills what
+  // its type carries, LaunchCtrl queues it.
+  uint32_t NewCtrl(QpId from_qp, PktType type);
+  void LaunchCtrl(uint32_t id);
   void SendCtrl(QpId from_qp, PktType type, uint32_t psn);
   void Rewind(QpId qp, uint32_t psn);
   void ApplyRewind(QpId qp);
@@ -466,6 +471,8 @@ class Simulator {
   void RxRc(Packet& pk);
   void RxUc(Packet& pk);
   void RxRequesterResponse(Packet& pk);
+  // The READ or atomic at wqe got its (last) response.
+  void CompleteReadLike(QpId qp, uint64_t wqe);
   void DeliverRecv(Qp& q, QpId qpid, const Packet& pk);
 
   // PCIe and caches (simulator_memory.cc): small hooks called from the
