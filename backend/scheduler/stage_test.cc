@@ -5,6 +5,7 @@
 // owner and the policy are told.
 #include "backend/scheduler/stage.h"
 
+#include <optional>
 #include <vector>
 
 #include "backend/rnic/testing/fake_rnic.h"
@@ -462,6 +463,44 @@ TEST_F(StageTest, FullFifoIsBackpressureAndARefusingRnicIsRetried) {
   EXPECT_TRUE(Submit(Wr(WrOpcode::kSend, 8, true), 99));
 }
 
+// A stage on an RNIC with cross-channel operations: one RTS QP of `depth`
+// under control c; PostOne submits one WR and runs a pass.
+struct CrossChannelStage {
+  CrossChannelStage(uint32_t depth, const policy::FlowControl& c) {
+    xc.lim.cross_channel = true;  // before the stage reads the RNIC's limits
+    st.emplace(xc, pol, own);
+    cq = *xc.CreateCq(64);
+    QpInit init;
+    init.send_cq = init.recv_cq = cq;
+    init.caps.max_send_wr = depth;
+    qp = *xc.CreateQp(init);
+    QpAttr a;
+    a.state = QpState::kRts;
+    (void)xc.ModifyQp(qp, a, kQpState);
+    FlowSpec s;
+    s.qp = qp;
+    s.send_cq = cq;
+    s.rnic_depth = depth;
+    flow = st->AddFlow(Stage::PrepareFlow(s), 0);
+    pol.M().Configure(flow, c);
+  }
+  const auto& PostOne(const SendWr& wr) {
+    policy::WrInfo info;
+    info.bytes = static_cast<uint32_t>(wr.total_length());
+    info.signaled = true;
+    EXPECT_TRUE(st->Submit(flow, wr, 1, info, 0));
+    st->Run(0);
+    return xc.qps.at(qp.id).sends;
+  }
+  FakeRnic xc;
+  ScriptPolicy pol;
+  RecordingOwner own;
+  std::optional<Stage> st;
+  RnicCq cq;
+  RnicQp qp;
+  FlowId flow = 0;
+};
+
 TEST_F(StageTest, ZeroCountWaitsSitBetweenPiecesOnlyWhereTheRnicHasThem) {
   policy::FlowControl c;
   c.chunk_bytes = 1024;
@@ -472,37 +511,15 @@ TEST_F(StageTest, ZeroCountWaitsSitBetweenPiecesOnlyWhereTheRnicHasThem) {
   Run();
   EXPECT_EQ(Posted().size(), 3u);
 
-  FakeRnic xc;
-  xc.lim.cross_channel = true;
-  ScriptPolicy pol;
-  RecordingOwner own;
-  Stage st(xc, pol, own);
-  RnicCq cq = *xc.CreateCq(64);
-  QpInit init;
-  init.send_cq = init.recv_cq = cq;
-  RnicQp qp = *xc.CreateQp(init);
-  QpAttr a;
-  a.state = QpState::kRts;
-  (void)xc.ModifyQp(qp, a, kQpState);
-  FlowSpec s;
-  s.qp = qp;
-  s.send_cq = cq;
-  s.rnic_depth = 64;
-  FlowId f = st.AddFlow(Stage::PrepareFlow(s), 0);
-  pol.M().Configure(f, c);
-  policy::WrInfo info;
-  info.bytes = 3000;
-  info.signaled = true;
-  ASSERT_TRUE(st.Submit(f, Wr(WrOpcode::kRdmaWrite, 3000, true), 1, info, 0));
-  st.Run(0);
-  auto& posted = xc.qps.at(qp.id).sends;
+  CrossChannelStage xc(64, c);
+  const auto& posted = xc.PostOne(Wr(WrOpcode::kRdmaWrite, 3000, true));
   ASSERT_EQ(posted.size(), 3u + 2u * 2u);
   EXPECT_EQ(posted[1].opcode, WrOpcode::kWait);
-  EXPECT_EQ(posted[1].wait_cq.id, cq.id);
+  EXPECT_EQ(posted[1].wait_cq.id, xc.cq.id);
   EXPECT_EQ(posted[2].opcode, WrOpcode::kWait);
   EXPECT_EQ(posted[3].opcode, WrOpcode::kRdmaWrite);
   EXPECT_EQ(posted[6].opcode, WrOpcode::kRdmaWrite);
-  EXPECT_EQ(xc.post_calls, 1u) << "pieces and WAITs in one post list";
+  EXPECT_EQ(xc.xc.post_calls, 1u) << "pieces and WAITs in one post list";
 }
 
 // PeRF asks for sub_msg_size / zero_wait_unit WAITs per piece (16 for
@@ -510,40 +527,19 @@ TEST_F(StageTest, ZeroCountWaitsSitBetweenPiecesOnlyWhereTheRnicHasThem) {
 // the stage gives it as many as fit and the flow moves (it used to plan
 // nothing, forever: two perf-xc bandwidth tenants of depth <= 4 got 0 Gbps).
 TEST_F(StageTest, ZeroCountWaitsAreBoundedByTheQueueDepth) {
-  FakeRnic xc;
-  xc.lim.cross_channel = true;
-  ScriptPolicy pol;
-  RecordingOwner own;
-  Stage st(xc, pol, own);
-  RnicCq cq = *xc.CreateCq(64);
-  QpInit init;
-  init.send_cq = init.recv_cq = cq;
-  init.caps.max_send_wr = 4;
-  RnicQp qp = *xc.CreateQp(init);
-  QpAttr a;
-  a.state = QpState::kRts;
-  (void)xc.ModifyQp(qp, a, kQpState);
-  FlowSpec s;
-  s.qp = qp;
-  s.send_cq = cq;
-  s.rnic_depth = 4;
-  FlowId f = st.AddFlow(Stage::PrepareFlow(s), 0);
   policy::FlowControl c;
   c.chunk_bytes = 1024;
   c.interrupt_waits = 16;
-  pol.M().Configure(f, c);
-  policy::WrInfo info;
-  info.bytes = 3000;
-  info.signaled = true;
-  ASSERT_TRUE(st.Submit(f, Wr(WrOpcode::kRdmaWrite, 3000, true), 1, info, 0));
-  st.Run(0);
-  auto& posted = xc.qps.at(qp.id).sends;
+  CrossChannelStage xc(4, c);
+  const auto& posted = xc.PostOne(Wr(WrOpcode::kRdmaWrite, 3000, true));
   ASSERT_FALSE(posted.empty()) << "the flow never posted";
   EXPECT_EQ(posted[0].opcode, WrOpcode::kRdmaWrite);
   ASSERT_GE(posted.size(), 3u);
   EXPECT_EQ(posted[1].opcode, WrOpcode::kWait);  // depth 4: two WAITs
   EXPECT_EQ(posted[2].opcode, WrOpcode::kWait);
-  if (posted.size() > 3) EXPECT_EQ(posted[3].opcode, WrOpcode::kRdmaWrite);
+  if (posted.size() > 3) {
+    EXPECT_EQ(posted[3].opcode, WrOpcode::kRdmaWrite);
+  }
 }
 
 TEST_F(StageTest, FlowIdsAreUniqueAcrossTenantsAndReused) {
