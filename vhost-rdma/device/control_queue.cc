@@ -1,6 +1,8 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 #include "vhost-rdma/device/control_queue.h"
 
+#include <chrono>
+
 #include <cstring>
 
 #include "vhost-rdma/device/command_encoder.h"
@@ -49,9 +51,12 @@ uint32_t ServeControlChain(const vhost::DescChain& chain,
 }
 
 DrainResult DrainControlQueue(vhost::Virtqueue& vq, CommandHandler& handler,
-                              std::vector<uint8_t>* scratch, uint32_t budget) {
+                              std::vector<uint8_t>* scratch, uint32_t budget,
+                              uint64_t slice_ns) {
   DrainResult r;
-  while (r.served < budget) {
+  const auto start = std::chrono::steady_clock::now();
+  bool out_of_time = false;
+  while (r.served < budget && !out_of_time) {
     auto next = vq.Pop();
     if (!next.has_value()) break;
     if (!next->ok()) {
@@ -63,11 +68,15 @@ DrainResult DrainControlQueue(vhost::Virtqueue& vq, CommandHandler& handler,
     const vhost::DescChain& chain = next->value();
     vq.Push(chain.head, ServeControlChain(chain, handler, scratch));
     ++r.served;
+    r.busy_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                          std::chrono::steady_clock::now() - start)
+                                          .count());
+    out_of_time = r.busy_ns >= slice_ns;
   }
   if (r.served > 0) vq.NotifyGuest();
   if (r.broken) return r;
-  if (r.served == budget) {
-    r.more = vq.HasAvailable();
+  if ((r.served == budget || out_of_time) && vq.HasAvailable()) {
+    r.more = true;  // the caller comes back after other fds
   } else {
     // The ring looked empty. Ask for the next kick (with EVENT_IDX the
     // driver kicks only when avail crosses avail_event, so it must be

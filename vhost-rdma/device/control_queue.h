@@ -31,13 +31,19 @@ uint32_t ServeControlChain(const vhost::DescChain& chain,
 
 struct DrainResult {
   uint32_t served = 0;
-  bool more = false;    // budget exhausted with chains still available
-  bool broken = false;  // the guest broke the ring: the queue is stopped
+  uint64_t busy_ns = 0;  // control-thread time spent serving them
+  bool more = false;     // budget or slice used up with chains still available
+  bool broken = false;   // the guest broke the ring: the queue is stopped
 };
 
-// Pops, serves and pushes up to `budget` chains, then notifies the guest.
+// Pops, serves and pushes chains until `budget` chains are served or
+// `slice_ns` of time is spent (a command is never cut: the slice is checked
+// between commands), then notifies the guest. The time slice is what makes
+// the control thread fair between VMs: one whose commands are expensive
+// (REG_MR of scattered pages) yields as soon as one whose commands are cheap.
 DrainResult DrainControlQueue(vhost::Virtqueue& vq, CommandHandler& handler,
-                              std::vector<uint8_t>* scratch, uint32_t budget);
+                              std::vector<uint8_t>* scratch, uint32_t budget,
+                              uint64_t slice_ns);
 
 }  // namespace vrdma::device
 

@@ -236,8 +236,10 @@ uint64_t RdmaDevice::bad_doorbells() const {
 void RdmaDevice::ServeControl() {
   if (control_vq_ == nullptr || !handler_.has_value()) return;
   const DrainResult r = DrainControlQueue(*control_vq_, *handler_, &scratch_,
-                                          options_.control_budget);
+                                          options_.control_budget, options_.control_slice_ns);
+  control_ns_ += r.busy_ns;
   if (r.more) {
+    ++control_yields_;
     // Yield to the other fds of the control loop (other VMs' queues and
     // sockets) and come back: re-signal our own kick. A counter the
     // frontend filled leaves the fd readable, which is all this needs.

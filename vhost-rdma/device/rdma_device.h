@@ -40,8 +40,10 @@ struct RdmaDeviceOptions {
   uint16_t max_queue_size = 256;     // power of two <= 1024
   // Page-list entries accepted for one ring (see DecodeLimits).
   uint32_t max_ring_pages = kMaxRingPagesByGeometry;
-  // Control chains served per kick before yielding to other fds.
+  // Control chains served per kick before yielding to other fds, and the
+  // control-thread time after which it yields even sooner (DrainControlQueue).
   uint32_t control_budget = 64;
+  uint64_t control_slice_ns = 500'000;
 };
 
 // Registers the engine's data-path turn (Engine::PollOnce) as a poller of
@@ -94,6 +96,11 @@ class RdmaDevice final : public vhost::VhostUserDevice,
   // Doorbell records that failed to decode (data path; read it through the
   // executor or when the data path is quiescent).
   uint64_t bad_doorbells() const;
+  // Control-thread time this VM's commands took, and how often it yielded
+  // the control thread with commands left (budget or time slice used up).
+  // Control thread only.
+  uint64_t control_ns() const { return control_ns_; }
+  uint64_t control_yields() const { return control_yields_; }
   uint32_t lost_events() const { return events_.pending_lost(); }
 
  private:
@@ -126,6 +133,8 @@ class RdmaDevice final : public vhost::VhostUserDevice,
   uint64_t acked_features_ = 0;
   uint8_t status_ = 0;
   uint64_t bad_doorbells_of_stopped_ = 0;
+  uint64_t control_ns_ = 0;
+  uint64_t control_yields_ = 0;
 
   // Control queue (control thread).
   vhost::Virtqueue* control_vq_ = nullptr;

@@ -11,8 +11,10 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <map>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -326,6 +328,29 @@ TEST_F(RdmaDeviceTest, ControlBudgetYieldsAndReKicks) {
   // It signalled its own kick fd to come back after other fds.
   control_.Fire(ctrl_.vq.kick_fd);
   EXPECT_EQ(UsedIdx(ctrl_), 3);
+  (*dev)->StopQueue(0);
+}
+
+// The control thread is shared by every VM: expensive commands yield it
+// after their time slice, whatever the chain budget, and their time is
+// counted for the VM.
+TEST_F(RdmaDeviceTest, ExpensiveCommandsYieldAfterTheirTimeSlice) {
+  auto dev = RdmaDevice::Create(engine_, config_, control_, datapath_, exec_,
+                                {.control_budget = 64, .control_slice_ns = 1'000'000});
+  ASSERT_TRUE(dev.ok());
+  EXPECT_CALL(engine_, CreatePd(_)).Times(3).WillRepeatedly([](engine::VmId) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // > the slice
+    return Result<uint32_t>(1u);
+  });
+  for (int i = 0; i < 3; ++i) PostCommand(Cmd(VIRTIO_RDMA_CMD_CREATE_PD), 16);
+  ASSERT_EQ((*dev)->StartQueue(0, ctrl_.vq), Status::kOk);
+  EXPECT_EQ(UsedIdx(ctrl_), 1) << "one command, then the slice was used up";
+  EXPECT_EQ((*dev)->control_yields(), 1u);
+  control_.Fire(ctrl_.vq.kick_fd);
+  EXPECT_EQ(UsedIdx(ctrl_), 2);
+  control_.Fire(ctrl_.vq.kick_fd);
+  EXPECT_EQ(UsedIdx(ctrl_), 3);
+  EXPECT_GE((*dev)->control_ns(), 6'000'000u);
   (*dev)->StopQueue(0);
 }
 
