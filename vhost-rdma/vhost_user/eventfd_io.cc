@@ -128,9 +128,11 @@ void FdWatchdog::Run() {
       // each period: a signal that landed just before the call blocked
       // interrupted nothing).
       if ((v & 1) != 0 && v == seen[i]) {
+        // Counted before `fired` is published: the interrupted thread reads
+        // `fired` with acquire, so it (and who it returns to) sees the count.
+        interrupts_.fetch_add(1, std::memory_order_relaxed);
         s.fired.store(v, std::memory_order_release);
         pthread_kill(s.thread, kSignal);
-        interrupts_.fetch_add(1, std::memory_order_relaxed);
       }
       seen[i] = v;
     }
