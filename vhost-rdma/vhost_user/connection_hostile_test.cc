@@ -495,7 +495,7 @@ TEST_F(ConnectionTest, CallFdMadeBlockingAgainEndsTheConnection) {
       [&] { (void)!read(call, &got, sizeof(got)); }))
       << "the backend blocked writing a call eventfd made blocking";
   EXPECT_TRUE(vq->call_stalled());
-  EXPECT_EQ(watchdog->interrupts(), 1u);
+  EXPECT_GE(watchdog->interrupts(), 1u);  // more if preempted inside the call
   // The next message finds the stalled queue: the connection is gone.
   EXPECT_NE(fe->Request(R(Request::kGetFeatures), {}, {}), Status::kOk);
   close(call);

@@ -366,12 +366,13 @@ TEST_F(VirtqueueTest, ACallFdThatWouldBlockIsGivenUp) {
   vq_.Push(0, 0);
   vq_.NotifyGuest();
   EXPECT_TRUE(vq_.call_stalled());
-  EXPECT_EQ(watchdog->interrupts(), 1u);
+  const uint64_t interrupts = watchdog->interrupts();
+  EXPECT_GE(interrupts, 1u);  // more if the thread was preempted inside the call
   auto b = vq_.Pop();
   ASSERT_TRUE(b.has_value() && b->ok());
   vq_.Push(0, 0);
   vq_.NotifyGuest();  // given up: not tried again
-  EXPECT_EQ(watchdog->interrupts(), 1u);
+  EXPECT_EQ(watchdog->interrupts(), interrupts);
   close(call);
 }
 
