@@ -45,6 +45,15 @@ struct Cards {
     ASSERT_EQ(a.ModifyQp(qa, at, kQpState), Status::kOk);
     ASSERT_EQ(b.ModifyQp(qb, at, kQpState), Status::kOk);
   }
+  // Advances virtual time until each card has a completion (at most 100
+  // quanta): a's into out[0..1], b's into out[2..3].
+  void RunUntilBothComplete(Completion (&out)[4], int* na, int* nb) {
+    for (int i = 0; i < 100 && (*na == 0 || *nb == 0); ++i) {
+      a.Progress();
+      if (*na == 0) *na = a.PollCq(cqa, {out, 2});
+      if (*nb == 0) *nb = b.PollCq(cqb, {out + 2, 2});
+    }
+  }
 };
 
 SendWr MakeWr(uint64_t id, WrOpcode op, uint32_t len) {
@@ -127,11 +136,7 @@ TEST(ModelRnic, UdSendThroughAddressHandle) {
   ASSERT_EQ(c.a.PostSend(c.qa, {&w, 1}, &err), 1);
   Completion out[4];
   int na = 0, nb = 0;
-  for (int i = 0; i < 100 && (na == 0 || nb == 0); ++i) {
-    c.a.Progress();
-    if (na == 0) na = c.a.PollCq(c.cqa, out);
-    if (nb == 0) nb = c.b.PollCq(c.cqb, {out + 2, 2});
-  }
+  c.RunUntilBothComplete(out, &na, &nb);
   ASSERT_EQ(na, 1);
   ASSERT_EQ(nb, 1);
   EXPECT_EQ(out[0].wr_id, 7u);
@@ -199,11 +204,7 @@ TEST(ModelRnic, SendRecvCompletionsWithTimestamps) {
   ASSERT_EQ(c.a.PostSend(c.qa, {&w, 1}, nullptr), 1);
   Completion out[4];
   int na = 0, nb = 0;
-  for (int i = 0; i < 100 && (na == 0 || nb == 0); ++i) {
-    c.a.Progress();
-    if (na == 0) na = c.a.PollCq(c.cqa, out);
-    if (nb == 0) nb = c.b.PollCq(c.cqb, {out + 2, 2});
-  }
+  c.RunUntilBothComplete(out, &na, &nb);
   ASSERT_EQ(na, 1);
   ASSERT_EQ(nb, 1);
   EXPECT_EQ(out[0].wr_id, 5u);

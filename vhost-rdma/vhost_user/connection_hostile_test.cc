@@ -35,6 +35,17 @@ int SocketEnd() {
   return sv[0];
 }
 
+// SET_MEM_TABLE with `m` as sent (its nregions may lie) and one 4 KiB memfd,
+// sized for one region.
+Status SendTableWithOnePage(VhostUserFrontend& fe, VhostUserMemory& m) {
+  int fd = memfd_create("a", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  EXPECT_EQ(ftruncate(fd, 4096), 0);
+  Status s = fe.SendRaw(R(Request::kSetMemTable), kV,
+                        {reinterpret_cast<uint8_t*>(&m), MemTablePayloadSize(1)}, {&fd, 1});
+  close(fd);
+  return s;
+}
+
 std::vector<BadMessage> BadMessages() {
   auto eventfd_now = [] { return eventfd(0, EFD_CLOEXEC); };
   return {
@@ -182,24 +193,14 @@ std::vector<BadMessage> BadMessages() {
          VhostUserMemory m{};
          m.nregions = 3;
          m.regions[0] = {0, 4096, 0x10000, 0};
-         int fd = memfd_create("a", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-         EXPECT_EQ(ftruncate(fd, 4096), 0);
-         Status s = fe.SendRaw(R(Request::kSetMemTable), kV,
-                               {reinterpret_cast<uint8_t*>(&m), MemTablePayloadSize(1)}, {&fd, 1});
-         close(fd);
-         return s;
+         return SendTableWithOnePage(fe, m);
        }},
       {"mem table drops the running ring", [](VhostUserFrontend& fe) {
          // Valid table, but at a user address where the ring no longer is.
          VhostUserMemory m{};
          m.nregions = 1;
          m.regions[0] = {0, 4096, 0x1000, 0};
-         int fd = memfd_create("a", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-         EXPECT_EQ(ftruncate(fd, 4096), 0);
-         Status s = fe.SendRaw(R(Request::kSetMemTable), kV,
-                               {reinterpret_cast<uint8_t*>(&m), MemTablePayloadSize(1)}, {&fd, 1});
-         close(fd);
-         return s;
+         return SendTableWithOnePage(fe, m);
        }},
       {"get config out of range", [](VhostUserFrontend& fe) {
          VhostUserConfig c{};
