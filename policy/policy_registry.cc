@@ -1,6 +1,7 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 #include "policy/policy_registry.h"
 
+#include "policy/fair_share_policy.h"
 #include "policy/justitia_policy.h"
 #include "policy/pass_through_policy.h"
 #include "policy/perf_policy.h"
@@ -36,7 +37,7 @@ bool ParseCardOption(std::string_view option, CardProfile* card,
 }
 
 std::vector<std::string> PolicyNames() {
-  return {"pass-through", "perf", "perf-xc", "justitia"};
+  return {"pass-through", "perf", "perf-xc", "justitia", "fair-share"};
 }
 
 std::unique_ptr<SchedulerPolicy> MakePolicy(
@@ -58,6 +59,7 @@ std::unique_ptr<SchedulerPolicy> MakePolicy(
     return MakePerfPolicy(card, options, how, &err);
   }
   if (name == "justitia") return MakeJustitiaPolicy(card, options, host_id, &err);
+  if (name == "fair-share") return MakeFairSharePolicy(card, options, &err);
   err = "unknown policy: " + std::string(name);
   return nullptr;
 }

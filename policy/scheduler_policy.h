@@ -13,8 +13,8 @@
 //
 // Rules for implementations:
 //   - control events (OnTenant*, OnFlowAdded/Ended, Report*) may allocate;
-//   - data events (OnArrival, OnCompleted, OnCreditNeeded, OnTimer,
-//     OnProbeCompleted, OnPeerMessage) must not allocate or block: they
+//   - data events (OnArrival, OnCompleted, OnRetired, OnCreditNeeded,
+//     OnTimer, OnProbeCompleted, OnPeerMessage) must not allocate or block: they
 //     run on the data path for every work request;
 //   - every call comes from one thread at a time (the data-path thread).
 #ifndef VRDMA_POLICY_SCHEDULER_POLICY_H_
@@ -201,6 +201,11 @@ class SchedulerPolicy {
   // for unsignaled WRs too; latency is from arrival.
   virtual void OnCompleted(Nanos now, const WrInfo& wr, Nanos latency,
                            bool ok) = 0;
+  // Pieces of a flow left the RNIC (their completion, or a later one's,
+  // came back): what a policy that budgets the whole card's outstanding
+  // work frees. Control WRs (WAITs, sentinels) are not counted; pieces
+  // dropped by a flow's end are not reported (OnFlowEnded is).
+  virtual void OnRetired(Nanos, FlowId, uint64_t /*bytes*/, uint32_t /*pieces*/) {}
   // A gated flow has queued work and not enough credit (once per episode).
   virtual void OnCreditNeeded(Nanos, FlowId) {}
   virtual void OnTimer(Nanos) {}

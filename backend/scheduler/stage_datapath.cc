@@ -554,6 +554,8 @@ void Stage::FinishWr(FlowStorage& f, uint32_t tag, const policy::WrInfo& info,
 void Stage::Retire(FlowStorage& f, uint32_t upto, WcStatus status,
                    uint32_t byte_len) {
   policy::FlowAccount& a = f.account;
+  uint64_t retired_bytes = 0;
+  uint32_t retired_pieces = 0;
   while (f.rec_head != upto + 1) {
     const uint32_t seq = f.rec_head++;
     const Record& r = f.records[seq & f.rec_mask];
@@ -564,6 +566,8 @@ void Stage::Retire(FlowStorage& f, uint32_t upto, WcStatus status,
     if (r.flags & kRecControl) continue;
     --a.outstanding_pieces;
     a.outstanding_bytes -= r.bytes;
+    retired_bytes += r.bytes;
+    ++retired_pieces;
     // Records before the completed one completed silently and well.
     if (seq == upto && status != WcStatus::kSuccess) {
       if (f.failed_reported && r.tag == f.failed_tag) continue;  // said once
@@ -583,6 +587,7 @@ void Stage::Retire(FlowStorage& f, uint32_t upto, WcStatus status,
         seq == upto && !(r.flags & kRecSplit) ? byte_len : r.wr_bytes;
     FinishWr(f, r.tag, r.info, r.arrival, WcStatus::kSuccess, len);
   }
+  if (retired_pieces > 0) policy_.OnRetired(now_, f.id, retired_bytes, retired_pieces);
 }
 
 void Stage::OnCompletion(FlowId flow, const Completion& c, Nanos now) {

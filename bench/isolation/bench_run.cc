@@ -336,6 +336,7 @@ class Runner final : public model::TimerSink {
     policy::TenantQos qos;
     qos.weight = s.weight;
     qos.app_class = s.app_class;
+    qos.max_rate_bps = static_cast<uint64_t>(s.max_gbps * 1e9);
     src.stage().AddTenant(static_cast<policy::TenantId>(ti), qos);
     const uint32_t depth = Depth(s) + s.batch;
     bool receives = false;

@@ -29,10 +29,10 @@ namespace vb = vrdma::bench;
 
 namespace {
 
-// What --policy all compares: native and the published policies, on the
-// model (which has PeRF's own cross-channel mechanism too).
-const std::vector<std::string> kAllPolicies = {"pass-through", "perf", "perf-xc",
-                                               "justitia"};
+// What --policy all compares: every policy the registry makes (native, the
+// published ones, on the model with PeRF's own cross-channel mechanism too,
+// and the daemon's own).
+const std::vector<std::string> kAllPolicies = vrdma::policy::PolicyNames();
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "%s\n", message.c_str());
@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
   for (const std::string& n : vrdma::policy::PolicyNames()) names += n + "|";
   app.add_option("--policy", policy_name,
                  "scheduler policy on every host: " + names +
-                     "all (pass-through, perf, perf-xc, justitia side by side)");
+                     "all (every one side by side)");
   app.add_option("--policy-opt", policy_opts,
                  "a policy knob key=value (repeatable; not with --policy all)");
   CLI11_PARSE(app, argc, argv);

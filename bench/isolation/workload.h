@@ -87,6 +87,7 @@ struct TenantSpec {
   // The VM's QoS as its operator would set it (Justitia reads the class).
   policy::TenantClass app_class = policy::TenantClass::kBandwidth;
   uint32_t weight = 1;
+  double max_gbps = 0;  // a rate cap (TenantQos::max_rate_bps); 0: none
   // Where it was declared: "file:line" and "tenants[k]" (for messages).
   std::string source;
   std::string path;

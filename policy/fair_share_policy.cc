@@ -1,0 +1,570 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// fair-share: the daemon's own scheduler (docs/fair-share.md).
+//
+// PeRF and Justitia each see one application and guess the rest; this
+// policy sees every VM on the card and decides for all of them at once:
+//
+//   - Small messages are not delayed. A flow whose mean WR size is below
+//     `bulk_bytes` keeps the default controls (the stage's native path),
+//     unless its VM has a cap.
+//   - Bulk flows share one card-wide budget. While two or more VMs send
+//     ("contended"), every bulk flow is gated: it posts one piece of
+//     `chunk` bytes per grant, and the policy keeps the pieces the RNIC
+//     holds for all bulk flows together within a window of about one and
+//     a half bandwidth-delay products. The link stays busy, and a small
+//     message finds at most a window's worth of bulk bytes ahead of it on
+//     the card, whatever the number of bulk tenants or QPs (PeRF's window
+//     is per QP; Justitia halves the rate instead).
+//   - Grants go by deficit round robin over VMs, weighted, charging each
+//     piece its time on the card's dominant resource: bytes at line rate
+//     or one message at the card's message rate, whichever is longer
+//     (dominant-resource fairness for one card). A VM's QPs share its
+//     turn round robin, so 16 QPs get what one QP gets.
+//   - Caps are token buckets per VM, charged with the bytes that left the
+//     card; a capped VM's flows are gated even when it is alone.
+//   - Alone on the card a bulk flow is not gated; it is split into
+//     `solo_chunk` pieces under a per-flow window of `solo_window_bdp`
+//     bandwidth-delay products, so when another VM starts it waits behind
+//     at most that window, not behind the whole send queue.
+//
+// Everything on the data path works on preallocated vectors and intrusive
+// index lists; tenants and flows are added on the control path.
+#include "policy/fair_share_policy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "policy/policy_options.h"
+
+namespace vrdma::policy {
+namespace {
+
+struct FairShareParams {
+  uint32_t chunk_bytes = 0;             // contended piece; 0: the card's MTU
+  uint32_t solo_chunk_bytes = 64 * 1024;
+  double window_bdp = 1.5;              // contended card-wide window
+  double solo_window_bdp = 8;           // per flow, uncontended
+  uint32_t bulk_bytes = 1024;           // mean WR size of a bulk flow
+  double active_us = 500;               // a VM is active this long after a WR
+  double cap_burst_us = 20;             // a cap's bucket, in time at the cap
+  // Contended grants are paced so that everything on the card, bypassing
+  // small messages included, keeps each of its two resources (the wire,
+  // the message engine) at most this busy: bulk pieces reach the card
+  // evenly instead of in bursts clocked by coalesced completions, and
+  // small messages find room.
+  double pace = 0.98;
+  uint32_t packet_overhead_bytes = 82;  // RoCEv2 headers, FCS, preamble, gap
+};
+
+constexpr int32_t kNone = -1;
+// Bytes of credit granted with each piece: pieces are the gate, bytes
+// never are (the policy budgets bytes itself).
+constexpr uint64_t kByteCredit = uint64_t{1} << 31;
+
+class FairSharePolicy final : public SchedulerPolicy {
+ public:
+  FairSharePolicy(const CardProfile& card, const FairShareParams& p) : card_(card), p_(p) {
+    chunk_ = p_.chunk_bytes != 0 ? p_.chunk_bytes : card_.mtu_bytes;
+    const double rtt_s = static_cast<double>(card_.base_rtt_ns) / 1e9;
+    const double bdp_bytes = card_.line_rate_bps / 8 * rtt_s;
+    window_bytes_ = static_cast<uint64_t>(p_.window_bdp * bdp_bytes) + chunk_;
+    window_pieces_ = static_cast<uint32_t>(
+        std::max(2.0, std::ceil(p_.window_bdp * card_.max_msgs_per_s * rtt_s)));
+    solo_window_bytes_ = static_cast<uint64_t>(
+        std::max(p_.solo_window_bdp * bdp_bytes, 2.0 * p_.solo_chunk_bytes));
+    active_ns_ = static_cast<Nanos>(p_.active_us * 1e3);
+    ns_per_byte_ = 8e9 / card_.line_rate_bps;
+    ns_per_msg_ = 1e9 / card_.max_msgs_per_s;
+    pace_slack_ns_ = WireNs(chunk_) / p_.pace;
+    horizon_ns_ = WireNs(window_bytes_) / p_.pace;
+  }
+
+  std::string_view name() const override { return "fair-share"; }
+
+  // ---------------------------------------------------------- control --
+  void OnTenantAdded(TenantId id, const TenantQos& qos) override {
+    Tenant& t = tenants_[TenantIndex(id)];
+    t.qos = qos;
+  }
+  void OnTenantQosChanged(TenantId id, const TenantQos& qos) override {
+    const uint32_t ti = TenantIndex(id);
+    Tenant& t = tenants_[ti];
+    const bool was_capped = Capped(t);
+    t.qos = qos;
+    if (Capped(t) != was_capped) {
+      t.tokens = 0;
+      t.tokens_at = last_now_;
+      for (uint32_t f = 0; f < flows_.size(); ++f) {
+        if (flows_[f].live && flows_[f].tenant == ti) Apply(f);
+      }
+    }
+    Distribute(last_now_);
+  }
+  void OnTenantRemoved(TenantId id) override {
+    auto it = tenant_index_.find(id);
+    if (it == tenant_index_.end()) return;
+    Tenant& t = tenants_[it->second];
+    if (t.in_ring) RingRemove(it->second);
+    if (t.active) SetActive(it->second, false);
+    t = Tenant{};  // the slot stays for the index; a new tenant reuses it
+    free_tenants_.push_back(it->second);
+    tenant_index_.erase(it);
+  }
+
+  void OnFlowAdded(Nanos now, const FlowInfo& info) override {
+    if (info.flow >= flows_.size()) flows_.resize(size_t{info.flow} + 1);
+    Flow& f = flows_[info.flow];
+    f = Flow{};
+    f.live = true;
+    f.tenant = TenantIndex(info.tenant);
+    f.ud = info.qp == QpKind::kUd;
+    ++tenants_[f.tenant].flows;
+    last_now_ = std::max(last_now_, now);
+    Apply(info.flow);
+  }
+
+  void OnFlowEnded(Nanos now, FlowId id, FlowEnd how) override {
+    if (id >= flows_.size() || !flows_[id].live) return;
+    Flow& f = flows_[id];
+    last_now_ = std::max(last_now_, now);
+    Release(f, f.out_bytes, f.out_pieces);
+    if (f.waiting) Unwait(id);
+    if (how == FlowEnd::kDestroyed) {
+      --tenants_[f.tenant].flows;
+      f = Flow{};
+    }
+    Distribute(now);
+  }
+
+  // ------------------------------------------------------------- data --
+  void OnArrival(Nanos now, const WrInfo& wr) override {
+    if (wr.flow >= flows_.size() || !flows_[wr.flow].live) return;
+    last_now_ = std::max(last_now_, now);
+    Flow& f = flows_[wr.flow];
+    const double b = static_cast<double>(wr.bytes);
+    f.mean_bytes = f.seen ? f.mean_bytes + (b - f.mean_bytes) / 8 : b;
+    f.seen = true;
+    Tenant& t = tenants_[f.tenant];
+    t.last_arrival = now;
+    if (!t.active) SetActive(f.tenant, true);  // may reconfigure every flow
+    const bool bulk = f.mean_bytes >= p_.bulk_bytes || wr.bytes > chunk_;
+    if (bulk != f.bulk) {
+      f.bulk = bulk;
+      Apply(wr.flow);
+    }
+    // A small message goes to the card now: it takes its time first. (A
+    // bulk UD flow is not scheduled at all: the card shares it natively.)
+    if (!f.gated && !f.bulk) Occupy(now, wr.bytes);
+  }
+
+  void OnCompleted(Nanos, const WrInfo&, Nanos, bool) override {}
+
+  void OnRetired(Nanos now, FlowId id, uint64_t bytes, uint32_t pieces) override {
+    if (id >= flows_.size() || !flows_[id].live) return;
+    last_now_ = std::max(last_now_, now);
+    Flow& f = flows_[id];
+    Tenant& t = tenants_[f.tenant];
+    if (Capped(t)) {
+      Refill(t, now);
+      t.tokens -= static_cast<double>(bytes);
+    }
+    t.retired_bytes += bytes;
+    if (f.out_pieces == 0) return;
+    const uint32_t p = std::min(pieces, f.out_pieces);
+    // Pieces are exact; a piece's bytes were an estimate at its grant:
+    // once none is left, so is none of its bytes.
+    const uint64_t b = p == f.out_pieces ? f.out_bytes : std::min(bytes, f.out_bytes);
+    Release(f, b, p);
+    Distribute(now);
+  }
+
+  void OnCreditNeeded(Nanos now, FlowId id) override {
+    if (id >= flows_.size() || !flows_[id].live) return;
+    last_now_ = std::max(last_now_, now);
+    Flow& f = flows_[id];
+    if (!f.gated || f.waiting) return;
+    Wait(id);
+    Distribute(now);
+  }
+
+  void OnTimer(Nanos now) override {
+    last_now_ = std::max(last_now_, now);
+    armed_at_ = kNever;
+    if (now >= next_scan_) {
+      next_scan_ = kNever;
+      for (uint32_t i = 0; i < tenants_.size(); ++i) {
+        Tenant& t = tenants_[i];
+        if (!t.active) continue;
+        if (now - std::min(now, t.last_arrival) >= active_ns_ && t.wait_head == kNone) {
+          SetActive(i, false);
+        }
+      }
+      if (active_tenants_ > 0) next_scan_ = now + active_ns_ / 2;
+    }
+    Distribute(now);
+    if (next_scan_ != kNever) Arm(next_scan_);
+  }
+
+  // ------------------------------------------------------------ stats --
+  void Report(ReportSink& sink) const override {
+    sink.Number("contended", contended() ? 1 : 0);
+    sink.Number("active_vms", active_tenants_);
+    sink.Number("chunk_bytes", chunk_);
+    sink.Number("window_bytes", static_cast<double>(window_bytes_));
+    sink.Number("window_pieces", window_pieces_);
+    sink.Number("inuse_bytes", static_cast<double>(inuse_bytes_));
+    sink.Number("inuse_pieces", inuse_pieces_);
+    sink.Number("grants", static_cast<double>(grants_));
+  }
+  void ReportTenant(TenantId id, ReportSink& sink) const override {
+    auto it = tenant_index_.find(id);
+    if (it == tenant_index_.end()) return;
+    const Tenant& t = tenants_[it->second];
+    sink.Number("weight", Weight(t));
+    sink.Number("cap_bps", static_cast<double>(t.qos.max_rate_bps));
+    sink.Number("active", t.active ? 1 : 0);
+    sink.Number("granted_pieces", static_cast<double>(t.granted_pieces));
+    sink.Number("granted_bytes", static_cast<double>(t.granted_bytes));
+    sink.Number("cap_waits", static_cast<double>(t.cap_waits));
+  }
+
+ private:
+  struct Tenant {
+    TenantId id = 0;
+    TenantQos qos;
+    uint32_t flows = 0;
+    bool active = false;
+    Nanos last_arrival = 0;
+    // Deficit round robin over VMs with flows waiting for a grant.
+    bool in_ring = false;
+    int32_t ring_next = kNone;
+    int32_t ring_prev = kNone;
+    bool turn = false;          // its quantum for this round is added
+    double deficit_ns = 0;      // card time it may still take this round
+    int32_t wait_head = kNone;  // its waiting flows, FIFO
+    int32_t wait_tail = kNone;
+    // Cap: bytes it may still have retire (a token bucket).
+    double tokens = 0;
+    Nanos tokens_at = 0;
+    uint64_t granted_pieces = 0;
+    uint64_t granted_bytes = 0;
+    uint64_t retired_bytes = 0;
+    uint64_t cap_waits = 0;
+  };
+  struct Flow {
+    bool live = false;
+    uint32_t tenant = 0;
+    bool seen = false;
+    double mean_bytes = 0;
+    bool ud = false;  // never gated: a datagram is not split nor waited for
+    bool bulk = false;
+    bool gated = false;
+    bool waiting = false;
+    int32_t wait_next = kNone;
+    uint32_t out_pieces = 0;  // granted, not retired
+    uint64_t out_bytes = 0;   // their estimated bytes
+  };
+
+  bool contended() const { return active_tenants_ >= 2; }
+  static uint32_t Weight(const Tenant& t) { return std::max<uint32_t>(t.qos.weight, 1); }
+  static bool Capped(const Tenant& t) { return t.qos.max_rate_bps != 0; }
+  // A message's time on the wire: payload and each packet's headers.
+  double WireNs(uint64_t bytes) const {
+    const uint64_t packets = std::max<uint64_t>(1, (bytes + card_.mtu_bytes - 1) / card_.mtu_bytes);
+    return static_cast<double>(bytes + packets * p_.packet_overhead_bytes) * ns_per_byte_;
+  }
+  // Its time on the card's dominant resource: the wire, or the message
+  // engine at the card's message rate (what DRR charges a VM).
+  double CostNs(uint64_t bytes) const { return std::max(WireNs(bytes), ns_per_msg_); }
+  // The pacer's two clocks: a message (granted, or bypassing the stage)
+  // takes its time on each resource.
+  // The clocks run at most a window ahead: more than that is load the
+  // window holds back anyway (a bulk burst before contention began).
+  void Occupy(Nanos now, uint64_t bytes) {
+    const double t = static_cast<double>(now);
+    wire_at_ = std::min(std::max(wire_at_, t) + WireNs(bytes) / p_.pace, t + horizon_ns_);
+    msg_at_ = std::min(std::max(msg_at_, t) + ns_per_msg_ / p_.pace, t + horizon_ns_);
+  }
+
+  uint32_t TenantIndex(TenantId id) {
+    auto it = tenant_index_.find(id);
+    if (it != tenant_index_.end()) return it->second;
+    uint32_t i;
+    if (!free_tenants_.empty()) {
+      i = free_tenants_.back();
+      free_tenants_.pop_back();
+    } else {
+      i = static_cast<uint32_t>(tenants_.size());
+      tenants_.emplace_back();
+    }
+    tenants_[i] = Tenant{};
+    tenants_[i].id = id;
+    tenant_index_.emplace(id, i);
+    return i;
+  }
+
+  // The controls a flow gets now; configures the stage when they change.
+  void Apply(FlowId id) {
+    Flow& f = flows_[id];
+    const Tenant& t = tenants_[f.tenant];
+    FlowControl c;
+    if (f.ud) {
+      // Default controls: its messages only take their time on the clocks.
+    } else if (Capped(t) || (f.bulk && contended())) {
+      c.gated = true;
+      c.chunk_bytes = f.bulk ? chunk_ : 0;
+    } else if (f.bulk) {
+      c.chunk_bytes = p_.solo_chunk_bytes;
+      c.window_bytes = solo_window_bytes_;
+    }
+    f.gated = c.gated;
+    if (!f.gated && f.waiting) Unwait(id);
+    if (!(c == mech().control(id))) mech().Configure(id, c);
+  }
+
+  void SetActive(uint32_t ti, bool active) {
+    const bool was = contended();
+    tenants_[ti].active = active;
+    active_tenants_ += active ? 1 : -1;
+    if (active && next_scan_ == kNever) {
+      next_scan_ = last_now_ + active_ns_ / 2;
+      Arm(next_scan_);
+    }
+    if (contended() != was) {
+      for (uint32_t f = 0; f < flows_.size(); ++f) {
+        if (flows_[f].live) Apply(f);
+      }
+    }
+  }
+
+  void Refill(Tenant& t, Nanos now) {
+    const double rate = static_cast<double>(t.qos.max_rate_bps) / 8e9;  // bytes/ns
+    const double depth = std::max(rate * p_.cap_burst_us * 1e3, 2.0 * chunk_);
+    if (now > t.tokens_at) {
+      t.tokens = std::min(depth, t.tokens + rate * static_cast<double>(now - t.tokens_at));
+      t.tokens_at = now;
+    }
+  }
+
+  // --- waiting flows and the ring of VMs ---
+  void Wait(FlowId id) {
+    Flow& f = flows_[id];
+    Tenant& t = tenants_[f.tenant];
+    f.waiting = true;
+    f.wait_next = kNone;
+    if (t.wait_tail == kNone) {
+      t.wait_head = static_cast<int32_t>(id);
+    } else {
+      flows_[t.wait_tail].wait_next = static_cast<int32_t>(id);
+    }
+    t.wait_tail = static_cast<int32_t>(id);
+    if (!t.in_ring) RingInsert(f.tenant);
+  }
+  void Unwait(FlowId id) {  // rare: a flow ends or stops being gated
+    Flow& f = flows_[id];
+    Tenant& t = tenants_[f.tenant];
+    int32_t prev = kNone;
+    for (int32_t i = t.wait_head; i != kNone; prev = i, i = flows_[i].wait_next) {
+      if (i != static_cast<int32_t>(id)) continue;
+      (prev == kNone ? t.wait_head : flows_[prev].wait_next) = f.wait_next;
+      if (t.wait_tail == i) t.wait_tail = prev;
+      break;
+    }
+    f.waiting = false;
+    f.wait_next = kNone;
+    if (t.wait_head == kNone && t.in_ring) RingRemove(f.tenant);
+  }
+  void RingInsert(uint32_t ti) {
+    Tenant& t = tenants_[ti];
+    t.in_ring = true;
+    t.turn = false;
+    t.deficit_ns = 0;
+    const int32_t i = static_cast<int32_t>(ti);
+    if (cursor_ == kNone) {
+      t.ring_next = t.ring_prev = i;
+      cursor_ = i;
+      return;
+    }
+    // Just behind the cursor: it waits a whole round, as a newcomer should.
+    Tenant& c = tenants_[cursor_];
+    t.ring_next = cursor_;
+    t.ring_prev = c.ring_prev;
+    tenants_[c.ring_prev].ring_next = i;
+    c.ring_prev = i;
+    ++ring_size_;
+  }
+  void RingRemove(uint32_t ti) {
+    Tenant& t = tenants_[ti];
+    const int32_t i = static_cast<int32_t>(ti);
+    if (t.ring_next == i) {
+      cursor_ = kNone;
+    } else {
+      tenants_[t.ring_prev].ring_next = t.ring_next;
+      tenants_[t.ring_next].ring_prev = t.ring_prev;
+      if (cursor_ == i) cursor_ = t.ring_next;
+      --ring_size_;
+    }
+    t.in_ring = false;
+    t.turn = false;
+    t.deficit_ns = 0;
+    t.ring_next = t.ring_prev = kNone;
+  }
+  void Advance() {
+    tenants_[cursor_].turn = false;
+    cursor_ = tenants_[cursor_].ring_next;
+  }
+
+  void Release(Flow& f, uint64_t bytes, uint32_t pieces) {
+    f.out_pieces -= pieces;
+    f.out_bytes -= bytes;
+    inuse_pieces_ -= pieces;
+    inuse_bytes_ -= bytes;
+  }
+
+  // Grants pieces while the card's budget has room: deficit round robin
+  // over the VMs with waiting flows.
+  void Distribute(Nanos now) {
+    Nanos wake = kNever;
+    uint32_t skipped = 0;  // VMs passed in a row (capped out, none asking)
+    while (cursor_ != kNone && inuse_pieces_ < window_pieces_ &&
+           (inuse_bytes_ == 0 || inuse_bytes_ + chunk_ <= window_bytes_)) {
+      const double due = std::max(wire_at_, msg_at_) - pace_slack_ns_;
+      if (due > static_cast<double>(now)) {
+        wake = std::min(wake, static_cast<Nanos>(due) + 1);
+        break;
+      }
+      const uint32_t ti = static_cast<uint32_t>(cursor_);
+      Tenant& t = tenants_[ti];
+      if (Capped(t)) {
+        Refill(t, now);
+        if (t.tokens <= 0) {
+          const double rate = static_cast<double>(t.qos.max_rate_bps) / 8e9;
+          wake = std::min(wake, now + static_cast<Nanos>(-t.tokens / rate) + 1);
+          ++t.cap_waits;
+          if (++skipped > ring_size_) break;
+          Advance();
+          continue;
+        }
+      }
+      if (t.wait_head == kNone) {
+        // Its flows are posting what they were granted and will ask again:
+        // it keeps its place and what is left of its deficit; a VM with
+        // nothing queued leaves the ring.
+        if (mech().tenant_account(t.id).queued_wrs == 0) {
+          RingRemove(ti);
+          continue;
+        }
+        if (++skipped > ring_size_) break;
+        Advance();
+        continue;
+      }
+      const FlowId id = static_cast<FlowId>(t.wait_head);
+      const FlowAccount& a = mech().flow_account(id);
+      const bool chunked = mech().control(id).chunk_bytes != 0;
+      const uint64_t est =
+          chunked
+              ? std::min<uint64_t>(chunk_, std::max<uint64_t>(a.queued_bytes, 1))
+              : std::max<uint64_t>(a.queued_bytes / std::max<uint32_t>(a.queued_wrs, 1), 1);
+      const double cost = CostNs(est);
+      if (!t.turn) {
+        t.turn = true;
+        t.deficit_ns += Weight(t) * CostNs(std::max(chunk_, card_.mtu_bytes));
+      }
+      if (t.deficit_ns < cost) {
+        Advance();
+        continue;
+      }
+      skipped = 0;
+      t.deficit_ns -= cost;
+      Flow& f = flows_[id];
+      t.wait_head = f.wait_next;
+      if (t.wait_head == kNone) t.wait_tail = kNone;
+      f.waiting = false;
+      f.wait_next = kNone;
+      // The turn's pieces for this flow at once, as many as the deficit,
+      // the flow's queue and the window allow (a weight-4 VM with one QP
+      // takes four per round).
+      uint32_t n = 1;
+      const uint64_t queued =
+          chunked ? (a.queued_bytes + chunk_ - 1) / chunk_ : uint64_t{a.queued_wrs};
+      while (n < queued && t.deficit_ns >= cost && inuse_pieces_ + n < window_pieces_ &&
+             inuse_bytes_ + (n + 1) * est <= window_bytes_) {
+        t.deficit_ns -= cost;
+        ++n;
+      }
+      f.out_pieces += n;
+      f.out_bytes += n * est;
+      inuse_pieces_ += n;
+      inuse_bytes_ += n * est;
+      t.granted_pieces += n;
+      t.granted_bytes += n * est;
+      grants_ += n;
+      Occupy(now, n * est);
+      mech().Grant(id, mech().credit_bytes(id) < kByteCredit / 2 ? kByteCredit : 0, n);
+    }
+    if (wake != kNever) Arm(wake);
+  }
+
+  // One timer: the earliest of what is asked stays armed (WakeAt replaces).
+  void Arm(Nanos t) {
+    if (armed_at_ != kNever && armed_at_ > last_now_ && armed_at_ <= t) return;
+    armed_at_ = t;
+    mech().WakeAt(t);
+  }
+
+  CardProfile card_;
+  FairShareParams p_;
+  uint32_t chunk_ = 4096;
+  uint64_t window_bytes_ = 0;
+  uint32_t window_pieces_ = 0;
+  uint64_t solo_window_bytes_ = 0;
+  Nanos active_ns_ = 0;
+  double ns_per_byte_ = 0;
+  double ns_per_msg_ = 0;
+  double pace_slack_ns_ = 0;  // a grant may come this much before its time
+  double horizon_ns_ = 0;     // how far ahead of now the pacer's clocks go
+
+  std::vector<Tenant> tenants_;
+  std::vector<uint32_t> free_tenants_;
+  std::unordered_map<TenantId, uint32_t> tenant_index_;
+  std::vector<Flow> flows_;  // by FlowId
+  uint32_t active_tenants_ = 0;
+  int32_t cursor_ = kNone;
+  uint32_t ring_size_ = 0;   // VMs in the ring less one (0 with one or none)
+  uint32_t inuse_pieces_ = 0;
+  uint64_t inuse_bytes_ = 0;
+  uint64_t grants_ = 0;
+  double wire_at_ = 0;       // when the wire is free of what we let on
+  double msg_at_ = 0;        // when the message engine is
+  Nanos next_scan_ = kNever;
+  Nanos armed_at_ = kNever;
+  Nanos last_now_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<SchedulerPolicy> MakeFairSharePolicy(
+    const CardProfile& card, const std::vector<std::string>& options,
+    std::string* error) {
+  FairShareParams p;
+  const Knob knobs[] = {
+      {"chunk_bytes", &p.chunk_bytes, 0, 1u << 30},
+      {"solo_chunk_bytes", &p.solo_chunk_bytes, 1024, 1u << 30},
+      {"window_bdp", &p.window_bdp, 0.1, 1000},
+      {"solo_window_bdp", &p.solo_window_bdp, 0.1, 10000},
+      {"bulk_bytes", &p.bulk_bytes, 1, 1u << 30},
+      {"active_us", &p.active_us, 1, 60e6},
+      {"cap_burst_us", &p.cap_burst_us, 1, 1e6},
+      {"pace", &p.pace, 0.1, 1},
+      {"packet_overhead_bytes", &p.packet_overhead_bytes, 0, 4096},
+  };
+  if (!ApplyKnobs(options, knobs, error)) {
+    *error = "fair-share: " + *error;
+    return nullptr;
+  }
+  return std::make_unique<FairSharePolicy>(card, p);
+}
+
+}  // namespace vrdma::policy
