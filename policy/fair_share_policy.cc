@@ -156,7 +156,7 @@ class FairSharePolicy final : public SchedulerPolicy {
     }
     // A small message goes to the card now: it takes its time first. (A
     // bulk UD flow is not scheduled at all: the card shares it natively.)
-    if (!f.gated && !f.bulk) Occupy(now, wr.bytes);
+    if (!f.gated && !f.bulk && contended()) Occupy(now, wr.bytes);
   }
 
   void OnCompleted(Nanos, const WrInfo&, Nanos, bool) override {}
@@ -201,7 +201,7 @@ class FairSharePolicy final : public SchedulerPolicy {
           SetActive(i, false);
         }
       }
-      if (active_tenants_ > 0) next_scan_ = now + active_ns_ / 2;
+      if (contended()) next_scan_ = now + active_ns_ / 2;
     }
     Distribute(now);
     if (next_scan_ != kNever) Arm(next_scan_);
@@ -328,7 +328,9 @@ class FairSharePolicy final : public SchedulerPolicy {
     const bool was = contended();
     tenants_[ti].active = active;
     active_tenants_ += active ? 1 : -1;
-    if (active && next_scan_ == kNever) {
+    // Only contention needs watching: one VM's going quiet changes nothing
+    // (a second VM's arrival makes it contended, and the scan starts).
+    if (contended() && next_scan_ == kNever) {
       next_scan_ = last_now_ + active_ns_ / 2;
       Arm(next_scan_);
     }
