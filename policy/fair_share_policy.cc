@@ -43,6 +43,14 @@ namespace {
 
 struct FairShareParams {
   uint32_t chunk_bytes = 0;             // contended piece; 0: the card's MTU
+  // Latency targets (TenantQos::latency_target_ns): every `adapt_samples`
+  // completions of a VM with a target, more than `target_miss` of them
+  // over it halve the piece (down to `min_chunk_bytes`); `grow_after`
+  // such rounds in a row without a miss double it back.
+  uint32_t min_chunk_bytes = 1024;
+  double target_miss = 0.01;
+  uint32_t adapt_samples = 200;
+  uint32_t grow_after = 4;
   uint32_t solo_chunk_bytes = 64 * 1024;
   double window_bdp = 1.5;              // contended card-wide window
   double solo_window_bdp = 8;           // per flow, uncontended
@@ -67,6 +75,8 @@ class FairSharePolicy final : public SchedulerPolicy {
  public:
   FairSharePolicy(const CardProfile& card, const FairShareParams& p) : card_(card), p_(p) {
     chunk_ = p_.chunk_bytes != 0 ? p_.chunk_bytes : card_.mtu_bytes;
+    base_chunk_ = chunk_;
+    probe_rounds_ = p_.grow_after;
     const double rtt_s = static_cast<double>(card_.base_rtt_ns) / 1e9;
     const double bdp_bytes = card_.line_rate_bps / 8 * rtt_s;
     window_bytes_ = static_cast<uint64_t>(p_.window_bdp * bdp_bytes) + chunk_;
@@ -149,7 +159,7 @@ class FairSharePolicy final : public SchedulerPolicy {
     Tenant& t = tenants_[f.tenant];
     t.last_arrival = now;
     if (!t.active) SetActive(f.tenant, true);  // may reconfigure every flow
-    const bool bulk = f.mean_bytes >= p_.bulk_bytes || wr.bytes > chunk_;
+    const bool bulk = f.mean_bytes >= p_.bulk_bytes || wr.bytes > base_chunk_;
     if (bulk != f.bulk) {
       f.bulk = bulk;
       Apply(wr.flow);
@@ -159,7 +169,33 @@ class FairSharePolicy final : public SchedulerPolicy {
     if (!f.gated && !f.bulk && contended()) Occupy(now, wr.bytes);
   }
 
-  void OnCompleted(Nanos, const WrInfo&, Nanos, bool) override {}
+  void OnCompleted(Nanos, const WrInfo& wr, Nanos latency, bool) override {
+    if (wr.flow >= flows_.size() || !flows_[wr.flow].live) return;
+    Tenant& t = tenants_[flows_[wr.flow].tenant];
+    if (t.qos.latency_target_ns == 0) return;
+    ++t.samples;
+    if (latency > t.qos.latency_target_ns) {
+      ++t.over;
+      ++t.target_misses;
+    }
+    if (t.samples < p_.adapt_samples) return;
+    const bool missed = static_cast<double>(t.over) > p_.target_miss * t.samples;
+    t.samples = t.over = 0;
+    if (missed) {
+      met_rounds_ = 0;
+      // A longer piece tried and missed: wait twice as long before the
+      // next try (no oscillation around a target between two sizes).
+      if (last_grew_) probe_rounds_ = std::min(probe_rounds_ * 2, kMaxProbeRounds);
+      last_grew_ = false;
+      if (chunk_ > p_.min_chunk_bytes) SetChunk(std::max(p_.min_chunk_bytes, chunk_ / 2));
+    } else if (++met_rounds_ >= probe_rounds_ && chunk_ < base_chunk_) {
+      met_rounds_ = 0;
+      last_grew_ = true;
+      SetChunk(std::min(base_chunk_, chunk_ * 2));
+    } else if (met_rounds_ >= p_.grow_after) {
+      last_grew_ = false;  // the longer piece held
+    }
+  }
 
   void OnRetired(Nanos now, FlowId id, uint64_t bytes, uint32_t pieces) override {
     if (id >= flows_.size() || !flows_[id].live) return;
@@ -217,6 +253,7 @@ class FairSharePolicy final : public SchedulerPolicy {
     sink.Number("inuse_bytes", static_cast<double>(inuse_bytes_));
     sink.Number("inuse_pieces", inuse_pieces_);
     sink.Number("grants", static_cast<double>(grants_));
+    sink.Number("chunk_changes", static_cast<double>(chunk_changes_));
   }
   void ReportTenant(TenantId id, ReportSink& sink) const override {
     auto it = tenant_index_.find(id);
@@ -228,6 +265,8 @@ class FairSharePolicy final : public SchedulerPolicy {
     sink.Number("granted_pieces", static_cast<double>(t.granted_pieces));
     sink.Number("granted_bytes", static_cast<double>(t.granted_bytes));
     sink.Number("cap_waits", static_cast<double>(t.cap_waits));
+    sink.Number("latency_target_ns", static_cast<double>(t.qos.latency_target_ns));
+    sink.Number("target_misses", static_cast<double>(t.target_misses));
   }
 
  private:
@@ -252,6 +291,10 @@ class FairSharePolicy final : public SchedulerPolicy {
     uint64_t granted_bytes = 0;
     uint64_t retired_bytes = 0;
     uint64_t cap_waits = 0;
+    // Completions towards its latency target's next judgement.
+    uint32_t samples = 0;
+    uint32_t over = 0;
+    uint64_t target_misses = 0;
   };
   struct Flow {
     bool live = false;
@@ -324,6 +367,17 @@ class FairSharePolicy final : public SchedulerPolicy {
     if (!(c == mech().control(id))) mech().Configure(id, c);
   }
 
+  // A latency target asks for shorter pieces (a small message waits behind
+  // less), or allows longer ones again. Every gated bulk flow follows.
+  void SetChunk(uint32_t bytes) {
+    chunk_ = bytes;
+    pace_slack_ns_ = WireNs(chunk_) / p_.pace;
+    ++chunk_changes_;
+    for (uint32_t f = 0; f < flows_.size(); ++f) {
+      if (flows_[f].live && flows_[f].gated && flows_[f].bulk) Apply(f);
+    }
+  }
+
   void SetActive(uint32_t ti, bool active) {
     const bool was = contended();
     tenants_[ti].active = active;
@@ -335,6 +389,14 @@ class FairSharePolicy final : public SchedulerPolicy {
       Arm(next_scan_);
     }
     if (contended() != was) {
+      if (!contended() && chunk_ != base_chunk_) {
+        // Nobody left to protect: latency targets start over next time.
+        chunk_ = base_chunk_;
+        pace_slack_ns_ = WireNs(chunk_) / p_.pace;
+        probe_rounds_ = p_.grow_after;
+        met_rounds_ = 0;
+        last_grew_ = false;
+      }
       for (uint32_t f = 0; f < flows_.size(); ++f) {
         if (flows_[f].live) Apply(f);
       }
@@ -518,7 +580,13 @@ class FairSharePolicy final : public SchedulerPolicy {
 
   CardProfile card_;
   FairShareParams p_;
-  uint32_t chunk_ = 4096;
+  uint32_t chunk_ = 4096;       // the piece now
+  uint32_t base_chunk_ = 4096;  // the piece without latency targets
+  uint32_t met_rounds_ = 0;     // latency judgements in a row without a miss
+  uint32_t probe_rounds_ = 0;   // ... before a longer piece is tried
+  bool last_grew_ = false;      // the last change was a longer piece
+  static constexpr uint32_t kMaxProbeRounds = 1024;
+  uint64_t chunk_changes_ = 0;
   uint64_t window_bytes_ = 0;
   uint32_t window_pieces_ = 0;
   uint64_t solo_window_bytes_ = 0;
@@ -553,6 +621,10 @@ std::unique_ptr<SchedulerPolicy> MakeFairSharePolicy(
   FairShareParams p;
   const Knob knobs[] = {
       {"chunk_bytes", &p.chunk_bytes, 0, 1u << 30},
+      {"min_chunk_bytes", &p.min_chunk_bytes, 256, 1u << 30},
+      {"target_miss", &p.target_miss, 0, 1},
+      {"adapt_samples", &p.adapt_samples, 1, 1u << 24},
+      {"grow_after", &p.grow_after, 1, 1u << 16},
       {"solo_chunk_bytes", &p.solo_chunk_bytes, 1024, 1u << 30},
       {"window_bdp", &p.window_bdp, 0.1, 1000},
       {"solo_window_bdp", &p.solo_window_bdp, 0.1, 10000},

@@ -337,6 +337,7 @@ class Runner final : public model::TimerSink {
     qos.weight = s.weight;
     qos.app_class = s.app_class;
     qos.max_rate_bps = static_cast<uint64_t>(s.max_gbps * 1e9);
+    qos.latency_target_ns = static_cast<policy::Nanos>(s.latency_target_us * 1e3);
     src.stage().AddTenant(static_cast<policy::TenantId>(ti), qos);
     const uint32_t depth = Depth(s) + s.batch;
     bool receives = false;

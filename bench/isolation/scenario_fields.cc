@@ -104,7 +104,7 @@ const std::vector<std::string>& TenantKeys() {
       "size",     "batch",    "inline",        "mode",     "depth",
       "mrs",      "rate",     "turnaround_ns", "start_us", "stop_us",
       "src_host", "dst_host", "weight",        "class",    "recv_depth",
-      "rnr_retry", "rnr_timer", "retry_cnt", "max_gbps"};
+      "rnr_retry", "rnr_timer", "retry_cnt", "max_gbps", "latency_target_us"};
   return keys;
 }
 
@@ -442,6 +442,9 @@ void ScenarioReader::ReadTenant(const View& v, const std::string& path,
   OptUint(v["dst_host"], path + ".dst_host", 0, hosts - 1, &t->dst_host);
   OptUint(v["weight"], path + ".weight", 1, 1000000, &t->weight);
   if (v["max_gbps"]) Real(v["max_gbps"], path + ".max_gbps", 0.001, 1e6, &t->max_gbps);
+  if (v["latency_target_us"]) {
+    Real(v["latency_target_us"], path + ".latency_target_us", 0.001, 1e9, &t->latency_target_us);
+  }
   uint64_t u = 0;
   if (v["recv_depth"] && Uint(v["recv_depth"], path + ".recv_depth", 0, 1u << 20, false, &u))
     t->recv_depth = static_cast<uint32_t>(u);

@@ -356,7 +356,7 @@ TEST(Builtins, LoadAndTheModelRunsThemAll) {
   ASSERT_FALSE(files.empty()) << error;
   LoadedScenarios r = LoadScenarioFiles(files, {});
   ASSERT_TRUE(r.errors.empty()) << r.errors.front();
-  EXPECT_EQ(r.scenarios.size(), 54u);  // 50 + scale_1000x8 + 3 of 97_qos.yaml
+  EXPECT_EQ(r.scenarios.size(), 55u);  // 50 + scale_1000x8 + 4 of 97_qos.yaml
   for (const ScenarioSpec& s : r.scenarios)
     EXPECT_EQ(CheckRunnable(s), "") << s.name;
 }

@@ -88,6 +88,7 @@ struct TenantSpec {
   policy::TenantClass app_class = policy::TenantClass::kBandwidth;
   uint32_t weight = 1;
   double max_gbps = 0;  // a rate cap (TenantQos::max_rate_bps); 0: none
+  double latency_target_us = 0;  // TenantQos::latency_target_ns; 0: none
   // Where it was declared: "file:line" and "tenants[k]" (for messages).
   std::string source;
   std::string path;
