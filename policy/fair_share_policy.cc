@@ -55,6 +55,10 @@ struct FairShareParams {
   double window_bdp = 1.5;              // contended card-wide window
   double solo_window_bdp = 8;           // per flow, uncontended
   uint32_t bulk_bytes = 1024;           // mean WR size of a bulk flow
+  // Atomics a QP may have on the card at once, contended or not: the
+  // responder serializes them per address on a few units, and a queue
+  // there stalls its receive pipeline for every other QP (Husky).
+  uint32_t atomic_window = 2;
   double active_us = 500;               // a VM is active this long after a WR
   double cap_burst_us = 20;             // a cap's bucket, in time at the cap
   // Contended grants are paced so that everything on the card, bypassing
@@ -156,6 +160,10 @@ class FairSharePolicy final : public SchedulerPolicy {
     const double b = static_cast<double>(wr.bytes);
     f.mean_bytes = f.seen ? f.mean_bytes + (b - f.mean_bytes) / 8 : b;
     f.seen = true;
+    if (wr.kind == WrKind::kAtomic && !f.atomics) {
+      f.atomics = true;
+      Apply(wr.flow);
+    }
     Tenant& t = tenants_[f.tenant];
     t.last_arrival = now;
     if (!t.active) SetActive(f.tenant, true);  // may reconfigure every flow
@@ -302,6 +310,7 @@ class FairSharePolicy final : public SchedulerPolicy {
     bool seen = false;
     double mean_bytes = 0;
     bool ud = false;  // never gated: a datagram is not split nor waited for
+    bool atomics = false;  // it has posted an atomic
     bool bulk = false;
     bool gated = false;
     bool waiting = false;
@@ -362,6 +371,7 @@ class FairSharePolicy final : public SchedulerPolicy {
       c.chunk_bytes = p_.solo_chunk_bytes;
       c.window_bytes = solo_window_bytes_;
     }
+    if (f.atomics) c.window_wrs = p_.atomic_window;
     f.gated = c.gated;
     if (!f.gated && f.waiting) Unwait(id);
     if (!(c == mech().control(id))) mech().Configure(id, c);
@@ -629,6 +639,7 @@ std::unique_ptr<SchedulerPolicy> MakeFairSharePolicy(
       {"window_bdp", &p.window_bdp, 0.1, 1000},
       {"solo_window_bdp", &p.solo_window_bdp, 0.1, 10000},
       {"bulk_bytes", &p.bulk_bytes, 1, 1u << 30},
+      {"atomic_window", &p.atomic_window, 1, 1u << 16},
       {"active_us", &p.active_us, 1, 60e6},
       {"cap_burst_us", &p.cap_burst_us, 1, 1e6},
       {"pace", &p.pace, 0.1, 1},
