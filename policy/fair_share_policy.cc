@@ -144,6 +144,7 @@ class FairSharePolicy final : public SchedulerPolicy {
     Flow& f = flows_[id];
     last_now_ = std::max(last_now_, now);
     Release(f, f.out_bytes, f.out_pieces);
+    SetPosting(f, false);
     if (f.waiting) Unwait(id);
     if (how == FlowEnd::kDestroyed) {
       --tenants_[f.tenant].flows;
@@ -215,6 +216,7 @@ class FairSharePolicy final : public SchedulerPolicy {
       t.tokens -= static_cast<double>(bytes);
     }
     t.retired_bytes += bytes;
+    if (f.posting && mech().flow_account(id).queued_wrs == 0) SetPosting(f, false);
     if (f.out_pieces == 0) return;
     const uint32_t p = std::min(pieces, f.out_pieces);
     // Pieces are exact; a piece's bytes were an estimate at its grant:
@@ -228,6 +230,7 @@ class FairSharePolicy final : public SchedulerPolicy {
     if (id >= flows_.size() || !flows_[id].live) return;
     last_now_ = std::max(last_now_, now);
     Flow& f = flows_[id];
+    SetPosting(f, false);
     if (!f.gated || f.waiting) return;
     Wait(id);
     Distribute(now);
@@ -303,6 +306,7 @@ class FairSharePolicy final : public SchedulerPolicy {
     uint32_t samples = 0;
     uint32_t over = 0;
     uint64_t target_misses = 0;
+    uint32_t posting = 0;  // flows granted that have not asked again
   };
   struct Flow {
     bool live = false;
@@ -314,6 +318,7 @@ class FairSharePolicy final : public SchedulerPolicy {
     bool bulk = false;
     bool gated = false;
     bool waiting = false;
+    bool posting = false;  // granted, has not asked again (it will if it has work)
     int32_t wait_next = kNone;
     uint32_t out_pieces = 0;  // granted, not retired
     uint64_t out_bytes = 0;   // their estimated bytes
@@ -373,6 +378,7 @@ class FairSharePolicy final : public SchedulerPolicy {
     }
     if (f.atomics) c.window_wrs = p_.atomic_window;
     f.gated = c.gated;
+    if (!f.gated) SetPosting(f, false);
     if (!f.gated && f.waiting) Unwait(id);
     if (!(c == mech().control(id))) mech().Configure(id, c);
   }
@@ -490,6 +496,12 @@ class FairSharePolicy final : public SchedulerPolicy {
     cursor_ = tenants_[cursor_].ring_next;
   }
 
+  void SetPosting(Flow& f, bool posting) {
+    if (f.posting == posting) return;
+    f.posting = posting;
+    tenants_[f.tenant].posting += posting ? 1 : -1;
+  }
+
   void Release(Flow& f, uint64_t bytes, uint32_t pieces) {
     f.out_pieces -= pieces;
     f.out_bytes -= bytes;
@@ -523,10 +535,10 @@ class FairSharePolicy final : public SchedulerPolicy {
         }
       }
       if (t.wait_head == kNone) {
-        // Its flows are posting what they were granted and will ask again:
-        // it keeps its place and what is left of its deficit; a VM with
-        // nothing queued leaves the ring.
-        if (mech().tenant_account(t.id).queued_wrs == 0) {
+        // Its flows are posting what they were granted and will ask again
+        // if they have more: it keeps its place and what is left of its
+        // deficit; a VM with no flow posting a grant leaves the ring.
+        if (t.posting == 0) {
           RingRemove(ti);
           continue;
         }
@@ -557,6 +569,7 @@ class FairSharePolicy final : public SchedulerPolicy {
       if (t.wait_head == kNone) t.wait_tail = kNone;
       f.waiting = false;
       f.wait_next = kNone;
+      SetPosting(f, true);
       // The turn's pieces for this flow at once, as many as the deficit,
       // the flow's queue and the window allow (a weight-4 VM with one QP
       // takes four per round).

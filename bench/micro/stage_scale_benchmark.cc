@@ -147,6 +147,12 @@ void BM_StageScale(benchmark::State& state, std::string policy_name) {
       static_cast<double>(rig.stage->flow_account(rig.flows[0]).pieces_posted) /
       static_cast<double>(rig.stage->flow_account(rig.flows[0]).wrs_arrived);
   state.counters["signaled_per_wr"] = static_cast<double>(signaled) / static_cast<double>(wrs);
+  state.counters["ns_per_post"] = benchmark::Counter(
+      static_cast<double>(rig.stage->flow_account(rig.flows[0]).pieces_posted) *
+          static_cast<double>(rig.flows.size()) * 1e-9 /
+          static_cast<double>(rig.stage->flow_account(rig.flows[0]).wrs_arrived) *
+          static_cast<double>(wrs) / static_cast<double>(rig.flows.size()),
+      per);
   state.counters["host_bytes_per_qp"] = rig.bytes_per_qp;
   state.counters["refused"] = static_cast<double>(rig.owner.refused);
 }
@@ -159,6 +165,7 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark((std::string("BM_StageScale/") + name).c_str(),
                                  vrdma::bench::BM_StageScale, std::string(name))
         ->Arg(64)
+        ->Arg(4096)  // one post per WR either way: pass-through's per-post cost
         ->Arg(65536)
         ->Unit(benchmark::kMillisecond);
   }
