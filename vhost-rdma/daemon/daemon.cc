@@ -319,6 +319,7 @@ json Daemon::Stats() const {
     entry["flush_deferred"] = s.flush_deferred;  // flushes postponed by the budget
     entry["control_ns"] = vm->device->control_ns();          // control-thread time used
     entry["control_yields"] = vm->device->control_yields();  // slices used up
+    entry["control_throttles"] = vm->device->control_throttles();  // quota spent
     list.push_back(std::move(entry));
   }
   json pol = json::object();

@@ -2,8 +2,11 @@
 #include "vhost-rdma/device/rdma_device.h"
 
 #include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "vhost-rdma/device/command_encoder.h"
 #include "vhost-rdma/device/control_queue.h"
@@ -37,7 +40,9 @@ Result<std::unique_ptr<RdmaDevice>> RdmaDevice::Create(
   if (options.num_doorbell_queues < 1 ||
       options.num_doorbell_queues > VIRTIO_RDMA_MAX_DOORBELL_QUEUES ||
       qs == 0 || (qs & (qs - 1)) != 0 || qs > VIRTIO_RDMA_MAX_QUEUE_SIZE ||
-      options.control_budget == 0) {
+      options.control_budget == 0 || !(options.control_share >= 0) ||
+      options.control_share > 1 ||
+      (options.control_share > 0 && options.control_burst_ns == 0)) {
     return Status::kInvalid;
   }
   std::unique_ptr<RdmaDevice> dev(new RdmaDevice(
@@ -56,7 +61,11 @@ RdmaDevice::RdmaDevice(engine::Engine& engine, const engine::VmConfig& config,
       datapath_loop_(datapath_loop),
       datapath_executor_(datapath_executor),
       options_(options),
-      doorbells_(options.num_doorbell_queues) {}
+      doorbells_(options.num_doorbell_queues) {
+  if (options.control_share > 0) {
+    control_quota_.emplace(options.control_share, options.control_burst_ns);
+  }
+}
 
 RdmaDevice::~RdmaDevice() { Reset(); }
 
@@ -119,10 +128,24 @@ Status RdmaDevice::StartQueue(uint32_t index, vhost::Virtqueue& vq) {
   VRDMA_RETURN_IF_ERROR(Attach());  // after a Reset: a fresh VM
 
   if (index == VIRTIO_RDMA_VQ_CTRL) {
+    if (control_quota_.has_value()) {
+      control_timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+      if (control_timer_fd_ < 0) return Status::kIoError;
+      if (!control_loop_.AddFd(control_timer_fd_, EPOLLIN, [this](uint32_t) {
+            uint64_t expirations = 0;  // our own timerfd: never blocks
+            (void)!read(control_timer_fd_, &expirations, sizeof(expirations));
+            ServeControl();
+          })) {
+        close(control_timer_fd_);
+        control_timer_fd_ = -1;
+        return Status::kIoError;
+      }
+    }
     if (!control_loop_.AddFd(vq.kick_fd, EPOLLIN, [this](uint32_t) {
           DrainEventFd(control_kick_fd_);
           ServeControl();
         })) {
+      StopQueue(VIRTIO_RDMA_VQ_CTRL);  // the timer
       return Status::kIoError;
     }
     control_vq_ = &vq;
@@ -171,6 +194,11 @@ Status RdmaDevice::StartQueue(uint32_t index, vhost::Virtqueue& vq) {
 void RdmaDevice::StopQueue(uint32_t index) {
   if (index >= num_queues()) return;
   if (index == VIRTIO_RDMA_VQ_CTRL) {
+    if (control_timer_fd_ >= 0) {
+      control_loop_.RemoveFd(control_timer_fd_);
+      close(control_timer_fd_);
+      control_timer_fd_ = -1;
+    }
     if (control_vq_ == nullptr) return;
     control_loop_.RemoveFd(control_kick_fd_);
     control_vq_ = nullptr;
@@ -235,9 +263,24 @@ uint64_t RdmaDevice::bad_doorbells() const {
 
 void RdmaDevice::ServeControl() {
   if (control_vq_ == nullptr || !handler_.has_value()) return;
+  if (control_quota_.has_value()) {
+    uint64_t wait_ns = 0;
+    const uint64_t now = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(
+            std::chrono::steady_clock::now().time_since_epoch())
+            .count());
+    if (!control_quota_->Allowed(now, &wait_ns)) {
+      // Its quota is spent: its commands wait in its ring (the guest sees
+      // them slow, not failed), the other VMs' go on.
+      ++control_throttles_;
+      ArmControlTimer(wait_ns);
+      return;
+    }
+  }
   const DrainResult r = DrainControlQueue(*control_vq_, *handler_, &scratch_,
                                           options_.control_budget, options_.control_slice_ns);
   control_ns_ += r.busy_ns;
+  if (control_quota_.has_value()) control_quota_->Charge(r.busy_ns);
   if (r.more) {
     ++control_yields_;
     // Yield to the other fds of the control loop (other VMs' queues and
@@ -245,6 +288,13 @@ void RdmaDevice::ServeControl() {
     // frontend filled leaves the fd readable, which is all this needs.
     (void)vhost::SignalEventFd(control_kick_fd_);
   }
+}
+
+void RdmaDevice::ArmControlTimer(uint64_t after_ns) {
+  itimerspec t{};
+  t.it_value.tv_sec = static_cast<time_t>(after_ns / 1'000'000'000);
+  t.it_value.tv_nsec = static_cast<long>(after_ns % 1'000'000'000);  // NOLINT(runtime/int)
+  (void)timerfd_settime(control_timer_fd_, 0, &t, nullptr);
 }
 
 }  // namespace vrdma::device

@@ -29,6 +29,7 @@
 #include "backend/engine/engine.h"
 #include "vhost-rdma/abi/virtio_rdma.h"
 #include "vhost-rdma/device/command_handler.h"
+#include "vhost-rdma/device/control_quota.h"
 #include "vhost-rdma/device/doorbell_queue.h"
 #include "vhost-rdma/device/event_queue.h"
 #include "vhost-rdma/vhost_user/device.h"
@@ -44,6 +45,11 @@ struct RdmaDeviceOptions {
   // control-thread time after which it yields even sooner (DrainControlQueue).
   uint32_t control_budget = 64;
   uint64_t control_slice_ns = 500'000;
+  // The VM's share of the control thread over time (ControlQuota): at most
+  // control_share of it, control_burst_ns at once after a quiet period;
+  // past that its commands wait (a timer brings them back). 0: no quota.
+  double control_share = 0.5;
+  uint64_t control_burst_ns = 100'000'000;
 };
 
 // Registers the engine's data-path turn (Engine::PollOnce) as a poller of
@@ -101,6 +107,9 @@ class RdmaDevice final : public vhost::VhostUserDevice,
   // Control thread only.
   uint64_t control_ns() const { return control_ns_; }
   uint64_t control_yields() const { return control_yields_; }
+  // Times its commands waited for its control-time quota (control thread).
+  uint64_t control_throttles() const { return control_throttles_; }
+  int control_timer_fd() const { return control_timer_fd_; }  // tests
   uint32_t lost_events() const { return events_.pending_lost(); }
 
  private:
@@ -111,6 +120,8 @@ class RdmaDevice final : public vhost::VhostUserDevice,
   Status Attach();
   void Detach();
   void ServeControl();
+  // The timer that brings a throttled VM's commands back (control thread).
+  void ArmControlTimer(uint64_t after_ns);
 
   struct DoorbellSlot {
     std::optional<DoorbellQueue> queue;  // engaged while started
@@ -135,6 +146,9 @@ class RdmaDevice final : public vhost::VhostUserDevice,
   uint64_t bad_doorbells_of_stopped_ = 0;
   uint64_t control_ns_ = 0;
   uint64_t control_yields_ = 0;
+  uint64_t control_throttles_ = 0;
+  std::optional<ControlQuota> control_quota_;  // none with control_share 0
+  int control_timer_fd_ = -1;                  // a timerfd, while started
 
   // Control queue (control thread).
   vhost::Virtqueue* control_vq_ = nullptr;

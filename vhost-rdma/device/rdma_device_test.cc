@@ -7,6 +7,7 @@
 #include "vhost-rdma/device/rdma_device.h"
 
 #include <endian.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -354,6 +355,41 @@ TEST_F(RdmaDeviceTest, ExpensiveCommandsYieldAfterTheirTimeSlice) {
   EXPECT_EQ(UsedIdx(ctrl_), 3);
   EXPECT_GE((*dev)->control_ns(), 6'000'000u);
   (*dev)->StopQueue(0);
+}
+
+// Over time a VM gets its control_share of the control thread: once its
+// burst is spent its commands wait in its ring (not failed) until its
+// quota has refilled, and a timer, not a guest kick, brings them back.
+TEST_F(RdmaDeviceTest, ControlTimeBeyondItsQuotaWaits) {
+  auto dev = RdmaDevice::Create(engine_, config_, control_, datapath_, exec_,
+                                {.control_budget = 64,
+                                 .control_slice_ns = 1'000'000,
+                                 .control_share = 0.1,
+                                 .control_burst_ns = 3'000'000});
+  ASSERT_TRUE(dev.ok());
+  EXPECT_CALL(engine_, CreatePd(_)).Times(3).WillRepeatedly([](engine::VmId) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return Result<uint32_t>(1u);
+  });
+  for (int i = 0; i < 3; ++i) PostCommand(Cmd(VIRTIO_RDMA_CMD_CREATE_PD), 16);
+  ASSERT_EQ((*dev)->StartQueue(0, ctrl_.vq), Status::kOk);
+  ASSERT_EQ(UsedIdx(ctrl_), 1);           // the time slice
+  control_.Fire(ctrl_.vq.kick_fd);
+  ASSERT_EQ(UsedIdx(ctrl_), 2);           // >= 4 ms of a 3 ms burst spent
+  control_.Fire(ctrl_.vq.kick_fd);
+  EXPECT_EQ(UsedIdx(ctrl_), 2) << "the quota rule held the third command";
+  EXPECT_GE((*dev)->control_throttles(), 1u);
+  // >= 1 ms over at a 10 % share: >= 10 ms until it may run again.
+  const int timer = (*dev)->control_timer_fd();
+  ASSERT_GE(timer, 0);
+  ASSERT_EQ(control_.fds.count(timer), 1u);
+  pollfd p{timer, POLLIN, 0};
+  EXPECT_EQ(poll(&p, 1, 0), 0) << "not before the quota refills";
+  ASSERT_EQ(poll(&p, 1, 2000), 1) << "the timer brings it back";
+  control_.Fire(timer);
+  EXPECT_EQ(UsedIdx(ctrl_), 3);
+  (*dev)->StopQueue(0);
+  EXPECT_TRUE(control_.fds.empty());
 }
 
 TEST_F(RdmaDeviceTest, DoorbellsArePolledThenKicksRearmed) {
