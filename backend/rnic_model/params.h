@@ -70,6 +70,10 @@ struct CacheParams {
   // used, and a QP that lost its entry (or ran past it) refetches them
   // while its PU waits.
   uint32_t wqe_prefetch = 32;
+  // Context fills (QPC, MPT, MTT misses) the card's miss handler keeps in
+  // flight, TX and RX together; a further miss waits for a slot and its PU
+  // waits with it (nic_cache.h). 0: unbounded. ESTIMATE (docs/rnic-model.md).
+  uint32_t fill_slots = 0;
   // Firmware command interface time for an MR registration or
   // deregistration (assumed).
   Picos mr_command_ps = NsToPs(10000);

@@ -488,9 +488,9 @@ class Simulator {
   Picos RxDone(HostId h, uint32_t pkt, Picos start);
   Picos CqeVisibleAt(HostId h);
   // Translation of [addr, addr + len) of `mr`: MPT (when `mpt`) and MTT
-  // lookups, misses chained as dependent DMA reads; returns when the
-  // translation is done (now_ on all hits).
-  Picos Translate(HostId h, MrId mr, uint64_t addr, uint32_t len, bool mpt);
+  // lookups, misses chained as dependent DMA reads, from `from` (or now_);
+  // returns when the translation is done (then on all hits).
+  Picos Translate(HostId h, MrId mr, uint64_t addr, uint32_t len, bool mpt, Picos from = 0);
   Picos MissRead(HostId h, uint32_t bytes, Picos after);
 
   // Schedules an event; `host` picks its FIFO lane of the event queue
