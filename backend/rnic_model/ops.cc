@@ -193,6 +193,7 @@ void Simulator::StallRx(HostId hid, Picos until) {
 
 Picos Simulator::PortStart(HostId hid) const {
   const Host& h = hosts_[hid];
+  if (!fabric_.lossless) return now_;  // no PFC: the NIC drops instead
   const Picos limit = now_ + h.p.rx_backlog_limit_ps;
   return h.rx_free > limit ? h.rx_free - h.p.rx_backlog_limit_ps : now_;
 }

@@ -364,6 +364,37 @@ TEST(SimulatorOps, SendWaitsForItsReceiveWqeFetch) {
               0.01 * rate(Op::kWrite));
 }
 
+// The RX pipeline stalled by an RNR storm: on lossless ports the backlog
+// beyond the NIC's RX buffer waits in the switch (and pauses the senders);
+// on lossy ports the switch does not wait for the NIC, and what finds the
+// NIC's RX buffer full is dropped there. (Bug: a lossy port also waited
+// for the NIC, so its packets piled up in the switch's shared buffer as if
+// PFC held them, and nothing was dropped.)
+TEST(SimulatorOps, StalledRxPipelinePausesALosslessPortAndDropsOnALossyOne) {
+  auto run = [](bool lossless, uint64_t* drops, uint64_t* max_port) {
+    FabricParams f;
+    f.lossless = lossless;
+    World w(ConnectX6RoCE100(), f);
+    Driver d(w.sim);
+    w.sim.set_completion_sink(&d);
+    QpConfig c;
+    c.sq_depth = 256;
+    d.Add(w.AddPair(c), MakeWr(1, Op::kWrite, 65536), 16);
+    d.Add(w.AddPair(c), MakeWr(2, Op::kSend, 16), 128);  // no receive: RNR
+    w.sim.RunUntil(NsToPs(300e3));
+    *drops = w.sim.host_stats(w.b).rx_buffer_drops;
+    *max_port = w.sim.fabric_stats().max_port_bytes;
+    return w.sim.fabric_stats().pause_events;
+  };
+  uint64_t drops = 0, max_port = 0;
+  EXPECT_GT(run(true, &drops, &max_port), 0u);
+  EXPECT_EQ(drops, 0u);
+  EXPECT_GT(max_port, 256u << 10) << "the backlog waits in the switch";
+  EXPECT_EQ(run(false, &drops, &max_port), 0u);
+  EXPECT_GT(drops, 0u);
+  EXPECT_LT(max_port, 64u << 10) << "the switch port keeps draining at line rate";
+}
+
 TEST(SimulatorOps, AtomicsSerialisePerAddressOnSharedUnits) {
   const NicParams p = ConnectX6RoCE100();
   // Returns atomics completed in 200 us by 4 QPs, each keeping

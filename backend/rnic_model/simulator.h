@@ -154,6 +154,7 @@ struct HostStats {
   uint64_t recv_drops_no_wqe = 0; // UC/UD SENDs dropped: no receive posted
   uint64_t atomics_executed = 0;
   uint64_t rx_stall_ps = 0;       // RX pipeline time lost to RNR NAKs / atomics
+  uint64_t rx_buffer_drops = 0;   // lossy: dropped at a full NIC RX buffer
 };
 struct FabricStats {
   uint64_t drops_overflow = 0;

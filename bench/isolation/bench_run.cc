@@ -196,6 +196,7 @@ class Runner final : public model::TimerSink {
       for (uint32_t h = 0; h < hosts; ++h) {
         stats->tx_packets += sim.host_stats(h).tx_packets;
         stats->retransmits += sim.host_stats(h).retransmitted_packets;
+        stats->drops += sim.host_stats(h).rx_buffer_drops;  // lossy NIC RX buffers
       }
       stats->drops += sim.fabric_stats().drops_overflow + sim.fabric_stats().drops_random;
       stats->pauses += sim.fabric_stats().pause_events;
