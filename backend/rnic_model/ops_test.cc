@@ -229,6 +229,33 @@ TEST(SimulatorOps, RetryCountExhaustedOnASilentPeer) {
   EXPECT_EQ(w.sim.host_stats(w.a).timeouts, 4u);  // 3 retries, then the 4th fails
 }
 
+// The retransmission timer is the QP's IB local ACK timeout (4.096 us *
+// 2^timeout; perftest's default 14 is 67.1 ms), 0 = none; unset, the card's
+// rto. Every request is lost here, so only the timer retransmits.
+TEST(SimulatorOps, RetransmissionTimerIsTheQpsLocalAckTimeout) {
+  auto failed_at = [](uint8_t timeout, Picos until) {
+    FabricParams f;
+    f.random_loss = 1.0;
+    World w(ConnectX6RoCE100(), f);
+    QpConfig c;
+    c.retry_cnt = 1;
+    QpId x = w.AddPair(c);
+    if (timeout != kCardTimeout) w.sim.SetTimeout(x, timeout);
+    Sink sink;
+    w.sim.set_completion_sink(&sink);
+    Wr s = MakeWr(1, Op::kWrite, 4096);
+    w.sim.PostSend(x, {&s, 1});
+    w.sim.RunUntil(until);
+    return sink.cqes.empty() ? Picos{0} : sink.cqes[0].time;
+  };
+  const Picos card = ConnectX6RoCE100().rto_ps;
+  const Picos t10 = NsToPs(4096) << 10;  // 4.19 ms
+  // retry_cnt 1: the first timeout resends, the second fails the WR.
+  EXPECT_NEAR(PsToNs(failed_at(kCardTimeout, 10 * card)), PsToNs(2 * card), 10e3);
+  EXPECT_NEAR(PsToNs(failed_at(10, 3 * t10)), PsToNs(2 * t10), 10e3);
+  EXPECT_EQ(failed_at(0, 3 * t10), 0u) << "timeout 0: no transport timer";
+}
+
 TEST(SimulatorOps, UcAndUdDropSendsWithoutAReceiveSilently) {
   for (Transport t : {Transport::kUc, Transport::kUd}) {
     World w;
