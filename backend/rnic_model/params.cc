@@ -68,7 +68,9 @@ NicParams ConnectX6RoCE100() {
   p.pcie = PcieLink(4, 16);            // ConnectX-6: PCIe Gen4 x16
   p.cache = Caches(2.0);               // estimate (see Caches)
   p.recv_wqe_fetch_ps = p.wqe_fetch_ps;  // assumed: one PCIe read round trip
-  p.rnr_nak_cost_ps = NsToPs(1000);    // estimate: error path, no published cost
+  // Estimate, no published cost: a firmware-handled exception. 1.5-5 us
+  // reproduces Husky's RNR collapse on a lossy class (docs/rnic-model.md).
+  p.rnr_nak_cost_ps = NsToPs(2000);
   p.num_atomic_units = 4;              // assumed
   p.atomic_cost_ps = NsToPs(400);      // estimate: ~2.5 Mops per address (Kalia ATC'16 order)
   p.ack_coalesce_delay_ps = NsToPs(1000);  // assumed

@@ -123,7 +123,7 @@ struct NicParams {
   // RX pipeline time an RNR NAK costs: the whole RX pipeline is busy on it
   // (SwiftRDMA §3.3, Fig. 8), charged for the NAKed packet and for every
   // request packet of the QP discarded until the retry arrives.
-  Picos rnr_nak_cost_ps = NsToPs(1000);
+  Picos rnr_nak_cost_ps = NsToPs(2000);
   // Atomic units of the card: an atomic (CAS/FAA) runs on the unit its
   // remote address hashes to, so atomics on one address are serialised.
   uint32_t num_atomic_units = 4;

@@ -360,7 +360,8 @@ TEST(Builtins, LoadAndTheModelRunsThemAll) {
   ASSERT_FALSE(files.empty()) << error;
   LoadedScenarios r = LoadScenarioFiles(files, {});
   ASSERT_TRUE(r.errors.empty()) << r.errors.front();
-  EXPECT_EQ(r.scenarios.size(), 51u);  // 50 + scale_1000x8 (90_crowd.yaml)
+  // 50 + scale_1000x8 (90_crowd.yaml) + rnr_storm_pfc, rnr_storm_deep
+  EXPECT_EQ(r.scenarios.size(), 53u);
   for (const ScenarioSpec& s : r.scenarios)
     EXPECT_EQ(CheckRunnable(s), "") << s.name;
 }
