@@ -134,8 +134,9 @@ struct NicParams {
   // and READ/atomic responses are never delayed. 0 = ACK every message.
   Picos ack_coalesce_delay_ps = NsToPs(1000);
   // RX buffer of the NIC in time: when the RX pipeline is this far behind
-  // (stalled by RNR NAKs or atomics) the switch port stops delivering, so
-  // the stall backs up into the fabric (PFC) instead of vanishing.
+  // (stalled by RNR NAKs or atomics) a lossless switch port stops
+  // delivering, so the stall backs up into the fabric (PFC) instead of
+  // vanishing; on a lossy fabric the NIC drops what arrives meanwhile.
   Picos rx_backlog_limit_ps = NsToPs(2000);
 
   Picos byte_time_ps() const;            // serialization of one byte
