@@ -129,6 +129,7 @@ Status ModelRnic::ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) {
                           (mask & kQpRnrRetry) ? attr.rnr_retry : e->attr.rnr_retry,
                           (mask & kQpMinRnrTimer) ? attr.min_rnr_timer : e->attr.min_rnr_timer);
   }
+  if (mask & kQpTimeout) world_.sim().SetTimeout(e->model, attr.timeout);
   const QpState keep = e->attr.state;
   e->attr = attr;
   if (!(mask & kQpState)) e->attr.state = keep;

@@ -47,6 +47,7 @@ void NicMemory::Init(const NicParams& p) {
   mtt.Init(c.mtt_entries / per_line, c.ways);
   mtt_line_shift = static_cast<uint32_t>(std::bit_width(per_line) - 1);
   wqe.Init(c.wqe_qps, c.ways);
+  fills.Init(c.fill_slots);
   pu_busy_until.assign(p.num_pus, 0);
 }
 

@@ -52,6 +52,38 @@ class SetAssocLru {
   std::vector<uint64_t> stamps_;  // last access, per slot
 };
 
+// The card's context-miss handler: every QPC, MPT and MTT miss (TX and RX)
+// is a fill through it, and at most `slots` fills are in flight per card; a
+// further miss waits for the earliest slot to free. The PU that missed waits
+// for its fill (it is not freed for other QPs), so once fills queue, one
+// tenant's misses delay everyone's. Timing is computed at issue, as for the
+// PCIe link: a fill takes the slot that frees first (first come, first
+// served by issue). Nothing allocates after Init.
+class ContextFillUnit {
+ public:
+  // slots == 0: unbounded (every miss starts at once).
+  void Init(uint32_t slots) { free_at_.assign(slots, 0); }
+  // A fill that could start at `ready`: when it starts (a slot is free).
+  // The caller then gives the slot back with Done(done).
+  Picos Start(Picos ready) {
+    if (free_at_.empty()) return ready;
+    slot_ = 0;
+    for (uint32_t i = 1; i < free_at_.size(); ++i) {
+      if (free_at_[i] < free_at_[slot_]) slot_ = i;
+    }
+    return free_at_[slot_] > ready ? free_at_[slot_] : ready;
+  }
+  // The fill that Start() placed holds its slot until `done`.
+  void Done(Picos done) {
+    if (!free_at_.empty()) free_at_[slot_] = done;
+  }
+  uint32_t slots() const { return static_cast<uint32_t>(free_at_.size()); }
+
+ private:
+  std::vector<Picos> free_at_;  // per slot: busy until
+  uint32_t slot_ = 0;
+};
+
 struct CacheCounter {
   uint64_t hits = 0;
   uint64_t misses = 0;
@@ -67,6 +99,8 @@ struct NicCacheStats {
   uint64_t invalidations = 0;    // entries dropped by MR deregistration
   uint64_t mr_commands = 0;      // MR registrations + deregistrations
   Picos stall_ps = 0;            // PU time spent waiting for cache fills
+  uint64_t fills = 0;            // context fills (QPC/MPT/MTT misses)
+  Picos fill_wait_ps = 0;        // of which waiting for a free fill slot
   // All lookups of the context caches together (QPC + MPT + MTT).
   CacheCounter contexts() const {
     return CacheCounter{qpc.hits + mpt.hits + mtt.hits, qpc.misses + mpt.misses + mtt.misses};
@@ -87,6 +121,7 @@ struct MemoryRegion {
 struct NicMemory {
   PcieLink pcie;
   SetAssocLru qpc, mpt, mtt, wqe;
+  ContextFillUnit fills;
   NicCacheStats stats;
   std::vector<Picos> pu_busy_until;  // per TX PU: stalled on a translation
   Picos link_wake_at = 0;            // the link sleeps until a payload DMA

@@ -27,6 +27,17 @@ void Simulator::SetRetry(QpId qpid, uint8_t retry_cnt, uint8_t rnr_retry, uint8_
   ResetRetries(q);
 }
 
+void Simulator::SetTimeout(QpId qpid, uint8_t timeout) {
+  qps_[qpid].cfg.timeout = std::min<uint8_t>(timeout, kCardTimeout);
+}
+
+Picos Simulator::RtoPs(const Qp& q) const {
+  const uint8_t t = q.cfg.timeout;
+  if (t >= kCardTimeout) return hosts_[q.host].p.rto_ps;
+  if (t == 0) return 0;  // IB: no transport timer
+  return NsToPs(4096) << t;
+}
+
 void Simulator::ResetRetries(Qp& q) {
   q.ops.rnr_left = q.cfg.rnr_retry;
   q.ops.retry_left = q.cfg.retry_cnt;
@@ -193,6 +204,7 @@ void Simulator::StallRx(HostId hid, Picos until) {
 
 Picos Simulator::PortStart(HostId hid) const {
   const Host& h = hosts_[hid];
+  if (!fabric_.lossless) return now_;  // no PFC: the NIC drops instead
   const Picos limit = now_ + h.p.rx_backlog_limit_ps;
   return h.rx_free > limit ? h.rx_free - h.p.rx_backlog_limit_ps : now_;
 }

@@ -229,6 +229,33 @@ TEST(SimulatorOps, RetryCountExhaustedOnASilentPeer) {
   EXPECT_EQ(w.sim.host_stats(w.a).timeouts, 4u);  // 3 retries, then the 4th fails
 }
 
+// The retransmission timer is the QP's IB local ACK timeout (4.096 us *
+// 2^timeout; perftest's default 14 is 67.1 ms), 0 = none; unset, the card's
+// rto. Every request is lost here, so only the timer retransmits.
+TEST(SimulatorOps, RetransmissionTimerIsTheQpsLocalAckTimeout) {
+  auto failed_at = [](uint8_t timeout, Picos until) {
+    FabricParams f;
+    f.random_loss = 1.0;
+    World w(ConnectX6RoCE100(), f);
+    QpConfig c;
+    c.retry_cnt = 1;
+    QpId x = w.AddPair(c);
+    if (timeout != kCardTimeout) w.sim.SetTimeout(x, timeout);
+    Sink sink;
+    w.sim.set_completion_sink(&sink);
+    Wr s = MakeWr(1, Op::kWrite, 4096);
+    w.sim.PostSend(x, {&s, 1});
+    w.sim.RunUntil(until);
+    return sink.cqes.empty() ? Picos{0} : sink.cqes[0].time;
+  };
+  const Picos card = ConnectX6RoCE100().rto_ps;
+  const Picos t10 = NsToPs(4096) << 10;  // 4.19 ms
+  // retry_cnt 1: the first timeout resends, the second fails the WR.
+  EXPECT_NEAR(PsToNs(failed_at(kCardTimeout, 10 * card)), PsToNs(2 * card), 10e3);
+  EXPECT_NEAR(PsToNs(failed_at(10, 3 * t10)), PsToNs(2 * t10), 10e3);
+  EXPECT_EQ(failed_at(0, 3 * t10), 0u) << "timeout 0: no transport timer";
+}
+
 TEST(SimulatorOps, UcAndUdDropSendsWithoutAReceiveSilently) {
   for (Transport t : {Transport::kUc, Transport::kUd}) {
     World w;
@@ -362,6 +389,37 @@ TEST(SimulatorOps, SendWaitsForItsReceiveWqeFetch) {
   // (the SEND stream lags by the fetch: < 1 % of 100 us)
   EXPECT_NEAR(static_cast<double>(rate(Op::kSend)), static_cast<double>(rate(Op::kWrite)),
               0.01 * rate(Op::kWrite));
+}
+
+// The RX pipeline stalled by an RNR storm: on lossless ports the backlog
+// beyond the NIC's RX buffer waits in the switch (and pauses the senders);
+// on lossy ports the switch does not wait for the NIC, and what finds the
+// NIC's RX buffer full is dropped there. (Bug: a lossy port also waited
+// for the NIC, so its packets piled up in the switch's shared buffer as if
+// PFC held them, and nothing was dropped.)
+TEST(SimulatorOps, StalledRxPipelinePausesALosslessPortAndDropsOnALossyOne) {
+  auto run = [](bool lossless, uint64_t* drops, uint64_t* max_port) {
+    FabricParams f;
+    f.lossless = lossless;
+    World w(ConnectX6RoCE100(), f);
+    Driver d(w.sim);
+    w.sim.set_completion_sink(&d);
+    QpConfig c;
+    c.sq_depth = 256;
+    d.Add(w.AddPair(c), MakeWr(1, Op::kWrite, 65536), 16);
+    d.Add(w.AddPair(c), MakeWr(2, Op::kSend, 16), 128);  // no receive: RNR
+    w.sim.RunUntil(NsToPs(300e3));
+    *drops = w.sim.host_stats(w.b).rx_buffer_drops;
+    *max_port = w.sim.fabric_stats().max_port_bytes;
+    return w.sim.fabric_stats().pause_events;
+  };
+  uint64_t drops = 0, max_port = 0;
+  EXPECT_GT(run(true, &drops, &max_port), 0u);
+  EXPECT_EQ(drops, 0u);
+  EXPECT_GT(max_port, 256u << 10) << "the backlog waits in the switch";
+  EXPECT_EQ(run(false, &drops, &max_port), 0u);
+  EXPECT_GT(drops, 0u);
+  EXPECT_LT(max_port, 64u << 10) << "the switch port keeps draining at line rate";
 }
 
 TEST(SimulatorOps, AtomicsSerialisePerAddressOnSharedUnits) {

@@ -70,6 +70,10 @@ struct CacheParams {
   // used, and a QP that lost its entry (or ran past it) refetches them
   // while its PU waits.
   uint32_t wqe_prefetch = 32;
+  // Context fills (QPC, MPT, MTT misses) the card's miss handler keeps in
+  // flight, TX and RX together; a further miss waits for a slot and its PU
+  // waits with it (nic_cache.h). 0: unbounded. ESTIMATE (docs/rnic-model.md).
+  uint32_t fill_slots = 0;
   // Firmware command interface time for an MR registration or
   // deregistration (assumed).
   Picos mr_command_ps = NsToPs(10000);
@@ -119,7 +123,7 @@ struct NicParams {
   // RX pipeline time an RNR NAK costs: the whole RX pipeline is busy on it
   // (SwiftRDMA §3.3, Fig. 8), charged for the NAKed packet and for every
   // request packet of the QP discarded until the retry arrives.
-  Picos rnr_nak_cost_ps = NsToPs(1000);
+  Picos rnr_nak_cost_ps = NsToPs(2000);
   // Atomic units of the card: an atomic (CAS/FAA) runs on the unit its
   // remote address hashes to, so atomics on one address are serialised.
   uint32_t num_atomic_units = 4;
@@ -130,8 +134,9 @@ struct NicParams {
   // and READ/atomic responses are never delayed. 0 = ACK every message.
   Picos ack_coalesce_delay_ps = NsToPs(1000);
   // RX buffer of the NIC in time: when the RX pipeline is this far behind
-  // (stalled by RNR NAKs or atomics) the switch port stops delivering, so
-  // the stall backs up into the fabric (PFC) instead of vanishing.
+  // (stalled by RNR NAKs or atomics) a lossless switch port stops
+  // delivering, so the stall backs up into the fabric (PFC) instead of
+  // vanishing; on a lossy fabric the NIC drops what arrives meanwhile.
   Picos rx_backlog_limit_ps = NsToPs(2000);
 
   Picos byte_time_ps() const;            // serialization of one byte

@@ -158,13 +158,20 @@ constexpr Picos kRun = NsToPs(1000e3);
 // ---------------------------------------------------------------------------
 // QP-context thrash: a victim WRITE tenant next to an attacker posting small
 // WRITEs round robin over many QPs, at the same offered rate (4 Mmps) with
-// 256 QPs (fits the QPC and WQE caches) and with 8192 (does not).
+// 256 QPs (fits the QPC and WQE caches) and with 8192 (does not). The victim
+// writes to random pages of its own 192 MiB MR, as Husky's victims write to
+// their MRs: its MTT misses go through the card's miss handler with the
+// attacker's QPC misses. (A victim that never misses only shares the link
+// and PCIe with the attacker; with the bounded miss handler its figure then
+// moves by a few % either way with the attacker's timing, no anomaly.)
 TEST(PcieCacheAnomaly, QpContextThrashSlowsAWriteVictim) {
   const NicParams p = ConnectX5RoCE100();
   TenantSpec victim;
   victim.bytes = 16384;
   victim.depth = 4;
-  auto run = [&](uint32_t attacker_qps, double* qpc_miss, double* wqe_miss) {
+  victim.mr_bytes = 192u << 20;
+  victim.random_offsets = true;
+  auto run = [&](uint32_t attacker_qps, double* qpc_miss, double* wait_ns) {
     TenantSpec attacker;
     attacker.bytes = 64;
     attacker.qps = attacker_qps;
@@ -174,7 +181,8 @@ TEST(PcieCacheAnomaly, QpContextThrashSlowsAWriteVictim) {
                                : std::vector<TenantSpec>{victim, attacker});
     r.Go(kWarm, kRun);
     *qpc_miss = r.sim().cache_stats(r.a()).qpc.miss_rate();
-    *wqe_miss = r.sim().cache_stats(r.a()).wqe.miss_rate();
+    const NicCacheStats& rx = r.sim().cache_stats(r.b());
+    *wait_ns = rx.fills ? PsToNs(rx.fill_wait_ps) / static_cast<double>(rx.fills) : 0;
     return r.result(0);
   };
   double q0, w0, q1, w1, q2, w2;
@@ -183,29 +191,31 @@ TEST(PcieCacheAnomaly, QpContextThrashSlowsAWriteVictim) {
   const TenantResult thrash = run(8192, &q2, &w2);
   std::printf(
       "QPC thrash (cx5-100 model): victim 16 KiB WRITE alone %.1f Gbps / %.2f us; "
-      "next to 4 Mmps over 256 QPs %.1f Gbps / %.2f us (QPC miss %.1f %%, WQE miss %.1f %%); "
-      "over 8192 QPs %.1f Gbps / %.2f us (QPC miss %.1f %%, WQE miss %.1f %%). "
+      "next to 4 Mmps over 256 QPs %.1f Gbps / %.2f us (QPC miss %.1f %%, receiver's fills "
+      "wait %.0f ns); over 8192 QPs %.1f Gbps / %.2f us (QPC miss %.1f %%, fills wait %.0f ns). "
       "Paper: Husky/SwiftRDMA §3.2 report degradation from QPC misses, no figure for this mix; "
       "SwiftRDMA warns at >= 30 %% QPC misses with > 512 QPs\n",
-      alone.gbps, alone.mct_us, fits.gbps, fits.mct_us, 100 * q1, 100 * w1, thrash.gbps,
-      thrash.mct_us, 100 * q2, 100 * w2);
-  // The model's effect is small (a few %): the victim's own context stays
-  // hot under LRU (it is used every few us), so it loses only PU time and
-  // PCIe read slots to the attacker's misses.
+      alone.gbps, alone.mct_us, fits.gbps, fits.mct_us, 100 * q1, w1, thrash.gbps,
+      thrash.mct_us, 100 * q2, w2);
+  // The victim's own context stays hot under LRU (it is used every few us);
+  // the attacker's QPC misses reach it through the miss handler they share
+  // with the victim's MTT misses (x0.91 with 4 fill slots, x0.97 unbounded).
   EXPECT_LT(q1, 0.05);
   EXPECT_GT(q2, 0.30);
-  EXPECT_LT(thrash.gbps, fits.gbps);
+  EXPECT_GT(w2, w1 + 50) << "the attacker's misses queue in the miss handler";
+  EXPECT_LT(thrash.gbps, 0.95 * fits.gbps);
   EXPECT_GT(thrash.mct_us, fits.mct_us);
 }
 
 // ---------------------------------------------------------------------------
 // MTT/MPT pressure. SwiftRDMA §3.2 (quoting Husky, NSDI'23): a workload's
-// throughput falls from 96.6 to 48 Gbps as the NIC cache miss rate rises
-// from 17.2 % to 49.1 %. Model: a single-QP victim writing 4 KiB messages
-// to random pages of its 192 MiB MR (which the MTT cache, 256 MiB of 4 KiB pages, holds), next to an
-// attacker posting 64 B non-inline WRITEs at 4 Mmps: to random pages of one
-// 1 GiB MR (4 KiB pages), to random MRs among 4096, or (the control) to an
-// always-hot region. Same wire load in all three; only the caches differ.
+// throughput falls from 96.6 to 48 Gbps (x0.50) as the NIC cache miss rate
+// rises from 17.2 % to 49.1 %. Model: a single-QP victim writing 4 KiB
+// messages to random pages of its 192 MiB MR (which the MTT cache, 256 MiB
+// of 4 KiB pages, holds), next to an attacker posting 64 B non-inline
+// WRITEs at 4 Mmps: to random pages of one 1 GiB MR (4 KiB pages), to
+// random MRs among 4096, or (the control) to an always-hot region. Same
+// wire load in all three; only the caches differ.
 TEST(PcieCacheAnomaly, MttPressureSlowsAVictimAsMissesRise) {
   NicParams p = ConnectX5RoCE100();
   p.pcie.inline_threshold_bytes = 0;   // the attacker's 64 B go by DMA
@@ -225,34 +235,44 @@ TEST(PcieCacheAnomaly, MttPressureSlowsAVictimAsMissesRise) {
   TenantSpec many = big;               // 4096 MRs of 1 MiB
   many.mr_bytes = 1u << 20;
   many.mrs = 4096;
-  auto run = [&](const std::vector<TenantSpec>& mix, double* miss) {
+  auto run = [&](const std::vector<TenantSpec>& mix, double* miss, double* wait_ns) {
     Mix r(p, mix);
     r.Go(NsToPs(3000e3), kRun);        // warm the victim's MR first
-    *miss = r.sim().cache_stats(r.a()).contexts().miss_rate();
+    const NicCacheStats& st = r.sim().cache_stats(r.a());
+    *miss = st.contexts().miss_rate();
+    const NicCacheStats& rx = r.sim().cache_stats(r.b());
+    *wait_ns = rx.fills ? PsToNs(rx.fill_wait_ps) / static_cast<double>(rx.fills) : 0;
     return r.result(0);
   };
-  double m0, m1, m2, m3;
-  const TenantResult alone = run({victim}, &m0);
-  const TenantResult vs_hot = run({victim, control}, &m1);
-  const TenantResult vs_big = run({victim, big}, &m2);
-  const TenantResult vs_many = run({victim, many}, &m3);
+  double m0, m1, m2, m3, w0, w1, w2, w3;
+  const TenantResult alone = run({victim}, &m0, &w0);
+  const TenantResult vs_hot = run({victim, control}, &m1, &w1);
+  const TenantResult vs_big = run({victim, big}, &m2, &w2);
+  const TenantResult vs_many = run({victim, many}, &m3, &w3);
   std::printf(
-      "MTT/MPT pressure (cx5-100 model): 1-QP 4 KiB victim alone %.1f Gbps (context miss rate "
-      "%.1f %%); next to a 4 Mmps attacker on a hot region %.1f Gbps (%.1f %%), on random pages "
-      "of a 1 GiB MR %.1f Gbps (%.1f %%), on 4096 MRs %.1f Gbps (%.1f %%). Paper (SwiftRDMA "
-      "§3.2 quoting Husky): 96.6 -> 48 Gbps as misses go 17.2 -> 49.1 %%\n",
-      alone.gbps, 100 * m0, vs_hot.gbps, 100 * m1, vs_big.gbps, 100 * m2, vs_many.gbps,
-      100 * m3);
-  // The model degrades in the paper's direction but by less (x0.87 at
-  // ~20 % misses vs the paper's x0.50 at 49 %): 8 PUs and 16 RX PUs overlap
-  // the misses, and a miss costs one 400 ns read. The range is the
-  // model's, stated so that a change of mechanism shows.
+      "MTT/MPT pressure (cx5-100 model, %u fill slots): 1-QP 4 KiB victim alone %.1f Gbps "
+      "(sender's context miss rate %.1f %%, receiver's fills wait %.0f ns); next to a 4 Mmps "
+      "attacker on a hot region %.1f Gbps (%.1f %%, %.0f ns), on random pages of a 1 GiB MR "
+      "%.1f Gbps (%.1f %%, %.0f ns), on 4096 MRs %.1f Gbps (%.1f %%, %.0f ns): x%.2f of alone. "
+      "Paper (SwiftRDMA §3.2 quoting Husky): 96.6 -> 48 Gbps (x0.50) as misses go 17.2 -> "
+      "49.1 %%\n",
+      p.cache.fill_slots, alone.gbps, 100 * m0, w0, vs_hot.gbps, 100 * m1, w1, vs_big.gbps,
+      100 * m2, w2, vs_many.gbps, 100 * m3, w3, vs_many.gbps / alone.gbps);
+  // Every miss is a fill through the card's miss handler (4 in flight on
+  // cx5): the attacker on 4096 MRs misses MPT and MTT on both cards (~8 M
+  // fills/s), which keeps the receiver's handler ~90 % busy; the victim's
+  // misses there queue behind the attacker's (~1.6 us) and its 16 x 4 KiB
+  // window no longer covers the round trip. The paper's x0.50 at the
+  // highest miss rate, +-0.10 (Husky's pair is one measurement; the model's
+  // miss rate there is 38 %, not 49 %). On the 1 GiB MR (one fill per side
+  // per WRITE) the handler is half busy: a mild fall.
   EXPECT_GT(m2, m1 + 0.10);
   EXPECT_GT(m3, m2);
-  EXPECT_GT(vs_big.gbps, 65.0);
-  EXPECT_LT(vs_big.gbps, 85.0);
+  EXPECT_GT(w3, w1 + 500) << "the victim's misses wait for the attacker's fills";
   EXPECT_LT(vs_big.gbps, 0.92 * vs_hot.gbps);
-  EXPECT_LT(vs_many.gbps, 0.92 * vs_hot.gbps);
+  EXPECT_GT(vs_big.gbps, vs_many.gbps);
+  EXPECT_GE(vs_many.gbps / alone.gbps, 0.40);
+  EXPECT_LE(vs_many.gbps / alone.gbps, 0.60);
 }
 
 // ---------------------------------------------------------------------------

@@ -63,9 +63,17 @@ void Simulator::OnPortDone(HostId hid) {
   // RX PUs modelled as one server of cost rx_cost / num_rx_pus; packets
   // reach the NIC in port order, so this single event keeps FIFO order.
   const Picos arrive = now_ + fabric_.link_propagation_ps;
-  const Picos start = std::max(arrive, h.rx_free);
-  // RxDone: cache misses, payload DMA write (simulator_memory.cc).
-  Schedule(RxDone(hid, id, start), kRxDone, id, 0, hid);
+  if (!fabric_.lossless && h.rx_free > arrive + h.p.rx_backlog_limit_ps) {
+    // Lossy: the port does not wait for the NIC (no PFC), so a packet that
+    // finds the NIC's RX buffer full (the pipeline more than
+    // rx_backlog_limit behind, stalled by RNR NAKs or atomics) is dropped.
+    ++h.stats.rx_buffer_drops;
+    FreePacket(id);
+  } else {
+    const Picos start = std::max(arrive, h.rx_free);
+    // RxDone: cache misses, payload DMA write (simulator_memory.cc).
+    Schedule(RxDone(hid, id, start), kRxDone, id, 0, hid);
+  }
   if (!port.q.empty()) {
     Schedule(PortStart(hid) + h.wire_ps(pkts_[port.q.front()].payload), kPortDone, hid,
              0, hid);

@@ -418,10 +418,11 @@ void Simulator::ApplyRewind(QpId qpid) {
 
 void Simulator::ArmRto(QpId qpid) {
   Qp& q = qps_[qpid];
-  if (q.rto_armed) return;
+  const Picos rto = RtoPs(q);
+  if (q.rto_armed || rto == 0) return;
   q.rto_armed = true;
   q.last_progress = now_;
-  Schedule(now_ + hosts_[q.host].p.rto_ps, kRto, qpid, 0, q.host);
+  Schedule(now_ + rto, kRto, qpid, 0, q.host);
 }
 
 void Simulator::OnRto(QpId qpid) {
@@ -429,7 +430,7 @@ void Simulator::OnRto(QpId qpid) {
   q.rto_armed = false;
   if (q.ops.error) return;
   if (q.head >= q.proc && q.proc_pkt == 0) return;  // nothing outstanding
-  const Picos rto = hosts_[q.host].p.rto_ps;
+  const Picos rto = RtoPs(q);
   if (q.rnr_wait || now_ < q.last_progress + rto) {
     // An RNR wait owns the retry; its resend restarts the timer.
     q.rto_armed = true;

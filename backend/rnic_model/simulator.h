@@ -55,6 +55,8 @@ using CqId = uint32_t;
 enum class Transport : uint8_t { kRc, kUc, kUd };
 
 inline constexpr QpId kNoQp = UINT32_MAX;
+// QpConfig::timeout: use the card's retransmission timeout (NicParams::rto_ps).
+inline constexpr uint8_t kCardTimeout = 32;
 
 enum class Op : uint8_t {
   kWrite, kWriteImm, kSend, kSendImm, kRead,
@@ -139,6 +141,9 @@ struct QpConfig {
   uint8_t rnr_timer = 1;
   uint8_t rnr_retry = 7;  // RNR NAK retries, 7 = infinite
   uint8_t retry_cnt = 7;  // transport retries (RTO, NAK), 0..7
+  // IB local ACK timeout: 4.096 us * 2^timeout, 0 = none; kCardTimeout
+  // (the default) = the card's rto_ps.
+  uint8_t timeout = kCardTimeout;
 };
 
 struct HostStats {
@@ -154,6 +159,7 @@ struct HostStats {
   uint64_t recv_drops_no_wqe = 0; // UC/UD SENDs dropped: no receive posted
   uint64_t atomics_executed = 0;
   uint64_t rx_stall_ps = 0;       // RX pipeline time lost to RNR NAKs / atomics
+  uint64_t rx_buffer_drops = 0;   // lossy: dropped at a full NIC RX buffer
 };
 struct FabricStats {
   uint64_t drops_overflow = 0;
@@ -176,6 +182,9 @@ class Simulator {
   bool Connect(QpId a, QpId b);
   // IB QP attributes of the retry machinery (as QpConfig's fields).
   void SetRetry(QpId qp, uint8_t retry_cnt, uint8_t rnr_retry, uint8_t rnr_timer);
+  // The IB local ACK timeout (QpConfig::timeout: 1..31 = 4.096 us *
+  // 2^timeout, 0 = none, kCardTimeout = the card's rto_ps).
+  void SetTimeout(QpId qp, uint8_t timeout);
   // The delay an IB-encoded min_rnr_timer stands for (IBA table: 0 =
   // 655.36 ms, 1 = 0.01 ms, ..., 31 = 491.52 ms).
   static Picos RnrTimerPs(uint8_t encoded);
@@ -418,6 +427,8 @@ class Simulator {
   // A retry of the given kind: false (and the QP is failed) when the count
   // is exhausted.
   bool TakeRetry(QpId qp, bool rnr);
+  // The QP's retransmission timeout; 0 = none.
+  Picos RtoPs(const Qp& q) const;
   void ResetRetries(Qp& q);
   // The QP enters the error state: the oldest WQE completes with status,
   // every other posted WQE and receive with kFlushed.
@@ -488,9 +499,9 @@ class Simulator {
   Picos RxDone(HostId h, uint32_t pkt, Picos start);
   Picos CqeVisibleAt(HostId h);
   // Translation of [addr, addr + len) of `mr`: MPT (when `mpt`) and MTT
-  // lookups, misses chained as dependent DMA reads; returns when the
-  // translation is done (now_ on all hits).
-  Picos Translate(HostId h, MrId mr, uint64_t addr, uint32_t len, bool mpt);
+  // lookups, misses chained as dependent DMA reads, from `from` (or now_);
+  // returns when the translation is done (then on all hits).
+  Picos Translate(HostId h, MrId mr, uint64_t addr, uint32_t len, bool mpt, Picos from = 0);
   Picos MissRead(HostId h, uint32_t bytes, Picos after);
 
   // Schedules an event; `host` picks its FIFO lane of the event queue

@@ -16,6 +16,10 @@
 //             the target MR and the payload DMA write (posted: a busy link
 //             delays the receive); misses occupy one of the RX PUs
 //   CQE       a DMA write, visible cqe_write_ps after it leaves
+//
+// Every context miss (QPC, MPT, MTT; TX and RX) is a fill through the card's
+// miss handler (ContextFillUnit, cache.fill_slots in flight): when its slots
+// are busy the miss waits, and so does the PU that missed.
 #include <algorithm>
 #include <bit>
 
@@ -70,11 +74,19 @@ bool Simulator::DeregisterMr(MrId id) {
 }
 
 Picos Simulator::MissRead(HostId h, uint32_t bytes, Picos after) {
-  return mem_[h].pcie.Read(now_, 0, bytes, after);
+  NicMemory& m = mem_[h];
+  const Picos ready = std::max(now_, after);
+  const Picos start = m.fills.Start(ready);
+  const Picos done = m.pcie.Read(now_, 0, bytes, start);
+  m.fills.Done(done);
+  ++m.stats.fills;
+  m.stats.fill_wait_ps += start - ready;
+  return done;
 }
 
-Picos Simulator::Translate(HostId h, MrId id, uint64_t addr, uint32_t len, bool mpt) {
-  Picos t = now_;
+Picos Simulator::Translate(HostId h, MrId id, uint64_t addr, uint32_t len, bool mpt,
+                           Picos from) {
+  Picos t = std::max(now_, from);
   if (id == kNoMr || id >= mrs_.size()) return t;
   NicMemory& m = mem_[h];
   const CacheParams& c = hosts_[h].p.cache;
@@ -251,7 +263,9 @@ Picos Simulator::RxDone(HostId hid, uint32_t id, Picos start) {
   Host& h = hosts_[hid];
   NicMemory& m = mem_[hid];
   const Packet& pk = pkts_[id];
-  Picos t = now_;
+  // The lookups start when an RX PU takes the packet (its fills cannot
+  // take the miss handler's slots before).
+  Picos t = start;
   const bool hit = m.qpc.Access(pk.dst_qp);
   m.stats.qpc.Count(hit);
   if (!hit) t = MissRead(hid, h.p.cache.qpc_bytes, t);
@@ -273,12 +287,12 @@ Picos Simulator::RxDone(HostId hid, uint32_t id, Picos start) {
     if (mr != kNoMr) {
       const bool first = pk.type == kReadResp ? pk.idx == 0 : pk.first;
       // The MPT is checked once per message, the MTT per page.
-      const Picos tr = Translate(hid, mr, addr, pk.payload, first);
+      const Picos tr = Translate(hid, mr, addr, pk.payload, first, start);
       t = std::max(t, tr);
     }
     m.pcie.Write(now_, addr, pk.payload, &gate, t);
   }
-  const Picos stall = t - now_;
+  const Picos stall = t - start;
   m.stats.stall_ps += stall;
   // One of num_rx_pus PUs waits for the misses: the RX server loses
   // stall / num_rx_pus of capacity, this packet the whole stall.

@@ -114,19 +114,28 @@ TEST(Anomaly, LatencyAndMessageTenantsCoexist) {
 }
 
 // Husky (NSDI'23) via SwiftRDMA §3.3: an RNR storm on one QP takes another
-// QP from > 90 to 0.018 Gbps (x5000). The model's storm is bounded by the
-// attacker's retry loop (rnr_timer 10 us, 128 RNR NAKs of 1 us each per
-// round on the receiver's RX pipeline): ~x6, the range of
-// 95_protocol_ops.yaml. It under-estimates the paper.
+// QP from > 90 to 0.018 Gbps (x5000). Husky's attacker (one 4 KiB SEND at
+// MTU 1024) stalls the receiver's RX pipeline ~4 us per ~15 us round; on a
+// lossy class the victim's packets and its go-back-N resends are dropped at
+// the full RX buffer and it recovers only by perftest's 67 ms timer
+// (95_protocol_ops.yaml, full length: ~4 timeouts). The paper's figure is
+// one measurement and the model's residual a message or two per timeout:
+// the victim below 0.1 Gbps, >= x1000. Under PFC it keeps the unstalled
+// share; a deeper storm (128 SENDs in flight) costs the stalled share, ~x9.
 TEST(Anomaly, RnrStormStarvesAnotherTenantIntoTheSameCard) {
   for (const std::string victim : {"write", "send"}) {
-    AloneTogether r = RunBoth(Builtin("rnr_storm_" + victim, 0.5, {{"victim", victim}}));
+    AloneTogether r = RunBoth(Builtin("rnr_storm_" + victim, 1.0, {{"victim", victim}}));
     ASSERT_GT(r.alone[0].gbps, 90.0) << victim;
-    const double fall = r.alone[0].gbps / r.together[0].gbps;
-    EXPECT_GE(fall, 4.0) << victim;
-    EXPECT_LE(fall, 50.0) << victim;
+    EXPECT_LT(r.together[0].gbps, 0.1) << victim;
+    EXPECT_GE(r.alone[0].gbps, 1000.0 * r.together[0].gbps) << victim;
     EXPECT_EQ(r.together[1].messages, 0u) << "the attacker's SENDs never complete";
   }
+  AloneTogether pfc = RunBoth(Builtin("rnr_storm_pfc", 0.5));
+  EXPECT_LE(pfc.alone[0].gbps / pfc.together[0].gbps, 1.5);
+  AloneTogether deep = RunBoth(Builtin("rnr_storm_deep", 0.5));
+  const double fall = deep.alone[0].gbps / deep.together[0].gbps;
+  EXPECT_GE(fall, 4.0);
+  EXPECT_LE(fall, 50.0);
   // From the victim's own sending card the storm still halves it.
   AloneTogether same = RunBoth(Builtin("rnr_storm_same_host", 0.5));
   EXPECT_GE(same.alone[0].gbps / same.together[0].gbps, 1.5);

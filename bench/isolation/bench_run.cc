@@ -80,9 +80,9 @@ std::string AloneKey(const ScenarioSpec& s, const TenantSpec& t) {
   key += fmt::format("|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", t.qps_per_process,
                      static_cast<int>(t.mode), t.tx_depth, t.rate_mps, t.start_us, t.stop_us,
                      t.turnaround_ns, t.src_host, t.dst_host, t.inline_data, t.mrs.count);
-  key += fmt::format("|r{}|{}|{}|{}", t.recv_depth ? static_cast<int64_t>(*t.recv_depth) : -1,
+  key += fmt::format("|r{}|{}|{}|{}|{}", t.recv_depth ? static_cast<int64_t>(*t.recv_depth) : -1,
                      t.rnr_retry ? *t.rnr_retry : -1, t.retry_cnt ? *t.retry_cnt : -1,
-                     t.rnr_timer ? *t.rnr_timer : -1);
+                     t.rnr_timer ? *t.rnr_timer : -1, t.timeout ? *t.timeout : -1);
   for (const OpShare& o : t.ops) key += fmt::format("|o{}:{}", static_cast<int>(o.op), o.weight);
   for (const SizeShare& z : t.sizes) key += fmt::format("|s{}:{}", z.bytes, z.weight);
   return key;
@@ -196,6 +196,7 @@ class Runner final : public model::TimerSink {
       for (uint32_t h = 0; h < hosts; ++h) {
         stats->tx_packets += sim.host_stats(h).tx_packets;
         stats->retransmits += sim.host_stats(h).retransmitted_packets;
+        stats->drops += sim.host_stats(h).rx_buffer_drops;  // lossy NIC RX buffers
       }
       stats->drops += sim.fabric_stats().drops_overflow + sim.fabric_stats().drops_random;
       stats->pauses += sim.fabric_stats().pause_events;
@@ -326,7 +327,12 @@ class Runner final : public model::TimerSink {
     at->retry_cnt = s.retry_cnt.value_or(7);
     at->rnr_retry = s.rnr_retry.value_or(7);
     at->min_rnr_timer = s.rnr_timer.value_or(1);  // the model's default, 10 us
-    (void)r.ModifyQp(q, *at, kQpRetryCnt | kQpRnrRetry | kQpMinRnrTimer);
+    uint32_t mask = kQpRetryCnt | kQpRnrRetry | kQpMinRnrTimer;
+    if (s.timeout) {  // unset: the card's rto
+      at->timeout = *s.timeout;
+      mask |= kQpTimeout;
+    }
+    (void)r.ModifyQp(q, *at, mask);
   }
 
   void SetUpTenant(size_t ti) {
@@ -374,7 +380,7 @@ class Runner final : public model::TimerSink {
         } else {
           Connect(src.rnic(), q->qp, dst.rnic(), q->peer);
         }
-        if (s.rnr_retry || s.retry_cnt || s.rnr_timer) {
+        if (s.rnr_retry || s.retry_cnt || s.rnr_timer || s.timeout) {
           SetRetry(src.rnic(), q->qp, s);
           SetRetry(dst.rnic(), q->peer, s);
         }

@@ -104,7 +104,8 @@ const std::vector<std::string>& TenantKeys() {
       "size",     "batch",    "inline",        "mode",     "depth",
       "mrs",      "rate",     "turnaround_ns", "start_us", "stop_us",
       "src_host", "dst_host", "weight",        "class",    "recv_depth",
-      "rnr_retry", "rnr_timer", "retry_cnt", "max_gbps", "latency_target_us"};
+      "rnr_retry", "rnr_timer", "retry_cnt", "timeout", "max_gbps",
+      "latency_target_us"};
   return keys;
 }
 
@@ -454,6 +455,8 @@ void ScenarioReader::ReadTenant(const View& v, const std::string& path,
     t->retry_cnt = static_cast<uint8_t>(u);
   if (v["rnr_timer"] && Uint(v["rnr_timer"], path + ".rnr_timer", 0, 31, false, &u))
     t->rnr_timer = static_cast<uint8_t>(u);
+  if (v["timeout"] && Uint(v["timeout"], path + ".timeout", 0, 31, false, &u))
+    t->timeout = static_cast<uint8_t>(u);
   if (v["class"]) {
     size_t k = 0;
     if (Choice(v["class"], path + ".class", kClassNames, &k)) {
@@ -584,7 +587,7 @@ void ScenarioReader::CheckTenant(const View& v, const std::string& path,
     }
   }
   if (t.transport != Transport::kRc) {
-    for (const char* key : {"rnr_retry", "rnr_timer", "retry_cnt"}) {
+    for (const char* key : {"rnr_retry", "rnr_timer", "retry_cnt", "timeout"}) {
       if (v[key]) {
         Error(v[key], path + "." + key,
               fmt::format("only an rc QP retries (qps.type is {})",

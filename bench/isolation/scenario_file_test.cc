@@ -248,7 +248,7 @@ TEST(ScenarioFile, ReadsReceiveAndRetryFields) {
   const ScenarioSpec s =
       Load("scenarios:\n  - name: s\n    tenants:\n"
            "      - {name: X, ops: send, recv_depth: 0, rnr_retry: 3, rnr_timer: 14, "
-           "retry_cnt: 2}\n"
+           "retry_cnt: 2, timeout: 14}\n"
            "      - {name: W, ops: {write: 1, write_imm: 1}, recv_depth: 8}\n"
            "      - {name: D}\n")
           .scenarios.at(0);
@@ -256,9 +256,11 @@ TEST(ScenarioFile, ReadsReceiveAndRetryFields) {
   EXPECT_EQ(s.tenants[0].rnr_retry, 3u);
   EXPECT_EQ(s.tenants[0].rnr_timer, 14u);
   EXPECT_EQ(s.tenants[0].retry_cnt, 2u);
+  EXPECT_EQ(s.tenants[0].timeout, 14u);
   EXPECT_EQ(s.tenants[1].recv_depth, 8u);
   EXPECT_FALSE(s.tenants[2].recv_depth.has_value()) << "unset: never short";
   EXPECT_FALSE(s.tenants[2].rnr_retry.has_value()) << "unset: the model's default";
+  EXPECT_FALSE(s.tenants[2].timeout.has_value()) << "unset: the card's rto";
   EXPECT_NE(AloneKey(s, s.tenants[0]), AloneKey(s, s.tenants[2]));
 }
 
@@ -273,6 +275,8 @@ TEST(ScenarioFileErrors, ReceiveAndRetryFieldRules) {
             "t.yaml:6: s: tenants[1].retry_cnt: must be between 0 and 7, got 8");
   EXPECT_EQ(OnlyError(WithTenant("        rnr_timer: 32\n")),
             "t.yaml:6: s: tenants[1].rnr_timer: must be between 0 and 31, got 32");
+  EXPECT_EQ(OnlyError(WithTenant("        timeout: 32\n")),
+            "t.yaml:6: s: tenants[1].timeout: must be between 0 and 31, got 32");
 }
 
 TEST(ScenarioFileErrors, EverySweepPointIsChecked) {
@@ -356,7 +360,8 @@ TEST(Builtins, LoadAndTheModelRunsThemAll) {
   ASSERT_FALSE(files.empty()) << error;
   LoadedScenarios r = LoadScenarioFiles(files, {});
   ASSERT_TRUE(r.errors.empty()) << r.errors.front();
-  EXPECT_EQ(r.scenarios.size(), 55u);  // 50 + scale_1000x8 + 4 of 97_qos.yaml
+  // 50 + scale_1000x8 (90_crowd.yaml) + rnr_storm_pfc, rnr_storm_deep + 4 of 97_qos.yaml
+  EXPECT_EQ(r.scenarios.size(), 57u);
   for (const ScenarioSpec& s : r.scenarios)
     EXPECT_EQ(CheckRunnable(s), "") << s.name;
 }

@@ -79,9 +79,10 @@ struct TenantSpec {
   // and UD SENDs are dropped).
   std::optional<uint32_t> recv_depth;
   // RC retry attributes, IB-encoded, on both ends (rnr_timer is the one the
-  // receiver asks senders to wait). Unset: the model's QP defaults (7 =
-  // retry for ever, 7, rnr_timer 1 = 10 us).
-  std::optional<uint8_t> rnr_retry, retry_cnt, rnr_timer;
+  // receiver asks senders to wait; timeout the local ACK timeout, 4.096 us *
+  // 2^timeout, 0 = none). Unset: the model's QP defaults (7 = retry for
+  // ever, 7, rnr_timer 1 = 10 us, the card's rto).
+  std::optional<uint8_t> rnr_retry, retry_cnt, rnr_timer, timeout;
   // Host CPU time from seeing a completion to posting again (poll + post).
   double turnaround_ns = 100;
   // The VM's QoS as its operator would set it (Justitia reads the class).
