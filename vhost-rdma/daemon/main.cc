@@ -195,6 +195,7 @@ int main(int argc, char** argv) {
     deps.device_options.num_doorbell_queues = doorbell_queues;
     deps.device_options.max_queue_size = queue_size;
     deps.connection_options.memory.allow_unsealed = allow_unsealed_memory;
+    deps.card = card;
     if (allow_unsealed_memory) {
       spdlog::warn("--allow-unsealed-memory: frontends may pass guest RAM that can shrink "
                    "under the daemon's mapping (a frontend can crash the daemon)");
