@@ -130,6 +130,9 @@ struct FlowAccount {
   uint64_t outstanding_bytes = 0;
   Nanos held_ns = 0;             // time with work queued that the controls
                                  // kept back (held, gate, window, pace)
+  uint64_t bytes_paced = 0;      // posted when a release time they waited
+                                 // for came (ReleaseAt: pacing)
+  uint64_t wrs_split = 0;        // guest WRs posted as several pieces
   Nanos latency_sum_ns = 0;      // arrival -> completion, every WR
   Nanos latency_max_ns = 0;
   // PeRF's SQ_Len: guest WRs arrived and not complete.

@@ -53,6 +53,8 @@ json SchedulerJson(const policy::TenantAccount& a) {
               {"outstanding_pieces", a.outstanding_pieces},
               {"outstanding_bytes", a.outstanding_bytes},
               {"held_ns", a.held_ns},
+              {"bytes_paced", a.bytes_paced},
+              {"wrs_split", a.wrs_split},
               {"latency_avg_ns", a.wrs_completed ? a.latency_sum_ns / a.wrs_completed : 0},
               {"latency_max_ns", a.latency_max_ns}};
 }
