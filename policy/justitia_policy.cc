@@ -586,6 +586,17 @@ void JustitiaPolicy::ReportTenant(TenantId tenant, ReportSink& sink) const {
   sink.Text("class", kClassNames[static_cast<int>(ClassOf(t)) % 3]);
   sink.Number("weight", WeightOf(t));
   sink.Number("tokens_received", static_cast<double>(t.tokens));
+  // Justitia applies the class and the weight; a latency tenant's target is
+  // the smallest any latency tenant asked for (one Target_99 per receiver,
+  // 0: the knob or the oracle); caps and guarantees it does not apply.
+  TenantQos effective = t.qos;
+  effective.weight = WeightOf(t);
+  uint32_t applied = kQosClass | kQosWeight;
+  if (ClassOf(t) == TenantClass::kLatency) {
+    applied |= kQosLatencyTarget;
+    effective.latency_target_ns = operator_target_ns_;
+  }
+  sink.EffectiveQos(effective, applied);
 }
 
 std::unique_ptr<SchedulerPolicy> MakeJustitiaPolicy(

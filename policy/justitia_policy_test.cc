@@ -419,8 +419,14 @@ struct MapSink : ReportSink {
   void Text(std::string_view k, std::string_view v) override {
     texts[std::string(k)] = std::string(v);
   }
+  void EffectiveQos(const TenantQos& q, uint32_t a) override {
+    effective = q;
+    applied = a;
+  }
   std::map<std::string, double> numbers;
   std::map<std::string, std::string> texts;
+  TenantQos effective;
+  uint32_t applied = 0;
 };
 
 TEST(JustitiaPolicy, ReportsPolicyAndTenantFigures) {
@@ -442,6 +448,25 @@ TEST(JustitiaPolicy, ReportsPolicyAndTenantFigures) {
   EXPECT_EQ(t.texts["class"], "throughput");
   EXPECT_DOUBLE_EQ(t.numbers["weight"], 3);
   EXPECT_DOUBLE_EQ(t.numbers["tokens_received"], 1);
+  EXPECT_EQ(t.applied, uint32_t{kQosClass | kQosWeight}) << "no caps, no target";
+  EXPECT_EQ(t.effective.weight, 3u);
+  EXPECT_EQ(t.effective.app_class, TenantClass::kThroughput);
+}
+
+TEST(JustitiaPolicy, EffectiveTargetOfALatencyTenantIsTheSmallestAsked) {
+  Harness h;
+  h.Add(1, 1, TenantClass::kLatency);
+  h.Add(2, 2, TenantClass::kLatency);
+  TenantQos q = Qos(TenantClass::kLatency);
+  q.latency_target_ns = 9000;
+  q.max_rate_bps = 1'000'000'000;
+  h.policy.OnTenantQosChanged(1, q);
+  q.latency_target_ns = 5000;
+  h.policy.OnTenantQosChanged(2, q);
+  MapSink s;
+  h.policy.ReportTenant(1, s);
+  EXPECT_EQ(s.applied, uint32_t{kQosClass | kQosWeight | kQosLatencyTarget});
+  EXPECT_EQ(s.effective.latency_target_ns, 5000u) << "asked 9000";
 }
 
 TEST(JustitiaPolicy, KnobsAreCheckedAtCreation) {

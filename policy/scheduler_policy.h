@@ -21,6 +21,7 @@
 #define VRDMA_POLICY_SCHEDULER_POLICY_H_
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace vrdma::policy {
@@ -40,12 +41,39 @@ enum class TenantClass : uint8_t {
   kLatency = 2,     // sparse small messages: never delayed
 };
 
-// Operator-set QoS of a tenant.
+// Operator-set QoS of a tenant (`attach-vm` / `set-qos`, docs/operators.md
+// "QoS"). Rates count the bytes of the tenant's work requests (payload, as
+// its applications measure them), in bits per second; zero means "none"
+// wherever a field allows it. CheckTenantQos (below) holds the rules every
+// producer of a TenantQos applies before a policy sees it, so a policy may
+// rely on them: weight >= 1; a cap or guarantee never above the card;
+// min_rate_bps <= max_rate_bps when both are set.
 struct TenantQos {
+  // Share of contended capacity relative to other tenants (1:3 gets a
+  // quarter against three quarters). >= 1.
   uint32_t weight = 1;
-  Nanos latency_target_ns = 0;  // 0: the policy's default
-  uint64_t max_rate_bps = 0;    // 0: unlimited
+  // The p99 completion latency the tenant asks for. 0: the policy's default.
+  Nanos latency_target_ns = 0;
+  // Cap on the tenant's byte rate. 0: none.
+  uint64_t max_rate_bps = 0;
+  // Cap on the tenant's message rate (guest work requests per second). 0:
+  // none.
+  uint64_t max_msgs_per_s = 0;
+  // Guaranteed byte rate while the tenant has work to send. 0: none.
+  uint64_t min_rate_bps = 0;
   TenantClass app_class = TenantClass::kBandwidth;
+  bool operator==(const TenantQos&) const = default;
+};
+
+// The fields of a TenantQos as bits, for saying which of them a policy
+// applies (ReportSink::EffectiveQos).
+enum QosField : uint32_t {
+  kQosWeight = 1u << 0,
+  kQosLatencyTarget = 1u << 1,
+  kQosMaxRate = 1u << 2,
+  kQosMaxMsgs = 1u << 3,
+  kQosMinRate = 1u << 4,
+  kQosClass = 1u << 5,
 };
 
 enum class WrKind : uint8_t { kWrite, kSend, kRead, kAtomic };
@@ -102,6 +130,9 @@ struct FlowAccount {
   uint64_t outstanding_bytes = 0;
   Nanos held_ns = 0;             // time with work queued that the controls
                                  // kept back (held, gate, window, pace)
+  uint64_t bytes_paced = 0;      // posted when a release time they waited
+                                 // for came (ReleaseAt: pacing)
+  uint64_t wrs_split = 0;        // guest WRs posted as several pieces
   Nanos latency_sum_ns = 0;      // arrival -> completion, every WR
   Nanos latency_max_ns = 0;
   // PeRF's SQ_Len: guest WRs arrived and not complete.
@@ -134,6 +165,15 @@ class ReportSink {
   virtual ~ReportSink() = default;
   virtual void Number(std::string_view key, double value) = 0;
   virtual void Text(std::string_view key, std::string_view value) = 0;
+  // From ReportTenant: the QoS the policy applies to the tenant. `applied`
+  // (QosField bits) names the fields it enforces; their values in `qos` are
+  // the ones in force, which may differ from what the operator asked (a
+  // guarantee the card cannot give shows what it gives). Fields not named
+  // are ignored by the policy; a policy that never calls this applies none.
+  virtual void EffectiveQos(const TenantQos& qos, uint32_t applied) {
+    (void)qos;
+    (void)applied;
+  }
 };
 
 // What the stage offers a policy. Implemented by backend/scheduler.
@@ -172,6 +212,15 @@ struct CardProfile {
   uint32_t processing_units = 16;
   Nanos base_rtt_ns = 2000;           // small-message round trip, idle
 };
+
+// The meaning rules of a TenantQos against the card it runs on (the
+// syntax, e.g. JSON types and signs, is the parser's): weight >= 1; each cap
+// and the guarantee at most the card's line rate or message rate; the
+// guarantee at most the byte cap. Returns false with *error naming the
+// field (as TenantQos and the control socket spell it) at the first rule
+// broken. Control path (allocates the message).
+bool CheckTenantQos(const TenantQos& qos, const CardProfile& card,
+                    std::string* error);
 
 enum class FlowEnd : uint8_t {
   kDestroyed,  // the QP is gone

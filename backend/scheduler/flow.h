@@ -122,6 +122,7 @@ struct FlowStorage {
   bool credit_asked = false;
   Nanos release_at = 0;
   FlowTimer release_timer;
+  bool paced = false;  // stopped for release_at; its next pass is paced
 
   // PAUSE on the RNIC: the pcc completion that releases the flow's WAIT
   // (0: not paused there), and whether the WAIT is still to be posted.

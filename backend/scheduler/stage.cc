@@ -359,6 +359,8 @@ void Stage::AddAccount(const policy::FlowAccount& a, policy::FlowAccount* to) {
   to->outstanding_pieces += a.outstanding_pieces;
   to->outstanding_bytes += a.outstanding_bytes;
   to->held_ns += a.held_ns;
+  to->bytes_paced += a.bytes_paced;
+  to->wrs_split += a.wrs_split;
   to->latency_sum_ns += a.latency_sum_ns;
   to->latency_max_ns = std::max(to->latency_max_ns, a.latency_max_ns);
 }

@@ -407,12 +407,14 @@ void Stage::CommitEmit(FlowStorage& f, const Emit& em) {
     policy::FlowAccount& a = f.account;
     ++a.pieces_posted;
     a.bytes_posted += em.length;
+    if (f.paced) a.bytes_paced += em.length;
     a.queued_bytes -= em.length;
     ++a.outstanding_pieces;
     a.outstanding_bytes += em.length;
     f.credit_bytes -= em.length;
     --f.credit_pieces;
     if (em.completes_entry) {
+      if (em.flags & kRecSplit) ++a.wrs_split;
       r.wr_bytes = e.total;
       r.arrival = e.arrival;
       r.info = e.info;
@@ -497,7 +499,10 @@ bool Stage::ServeFlow(FlowStorage& f) {
   }
   Status refused = Status::kOk;
   const uint32_t posted = count > 0 ? PostPlanned(f, count, &refused) : 0;
-  if (posted > 0) NoteBlocked(f, false);
+  if (posted > 0) {
+    NoteBlocked(f, false);
+    f.paced = false;  // what waited for the release time went
+  }
   if (posted < count) {
     if (refused == Status::kNoResource) return posted > 0;  // retry next turn
     // The RNIC refused for another reason (its QP left RTS).
@@ -519,8 +524,10 @@ bool Stage::ServeFlow(FlowStorage& f) {
         policy_.OnCreditNeeded(now_, f.id);  // may Grant: MakeReady again
       }
       break;
-    case Stop::kHeld:
     case Stop::kPaced:
+      f.paced = true;
+      [[fallthrough]];
+    case Stop::kHeld:
     case Stop::kWindow:
       ready_.Remove(&f);
       NoteBlocked(f, true);

@@ -223,6 +223,8 @@ TEST_F(StageTest, SplitWriteBecomesPiecesAtOffsetsWithOneCompletion) {
   ASSERT_EQ(policy_.completions.size(), 1u);
   EXPECT_EQ(policy_.completions[0].bytes, 1u << 20);
   EXPECT_EQ(stage_.flow_account(flow_).pieces_posted, 16u);
+  EXPECT_EQ(stage_.flow_account(flow_).wrs_split, 1u);
+  EXPECT_EQ(stage_.tenant_account(7).wrs_split, 1u);
 }
 
 TEST_F(StageTest, WriteWithImmIsSplitOnlyWhenTheReceiverReassembles) {
@@ -357,6 +359,28 @@ TEST_F(StageTest, ReleaseTimesAndThePolicyTimerRunOnTheWheel) {
   Run();
   EXPECT_EQ(Posted().size(), 1u);
   EXPECT_EQ(stage_.next_deadline(), kNoExpiry);
+}
+
+TEST_F(StageTest, PacedBytesAreWhatWaitedForAReleaseTime) {
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 100, true), 1));
+  Run();
+  ASSERT_EQ(Posted().size(), 1u);
+  policy_.M().ReleaseAt(flow_, now_ + 1000);
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 200, true), 2));
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 300, true), 3));
+  Run();
+  EXPECT_EQ(Posted().size(), 1u) << "the pace holds both";
+  now_ += 1000;
+  Run();
+  EXPECT_EQ(Posted().size(), 3u);
+  // A release time already passed holds nothing: not paced.
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 400, true), 4));
+  Run();
+  EXPECT_EQ(Posted().size(), 4u);
+  EXPECT_EQ(stage_.flow_account(flow_).bytes_paced, 500u);
+  EXPECT_EQ(stage_.tenant_account(7).bytes_paced, 500u);
+  EXPECT_EQ(stage_.flow_account(flow_).held_ns, 1000u);
+  EXPECT_EQ(stage_.flow_account(flow_).wrs_split, 0u);
 }
 
 TEST_F(StageTest, BadWrBehindHeldWorkFailsAfterTheValidOnesComplete) {

@@ -60,6 +60,7 @@ struct Ah {
 struct SqSlot {
   SendWr wr{};
   AddressVector ud_av{};
+  uint64_t posted_ns = 0;  // with a line rate: when it was posted
 };
 
 // Requester progress of the WQE at the head of the SQ.

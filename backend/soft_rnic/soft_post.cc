@@ -48,6 +48,9 @@ int SoftRnic::PostSend(RnicQp qp, std::span<const SendWr> wrs,
   } else if (!SendPostable(q->state)) {
     err = Status::kBadState;
   }
+  // With a line rate a message may go on the wire from the time it was
+  // posted (the clock is read only then).
+  const uint64_t now = err == Status::kOk && wire_.limited() ? Now() : 0;
   for (; err == Status::kOk && posted < static_cast<int>(wrs.size());
        ++posted) {
     const SendWr& wr = wrs[posted];
@@ -94,6 +97,7 @@ int SoftRnic::PostSend(RnicQp qp, std::span<const SendWr> wrs,
       slot->wr.inline_data = nullptr;
     }
     if (ah != nullptr) slot->ud_av = ah->av;
+    slot->posted_ns = now;
   }
   if (posted > 0) Activate(q);
   if (first_error != nullptr) *first_error = err;

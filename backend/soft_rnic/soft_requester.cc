@@ -5,6 +5,8 @@
 // each send queue in order, checks local SGEs, routes the message, hands it
 // to the responder and turns the reply into completions, RNR waits or
 // retransmit timeouts.
+#include <algorithm>
+
 #include "backend/soft_rnic/qp_state.h"
 #include "backend/soft_rnic/soft_rnic.h"
 
@@ -52,18 +54,53 @@ bool SoftRnic::Progress() {
   // Each QP active at entry gets one turn; QPs that still have work after
   // their turn go back to the tail for the next call.
   uint32_t turns = active_.count;
+  bool wire_wait = false;
   for (uint32_t i = 0; i < turns && active_.head != nullptr; ++i) {
     soft::Qp* q = active_.head;
+    if (WaitsForWire(q, now)) {
+      // The wire is busy: this QP keeps its place at the head and goes
+      // first when the wire frees, so the QPs share it in turn.
+      wire_wait = true;
+      break;
+    }
     Deactivate(q);
     if (RunQp(q, now)) did = true;
   }
-  return did || next_deadline_ns_ != kNever;
+  // Waiting for the wire is a finite timer too: the RNIC is not idle.
+  return did || next_deadline_ns_ != kNever || wire_wait;
 }
+
+bool SoftRnic::WaitsForWire(const soft::Qp* q, uint64_t now) const {
+  return wire_.Busy(now) && q->state == QpState::kRts && !q->sq.empty();
+}
+
+void SoftRnic::ChargeWire(const soft::Qp* q, const SendWr& wr, uint64_t len,
+                          Reply reply, uint64_t ready_ns) {
+  if (!wire_.limited()) return;
+  const uint32_t mtu = std::max<uint32_t>(
+      q->type == QpType::kUd ? limits_.active_mtu_bytes : q->attr.path_mtu_bytes, 256);
+  const bool read = wr.opcode == WrOpcode::kRdmaRead;
+  const bool carries = !read && wr.opcode != WrOpcode::kAtomicCmpSwp &&
+                       wr.opcode != WrOpcode::kAtomicFetchAdd;
+  // The request's packets (a READ request or an atomic is one header).
+  uint64_t bytes = soft::Wire::WireBytes(carries ? len : 0, mtu);
+  // The RC responder's answer: a READ's data, else one ACK, NAK or atomic
+  // result. A message that reached nobody is not answered.
+  if (q->type == QpType::kRc && reply != Reply::kNoResponse) {
+    bytes += soft::Wire::WireBytes(read && reply == Reply::kAck ? len : 0, mtu);
+  }
+  wire_.Send(ready_ns, bytes);
+}
+
 
 std::optional<uint64_t> SoftRnic::NextTimerNs() const {
   uint64_t next = kNever;
   for (const soft::Qp* q = timers_.head; q != nullptr; q = q->next) {
     if (q->req.wait_until_ns < next) next = q->req.wait_until_ns;
+  }
+  // With a line rate, QPs that have work wait for the wire to be free.
+  if (active_.head != nullptr && wire_.limited()) {
+    next = std::min(next, wire_.free_at());
   }
   if (next == kNever) return std::nullopt;
   return next;
@@ -92,6 +129,8 @@ bool SoftRnic::RunQp(soft::Qp* q, uint64_t now) {
   bool did = false;
   for (int budget = kQpBudget;
        budget > 0 && q->state == QpState::kRts && !q->sq.empty(); --budget) {
+    // A busy wire ends the turn (Progress let it start on a free one).
+    if (wire_.Busy(now)) break;
     if (!ExecuteHead(q, now, &did)) break;
   }
   if (q->state == QpState::kRts && !q->sq.empty()) {
@@ -208,6 +247,8 @@ bool SoftRnic::ExecuteHead(soft::Qp* q, uint64_t now, bool* did_work) {
   } else {
     r = Respond(q, slot, d, local, now);
   }
+  // The message was ready when posted, or when its retry timer expired.
+  ChargeWire(q, wr, len, r.reply, std::max(slot.posted_ns, rs.wait_until_ns));
   if (q->type != QpType::kRc) {
     // Unreliable: the requester never learns what happened to the message.
     RetireHead(q, WcStatus::kSuccess, now);

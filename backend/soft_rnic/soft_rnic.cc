@@ -29,6 +29,9 @@ RnicLimits Clamp(RnicLimits l) {
       (l.active_mtu_bytes & (l.active_mtu_bytes - 1)) != 0) {
     l.active_mtu_bytes = 4096;
   }
+  // A line rate below 1 Mb/s is raised to it (the wire's time of a largest
+  // message then still fits its picosecond arithmetic).
+  if (l.link_rate_bps != 0) l.link_rate_bps = std::max<uint64_t>(l.link_rate_bps, 1'000'000);
   return l;
 }
 
@@ -56,6 +59,7 @@ RnicLimits DefaultSoftRnicLimits() {
 SoftRnic::SoftRnic(RnicLimits limits, SoftRnicClock clock)
     : limits_(Clamp(limits)),
       clock_(clock ? std::move(clock) : SoftRnicClock(SteadyNowNs)),
+      wire_(limits_.link_rate_bps),
       pds_(limits_.max_pd),
       mrs_(limits_.max_mr),
       cqs_(limits_.max_cq),

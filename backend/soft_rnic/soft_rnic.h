@@ -21,6 +21,12 @@
 // (its dest_qpn is the sender and its path runs between the same two GIDs);
 // UD messages go to the QP numbered remote_qpn, which must be a UD QP.
 //
+// Line rate: with RnicLimits::link_rate_bps set, every packet of every QP
+// (requests, the responder's ACKs and READ data) goes through one port
+// whose wire carries that many bits per second (wire.h); the QPs with work
+// take turns, a message at a time, as the wire frees. 0 (the default):
+// unlimited, messages move as fast as the CPU copies them.
+//
 // Resources: every table is bounded by the limits; queues and CQ rings are
 // allocated at creation. Post*, PollCq and Progress never allocate.
 #ifndef VRDMA_BACKEND_SOFT_RNIC_SOFT_RNIC_H_
@@ -37,6 +43,7 @@
 #include "backend/soft_rnic/object_table.h"
 #include "backend/soft_rnic/queue_memory.h"
 #include "backend/soft_rnic/soft_objects.h"
+#include "backend/soft_rnic/wire.h"
 
 namespace vrdma {
 
@@ -110,8 +117,12 @@ class SoftRnic final : public Rnic {
   // Not part of Rnic: overflow state of a CQ (kBadHandle if unknown).
   Result<SoftCqStats> QueryCqStats(RnicCq cq) const;
   // Not part of Rnic: the earliest finite RNR/ACK timer deadline, if any
-  // (for tests, and for loops that would rather arm a timer than poll).
+  // (for tests, and for loops that would rather arm a timer than poll);
+  // with a line rate and work queued, also when the wire frees.
   std::optional<uint64_t> NextTimerNs() const;
+  // Not part of Rnic: bytes the port's wire carried, packet overhead
+  // included (0 without a line rate).
+  uint64_t wire_bytes() const { return wire_.bytes(); }
   // Not part of Rnic: how many objects are alive (leak checks).
   SoftRnicCounts ObjectCounts() const {
     return {pds_.live(), mrs_.live(), cqs_.live(), srqs_.live(),
@@ -175,6 +186,12 @@ class SoftRnic final : public Rnic {
   // soft_requester.cc
   // Runs the QP's send queue; returns true when it did something.
   bool RunQp(soft::Qp* qp, uint64_t now);
+  // The QP has a message to send and the wire (line rate) is busy.
+  bool WaitsForWire(const soft::Qp* qp, uint64_t now) const;
+  // Puts what one attempt of a message sent (its request and the RC
+  // responder's answer) on the wire; the message was ready at ready_ns.
+  void ChargeWire(const soft::Qp* qp, const SendWr& wr, uint64_t len,
+                  Reply reply, uint64_t ready_ns);
   // Executes the head WQE once; returns false when the QP must wait (a
   // timer runs) or stopped (error).
   bool ExecuteHead(soft::Qp* qp, uint64_t now, bool* did_work);
@@ -198,6 +215,8 @@ class SoftRnic final : public Rnic {
 
   RnicLimits limits_;
   SoftRnicClock clock_;
+  // The port's transmit side (limits_.link_rate_bps; 0: unlimited).
+  soft::Wire wire_;
 
   static constexpr int kMaxGids = 1024;
   std::array<Gid, kMaxGids> gids_{};

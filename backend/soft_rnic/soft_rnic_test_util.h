@@ -45,6 +45,10 @@ class SoftRnicTest : public ::testing::Test {
  protected:
   static constexpr size_t kBufSize = 64 * 1024;
 
+  SoftRnicTest() = default;
+  // A fixture whose RNIC has other limits (e.g. a line rate).
+  explicit SoftRnicTest(const RnicLimits& limits) : limits_(limits) {}
+
   void SetUp() override {
     MakeVm(&a_, 1);
     MakeVm(&b_, 2);
@@ -204,7 +208,8 @@ class SoftRnicTest : public ::testing::Test {
   }
 
   uint64_t now_ = 1'000'000'000;
-  SoftRnic rnic_{DefaultSoftRnicLimits(), [this] { return now_; }};
+  RnicLimits limits_ = DefaultSoftRnicLimits();
+  SoftRnic rnic_{limits_, [this] { return now_; }};
   Vm a_, b_;
   RnicQp qa_{}, qb_{};
 };

@@ -119,10 +119,11 @@ nlohmann::json DaemonHarness::Control(const nlohmann::json& request) {
 }
 
 std::string DaemonHarness::AttachVm(const std::string& name, const std::string& gid,
-                                    const nlohmann::json& quotas) {
+                                    const nlohmann::json& quotas, const nlohmann::json& qos) {
   const std::string sock = dir_ + "/" + name + ".sock";
   nlohmann::json req{{"cmd", "attach-vm"}, {"name", name}, {"socket", sock}, {"gids", {gid}}};
   if (!quotas.is_null()) req["quotas"] = quotas;
+  if (!qos.is_null()) req["qos"] = qos;
   auto r = Control(req);
   return r.value("ok", false) ? sock : "";
 }

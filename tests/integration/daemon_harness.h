@@ -31,10 +31,11 @@ class DaemonHarness {
   // One request on a fresh control connection; the reply (or
   // {"ok":false,"error":...} when the socket fails).
   nlohmann::json Control(const nlohmann::json& request);
-  // attach-vm with one GID (and a "quotas" object when not null); returns
-  // the VM's vhost-user socket path or "".
+  // attach-vm with one GID (and "quotas" and "qos" objects when not null);
+  // returns the VM's vhost-user socket path or "".
   std::string AttachVm(const std::string& name, const std::string& gid,
-                       const nlohmann::json& quotas = nullptr);
+                       const nlohmann::json& quotas = nullptr,
+                       const nlohmann::json& qos = nullptr);
   // The "stats" entry of VM `name` (null when absent).
   nlohmann::json VmStats(const std::string& name);
 

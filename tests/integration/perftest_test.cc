@@ -4,61 +4,17 @@
 // client on the other's, for each of the six tests with --verify. Both
 // processes must exit 0 and report "Verify: PASSED"; the client prints
 // perftest's result table. (Figures are printed, never asserted.)
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <ostream>
-#include <fstream>
-#include <sstream>
-#include <thread>
 
 #include "tests/integration/daemon_harness.h"
+#include "tests/integration/perftest_runner.h"
 
 #include <gtest/gtest.h>
 
-#ifndef VRDMA_PERFTEST_PATH
-#define VRDMA_PERFTEST_PATH "vrdma-perftest"
-#endif
-
 namespace vrdma::integration {
 namespace {
-
-pid_t Spawn(const std::vector<std::string>& args, const std::string& out) {
-  pid_t pid = fork();
-  if (pid != 0) return pid;
-  FILE* f = std::freopen(out.c_str(), "w", stdout);
-  (void)f;
-  dup2(STDOUT_FILENO, STDERR_FILENO);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  execv(argv[0], argv.data());
-  _exit(127);
-}
-
-// Waits up to timeout_s; kills on timeout. Returns the exit code (-1: killed).
-int Wait(pid_t pid, int timeout_s) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  int status = 0;
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > end) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 struct PerftestCase {
   const char* test;
@@ -86,7 +42,7 @@ class PerftestRunTest : public ::testing::TestWithParam<PerftestCase> {
 
 TEST_P(PerftestRunTest, ServerAndClientVerify) {
   const PerftestCase& c = GetParam();
-  const std::string bin = BinaryPath("VRDMA_PERFTEST", VRDMA_PERFTEST_PATH);
+  const std::string bin = PerftestPath();
   const std::string port = std::to_string(20000 + getpid() % 20000);
   const std::string json = daemon_.dir() + "/client.json";
   std::vector<std::string> server = {bin, c.test, "--socket", sock_a_, "-p", port};

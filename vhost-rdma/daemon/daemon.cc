@@ -22,25 +22,23 @@ constexpr size_t kMaxRequestBytes = 64 * 1024;
 
 json Error(const std::string& message) { return json{{"ok", false}, {"error", message}}; }
 
-// What a policy reports, as JSON members.
+// What a policy reports, as JSON members; the QoS it applies to a tenant
+// (EffectiveQos) goes to `effective` when given.
 class JsonReport final : public policy::ReportSink {
  public:
-  explicit JsonReport(json* out) : out_(*out) {}
+  explicit JsonReport(json* out, json* effective = nullptr) : out_(*out), effective_(effective) {}
   void Number(std::string_view key, double value) override { out_[std::string(key)] = value; }
   void Text(std::string_view key, std::string_view value) override {
     out_[std::string(key)] = std::string(value);
   }
+  void EffectiveQos(const policy::TenantQos& qos, uint32_t applied) override {
+    if (effective_ != nullptr) *effective_ = EffectiveQosJson(qos, applied);
+  }
 
  private:
   json& out_;
+  json* effective_;
 };
-
-json QosJson(const policy::TenantQos& q) {
-  return json{{"weight", q.weight},
-              {"class", TenantClassName(q.app_class)},
-              {"latency_target_ns", q.latency_target_ns},
-              {"max_rate_bps", q.max_rate_bps}};
-}
 
 json SchedulerJson(const policy::TenantAccount& a) {
   return json{{"flows", a.flows},
@@ -55,6 +53,8 @@ json SchedulerJson(const policy::TenantAccount& a) {
               {"outstanding_pieces", a.outstanding_pieces},
               {"outstanding_bytes", a.outstanding_bytes},
               {"held_ns", a.held_ns},
+              {"bytes_paced", a.bytes_paced},
+              {"wrs_split", a.wrs_split},
               {"latency_avg_ns", a.wrs_completed ? a.latency_sum_ns / a.wrs_completed : 0},
               {"latency_max_ns", a.latency_max_ns}};
 }
@@ -166,7 +166,7 @@ json Daemon::Handle(const json& request) {
 json Daemon::AttachVm(const json& request) {
   AttachRequest req;
   std::string error;
-  if (!ParseAttachRequest(request, &req, &error)) return Error(error);
+  if (!ParseAttachRequest(request, deps_.card, &req, &error)) return Error(error);
   if (vms_.count(req.config.name) != 0) return Error("VM already attached: " + req.config.name);
   for (const auto& [name, vm] : vms_) {
     if (vm->socket_path == req.socket_path) return Error("socket in use by VM " + name);
@@ -294,13 +294,17 @@ json Daemon::Stats() const {
       entry["vm_id"] = *id;
       if (auto r = deps_.engine->Stats(*id); r.ok()) s = *r;
     }
+    // What the operator asked, and what the policy applies of it (none
+    // until the guest's device is up and the policy knows the VM).
     entry["qos"] = QosJson(vm->device->qos());
+    json effective = json::object();
     if (auto id = vm->device->vm(); id.has_value()) {
       json pol = json::object();
-      JsonReport report(&pol);
+      JsonReport report(&pol, &effective);
       deps_.engine->Report(*id, report);
       entry["policy"] = pol;
     }
+    entry["effective_qos"] = effective;
     entry["scheduler"] = SchedulerJson(s.sched);
     // Zeros when the guest holds nothing (also after a reset/disconnect).
     entry["pds"] = s.pds;
@@ -337,11 +341,13 @@ json Daemon::SetQos(const json& request) {
   if (q == request.end()) return Error("qos required");
   policy::TenantQos qos = it->second->device->qos();
   std::string error;
-  if (!ParseQos(*q, &qos, &error)) return Error(error);
+  if (!ParseQos(*q, deps_.card, &qos, &error)) return Error(error);
+  // Synchronous: the engine hands the QoS to the policy on the data-path
+  // thread (between two turns) and returns once the policy has it, so the
+  // reply means "in force".
   const Status st = it->second->device->SetQos(qos);
   if (st != Status::kOk) return Error(std::string("engine: ") + StatusName(st));
-  spdlog::info("VM {}: qos weight={} class={}", it->first, qos.weight,
-               TenantClassName(qos.app_class));
+  spdlog::info("VM {}: qos {}", it->first, QosJson(qos).dump());
   return json{{"ok", true}, {"qos", QosJson(qos)}};
 }
 

@@ -14,9 +14,16 @@
 //   {"cmd":"stats"}            -> {"ok":true,"policy":{"name",...},
 //                                  "vms":[{"name",...,"pds","cqs","qps","mrs",
 //                                  "ahs","srqs","pinned_bytes",...,"qos":{...},
-//                                  "scheduler":{...},"policy":{...}}]}
+//                                  "effective_qos":{...},"scheduler":{...},
+//                                  "policy":{...}}]}
+//                                  qos: as asked; effective_qos: the fields
+//                                  the policy applies, with the values in
+//                                  force; scheduler: the stage's accounting
 //   {"cmd":"set-qos","name":N,"qos":{"weight":..,"class":..,...}}
-//                                  the fields named replace the VM's QoS
+//                                  the fields named replace the VM's QoS; a
+//                                  refusal changes nothing; the reply comes
+//                                  once the policy has the new QoS
+// The qos fields and their rules: vm_request.h, docs/operators.md ("QoS").
 #ifndef VRDMA_VHOST_RDMA_DAEMON_DAEMON_H_
 #define VRDMA_VHOST_RDMA_DAEMON_DAEMON_H_
 
@@ -42,6 +49,8 @@ struct DaemonDeps {
   device::RdmaDeviceOptions device_options;
   // What every VM's vhost-user connection accepts (--allow-unsealed-memory).
   vhost::ConnectionOptions connection_options;
+  // The card the policy plans for: VMs' QoS is checked against it.
+  policy::CardProfile card;
 };
 
 class Daemon {

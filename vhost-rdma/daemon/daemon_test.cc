@@ -15,14 +15,16 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <mutex>
+#include <span>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "backend/base/executor_mailbox.h"
 #include "backend/soft_rnic/soft_rnic.h"
 #include "gtest/gtest.h"
 #include "backend/memory/testing/test_mappings.h"
-#include "policy/pass_through_policy.h"
 #include "vhost-rdma/abi/virtio_rdma.h"
 #include "vhost-rdma/daemon/unix_socket.h"
 #include "vhost-rdma/vhost_user/frontend.h"
@@ -32,6 +34,53 @@ namespace {
 
 using nlohmann::json;
 using namespace std::chrono_literals;
+
+// Pass-through that records the QoS it is told, and on which thread, and
+// applies all of it (its EffectiveQos is what it was told last).
+class QosRecordingPolicy final : public policy::SchedulerPolicy {
+ public:
+  std::string_view name() const override { return "qos-recording"; }
+  void OnTenantAdded(policy::TenantId t, const policy::TenantQos& q) override { Note(t, q); }
+  void OnTenantQosChanged(policy::TenantId t, const policy::TenantQos& q) override {
+    Note(t, q);
+  }
+  void OnTenantRemoved(policy::TenantId) override {}
+  void OnFlowAdded(policy::Nanos, const policy::FlowInfo&) override {}
+  void OnFlowEnded(policy::Nanos, policy::FlowId, policy::FlowEnd) override {}
+  void OnArrival(policy::Nanos, const policy::WrInfo&) override {}
+  void OnCompleted(policy::Nanos, const policy::WrInfo&, policy::Nanos, bool) override {}
+  void ReportTenant(policy::TenantId, policy::ReportSink& sink) const override {
+    std::lock_guard<std::mutex> l(mu_);
+    sink.EffectiveQos(last_, policy::kQosWeight | policy::kQosLatencyTarget |
+                                 policy::kQosMaxRate | policy::kQosMaxMsgs |
+                                 policy::kQosMinRate | policy::kQosClass);
+  }
+
+  policy::TenantQos last() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return last_;
+  }
+  std::thread::id thread() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return thread_;
+  }
+  int calls() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return calls_;
+  }
+
+ private:
+  void Note(policy::TenantId, const policy::TenantQos& q) {
+    std::lock_guard<std::mutex> l(mu_);
+    last_ = q;
+    thread_ = std::this_thread::get_id();
+    ++calls_;
+  }
+  mutable std::mutex mu_;
+  policy::TenantQos last_;
+  std::thread::id thread_;
+  int calls_ = 0;
+};
 
 class DaemonTest : public ::testing::Test {
  protected:
@@ -50,6 +99,9 @@ class DaemonTest : public ::testing::Test {
     deps.control_loop = control_loop_.get();
     deps.datapath_loop = datapath_loop_.get();
     deps.datapath_executor = executor_.get();
+    // A 25 GbE card that does 20 M messages/s: what QoS is checked against.
+    deps.card.line_rate_bps = 25e9;
+    deps.card.max_msgs_per_s = 20e6;
     daemon_ = std::make_unique<Daemon>(deps);
     ASSERT_EQ(daemon_->ListenControl(dir_ + "/ctl.sock"), Status::kOk);
     control_ = std::thread([this] { control_loop_->Run(); });
@@ -106,7 +158,7 @@ class DaemonTest : public ::testing::Test {
 
   std::string dir_;
   SoftRnic rnic_;
-  policy::PassThroughPolicy policy_;
+  QosRecordingPolicy policy_;
   std::unique_ptr<EpollEventLoop> datapath_loop_, control_loop_;
   std::unique_ptr<MailboxExecutor> executor_;
   std::unique_ptr<engine::Engine> engine_;
@@ -182,7 +234,60 @@ TEST_F(DaemonTest, QosIsSetAtAttachAndChangedLive) {
   EXPECT_EQ(vm["qos"]["weight"], 3);
   EXPECT_EQ(vm["qos"]["class"], "throughput");
   json stats = Request(R"({"cmd":"stats"})");
-  EXPECT_EQ(stats["policy"]["name"], "pass-through");
+  EXPECT_EQ(stats["policy"]["name"], "qos-recording");
+}
+
+// Bad QoS values, at attach-vm and at set-qos: each refused with an error
+// naming the field; a refused attach-vm attaches nothing, a refused set-qos
+// leaves every field of the QoS as it was.
+TEST_F(DaemonTest, BadQosIsRefusedAndTheOldStays) {
+  struct Bad {
+    const char* qos;
+    const char* field;
+  };
+  const Bad bad[] = {
+      {R"({"weight":0})", "weight"},
+      {R"({"weight":-1})", "weight"},
+      {R"({"weight":2.5})", "weight"},
+      {R"({"latency_target_ns":"5us"})", "latency_target_ns"},
+      {R"({"max_rate_bps":-1000})", "max_rate_bps"},
+      {R"({"max_rate_bps":30000000000})", "max_rate_bps"},  // above the 25 Gb/s card
+      {R"({"max_msgs_per_s":20000001})", "max_msgs_per_s"},  // above its 20 M msg/s
+      {R"({"min_rate_bps":26000000000})", "min_rate_bps"},   // a guarantee above the card
+      {R"({"max_rate_bps":2000000000,"min_rate_bps":3000000000})", "min_rate_bps"},
+      {R"({"class":"urgent"})", "class"},
+      {R"({"priority":1})", "priority"},
+  };
+  for (const Bad& b : bad) {
+    json r = Request(json{{"cmd", "attach-vm"},
+                          {"name", "vm-bad"},
+                          {"socket", dir_ + "/vm-bad.sock"},
+                          {"gids", {"::ffff:10.0.0.8"}},
+                          {"qos", json::parse(b.qos)}});
+    EXPECT_FALSE(r.value("ok", true)) << b.qos;
+    EXPECT_EQ(r.value("error", "").rfind(std::string("qos.") + b.field, 0), 0u) << r.dump();
+    EXPECT_TRUE(FindVm(Request(R"({"cmd":"list-vms"})"), "vm-bad").is_null()) << b.qos;
+  }
+  ASSERT_TRUE(Request(json{{"cmd", "attach-vm"},
+                           {"name", "vm-q"},
+                           {"socket", dir_ + "/vm-q.sock"},
+                           {"gids", {"::ffff:10.0.0.9"}},
+                           {"qos", {{"weight", 3}, {"class", "latency"},
+                                    {"max_rate_bps", 2000000000}}}})
+                  .value("ok", false));
+  const json before = FindVm(Request(R"({"cmd":"stats"})"), "vm-q")["qos"];
+  EXPECT_EQ(before["max_rate_bps"], 2000000000);
+  // The guarantee alone passes the cap the VM already has.
+  const Bad bad_now[] = {{R"({"min_rate_bps":3000000000})", "min_rate_bps"},
+                         {R"({"weight":7,"max_rate_bps":-1})", "max_rate_bps"}};
+  for (const auto& list : {std::span<const Bad>(bad), std::span<const Bad>(bad_now)}) {
+    for (const Bad& b : list) {
+      json r = Request(json{{"cmd", "set-qos"}, {"name", "vm-q"}, {"qos", json::parse(b.qos)}});
+      EXPECT_FALSE(r.value("ok", true)) << b.qos;
+      EXPECT_EQ(r.value("error", "").rfind(std::string("qos.") + b.field, 0), 0u) << r.dump();
+      EXPECT_EQ(FindVm(Request(R"({"cmd":"stats"})"), "vm-q")["qos"], before) << b.qos;
+    }
+  }
 }
 
 TEST_F(DaemonTest, BadControlRequestsGetErrors) {
@@ -286,6 +391,50 @@ TEST_F(DaemonTest, DetachWhileQueuesRunDisconnectsTheFrontend) {
   EXPECT_TRUE(FindVm(Request(R"({"cmd":"stats"})"), "vm-d").is_null());
   // The same name and socket can be attached again.
   EXPECT_TRUE(Attach("vm-d").value("ok", false));
+}
+
+// A set-qos reaches the policy on the data-path thread before the daemon
+// replies: the reply means the new QoS is in force, and stats shows what
+// the policy applies.
+TEST_F(DaemonTest, SetQosIsInForceWhenTheReplyComes) {
+  ASSERT_TRUE(Request(json{{"cmd", "attach-vm"},
+                           {"name", "vm-l"},
+                           {"socket", dir_ + "/vm-l.sock"},
+                           {"gids", {"::ffff:10.0.0.7"}},
+                           {"qos", {{"weight", 2}}}})
+                  .value("ok", false));
+  auto fe = vhost::VhostUserFrontend::Connect(dir_ + "/vm-l.sock", 16 << 20);
+  ASSERT_TRUE(fe.ok());
+  ASSERT_EQ((*fe)->Negotiate(~0ull), Status::kOk);
+  ASSERT_NO_FATAL_FAILURE(StartAllQueues(**fe));
+  ASSERT_TRUE(WaitFor([&] { return policy_.calls() > 0; })) << "the device is up";
+  EXPECT_EQ(policy_.last().weight, 2u) << "attach-vm's QoS";
+  EXPECT_EQ(policy_.thread(), datapath_.get_id());
+
+  std::vector<double> ms;
+  for (uint64_t i = 1; i <= 100; ++i) {
+    const json q{{"weight", 1 + i % 7}, {"max_rate_bps", i * 100000000},
+                 {"min_rate_bps", i * 50000000}, {"max_msgs_per_s", i * 1000}};
+    const auto t0 = std::chrono::steady_clock::now();
+    json r = Request(json{{"cmd", "set-qos"}, {"name", "vm-l"}, {"qos", q}});
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                     .count());
+    ASSERT_TRUE(r.value("ok", false)) << r.dump();
+    // No waiting: the policy has it already, from the data-path thread.
+    const policy::TenantQos seen = policy_.last();
+    ASSERT_EQ(seen.max_rate_bps, i * 100000000) << i;
+    ASSERT_EQ(seen.min_rate_bps, i * 50000000) << i;
+    ASSERT_EQ(seen.max_msgs_per_s, i * 1000) << i;
+    ASSERT_EQ(policy_.thread(), datapath_.get_id());
+  }
+  std::sort(ms.begin(), ms.end());
+  std::printf("set-qos round trip (request to reply, policy updated): p50 %.3f ms, max %.3f ms\n",
+              ms[ms.size() / 2], ms.back());
+  EXPECT_LT(ms[ms.size() / 2], 10.0);
+  const json vm = FindVm(Request(R"({"cmd":"stats"})"), "vm-l");
+  EXPECT_EQ(vm["effective_qos"], vm["qos"]) << "this policy applies all it is asked";
+  EXPECT_EQ(vm["effective_qos"]["max_rate_bps"], 10000000000);
+  (*fe)->Disconnect();
 }
 
 }  // namespace

@@ -82,11 +82,17 @@ int main(int argc, char** argv) {
   std::string policy_name = "pass-through";
   std::vector<std::string> policy_opts;
   std::vector<std::string> card_opts;
+  double soft_line_gbps = 0;
   bool allow_unsealed_memory = false;
   app.add_option("--control-socket,--control", control_path,
                  "JSON control socket (attach-vm, detach-vm, list-vms, stats)")
       ->required();
   app.add_option("--rnic", rnic_kind, "RNIC backend")->check(CLI::IsMember({"soft"}));
+  app.add_option("--soft-line-gbps", soft_line_gbps,
+                 "the software RNIC's line rate in Gb/s, shared by every packet of every "
+                 "QP (0: unlimited, as fast as the CPU copies; also the card's line rate "
+                 "the policy plans for unless --card line_gbps says otherwise)")
+      ->check(CLI::Range(0.0, 10000.0));
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   app.add_option("--doorbell-queues", doorbell_queues, "doorbell virtqueues per VM")
@@ -106,9 +112,10 @@ int main(int argc, char** argv) {
   app.add_option("--policy-opt", policy_opts,
                  "a knob of the policy, key=value (repeatable; docs/policies.md)");
   app.add_option("--card", card_opts,
-                 "a figure of the RNIC the policy plans for, key=value: line_gbps, "
-                 "max_mpps, qp_mpps, mtu, pus, rtt_us (repeatable; default: a "
-                 "ConnectX-6 100 GbE)");
+                 "a figure of the RNIC the policy plans for and VMs' QoS is checked "
+                 "against, key=value: line_gbps, max_mpps, qp_mpps, mtu, pus, rtt_us "
+                 "(repeatable; default: a ConnectX-6 100 GbE, with the RNIC's own "
+                 "line rate where it reports one)");
   app.add_flag("--allow-unsealed-memory", allow_unsealed_memory,
                "accept guest RAM that cannot be sealed against shrinking (hugetlbfs, "
                "memfd without sealing); a frontend can then crash the daemon with "
@@ -126,7 +133,14 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);  // inherited by the data-path thread
   int sig_fd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 
+  vrdma::RnicLimits limits = vrdma::DefaultSoftRnicLimits();
+  limits.link_rate_bps = static_cast<uint64_t>(soft_line_gbps * 1e9 + 0.5);
+  vrdma::SoftRnic rnic(limits);
+  // The card the policy plans for: the RNIC's line rate where it reports
+  // one, then what --card says.
   vrdma::policy::CardProfile card;
+  const uint64_t link_bps = rnic.limits().link_rate_bps;
+  if (link_bps != 0) card.line_rate_bps = static_cast<double>(link_bps);
   std::string error;
   for (const std::string& o : card_opts) {
     if (!vrdma::policy::ParseCardOption(o, &card, &error)) {
@@ -134,13 +148,17 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (link_bps != 0 && card.line_rate_bps > static_cast<double>(link_bps)) {
+    spdlog::warn("--card line_gbps={} is above the RNIC's line rate, {} Gb/s: the policy "
+                 "plans for, and QoS may ask for, more than the wire carries",
+                 card.line_rate_bps / 1e9, static_cast<double>(link_bps) / 1e9);
+  }
   std::unique_ptr<vrdma::policy::SchedulerPolicy> policy =
       vrdma::policy::MakePolicy(policy_name, card, policy_opts, /*host_id=*/0, &error);
   if (!policy) {
     spdlog::error("--policy {}: {}", policy_name, error);
     return 2;
   }
-  vrdma::SoftRnic rnic;
   vrdma::EpollEventLoop::Options datapath_options;
   datapath_options.idle_spin_ns = uint64_t{idle_spin_us} * 1000;
   datapath_options.idle_yield_turns = idle_yield_turns;
@@ -195,6 +213,7 @@ int main(int argc, char** argv) {
     deps.device_options.num_doorbell_queues = doorbell_queues;
     deps.device_options.max_queue_size = queue_size;
     deps.connection_options.memory.allow_unsealed = allow_unsealed_memory;
+    deps.card = card;
     if (allow_unsealed_memory) {
       spdlog::warn("--allow-unsealed-memory: frontends may pass guest RAM that can shrink "
                    "under the daemon's mapping (a frontend can crash the daemon)");
@@ -210,8 +229,12 @@ int main(int argc, char** argv) {
         spdlog::info("signal {}: shutting down", si.ssi_signo);
         control_loop->Stop();
       });
-      spdlog::info("vhost-rdma-daemon running (rnic={}, policy={})", rnic_kind,
-                   policy_name);
+      spdlog::info("vhost-rdma-daemon running (rnic={}, line {}, policy={}, card {} Gb/s "
+                   "{} Mmsg/s)",
+                   rnic_kind,
+                   link_bps != 0 ? fmt::format("{} Gb/s", static_cast<double>(link_bps) / 1e9)
+                                 : std::string("unlimited"),
+                   policy_name, card.line_rate_bps / 1e9, card.max_msgs_per_s / 1e6);
       control_loop->Run();
     }
     // ~Daemon detaches every VM (through the data-path executor).

@@ -3,6 +3,8 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -13,24 +15,62 @@ namespace {
 
 using nlohmann::json;
 
-// Reads an optional unsigned field; false when present with a bad type or
-// out of range for T.
+// Reads an optional unsigned field of `obj` (named `where` + key in
+// errors); false when present with a bad type, a sign, a fraction, or out of
+// range for T. An integral number written with an exponent (25e9) is one.
 template <typename T>
-bool OptionalUnsigned(const json& obj, const char* key, T* out, std::string* error) {
+bool OptionalUnsigned(const json& obj, const char* where, const char* key, T* out,
+                      std::string* error) {
   auto it = obj.find(key);
   if (it == obj.end()) return true;
-  if (!it->is_number_unsigned() && !(it->is_number_integer() && it->template get<int64_t>() >= 0)) {
-    *error = std::string(key) + " must be a non-negative integer";
+  const std::string name = std::string(where) + key;
+  uint64_t v = 0;
+  if (it->is_number_unsigned()) {
+    v = it->template get<uint64_t>();
+  } else if (it->is_number_integer()) {
+    if (it->template get<int64_t>() < 0) {
+      *error = name + ": must not be negative";
+      return false;
+    }
+    v = it->template get<uint64_t>();
+  } else if (it->is_number_float()) {
+    const double d = it->template get<double>();
+    if (d < 0) {
+      *error = name + ": must not be negative";
+      return false;
+    }
+    if (d != std::floor(d)) {
+      *error = name + ": must be an integer";
+      return false;
+    }
+    // 2^64 and above do not fit; below, every integral double converts.
+    if (d >= 18446744073709551616.0) {
+      *error = name + ": is out of range";
+      return false;
+    }
+    v = static_cast<uint64_t>(d);
+  } else {
+    *error = name + ": must be a non-negative integer";
     return false;
   }
-  const uint64_t v = it->template get<uint64_t>();
   if (v > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
-    *error = std::string(key) + " is out of range";
+    *error = name + ": is out of range";
     return false;
   }
   *out = static_cast<T>(v);
   return true;
 }
+
+// The fields of a qos object (QosJson writes each) and their QosField bits.
+struct QosFieldName {
+  const char* name;
+  uint32_t bit;
+};
+constexpr QosFieldName kQosFields[] = {
+    {"weight", policy::kQosWeight},          {"class", policy::kQosClass},
+    {"latency_target_ns", policy::kQosLatencyTarget},
+    {"max_rate_bps", policy::kQosMaxRate},   {"max_msgs_per_s", policy::kQosMaxMsgs},
+    {"min_rate_bps", policy::kQosMinRate}};
 
 }  // namespace
 
@@ -70,7 +110,8 @@ nlohmann::json QuotasJson(const engine::Quotas& q) {
                         {"max_mappings", q.max_mappings}};
 }
 
-bool ParseAttachRequest(const json& j, AttachRequest* out, std::string* error) {
+bool ParseAttachRequest(const json& j, const policy::CardProfile& card, AttachRequest* out,
+                        std::string* error) {
   if (!j.is_object()) {
     *error = "request must be a JSON object";
     return false;
@@ -118,54 +159,80 @@ bool ParseAttachRequest(const json& j, AttachRequest* out, std::string* error) {
       return false;
     }
     engine::Quotas& Q = out->config.quotas;
-    if (!OptionalUnsigned(*q, "max_pd", &Q.max_pd, error) ||
-        !OptionalUnsigned(*q, "max_cq", &Q.max_cq, error) ||
-        !OptionalUnsigned(*q, "max_qp", &Q.max_qp, error) ||
-        !OptionalUnsigned(*q, "max_mr", &Q.max_mr, error) ||
-        !OptionalUnsigned(*q, "max_ah", &Q.max_ah, error) ||
-        !OptionalUnsigned(*q, "max_srq", &Q.max_srq, error) ||
-        !OptionalUnsigned(*q, "max_pinned_bytes", &Q.max_pinned_bytes, error) ||
-        !OptionalUnsigned(*q, "max_host_bytes", &Q.max_host_bytes, error) ||
-        !OptionalUnsigned(*q, "max_mappings", &Q.max_mappings, error)) {
+    if (!OptionalUnsigned(*q, "quotas.", "max_pd", &Q.max_pd, error) ||
+        !OptionalUnsigned(*q, "quotas.", "max_cq", &Q.max_cq, error) ||
+        !OptionalUnsigned(*q, "quotas.", "max_qp", &Q.max_qp, error) ||
+        !OptionalUnsigned(*q, "quotas.", "max_mr", &Q.max_mr, error) ||
+        !OptionalUnsigned(*q, "quotas.", "max_ah", &Q.max_ah, error) ||
+        !OptionalUnsigned(*q, "quotas.", "max_srq", &Q.max_srq, error) ||
+        !OptionalUnsigned(*q, "quotas.", "max_pinned_bytes", &Q.max_pinned_bytes, error) ||
+        !OptionalUnsigned(*q, "quotas.", "max_host_bytes", &Q.max_host_bytes, error) ||
+        !OptionalUnsigned(*q, "quotas.", "max_mappings", &Q.max_mappings, error)) {
       return false;
     }
   }
   if (auto q = j.find("qos"); q != j.end()) {
-    return ParseQos(*q, &out->config.qos, error);
+    return ParseQos(*q, card, &out->config.qos, error);
   }
   return true;
 }
 
-bool ParseQos(const json& q, policy::TenantQos* out, std::string* error) {
+bool ParseQos(const json& q, const policy::CardProfile& card, policy::TenantQos* out,
+              std::string* error) {
   if (!q.is_object()) {
-    *error = "qos must be an object";
+    *error = "qos: must be an object";
     return false;
   }
   for (const auto& [key, value] : q.items()) {
-    if (key != "weight" && key != "latency_target_ns" && key != "max_rate_bps" &&
-        key != "class") {
-      *error = "qos: unknown field " + key;
+    const auto known = [&key](const QosFieldName& f) { return key == f.name; };
+    if (std::none_of(std::begin(kQosFields), std::end(kQosFields), known)) {
+      *error = "qos." + key + ": unknown field (known:";
+      for (const QosFieldName& f : kQosFields) *error += std::string(" ") + f.name;
+      *error += ")";
       return false;
     }
   }
   policy::TenantQos Q = *out;
-  if (!OptionalUnsigned(q, "weight", &Q.weight, error) ||
-      !OptionalUnsigned(q, "latency_target_ns", &Q.latency_target_ns, error) ||
-      !OptionalUnsigned(q, "max_rate_bps", &Q.max_rate_bps, error)) {
-    return false;
-  }
-  if (Q.weight == 0) {
-    *error = "qos.weight must be >= 1";
+  if (!OptionalUnsigned(q, "qos.", "weight", &Q.weight, error) ||
+      !OptionalUnsigned(q, "qos.", "latency_target_ns", &Q.latency_target_ns, error) ||
+      !OptionalUnsigned(q, "qos.", "max_rate_bps", &Q.max_rate_bps, error) ||
+      !OptionalUnsigned(q, "qos.", "max_msgs_per_s", &Q.max_msgs_per_s, error) ||
+      !OptionalUnsigned(q, "qos.", "min_rate_bps", &Q.min_rate_bps, error)) {
     return false;
   }
   if (auto c = q.find("class"); c != q.end()) {
     if (!c->is_string() || !ParseTenantClass(c->get<std::string>(), &Q.app_class)) {
-      *error = "qos.class must be \"bandwidth\", \"throughput\" or \"latency\"";
+      *error = "qos.class: must be \"bandwidth\", \"throughput\" or \"latency\"";
       return false;
     }
   }
+  // The meaning (weight, limits against the card), on the QoS as it would
+  // become: a set-qos naming one field is checked with the others in force.
+  std::string why;
+  if (!policy::CheckTenantQos(Q, card, &why)) {
+    *error = "qos." + why;
+    return false;
+  }
   *out = Q;
   return true;
+}
+
+nlohmann::json QosJson(const policy::TenantQos& q) {
+  return nlohmann::json{{"weight", q.weight},
+                        {"class", TenantClassName(q.app_class)},
+                        {"latency_target_ns", q.latency_target_ns},
+                        {"max_rate_bps", q.max_rate_bps},
+                        {"max_msgs_per_s", q.max_msgs_per_s},
+                        {"min_rate_bps", q.min_rate_bps}};
+}
+
+nlohmann::json EffectiveQosJson(const policy::TenantQos& q, uint32_t applied) {
+  const nlohmann::json all = QosJson(q);
+  nlohmann::json out = nlohmann::json::object();
+  for (const QosFieldName& f : kQosFields) {
+    if (applied & f.bit) out[f.name] = all[f.name];
+  }
+  return out;
 }
 
 bool ParseTenantClass(const std::string& text, policy::TenantClass* out) {

@@ -7,10 +7,15 @@
 //    "gids":["::ffff:192.0.2.10"],
 //    "quotas":{"max_qp":64,"max_pinned_bytes":1073741824,...},   optional
 //    "qos":{"weight":2,"class":"latency","latency_target_ns":0,
-//           "max_rate_bps":0}}                                     optional
+//           "max_rate_bps":0,"max_msgs_per_s":0,"min_rate_bps":0}} optional
 //
-// qos.class is Justitia's application class (bandwidth, the default;
-// throughput; latency); policies that do not classify by operator ignore it.
+// The qos fields (policy::TenantQos; docs/operators.md, "QoS"): weight >= 1;
+// class, Justitia's application class (bandwidth, the default; throughput;
+// latency); latency_target_ns (0: the policy's default); max_rate_bps and
+// max_msgs_per_s, caps in payload bits and work requests per second (0:
+// none); min_rate_bps, a guarantee (0: none). Numbers are non-negative
+// integers (25e9 is one); caps and the guarantee are at most the card's
+// (--card, or the RNIC's link rate), the guarantee at most the byte cap.
 #ifndef VRDMA_VHOST_RDMA_DAEMON_VM_REQUEST_H_
 #define VRDMA_VHOST_RDMA_DAEMON_VM_REQUEST_H_
 
@@ -27,11 +32,21 @@ struct AttachRequest {
   std::string socket_path;
 };
 
-// Returns false and sets *error when the request is malformed.
-bool ParseAttachRequest(const nlohmann::json& j, AttachRequest* out, std::string* error);
-// A qos object (the fields it names replace those of *out); unknown
-// fields, bad types and ranges are errors and leave *out unchanged.
-bool ParseQos(const nlohmann::json& q, policy::TenantQos* out, std::string* error);
+// Returns false and sets *error when the request is malformed. card: what
+// the QoS is checked against.
+bool ParseAttachRequest(const nlohmann::json& j, const policy::CardProfile& card,
+                        AttachRequest* out, std::string* error);
+// A qos object: the fields it names replace those of *out, and the result
+// must pass policy::CheckTenantQos on `card`. Every refusal (unknown field,
+// bad type, sign, fraction, range, a rule of CheckTenantQos) leaves *out
+// unchanged and names the field in *error ("qos.max_rate_bps: ...").
+bool ParseQos(const nlohmann::json& q, const policy::CardProfile& card,
+              policy::TenantQos* out, std::string* error);
+// A QoS as ParseQos reads it (every field).
+nlohmann::json QosJson(const policy::TenantQos& q);
+// The fields of q named by `applied` (policy::QosField bits), as QosJson
+// names them: what a policy enforces (stats' "effective_qos").
+nlohmann::json EffectiveQosJson(const policy::TenantQos& q, uint32_t applied);
 // The "quotas" object, as ParseAttachRequest reads it (every field).
 nlohmann::json QuotasJson(const engine::Quotas& q);
 bool ParseTenantClass(const std::string& text, policy::TenantClass* out);

@@ -8,6 +8,9 @@ namespace {
 
 using nlohmann::json;
 
+// The card requests are checked against: the default 100 GbE, 105 M msg/s.
+const policy::CardProfile kCard{};
+
 TEST(VmRequestTest, ParsesFullRequest) {
   json j = json::parse(R"({"cmd":"attach-vm","name":"tenant-a","socket":"/run/a.sock",
       "gids":["::ffff:192.0.2.10","fe80::1"],
@@ -15,7 +18,7 @@ TEST(VmRequestTest, ParsesFullRequest) {
       "qos":{"weight":3,"max_rate_bps":1000}})");
   AttachRequest r;
   std::string err;
-  ASSERT_TRUE(ParseAttachRequest(j, &r, &err)) << err;
+  ASSERT_TRUE(ParseAttachRequest(j, kCard, &r, &err)) << err;
   EXPECT_EQ(r.config.name, "tenant-a");
   EXPECT_EQ(r.socket_path, "/run/a.sock");
   ASSERT_EQ(r.config.gids.size(), 2u);
@@ -41,7 +44,7 @@ TEST(VmRequestTest, QuotasRoundTrip) {
          {"gids", {"fe80::1"}}, {"quotas", quotas}};
   AttachRequest r;
   std::string err;
-  ASSERT_TRUE(ParseAttachRequest(j, &r, &err)) << err;
+  ASSERT_TRUE(ParseAttachRequest(j, kCard, &r, &err)) << err;
   EXPECT_EQ(r.config.quotas.max_host_bytes, 8u);
   EXPECT_EQ(r.config.quotas.max_mappings, 9u);
   EXPECT_EQ(QuotasJson(r.config.quotas), quotas);
@@ -69,18 +72,98 @@ TEST(VmRequestTest, RejectsBadRequests) {
       R"({"name":"a","socket":"/s","gids":["::1"],"quotas":[]})",
       R"({"name":"a","socket":"/s","gids":["::1"],"qos":{"weight":0}})",
       R"({"name":"a","socket":"/s","gids":["::1"],"qos":{"weight":1.5}})",
+      R"({"name":"a","socket":"/s","gids":["::1"],"qos":{"max_rate_bps":2e11}})",
   };
   for (const char* text : bad) {
     AttachRequest r;
     std::string err;
-    EXPECT_FALSE(ParseAttachRequest(json::parse(text), &r, &err)) << text;
+    EXPECT_FALSE(ParseAttachRequest(json::parse(text), kCard, &r, &err)) << text;
     EXPECT_FALSE(err.empty()) << text;
   }
   std::string long_path(200, 'x');
   AttachRequest r;
   std::string err;
   EXPECT_FALSE(ParseAttachRequest(
-      json{{"name", "a"}, {"socket", long_path}, {"gids", {"::1"}}}, &r, &err));
+      json{{"name", "a"}, {"socket", long_path}, {"gids", {"::1"}}}, kCard, &r, &err));
+}
+
+// Every QoS field is read from "qos" and written back by QosJson under the
+// same name (stats' "qos", the set-qos reply).
+TEST(VmRequestTest, QosRoundTrip) {
+  const json qos{{"weight", 3},          {"class", "throughput"},
+                 {"latency_target_ns", 5000}, {"max_rate_bps", 40000000000},
+                 {"max_msgs_per_s", 2000000}, {"min_rate_bps", 10000000000}};
+  policy::TenantQos q;
+  std::string err;
+  ASSERT_TRUE(ParseQos(qos, kCard, &q, &err)) << err;
+  EXPECT_EQ(q.max_msgs_per_s, 2000000u);
+  EXPECT_EQ(q.min_rate_bps, 10000000000u);
+  EXPECT_EQ(QosJson(q), qos);
+  EXPECT_EQ(EffectiveQosJson(q, policy::kQosWeight | policy::kQosMinRate),
+            (json{{"weight", 3}, {"min_rate_bps", 10000000000}}));
+  EXPECT_EQ(EffectiveQosJson(q, 0), json::object());
+}
+
+TEST(VmRequestTest, QosNumbersAreIntegersAnyWayJsonWritesThem) {
+  policy::TenantQos q;
+  std::string err;
+  ASSERT_TRUE(ParseQos(json::parse(R"({"max_rate_bps":25e9,"weight":2.0})"), kCard, &q, &err))
+      << err;
+  EXPECT_EQ(q.max_rate_bps, 25000000000u);
+  EXPECT_EQ(q.weight, 2u);
+}
+
+// Each bad value is refused with an error that names the field, and the
+// QoS it would have changed stays as it was.
+TEST(VmRequestTest, RefusesBadQosNamingTheFieldAndKeepsTheOld) {
+  policy::CardProfile card;
+  card.line_rate_bps = 25e9;
+  card.max_msgs_per_s = 20e6;
+  struct Case {
+    const char* qos;
+    const char* error;  // how the error starts
+  };
+  const Case cases[] = {
+      {R"({"weight":0})", "qos.weight: must be >= 1"},
+      {R"({"weight":-2})", "qos.weight: must not be negative"},
+      {R"({"weight":1.5})", "qos.weight: must be an integer"},
+      {R"({"weight":"2"})", "qos.weight: must be a non-negative integer"},
+      {R"({"weight":4294967296})", "qos.weight: is out of range"},
+      {R"({"latency_target_ns":-1})", "qos.latency_target_ns: must not be negative"},
+      {R"({"max_rate_bps":-1})", "qos.max_rate_bps: must not be negative"},
+      {R"({"max_rate_bps":26000000000})", "qos.max_rate_bps: 26000000000 is above the card's"},
+      {R"({"max_msgs_per_s":0.5})", "qos.max_msgs_per_s: must be an integer"},
+      {R"({"max_msgs_per_s":20000001})", "qos.max_msgs_per_s: 20000001 is above the card's"},
+      {R"({"min_rate_bps":30000000000})", "qos.min_rate_bps: 30000000000 is above the card's"},
+      {R"({"min_rate_bps":2000000000})", "qos.min_rate_bps: 2000000000 is above max_rate_bps"},
+      {R"({"class":"bulk"})", "qos.class: must be"},
+      {R"({"class":2})", "qos.class: must be"},
+      {R"({"weigth":2})", "qos.weigth: unknown field"},
+      {R"([])", "qos: must be an object"},
+  };
+  for (const Case& c : cases) {
+    const json j = json::parse(c.qos);
+    policy::TenantQos q;
+    q.weight = 7;
+    q.max_rate_bps = 1000000000;
+    const policy::TenantQos before = q;
+    std::string err;
+    EXPECT_FALSE(ParseQos(j, card, &q, &err)) << c.qos;
+    EXPECT_EQ(err.rfind(c.error, 0), 0u) << c.qos << ": " << err;
+    EXPECT_EQ(q, before) << c.qos;
+  }
+}
+
+// A set-qos naming one field is checked with the others in force: the
+// guarantee may not pass the cap the VM already has.
+TEST(VmRequestTest, QosIsCheckedWithTheFieldsAlreadyInForce) {
+  policy::TenantQos q;
+  q.max_rate_bps = 1000;
+  std::string err;
+  EXPECT_FALSE(ParseQos(json{{"min_rate_bps", 2000}}, kCard, &q, &err));
+  EXPECT_TRUE(ParseQos(json{{"min_rate_bps", 1000}}, kCard, &q, &err)) << err;
+  EXPECT_TRUE(ParseQos(json{{"max_rate_bps", 0}}, kCard, &q, &err)) << err;
+  EXPECT_TRUE(ParseQos(json{{"min_rate_bps", 2000}}, kCard, &q, &err)) << err;
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 //
 //   vrdma-ctl -s /run/vhost-rdma/ctl.sock attach-vm --name a --socket /run/a.sock
 //             --gid ::ffff:192.0.2.10 [--max-qp 64 ...] [--weight 2]
-//   vrdma-ctl -s ... set-qos --name a [--weight 2] [--class latency] ...
+//   vrdma-ctl -s ... set-qos --name a [--weight 2] [--class latency]
+//             [--latency-target-ns N] [--max-rate-bps N] [--max-msgs-per-s N]
+//             [--min-rate-bps N]   (attach-vm takes the same QoS options)
 //   vrdma-ctl -s ... detach-vm --name a
 //   vrdma-ctl -s ... list-vms | stats
 //   vrdma-ctl -s ... raw '{"cmd":"stats"}'
@@ -36,8 +38,28 @@ int main(int argc, char** argv) {
   std::vector<std::string> gids;
   std::optional<uint64_t> max_pd, max_cq, max_qp, max_mr, max_ah, max_srq, max_pinned,
       max_host, max_mappings;
-  std::optional<uint64_t> weight, latency_ns, rate_bps;
+  // A VM's QoS (the qos object; vm_request.h): the same options at
+  // attach-vm and set-qos.
+  std::optional<uint64_t> weight, latency_ns, rate_bps, msgs_per_s, min_rate_bps;
   std::optional<std::string> app_class;
+  auto add_qos_options = [&](CLI::App* cmd) {
+    cmd->add_option("--weight", weight, "share of contended capacity, >= 1");
+    cmd->add_option("--latency-target-ns", latency_ns, "p99 target (0: the policy's)");
+    cmd->add_option("--max-rate-bps", rate_bps, "cap in payload bits/s (0: none)");
+    cmd->add_option("--max-msgs-per-s", msgs_per_s, "cap in work requests/s (0: none)");
+    cmd->add_option("--min-rate-bps", min_rate_bps, "guarantee in payload bits/s (0: none)");
+    cmd->add_option("--class", app_class, "bandwidth|throughput|latency");
+  };
+  auto qos_json = [&] {
+    json qos = json::object();
+    if (weight) qos["weight"] = *weight;
+    if (latency_ns) qos["latency_target_ns"] = *latency_ns;
+    if (rate_bps) qos["max_rate_bps"] = *rate_bps;
+    if (msgs_per_s) qos["max_msgs_per_s"] = *msgs_per_s;
+    if (min_rate_bps) qos["min_rate_bps"] = *min_rate_bps;
+    if (app_class) qos["class"] = *app_class;
+    return qos;
+  };
   attach->add_option("--name", name, "VM name")->required();
   attach->add_option("--socket", vm_socket, "vhost-user socket path for QEMU")->required();
   attach->add_option("--gid", gids, "RoCEv2 GID (IPv6 text), repeatable")->required();
@@ -50,17 +72,11 @@ int main(int argc, char** argv) {
   attach->add_option("--max-pinned-bytes", max_pinned);
   attach->add_option("--max-host-bytes", max_host);
   attach->add_option("--max-mappings", max_mappings);
-  attach->add_option("--weight", weight);
-  attach->add_option("--latency-target-ns", latency_ns);
-  attach->add_option("--max-rate-bps", rate_bps);
-  attach->add_option("--class", app_class, "bandwidth|throughput|latency");
+  add_qos_options(attach);
 
   auto* set_qos = app.add_subcommand("set-qos", "change a running VM's QoS (fields given)");
   set_qos->add_option("--name", name, "VM name")->required();
-  set_qos->add_option("--weight", weight);
-  set_qos->add_option("--latency-target-ns", latency_ns);
-  set_qos->add_option("--max-rate-bps", rate_bps);
-  set_qos->add_option("--class", app_class, "bandwidth|throughput|latency");
+  add_qos_options(set_qos);
 
   auto* detach = app.add_subcommand("detach-vm", "detach a VM, releasing everything it holds");
   detach->add_option("--name", name, "VM name")->required();
@@ -87,19 +103,9 @@ int main(int argc, char** argv) {
     put(quotas, "max_host_bytes", max_host);
     put(quotas, "max_mappings", max_mappings);
     if (!quotas.empty()) request["quotas"] = quotas;
-    json qos = json::object();
-    put(qos, "weight", weight);
-    put(qos, "latency_target_ns", latency_ns);
-    put(qos, "max_rate_bps", rate_bps);
-    if (app_class) qos["class"] = *app_class;
-    if (!qos.empty()) request["qos"] = qos;
+    if (json qos = qos_json(); !qos.empty()) request["qos"] = qos;
   } else if (*set_qos) {
-    json qos = json::object();
-    if (weight) qos["weight"] = *weight;
-    if (latency_ns) qos["latency_target_ns"] = *latency_ns;
-    if (rate_bps) qos["max_rate_bps"] = *rate_bps;
-    if (app_class) qos["class"] = *app_class;
-    request = {{"cmd", "set-qos"}, {"name", name}, {"qos", qos}};
+    request = {{"cmd", "set-qos"}, {"name", name}, {"qos", qos_json()}};
   } else if (*detach) {
     request = {{"cmd", "detach-vm"}, {"name", name}};
   } else if (*list) {

@@ -1,0 +1,158 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+#include "tests/integration/perftest_runner.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#ifndef VRDMA_PERFTEST_PATH
+#define VRDMA_PERFTEST_PATH "vrdma-perftest"
+#endif
+
+namespace vrdma::integration {
+
+pid_t Spawn(const std::vector<std::string>& args, const std::string& out) {
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  FILE* f = std::freopen(out.c_str(), "w", stdout);
+  (void)f;
+  dup2(STDOUT_FILENO, STDERR_FILENO);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execv(argv[0], argv.data());
+  _exit(127);
+}
+
+int Wait(pid_t pid, int timeout_s) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > end) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::string PerftestPath() { return BinaryPath("VRDMA_PERFTEST", VRDMA_PERFTEST_PATH); }
+
+WriteBwTraffic::~WriteBwTraffic() {
+  for (Run& r : runs_) {
+    for (pid_t p : {r.client, r.server}) {
+      if (p > 0) {
+        kill(p, SIGKILL);
+        waitpid(p, nullptr, 0);
+      }
+    }
+  }
+}
+
+bool WriteBwTraffic::Start(const std::vector<BwGuest>& guests, int seconds, uint64_t msg_bytes,
+                           const std::vector<std::string>& extra, std::string* err) {
+  seconds_ = seconds;
+  const std::string bin = PerftestPath();
+  const std::string dir = daemon_.dir();
+  for (size_t i = 0; i < guests.size(); ++i) {
+    Run r;
+    r.guest = guests[i];
+    // A port per guest, apart from other test processes' (pid).
+    const std::string port = std::to_string(20000 + (getpid() % 10000) * 4 + i);
+    r.server_out = dir + "/" + r.guest.server + ".out";
+    r.client_out = dir + "/" + r.guest.name + ".out";
+    r.json = dir + "/" + r.guest.name + ".json";
+    r.server = Spawn({bin, "write_bw", "--socket", r.guest.server_socket, "-p", port},
+                     r.server_out);
+    std::vector<std::string> client = {bin, "write_bw", "127.0.0.1",
+                                       "--socket", r.guest.client_socket,
+                                       "-p", port,
+                                       "-D", std::to_string(seconds),
+                                       "-s", std::to_string(msg_bytes),
+                                       "--report_gbits", "--out_json", r.json};
+    client.insert(client.end(), extra.begin(), extra.end());
+    r.client = Spawn(client, r.client_out);
+    runs_.push_back(std::move(r));
+    if (runs_.back().server <= 0 || runs_.back().client <= 0) return *err = "fork failed", false;
+  }
+  // Every client has WRITEs completing: from here on all of them run.
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < end) {
+    const std::vector<uint64_t> done = BytesCompleted();
+    bool all = true;
+    for (uint64_t b : done) all = all && b > 0;
+    if (all) return true;
+    for (const Run& r : runs_) {
+      if (waitpid(r.client, nullptr, WNOHANG) != 0) {
+        return *err = r.guest.name + ": vrdma-perftest ended early:\n" + Slurp(r.client_out),
+               false;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return *err = "the guests' WRITEs never all completed", false;
+}
+
+std::vector<uint64_t> WriteBwTraffic::BytesCompleted() {
+  std::vector<uint64_t> out;
+  for (const Run& r : runs_) {
+    const nlohmann::json vm = daemon_.VmStats(r.guest.name);
+    out.push_back(vm.is_object() ? vm["scheduler"].value("bytes_completed", uint64_t{0}) : 0);
+  }
+  return out;
+}
+
+std::vector<double> WriteBwTraffic::MeasureGbps(std::chrono::milliseconds window) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<uint64_t> b0 = BytesCompleted();
+  std::this_thread::sleep_until(t0 + window);
+  const std::vector<uint64_t> b1 = BytesCompleted();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::vector<double> gbps;
+  for (size_t i = 0; i < b0.size(); ++i) gbps.push_back((b1[i] - b0[i]) * 8 / s / 1e9);
+  return gbps;
+}
+
+std::optional<std::vector<double>> WriteBwTraffic::Finish(std::string* err) {
+  std::vector<double> gbps;
+  bool ok = true;
+  for (Run& r : runs_) {
+    const int crc = Wait(r.client, seconds_ + 60);
+    const int src = Wait(r.server, 20);
+    r.client = r.server = -1;
+    if (crc != 0 || src != 0) {
+      *err += r.guest.name + ": client exit " + std::to_string(crc) + ", server exit " +
+              std::to_string(src) + "\nclient:\n" + Slurp(r.client_out) + "\nserver:\n" +
+              Slurp(r.server_out) + "\n";
+      ok = false;
+      continue;
+    }
+    const nlohmann::json j = nlohmann::json::parse(Slurp(r.json), nullptr, false);
+    if (j.is_discarded() || !j.contains("results")) {
+      *err += r.guest.name + ": no JSON result\n";
+      ok = false;
+      continue;
+    }
+    gbps.push_back(j["results"].value("BW_average", 0.0));
+  }
+  if (!ok) return std::nullopt;
+  return gbps;
+}
+
+}  // namespace vrdma::integration

@@ -1,0 +1,74 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// vrdma-perftest as a child process of a test, and write_bw traffic from
+// several guests at once through one real daemon, measured two ways: by
+// each vrdma-perftest (its BW average over its whole run) and by the
+// daemon (the bytes of each client VM's WRITEs the scheduler stage saw
+// complete, from `stats`, over a window in which every guest runs).
+#ifndef VRDMA_TESTS_INTEGRATION_PERFTEST_RUNNER_H_
+#define VRDMA_TESTS_INTEGRATION_PERFTEST_RUNNER_H_
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tests/integration/daemon_harness.h"
+
+namespace vrdma::integration {
+
+// Runs args[0] with its output to the file `out`; the child's pid.
+pid_t Spawn(const std::vector<std::string>& args, const std::string& out);
+// Waits up to timeout_s; kills on timeout. The exit code (-1: killed).
+int Wait(pid_t pid, int timeout_s);
+std::string Slurp(const std::string& path);
+// The vrdma-perftest binary ($VRDMA_PERFTEST or the one CMake built).
+std::string PerftestPath();
+
+// One guest's write_bw: a client on VM `name` writing to a server on VM
+// `server`, both attached to the daemon already.
+struct BwGuest {
+  std::string name;     // the client VM: its QoS shapes the traffic
+  std::string server;   // the server VM
+  std::string client_socket, server_socket;
+};
+
+class WriteBwTraffic {
+ public:
+  explicit WriteBwTraffic(DaemonHarness& daemon) : daemon_(daemon) {}
+  ~WriteBwTraffic();  // kills what still runs
+  WriteBwTraffic(const WriteBwTraffic&) = delete;
+  WriteBwTraffic& operator=(const WriteBwTraffic&) = delete;
+
+  // Starts every guest's server and client (`vrdma-perftest write_bw -D
+  // seconds -s msg_bytes --report_gbits`, plus `extra`), then waits until
+  // the daemon has seen every client VM's WRITEs complete, so the runs
+  // overlap from the return on. false (with *err) when one did not start.
+  bool Start(const std::vector<BwGuest>& guests, int seconds, uint64_t msg_bytes,
+             const std::vector<std::string>& extra, std::string* err);
+  // Each guest's payload rate in Gb/s over the next `window`, from the
+  // daemon's accounting (stats' scheduler.bytes_completed of its client VM).
+  std::vector<double> MeasureGbps(std::chrono::milliseconds window);
+  // Waits for every run to end; each guest's Gb/s as its vrdma-perftest
+  // reported it (BW average, whole run), or nullopt with *err when one
+  // failed or timed out.
+  std::optional<std::vector<double>> Finish(std::string* err);
+
+ private:
+  struct Run {
+    BwGuest guest;
+    pid_t server = -1, client = -1;
+    std::string server_out, client_out, json;
+  };
+  std::vector<uint64_t> BytesCompleted();
+
+  DaemonHarness& daemon_;
+  std::vector<Run> runs_;
+  int seconds_ = 0;
+};
+
+}  // namespace vrdma::integration
+
+#endif  // VRDMA_TESTS_INTEGRATION_PERFTEST_RUNNER_H_
