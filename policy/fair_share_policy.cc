@@ -278,6 +278,12 @@ class FairSharePolicy final : public SchedulerPolicy {
     sink.Number("cap_waits", static_cast<double>(t.cap_waits));
     sink.Number("latency_target_ns", static_cast<double>(t.qos.latency_target_ns));
     sink.Number("target_misses", static_cast<double>(t.target_misses));
+    // Weight, byte cap and latency target are applied as asked; the class
+    // is not read (flows are classified by what they post); message caps
+    // and guarantees are not applied yet.
+    TenantQos effective = t.qos;
+    effective.weight = Weight(t);
+    sink.EffectiveQos(effective, kQosWeight | kQosMaxRate | kQosLatencyTarget);
   }
 
  private:

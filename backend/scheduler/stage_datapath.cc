@@ -411,8 +411,10 @@ void Stage::CommitEmit(FlowStorage& f, const Emit& em) {
     a.queued_bytes -= em.length;
     ++a.outstanding_pieces;
     a.outstanding_bytes += em.length;
-    f.credit_bytes -= em.length;
-    --f.credit_pieces;
+    if (f.control.gated) {  // credit means nothing to a flow not gated
+      f.credit_bytes -= em.length;
+      --f.credit_pieces;
+    }
     if (em.completes_entry) {
       if (em.flags & kRecSplit) ++a.wrs_split;
       r.wr_bytes = e.total;

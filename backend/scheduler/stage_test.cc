@@ -71,6 +71,10 @@ class ScriptPolicy : public policy::SchedulerPolicy {
     oks.push_back(ok);
   }
   void OnCreditNeeded(Nanos, FlowId f) override { credit_asks.push_back(f); }
+  void OnRetired(Nanos, FlowId, uint64_t bytes, uint32_t pieces) override {
+    retired_bytes += bytes;
+    retired_pieces += pieces;
+  }
   void OnTimer(Nanos now) override { timers.push_back(now); }
   void OnProbeCompleted(Nanos, DestId d, Nanos rtt) override {
     probes.push_back({d, rtt});
@@ -84,6 +88,8 @@ class ScriptPolicy : public policy::SchedulerPolicy {
   std::vector<bool> oks;
   std::vector<FlowId> credit_asks;
   std::vector<std::pair<DestId, Nanos>> probes;
+  uint64_t retired_bytes = 0;
+  uint32_t retired_pieces = 0;
 };
 
 class StageTest : public ::testing::Test {
@@ -341,6 +347,39 @@ TEST_F(StageTest, GatedFlowAsksForCreditOnceAndPaysDebts) {
   policy_.M().Grant(flow_, 1, 1);
   Run();
   EXPECT_EQ(Posted().size(), 2u);
+}
+
+// What a flow posted before it was gated owes no credit: a grant of one
+// piece after the switch posts one piece (it used to pay the ungated
+// posts back first, so a policy budgeting its grants leaked them).
+TEST_F(StageTest, WorkPostedBeforeGatingLeavesNoCreditDebt) {
+  for (uint32_t t = 1; t <= 3; ++t) ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 100, true), t));
+  Run();
+  ASSERT_EQ(Posted().size(), 3u);
+  CompleteSignaled(3);
+  policy::FlowControl c;
+  c.gated = true;
+  policy_.M().Configure(flow_, c);
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 100, true), 4));
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 100, true), 5));
+  Run();
+  EXPECT_TRUE(Posted().empty());
+  policy_.M().Grant(flow_, 1u << 20, 1);
+  Run();
+  EXPECT_EQ(Posted().size(), 1u);
+}
+
+TEST_F(StageTest, PiecesLeavingTheRnicAreReportedToThePolicy) {
+  policy::FlowControl c;
+  c.chunk_bytes = 1000;
+  policy_.M().Configure(flow_, c);
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 2500, true), 1));
+  Run();
+  ASSERT_EQ(Posted().size(), 3u);
+  EXPECT_EQ(policy_.retired_pieces, 0u);
+  CompleteSignaled(1);  // the last piece's completion retires all three
+  EXPECT_EQ(policy_.retired_pieces, 3u);
+  EXPECT_EQ(policy_.retired_bytes, 2500u);
 }
 
 TEST_F(StageTest, ReleaseTimesAndThePolicyTimerRunOnTheWheel) {
