@@ -48,10 +48,7 @@ class SoftLineTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     std::string err;
-    // The card's round trip as an operator gives it for the software RNIC
-    // (a loopback through the daemon takes 100s of us here, not 2 us).
-    ASSERT_TRUE(daemon_.Start(&err, {"--policy", GetParam(), "--soft-line-gbps", Gbps(kLineGbps),
-                                     "--card", "rtt_us=200"}))
+    ASSERT_TRUE(daemon_.Start(&err, {"--policy", GetParam(), "--soft-line-gbps", Gbps(kLineGbps)}))
         << err;
     const char* names[] = {"vm-a", "vm-a-peer", "vm-b", "vm-b-peer"};
     for (int i = 0; i < 4; ++i) {
