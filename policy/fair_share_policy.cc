@@ -23,6 +23,11 @@
 //     turn round robin, so 16 QPs get what one QP gets.
 //   - Caps are token buckets per VM, charged with the bytes that left the
 //     card; a capped VM's flows are gated even when it is alone.
+//   - Grants are paced on two clocks (the wire, the message engine) that
+//     small messages advance first, so bulk pieces reach the card evenly.
+//   - A VM's latency target halves the piece until it holds; longer pieces
+//     are tried again with a back-off.
+//   - At most `atomic_window` atomics per QP are on the card.
 //   - Alone on the card a bulk flow is not gated; it is split into
 //     `solo_chunk` pieces under a per-flow window of `solo_window_bdp`
 //     bandwidth-delay products, so when another VM starts it waits behind
