@@ -98,8 +98,18 @@ TEST_P(LineShareTest, TwoGuestsTogetherStayWithinTheLine) {
 
 INSTANTIATE_TEST_SUITE_P(PassThrough, LineShareTest, ::testing::Values("pass-through"));
 
-// QoS applied by the policy under test.
-using QosRateTest = SoftLineTest;
+// QoS applied by the policy under test. Not in a sanitized build: its
+// daemon is CPU-bound below the line (1.9 of 4 Gb/s under fair-share's
+// per-piece work), so what the guests share is the CPU, not the line.
+class QosRateTest : public SoftLineTest {
+ protected:
+  void SetUp() override {
+#ifdef VRDMA_SANITIZED
+    GTEST_SKIP() << "rates through a sanitized daemon measure its CPU, not the line";
+#endif
+    SoftLineTest::SetUp();
+  }
+};
 
 // Waits for the policy of issue 12 ("fair-share"): a cap set live brings
 // the guest's rate within 5% of it within a second; the other guest may

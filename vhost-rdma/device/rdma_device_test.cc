@@ -370,21 +370,23 @@ TEST_F(RdmaDeviceTest, ControlTimeBeyondItsQuotaWaits) {
                                 {.control_budget = 64,
                                  .control_slice_ns = 1'000'000,
                                  .control_share = 0.1,
-                                 .control_burst_ns = 3'000'000});
+                                 .control_burst_ns = 7'000'000});
   ASSERT_TRUE(dev.ok());
+  // 5 ms each: one leaves the 7 ms burst positive whatever a slow
+  // (sanitizer) build adds below 2 ms; two always spend it.
   EXPECT_CALL(engine_, CreatePd(_)).Times(3).WillRepeatedly([](engine::VmId) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
     return Result<uint32_t>(1u);
   });
   for (int i = 0; i < 3; ++i) PostCommand(Cmd(VIRTIO_RDMA_CMD_CREATE_PD), 16);
   ASSERT_EQ((*dev)->StartQueue(0, ctrl_.vq), Status::kOk);
   ASSERT_EQ(UsedIdx(ctrl_), 1);           // the time slice
   control_.Fire(ctrl_.vq.kick_fd);
-  ASSERT_EQ(UsedIdx(ctrl_), 2);           // >= 4 ms of a 3 ms burst spent
+  ASSERT_EQ(UsedIdx(ctrl_), 2);           // >= 10 ms of a 7 ms burst spent
   control_.Fire(ctrl_.vq.kick_fd);
   EXPECT_EQ(UsedIdx(ctrl_), 2) << "the quota rule held the third command";
   EXPECT_GE((*dev)->control_throttles(), 1u);
-  // >= 1 ms over at a 10 % share: >= 10 ms until it may run again.
+  // >= 3 ms over at a 10 % share: >= 30 ms until it may run again.
   const int timer = (*dev)->control_timer_fd();
   ASSERT_GE(timer, 0);
   ASSERT_EQ(control_.fds.count(timer), 1u);
