@@ -41,6 +41,7 @@
 #include <cmath>
 #include <unordered_map>
 
+#include "policy/card_pacer.h"
 #include "policy/policy_options.h"
 
 namespace vrdma::policy {
@@ -82,7 +83,8 @@ constexpr uint64_t kByteCredit = uint64_t{1} << 31;
 
 class FairSharePolicy final : public SchedulerPolicy {
  public:
-  FairSharePolicy(const CardProfile& card, const FairShareParams& p) : card_(card), p_(p) {
+  FairSharePolicy(const CardProfile& card, const FairShareParams& p)
+      : card_(card), p_(p), pacer_(card, p.pace, p.packet_overhead_bytes) {
     chunk_ = p_.chunk_bytes != 0 ? p_.chunk_bytes : card_.mtu_bytes;
     base_chunk_ = chunk_;
     probe_rounds_ = p_.grow_after;
@@ -94,10 +96,8 @@ class FairSharePolicy final : public SchedulerPolicy {
     solo_window_bytes_ = static_cast<uint64_t>(
         std::max(p_.solo_window_bdp * bdp_bytes, 2.0 * p_.solo_chunk_bytes));
     active_ns_ = static_cast<Nanos>(p_.active_us * 1e3);
-    ns_per_byte_ = 8e9 / card_.line_rate_bps;
-    ns_per_msg_ = 1e9 / card_.max_msgs_per_s;
-    pace_slack_ns_ = WireNs(chunk_) / p_.pace;
-    horizon_ns_ = WireNs(window_bytes_) / p_.pace;
+    pacer_.SetSlack(chunk_);
+    pacer_.SetHorizon(window_bytes_);
   }
 
   std::string_view name() const override { return "fair-share"; }
@@ -180,7 +180,7 @@ class FairSharePolicy final : public SchedulerPolicy {
     }
     // A small message goes to the card now: it takes its time first. (A
     // bulk UD flow is not scheduled at all: the card shares it natively.)
-    if (!f.gated && !f.bulk && contended()) Occupy(now, wr.bytes);
+    if (!f.gated && !f.bulk && contended()) pacer_.Occupy(now, wr.bytes);
   }
 
   void OnCompleted(Nanos, const WrInfo& wr, Nanos latency, bool) override {
@@ -338,23 +338,6 @@ class FairSharePolicy final : public SchedulerPolicy {
   bool contended() const { return active_tenants_ >= 2; }
   static uint32_t Weight(const Tenant& t) { return std::max<uint32_t>(t.qos.weight, 1); }
   static bool Capped(const Tenant& t) { return t.qos.max_rate_bps != 0; }
-  // A message's time on the wire: payload and each packet's headers.
-  double WireNs(uint64_t bytes) const {
-    const uint64_t packets = std::max<uint64_t>(1, (bytes + card_.mtu_bytes - 1) / card_.mtu_bytes);
-    return static_cast<double>(bytes + packets * p_.packet_overhead_bytes) * ns_per_byte_;
-  }
-  // Its time on the card's dominant resource: the wire, or the message
-  // engine at the card's message rate (what DRR charges a VM).
-  double CostNs(uint64_t bytes) const { return std::max(WireNs(bytes), ns_per_msg_); }
-  // The pacer's two clocks: a message (granted, or bypassing the stage)
-  // takes its time on each resource.
-  // The clocks run at most a window ahead: more than that is load the
-  // window holds back anyway (a bulk burst before contention began).
-  void Occupy(Nanos now, uint64_t bytes) {
-    const double t = static_cast<double>(now);
-    wire_at_ = std::min(std::max(wire_at_, t) + WireNs(bytes) / p_.pace, t + horizon_ns_);
-    msg_at_ = std::min(std::max(msg_at_, t) + ns_per_msg_ / p_.pace, t + horizon_ns_);
-  }
 
   uint32_t TenantIndex(TenantId id) {
     auto it = tenant_index_.find(id);
@@ -398,7 +381,7 @@ class FairSharePolicy final : public SchedulerPolicy {
   // less), or allows longer ones again. Every gated bulk flow follows.
   void SetChunk(uint32_t bytes) {
     chunk_ = bytes;
-    pace_slack_ns_ = WireNs(chunk_) / p_.pace;
+    pacer_.SetSlack(chunk_);
     ++chunk_changes_;
     for (uint32_t f = 0; f < flows_.size(); ++f) {
       if (flows_[f].live && flows_[f].gated && flows_[f].bulk) Apply(f);
@@ -419,7 +402,7 @@ class FairSharePolicy final : public SchedulerPolicy {
       if (!contended() && chunk_ != base_chunk_) {
         // Nobody left to protect: latency targets start over next time.
         chunk_ = base_chunk_;
-        pace_slack_ns_ = WireNs(chunk_) / p_.pace;
+        pacer_.SetSlack(chunk_);
         probe_rounds_ = p_.grow_after;
         met_rounds_ = 0;
         last_grew_ = false;
@@ -527,7 +510,7 @@ class FairSharePolicy final : public SchedulerPolicy {
     uint32_t skipped = 0;  // VMs passed in a row (capped out, none asking)
     while (cursor_ != kNone && inuse_pieces_ < window_pieces_ &&
            (inuse_bytes_ == 0 || inuse_bytes_ + chunk_ <= window_bytes_)) {
-      const double due = std::max(wire_at_, msg_at_) - pace_slack_ns_;
+      const double due = pacer_.DueAt();
       if (due > static_cast<double>(now)) {
         wake = std::min(wake, static_cast<Nanos>(due) + 1);
         break;
@@ -564,10 +547,10 @@ class FairSharePolicy final : public SchedulerPolicy {
           chunked
               ? std::min<uint64_t>(chunk_, std::max<uint64_t>(a.queued_bytes, 1))
               : std::max<uint64_t>(a.queued_bytes / std::max<uint32_t>(a.queued_wrs, 1), 1);
-      const double cost = CostNs(est);
+      const double cost = pacer_.CostNs(est);
       if (!t.turn) {
         t.turn = true;
-        t.deficit_ns += Weight(t) * CostNs(std::max(chunk_, card_.mtu_bytes));
+        t.deficit_ns += Weight(t) * pacer_.CostNs(std::max(chunk_, card_.mtu_bytes));
       }
       if (t.deficit_ns < cost) {
         Advance();
@@ -599,7 +582,7 @@ class FairSharePolicy final : public SchedulerPolicy {
       t.granted_pieces += n;
       t.granted_bytes += n * est;
       grants_ += n;
-      Occupy(now, n * est);
+      pacer_.Occupy(now, n * est);
       mech().Grant(id, mech().credit_bytes(id) < kByteCredit / 2 ? kByteCredit : 0, n);
     }
     if (wake != kNever) Arm(wake);
@@ -614,6 +597,7 @@ class FairSharePolicy final : public SchedulerPolicy {
 
   CardProfile card_;
   FairShareParams p_;
+  CardPacer pacer_;
   uint32_t chunk_ = 4096;       // the piece now
   uint32_t base_chunk_ = 4096;  // the piece without latency targets
   uint32_t met_rounds_ = 0;     // latency judgements in a row without a miss
@@ -625,10 +609,6 @@ class FairSharePolicy final : public SchedulerPolicy {
   uint32_t window_pieces_ = 0;
   uint64_t solo_window_bytes_ = 0;
   Nanos active_ns_ = 0;
-  double ns_per_byte_ = 0;
-  double ns_per_msg_ = 0;
-  double pace_slack_ns_ = 0;  // a grant may come this much before its time
-  double horizon_ns_ = 0;     // how far ahead of now the pacer's clocks go
 
   std::vector<Tenant> tenants_;
   std::vector<uint32_t> free_tenants_;
@@ -640,8 +620,6 @@ class FairSharePolicy final : public SchedulerPolicy {
   uint32_t inuse_pieces_ = 0;
   uint64_t inuse_bytes_ = 0;
   uint64_t grants_ = 0;
-  double wire_at_ = 0;       // when the wire is free of what we let on
-  double msg_at_ = 0;        // when the message engine is
   Nanos next_scan_ = kNever;
   Nanos armed_at_ = kNever;
   Nanos last_now_ = 0;
