@@ -249,9 +249,11 @@ class FairSharePolicy final : public SchedulerPolicy {
       for (uint32_t i = 0; i < tenants_.size(); ++i) {
         Tenant& t = tenants_[i];
         if (!t.active) continue;
-        if (now - std::min(now, t.last_arrival) >= active_ns_ && t.wait_head == kNone) {
-          SetActive(i, false);
-        }
+        if (now - std::min(now, t.last_arrival) < active_ns_ || t.wait_head != kNone) continue;
+        // Quiet, but with work in the stage or on the card (a guest waiting
+        // for completions posts nothing new): still sending.
+        const TenantAccount& a = mech().tenant_account(t.id);
+        if (a.queued_wrs == 0 && a.outstanding_pieces == 0) SetActive(i, false);
       }
       if (contended()) next_scan_ = now + active_ns_ / 2;
     }
