@@ -139,7 +139,6 @@ class FairSharePolicy final : public SchedulerPolicy {
     f.live = true;
     f.tenant = TenantIndex(info.tenant);
     f.ud = info.qp == QpKind::kUd;
-    ++tenants_[f.tenant].flows;
     last_now_ = std::max(last_now_, now);
     Apply(info.flow);
   }
@@ -151,10 +150,7 @@ class FairSharePolicy final : public SchedulerPolicy {
     Release(f, f.out_bytes, f.out_pieces);
     SetPosting(f, false);
     if (f.waiting) Unwait(id);
-    if (how == FlowEnd::kDestroyed) {
-      --tenants_[f.tenant].flows;
-      f = Flow{};
-    }
+    if (how == FlowEnd::kDestroyed) f = Flow{};
     Distribute(now);
   }
 
@@ -220,7 +216,6 @@ class FairSharePolicy final : public SchedulerPolicy {
       Refill(t, now);
       t.tokens -= static_cast<double>(bytes);
     }
-    t.retired_bytes += bytes;
     if (f.posting && mech().flow_account(id).queued_wrs == 0) SetPosting(f, false);
     if (f.out_pieces == 0) return;
     const uint32_t p = std::min(pieces, f.out_pieces);
@@ -297,7 +292,6 @@ class FairSharePolicy final : public SchedulerPolicy {
   struct Tenant {
     TenantId id = 0;
     TenantQos qos;
-    uint32_t flows = 0;
     bool active = false;
     Nanos last_arrival = 0;
     // Deficit round robin over VMs with flows waiting for a grant.
@@ -313,7 +307,6 @@ class FairSharePolicy final : public SchedulerPolicy {
     Nanos tokens_at = 0;
     uint64_t granted_pieces = 0;
     uint64_t granted_bytes = 0;
-    uint64_t retired_bytes = 0;
     uint64_t cap_waits = 0;
     // Completions towards its latency target's next judgement.
     uint32_t samples = 0;

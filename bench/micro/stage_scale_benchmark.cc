@@ -143,16 +143,13 @@ void BM_StageScale(benchmark::State& state, std::string policy_name) {
   }
   const auto per = benchmark::Counter::kIsRate | benchmark::Counter::kInvert;
   state.counters["ns_per_wr"] = benchmark::Counter(static_cast<double>(wrs) * 1e-9, per);
-  state.counters["posted_pieces_per_wr"] =
-      static_cast<double>(rig.stage->flow_account(rig.flows[0]).pieces_posted) /
-      static_cast<double>(rig.stage->flow_account(rig.flows[0]).wrs_arrived);
+  const policy::FlowAccount& a = rig.stage->flow_account(rig.flows[0]);
+  const double pieces_per_wr =
+      static_cast<double>(a.pieces_posted) / static_cast<double>(a.wrs_arrived);
+  state.counters["posted_pieces_per_wr"] = pieces_per_wr;
   state.counters["signaled_per_wr"] = static_cast<double>(signaled) / static_cast<double>(wrs);
-  state.counters["ns_per_post"] = benchmark::Counter(
-      static_cast<double>(rig.stage->flow_account(rig.flows[0]).pieces_posted) *
-          static_cast<double>(rig.flows.size()) * 1e-9 /
-          static_cast<double>(rig.stage->flow_account(rig.flows[0]).wrs_arrived) *
-          static_cast<double>(wrs) / static_cast<double>(rig.flows.size()),
-      per);
+  state.counters["ns_per_post"] =
+      benchmark::Counter(pieces_per_wr * static_cast<double>(wrs) * 1e-9, per);
   state.counters["host_bytes_per_qp"] = rig.bytes_per_qp;
   state.counters["refused"] = static_cast<double>(rig.owner.refused);
 }
