@@ -66,7 +66,7 @@ struct FairShareParams {
   // there stalls its receive pipeline for every other QP (Husky).
   uint32_t atomic_window = 2;
   double active_us = 500;               // a VM is active this long after a WR
-  double cap_burst_us = 20;             // a cap's bucket, in time at the cap
+  double cap_burst_us = 1000;           // a cap's bucket, in time at the cap
   // Contended grants are paced so that everything on the card, bypassing
   // small messages included, keeps each of its two resources (the wire,
   // the message engine) at most this busy: bulk pieces reach the card
