@@ -164,6 +164,13 @@ void Stage::AddProbePath(DestId dest, const ProbePath& path) {
 void Stage::Configure(FlowId flow, const policy::FlowControl& control) {
   FlowStorage* f = Get(flow);
   if (f == nullptr) return;
+  // Gated anew, or no longer: whatever the flow asked for before was asked
+  // of the old gating, which the policy has forgotten (fair-share drops a
+  // flow from its wait list when it stops gating it). It must ask again the
+  // next time it runs out of credit, or it waits for a grant that never
+  // comes (b1m_vs_b1g@cx4-25: the 1 GiB tenant starved after contention
+  // ended and began again).
+  if (control.gated != f->control.gated) f->credit_asked = false;
   f->control = control;
   if (!cross_channel_) f->control.interrupt_waits = 0;
   if (!rnic_pause()) f->control.pause_on_rnic = false;

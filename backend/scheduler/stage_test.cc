@@ -369,6 +369,27 @@ TEST_F(StageTest, WorkPostedBeforeGatingLeavesNoCreditDebt) {
   EXPECT_EQ(Posted().size(), 1u);
 }
 
+// A flow that asked for credit, was let go (no longer gated) and is gated
+// again asks again when it runs out: the policy forgot the old request when
+// it stopped gating the flow.
+TEST_F(StageTest, AFlowGatedAgainAsksForCreditAgain) {
+  policy::FlowControl gated;
+  gated.gated = true;
+  policy_.M().Configure(flow_, gated);
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 100, true), 1));
+  Run();
+  ASSERT_EQ(policy_.credit_asks.size(), 1u);
+  policy_.M().Configure(flow_, policy::FlowControl{});
+  Run();
+  ASSERT_EQ(Posted().size(), 1u);  // ungated: it posts without credit
+  CompleteSignaled(1);
+  policy_.M().Configure(flow_, gated);
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 100, true), 2));
+  Run();
+  EXPECT_TRUE(Posted().empty());
+  EXPECT_EQ(policy_.credit_asks.size(), 2u) << "the second gating's request";
+}
+
 TEST_F(StageTest, PiecesLeavingTheRnicAreReportedToThePolicy) {
   policy::FlowControl c;
   c.chunk_bytes = 1000;
