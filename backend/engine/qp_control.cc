@@ -87,7 +87,7 @@ Result<CreateQpResult> QpControl::CreateQp(VmId id,
   qp->sq_sig_all = req.sq_sig_all;
   qp->sq = GuestRing(qp->sq_view.data(), req.sq.log2_num_elem,
                      req.sq.log2_elem_size);
-  qp->sq_window = std::min(qp->sq.capacity(), limits_.max_qp_wr);
+  qp->sq_window = sched::HostSqDepth(qp->sq.capacity(), limits_.max_qp_wr);
   qp->sq_limits.type = req.type;
   qp->sq_limits.max_sge = c.max_send_sge;
   qp->sq_limits.max_inline = c.max_inline_data;
@@ -100,7 +100,7 @@ Result<CreateQpResult> QpControl::CreateQp(VmId id,
   flow.owner = qp.get();
   flow.type = req.type;
   flow.rnic_depth = qp->sq_window;
-  flow.queue_capacity = std::min(qp->sq_window, kStageQueueCapacity);
+  flow.queue_capacity = std::min(qp->sq.capacity(), kStageQueueCapacity);
   flow.max_inline = c.max_inline_data;
   std::unique_ptr<sched::FlowStorage> storage = sched::Stage::PrepareFlow(flow);
   {

@@ -343,6 +343,8 @@ class Runner final : public model::TimerSink {
     qos.weight = s.weight;
     qos.app_class = s.app_class;
     qos.max_rate_bps = static_cast<uint64_t>(s.max_gbps * 1e9);
+    qos.max_msgs_per_s = static_cast<uint64_t>(s.max_mmps * 1e6);
+    qos.min_rate_bps = static_cast<uint64_t>(s.min_gbps * 1e9);
     qos.latency_target_ns = static_cast<policy::Nanos>(s.latency_target_us * 1e3);
     src.stage().AddTenant(static_cast<policy::TenantId>(ti), qos);
     const uint32_t depth = Depth(s) + s.batch;
@@ -365,7 +367,8 @@ class Runner final : public model::TimerSink {
         q->rng = spec_.seed * 0x9E3779B97F4A7C15ull + q->index;
         QpInit init;
         init.type = QpTypeOf(s.transport);
-        init.caps.max_send_wr = depth;
+        // As the engine sizes a guest QP's host QP.
+        init.caps.max_send_wr = sched::HostSqDepth(depth, src.rnic().limits().max_qp_wr);
         init.send_cq = init.recv_cq = src.cq();
         q->qp = *src.rnic().CreateQp(init);
         init.send_cq = init.recv_cq = dst.cq();

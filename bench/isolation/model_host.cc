@@ -159,7 +159,7 @@ sched::FlowId ModelHost::AddFlow(policy::TenantId tenant, RnicQp qp, QpType type
   spec.qp = qp;
   spec.type = type;
   spec.send_cq = cq_;
-  spec.rnic_depth = depth;
+  spec.rnic_depth = sched::HostSqDepth(depth, rnic().limits().max_qp_wr);
   spec.queue_capacity = depth;
   spec.dest = dest;
   const sched::FlowId flow =
