@@ -163,6 +163,10 @@ struct VmStats {
   // The scheduler stage's accounting of the VM's send work (bytes and
   // messages in and out, what it holds, time held, completion latency).
   policy::TenantAccount sched;
+  // CLOCK_MONOTONIC, in ns, when the data-path thread took these counters:
+  // rates come from two snapshots' counters over their own interval, not
+  // over the time a reader waited for them.
+  uint64_t sampled_at_ns = 0;
 };
 
 // Where the engine reports to the device of a VM; called on the data-path

@@ -6,6 +6,7 @@
 #include "backend/engine/resources.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "backend/engine/address.h"
 #include "backend/engine/host_peer.h"
@@ -94,6 +95,10 @@ Result<VmStats> Resources::Stats(VmId id) const {
     if (const VmContext* vm = vms_.Find(id)) {
       VmStats s = vm->stats;
       s.sched = stage_.tenant_account(id);
+      s.sampled_at_ns = static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(
+              std::chrono::steady_clock::now().time_since_epoch())
+              .count());
       out = s;
     }
   });

@@ -94,9 +94,8 @@ bool WriteBwTraffic::Start(const std::vector<BwGuest>& guests, int seconds, uint
   // Every client has WRITEs completing: from here on all of them run.
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (std::chrono::steady_clock::now() < end) {
-    const std::vector<uint64_t> done = BytesCompleted();
     bool all = true;
-    for (uint64_t b : done) all = all && b > 0;
+    for (const Sample& s : Samples()) all = all && s.bytes > 0;
     if (all) return true;
     for (const Run& r : runs_) {
       if (waitpid(r.client, nullptr, WNOHANG) != 0) {
@@ -109,23 +108,34 @@ bool WriteBwTraffic::Start(const std::vector<BwGuest>& guests, int seconds, uint
   return *err = "the guests' WRITEs never all completed", false;
 }
 
-std::vector<uint64_t> WriteBwTraffic::BytesCompleted() {
-  std::vector<uint64_t> out;
+std::vector<WriteBwTraffic::Sample> WriteBwTraffic::Samples() {
+  std::vector<Sample> out;
   for (const Run& r : runs_) {
     const nlohmann::json vm = daemon_.VmStats(r.guest.name);
-    out.push_back(vm.is_object() ? vm["scheduler"].value("bytes_completed", uint64_t{0}) : 0);
+    Sample s;
+    if (vm.is_object()) {
+      s.bytes = vm["scheduler"].value("bytes_completed", uint64_t{0});
+      s.at_ns = vm.value("sampled_at_ns", uint64_t{0});
+    }
+    out.push_back(s);
   }
   return out;
 }
 
 std::vector<double> WriteBwTraffic::MeasureGbps(std::chrono::milliseconds window) {
+  // Each VM's rate over the interval between the daemon's own snapshots of
+  // its counters (stats' sampled_at_ns), not over the harness's wall time:
+  // a stats round trip on a loaded machine takes tens of ms, which would
+  // read as a shortfall of a few percent.
   const auto t0 = std::chrono::steady_clock::now();
-  const std::vector<uint64_t> b0 = BytesCompleted();
+  const std::vector<Sample> s0 = Samples();
   std::this_thread::sleep_until(t0 + window);
-  const std::vector<uint64_t> b1 = BytesCompleted();
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::vector<Sample> s1 = Samples();
   std::vector<double> gbps;
-  for (size_t i = 0; i < b0.size(); ++i) gbps.push_back((b1[i] - b0[i]) * 8 / s / 1e9);
+  for (size_t i = 0; i < s0.size(); ++i) {
+    const double ns = static_cast<double>(s1[i].at_ns - s0[i].at_ns);
+    gbps.push_back(ns > 0 ? (s1[i].bytes - s0[i].bytes) * 8 / ns : 0);
+  }
   return gbps;
 }
 

@@ -49,7 +49,8 @@ class WriteBwTraffic {
   bool Start(const std::vector<BwGuest>& guests, int seconds, uint64_t msg_bytes,
              const std::vector<std::string>& extra, std::string* err);
   // Each guest's payload rate in Gb/s over the next `window`, from the
-  // daemon's accounting (stats' scheduler.bytes_completed of its client VM).
+  // daemon's accounting (stats' scheduler.bytes_completed of its client VM,
+  // over the interval of the daemon's snapshots, sampled_at_ns).
   std::vector<double> MeasureGbps(std::chrono::milliseconds window);
   // Waits for every run to end; each guest's Gb/s as its vrdma-perftest
   // reported it (BW average, whole run), or nullopt with *err when one
@@ -62,7 +63,12 @@ class WriteBwTraffic {
     pid_t server = -1, client = -1;
     std::string server_out, client_out, json;
   };
-  std::vector<uint64_t> BytesCompleted();
+  // A client VM's bytes completed, and when the daemon counted them.
+  struct Sample {
+    uint64_t bytes = 0;
+    uint64_t at_ns = 0;
+  };
+  std::vector<Sample> Samples();
 
   DaemonHarness& daemon_;
   std::vector<Run> runs_;

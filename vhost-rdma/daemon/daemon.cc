@@ -306,6 +306,7 @@ json Daemon::Stats() const {
     }
     entry["effective_qos"] = effective;
     entry["scheduler"] = SchedulerJson(s.sched);
+    entry["sampled_at_ns"] = s.sampled_at_ns;  // CLOCK_MONOTONIC of the counters
     // Zeros when the guest holds nothing (also after a reset/disconnect).
     entry["pds"] = s.pds;
     entry["cqs"] = s.cqs;
