@@ -21,8 +21,11 @@
 //     or one message at the card's message rate, whichever is longer
 //     (dominant-resource fairness for one card). A VM's QPs share its
 //     turn round robin, so 16 QPs get what one QP gets.
-//   - Caps are token buckets per VM, charged with the bytes that left the
-//     card; a capped VM's flows are gated even when it is alone.
+//   - Caps (bytes and messages) are token buckets per VM, charged with what
+//     left the card; a capped VM's flows are gated even when it is alone.
+//   - A guarantee is a bucket filled at the guaranteed rate and charged
+//     with every byte the VM gets: while it holds tokens (the VM got less
+//     than its guarantee) the VM is served ahead of the round robin.
 //   - Grants are paced on two clocks (the wire, the message engine) that
 //     small messages advance first, so bulk pieces reach the card evenly.
 //   - A VM's latency target halves the piece until it holds; longer pieces
@@ -42,6 +45,7 @@
 #include <unordered_map>
 
 #include "policy/card_pacer.h"
+#include "policy/rate_bucket.h"
 #include "policy/policy_options.h"
 
 namespace vrdma::policy {
@@ -66,7 +70,10 @@ struct FairShareParams {
   // there stalls its receive pipeline for every other QP (Husky).
   uint32_t atomic_window = 2;
   double active_us = 500;               // a VM is active this long after a WR
-  double cap_burst_us = 1000;           // a cap's bucket, in time at the cap
+  // A cap's or guarantee's bucket, in time at its rate, after idle and
+  // while the VM has work waiting (rate_bucket.h).
+  double cap_burst_us = 1000;
+  double cap_backlog_us = 50000;
   // Contended grants are paced so that everything on the card, bypassing
   // small messages included, keeps each of its two resources (the wire,
   // the message engine) at most this busy: bulk pieces reach the card
@@ -104,17 +111,14 @@ class FairSharePolicy final : public SchedulerPolicy {
 
   // ---------------------------------------------------------- control --
   void OnTenantAdded(TenantId id, const TenantQos& qos) override {
-    Tenant& t = tenants_[TenantIndex(id)];
-    t.qos = qos;
+    const uint32_t ti = TenantIndex(id);
+    SetRates(ti, qos);
   }
   void OnTenantQosChanged(TenantId id, const TenantQos& qos) override {
     const uint32_t ti = TenantIndex(id);
-    Tenant& t = tenants_[ti];
-    const bool was_capped = Capped(t);
-    t.qos = qos;
-    if (Capped(t) != was_capped) {
-      t.tokens = 0;
-      t.tokens_at = last_now_;
+    const bool was_capped = Capped(tenants_[ti]);
+    SetRates(ti, qos);
+    if (Capped(tenants_[ti]) != was_capped) {
       for (uint32_t f = 0; f < flows_.size(); ++f) {
         if (flows_[f].live && flows_[f].tenant == ti) Apply(f);
       }
@@ -127,6 +131,7 @@ class FairSharePolicy final : public SchedulerPolicy {
     Tenant& t = tenants_[it->second];
     if (t.in_ring) RingRemove(it->second);
     if (t.active) SetActive(it->second, false);
+    std::erase(guaranteed_, it->second);
     t = Tenant{};  // the slot stays for the index; a new tenant reuses it
     free_tenants_.push_back(it->second);
     tenant_index_.erase(it);
@@ -179,9 +184,13 @@ class FairSharePolicy final : public SchedulerPolicy {
     if (!f.gated && !f.bulk && contended()) pacer_.Occupy(now, wr.bytes);
   }
 
-  void OnCompleted(Nanos, const WrInfo& wr, Nanos latency, bool) override {
+  void OnCompleted(Nanos now, const WrInfo& wr, Nanos latency, bool) override {
     if (wr.flow >= flows_.size() || !flows_[wr.flow].live) return;
     Tenant& t = tenants_[flows_[wr.flow].tenant];
+    if (t.msg_cap.armed()) {
+      t.msg_cap.Refill(now, Backlogged(t));
+      t.msg_cap.Take(1);
+    }
     if (t.qos.latency_target_ns == 0) return;
     ++t.samples;
     if (latency > t.qos.latency_target_ns) {
@@ -212,9 +221,10 @@ class FairSharePolicy final : public SchedulerPolicy {
     last_now_ = std::max(last_now_, now);
     Flow& f = flows_[id];
     Tenant& t = tenants_[f.tenant];
-    if (Capped(t)) {
-      Refill(t, now);
-      t.tokens -= static_cast<double>(bytes);
+    for (RateBucket* b : {&t.byte_cap, &t.guarantee}) {
+      if (!b->armed()) continue;
+      b->Refill(now, Backlogged(t));
+      b->Take(static_cast<double>(bytes));
     }
     if (f.posting && mech().flow_account(id).queued_wrs == 0) SetPosting(f, false);
     if (f.out_pieces == 0) return;
@@ -278,14 +288,18 @@ class FairSharePolicy final : public SchedulerPolicy {
     sink.Number("granted_pieces", static_cast<double>(t.granted_pieces));
     sink.Number("granted_bytes", static_cast<double>(t.granted_bytes));
     sink.Number("cap_waits", static_cast<double>(t.cap_waits));
+    sink.Number("msg_cap_mps", static_cast<double>(t.qos.max_msgs_per_s) / 1e6);
+    sink.Number("guarantee_bps", static_cast<double>(t.qos.min_rate_bps));
+    sink.Number("guaranteed_pieces", static_cast<double>(t.guaranteed_pieces));
     sink.Number("latency_target_ns", static_cast<double>(t.qos.latency_target_ns));
     sink.Number("target_misses", static_cast<double>(t.target_misses));
-    // Weight, byte cap and latency target are applied as asked; the class
-    // is not read (flows are classified by what they post); message caps
-    // and guarantees are not applied yet.
+    // Everything but the class is applied as asked (flows are classified
+    // by what they post); the daemon admits guarantees only while their sum
+    // fits the card (CheckGuarantees).
     TenantQos effective = t.qos;
     effective.weight = Weight(t);
-    sink.EffectiveQos(effective, kQosWeight | kQosMaxRate | kQosLatencyTarget);
+    sink.EffectiveQos(effective, kQosWeight | kQosMaxRate | kQosMaxMsgs | kQosMinRate |
+                                     kQosLatencyTarget);
   }
 
  private:
@@ -302,10 +316,13 @@ class FairSharePolicy final : public SchedulerPolicy {
     double deficit_ns = 0;      // card time it may still take this round
     int32_t wait_head = kNone;  // its waiting flows, FIFO
     int32_t wait_tail = kNone;
-    // Cap: bytes it may still have retire (a token bucket).
-    double tokens = 0;
-    Nanos tokens_at = 0;
+    // Caps: bytes and messages it may still have retire; guarantee: bytes
+    // it is owed (rate_bucket.h).
+    RateBucket byte_cap;
+    RateBucket msg_cap;
+    RateBucket guarantee;
     uint64_t granted_pieces = 0;
+    uint64_t guaranteed_pieces = 0;  // granted ahead of the round robin
     uint64_t granted_bytes = 0;
     uint64_t cap_waits = 0;
     // Completions towards its latency target's next judgement.
@@ -332,7 +349,9 @@ class FairSharePolicy final : public SchedulerPolicy {
 
   bool contended() const { return active_tenants_ >= 2; }
   static uint32_t Weight(const Tenant& t) { return std::max<uint32_t>(t.qos.weight, 1); }
-  static bool Capped(const Tenant& t) { return t.qos.max_rate_bps != 0; }
+  static bool Capped(const Tenant& t) { return t.byte_cap.armed() || t.msg_cap.armed(); }
+  // It has work waiting in the stage: a bucket keeps what it is owed.
+  bool Backlogged(const Tenant& t) { return mech().tenant_account(t.id).queued_wrs != 0; }
 
   uint32_t TenantIndex(TenantId id) {
     auto it = tenant_index_.find(id);
@@ -408,13 +427,59 @@ class FairSharePolicy final : public SchedulerPolicy {
     }
   }
 
-  void Refill(Tenant& t, Nanos now) {
-    const double rate = static_cast<double>(t.qos.max_rate_bps) / 8e9;  // bytes/ns
-    const double depth = std::max(rate * p_.cap_burst_us * 1e3, 2.0 * chunk_);
-    if (now > t.tokens_at) {
-      t.tokens = std::min(depth, t.tokens + rate * static_cast<double>(now - t.tokens_at));
-      t.tokens_at = now;
+  // The VM's buckets follow its QoS; a changed rate starts its bucket over.
+  void SetRates(uint32_t ti, const TenantQos& qos) {
+    Tenant& t = tenants_[ti];
+    const TenantQos old = t.qos;
+    t.qos = qos;
+    const double burst = p_.cap_burst_us * 1e3, backlog = p_.cap_backlog_us * 1e3;
+    const double piece = 2.0 * std::max(base_chunk_, p_.solo_chunk_bytes);
+    if (qos.max_rate_bps != old.max_rate_bps || !t.byte_cap.armed()) {
+      t.byte_cap.Set(static_cast<double>(qos.max_rate_bps) / 8, burst, backlog, piece, last_now_);
     }
+    if (qos.max_msgs_per_s != old.max_msgs_per_s || !t.msg_cap.armed()) {
+      t.msg_cap.Set(static_cast<double>(qos.max_msgs_per_s), burst, backlog, 2, last_now_);
+    }
+    if (qos.min_rate_bps != old.min_rate_bps || !t.guarantee.armed()) {
+      t.guarantee.Set(static_cast<double>(qos.min_rate_bps) / 8, burst, backlog, piece, last_now_);
+    }
+    std::erase(guaranteed_, ti);
+    if (t.guarantee.armed()) guaranteed_.push_back(ti);
+  }
+
+  // Whether a capped VM may be granted now; if not, when to look again.
+  bool WithinCaps(Tenant& t, Nanos now, Nanos* wake) {
+    if (!Capped(t)) return true;
+    const bool backlogged = Backlogged(t);
+    Nanos at = now;
+    for (RateBucket* b : {&t.byte_cap, &t.msg_cap}) {
+      if (!b->armed()) continue;
+      b->Refill(now, backlogged);
+      at = std::max(at, b->PositiveAt(now));
+    }
+    if (at == now) return true;
+    *wake = std::min(*wake, at);
+    ++t.cap_waits;
+    return false;
+  }
+
+  // A VM below its guarantee with work waiting, round robin among such
+  // VMs; kNone when there is none.
+  int32_t GuaranteeDue(Nanos now, Nanos* wake) {
+    const size_t n = guaranteed_.size();
+    for (size_t k = 0; k < n; ++k) {
+      const uint32_t ti = guaranteed_[(guarantee_next_ + k) % n];
+      Tenant& t = tenants_[ti];
+      if (t.wait_head == kNone || !WithinCaps(t, now, wake)) continue;
+      t.guarantee.Refill(now, true);
+      if (!t.guarantee.positive()) {
+        *wake = std::min(*wake, t.guarantee.PositiveAt(now));
+        continue;
+      }
+      guarantee_next_ = (guarantee_next_ + k + 1) % n;
+      return static_cast<int32_t>(ti);
+    }
+    return kNone;
   }
 
   // --- waiting flows and the ring of VMs ---
@@ -498,30 +563,35 @@ class FairSharePolicy final : public SchedulerPolicy {
     inuse_bytes_ -= bytes;
   }
 
-  // Grants pieces while the card's budget has room: deficit round robin
-  // over the VMs with waiting flows.
+  bool WindowHasRoom() const {
+    return inuse_pieces_ < window_pieces_ &&
+           (inuse_bytes_ == 0 || inuse_bytes_ + chunk_ <= window_bytes_);
+  }
+
+  // Grants pieces while the card's budget has room: VMs below their
+  // guarantee first, then deficit round robin over the VMs with waiting
+  // flows.
   void Distribute(Nanos now) {
     Nanos wake = kNever;
     uint32_t skipped = 0;  // VMs passed in a row (capped out, none asking)
-    while (cursor_ != kNone && inuse_pieces_ < window_pieces_ &&
-           (inuse_bytes_ == 0 || inuse_bytes_ + chunk_ <= window_bytes_)) {
+    while (cursor_ != kNone && WindowHasRoom()) {
       const double due = pacer_.DueAt();
       if (due > static_cast<double>(now)) {
         wake = std::min(wake, static_cast<Nanos>(due) + 1);
         break;
       }
-      const uint32_t ti = static_cast<uint32_t>(cursor_);
-      Tenant& t = tenants_[ti];
-      if (Capped(t)) {
-        Refill(t, now);
-        if (t.tokens <= 0) {
-          const double rate = static_cast<double>(t.qos.max_rate_bps) / 8e9;
-          wake = std::min(wake, now + static_cast<Nanos>(-t.tokens / rate) + 1);
-          ++t.cap_waits;
-          if (++skipped > ring_size_) break;
-          Advance();
+      if (!guaranteed_.empty()) {
+        if (const int32_t g = GuaranteeDue(now, &wake); g != kNone) {
+          GrantTurn(static_cast<uint32_t>(g), now, /*guaranteed=*/true);
           continue;
         }
+      }
+      const uint32_t ti = static_cast<uint32_t>(cursor_);
+      Tenant& t = tenants_[ti];
+      if (!WithinCaps(t, now, &wake)) {
+        if (++skipped > ring_size_) break;
+        Advance();
+        continue;
       }
       if (t.wait_head == kNone) {
         // Its flows are posting what they were granted and will ask again
@@ -535,52 +605,66 @@ class FairSharePolicy final : public SchedulerPolicy {
         Advance();
         continue;
       }
-      const FlowId id = static_cast<FlowId>(t.wait_head);
-      const FlowAccount& a = mech().flow_account(id);
-      const bool chunked = mech().control(id).chunk_bytes != 0;
-      const uint64_t est =
-          chunked
-              ? std::min<uint64_t>(chunk_, std::max<uint64_t>(a.queued_bytes, 1))
-              : std::max<uint64_t>(a.queued_bytes / std::max<uint32_t>(a.queued_wrs, 1), 1);
-      const double cost = pacer_.CostNs(est);
       if (!t.turn) {
         t.turn = true;
         t.deficit_ns += Weight(t) * pacer_.CostNs(std::max(chunk_, card_.mtu_bytes));
       }
-      if (t.deficit_ns < cost) {
+      if (!GrantTurn(ti, now, /*guaranteed=*/false)) {
         Advance();
         continue;
       }
       skipped = 0;
-      t.deficit_ns -= cost;
-      Flow& f = flows_[id];
-      t.wait_head = f.wait_next;
-      if (t.wait_head == kNone) t.wait_tail = kNone;
-      f.waiting = false;
-      f.wait_next = kNone;
-      SetPosting(f, true);
-      // The turn's pieces for this flow at once, as many as the deficit,
-      // the flow's queue and the window allow (a weight-4 VM with one QP
-      // takes four per round).
-      uint32_t n = 1;
-      const uint64_t queued =
-          chunked ? (a.queued_bytes + chunk_ - 1) / chunk_ : uint64_t{a.queued_wrs};
-      while (n < queued && t.deficit_ns >= cost && inuse_pieces_ + n < window_pieces_ &&
-             inuse_bytes_ + (n + 1) * est <= window_bytes_) {
-        t.deficit_ns -= cost;
-        ++n;
-      }
-      f.out_pieces += n;
-      f.out_bytes += n * est;
-      inuse_pieces_ += n;
-      inuse_bytes_ += n * est;
-      t.granted_pieces += n;
-      t.granted_bytes += n * est;
-      grants_ += n;
-      pacer_.Occupy(now, n * est);
-      mech().Grant(id, mech().credit_bytes(id) < kByteCredit / 2 ? kByteCredit : 0, n);
     }
     if (wake != kNever) Arm(wake);
+  }
+
+  // Grants the first waiting flow of VM ti its pieces for this turn: as
+  // many as its deficit (round robin) or what it is owed (guarantee), the
+  // flow's queue and the window allow; at least one when it grants at all
+  // (a weight-4 VM with one QP takes four per round). false: its deficit
+  // does not cover one piece.
+  bool GrantTurn(uint32_t ti, Nanos now, bool guaranteed) {
+    Tenant& t = tenants_[ti];
+    const FlowId id = static_cast<FlowId>(t.wait_head);
+    const FlowAccount& a = mech().flow_account(id);
+    const bool chunked = mech().control(id).chunk_bytes != 0;
+    const uint64_t est =
+        chunked ? std::min<uint64_t>(chunk_, std::max<uint64_t>(a.queued_bytes, 1))
+                : std::max<uint64_t>(a.queued_bytes / std::max<uint32_t>(a.queued_wrs, 1), 1);
+    const double cost = pacer_.CostNs(est);
+    // What the turn may take, in pieces of est: the deficit's worth, or
+    // the guarantee's tokens' worth.
+    const double budget = guaranteed ? t.guarantee.level() : t.deficit_ns;
+    const double unit = guaranteed ? static_cast<double>(est) : cost;
+    if (!guaranteed && budget < cost) return false;
+    const uint64_t queued =
+        chunked ? (a.queued_bytes + chunk_ - 1) / chunk_ : uint64_t{a.queued_wrs};
+    uint32_t n = 1;
+    while (n < queued && budget >= (n + 1) * unit && inuse_pieces_ + n < window_pieces_ &&
+           inuse_bytes_ + (n + 1) * est <= window_bytes_) {
+      ++n;
+    }
+    if (guaranteed) {
+      t.guaranteed_pieces += n;
+    } else {
+      t.deficit_ns -= n * cost;
+    }
+    Flow& f = flows_[id];
+    t.wait_head = f.wait_next;
+    if (t.wait_head == kNone) t.wait_tail = kNone;
+    f.waiting = false;
+    f.wait_next = kNone;
+    SetPosting(f, true);
+    f.out_pieces += n;
+    f.out_bytes += n * est;
+    inuse_pieces_ += n;
+    inuse_bytes_ += n * est;
+    t.granted_pieces += n;
+    t.granted_bytes += n * est;
+    grants_ += n;
+    pacer_.Occupy(now, n * est);
+    mech().Grant(id, mech().credit_bytes(id) < kByteCredit / 2 ? kByteCredit : 0, n);
+    return true;
   }
 
   // One timer: the earliest of what is asked stays armed (WakeAt replaces).
@@ -609,6 +693,8 @@ class FairSharePolicy final : public SchedulerPolicy {
   std::vector<uint32_t> free_tenants_;
   std::unordered_map<TenantId, uint32_t> tenant_index_;
   std::vector<Flow> flows_;  // by FlowId
+  std::vector<uint32_t> guaranteed_;  // VMs with a guarantee (control path)
+  size_t guarantee_next_ = 0;         // where GuaranteeDue starts
   uint32_t active_tenants_ = 0;
   int32_t cursor_ = kNone;
   uint32_t ring_size_ = 0;   // VMs in the ring less one (0 with one or none)
@@ -639,6 +725,7 @@ std::unique_ptr<SchedulerPolicy> MakeFairSharePolicy(
       {"atomic_window", &p.atomic_window, 1, 1u << 16},
       {"active_us", &p.active_us, 1, 60e6},
       {"cap_burst_us", &p.cap_burst_us, 1, 1e6},
+      {"cap_backlog_us", &p.cap_backlog_us, 1, 1e7},
       {"pace", &p.pace, 0.1, 1},
       {"packet_overhead_bytes", &p.packet_overhead_bytes, 0, 4096},
   };

@@ -222,6 +222,14 @@ struct CardProfile {
 bool CheckTenantQos(const TenantQos& qos, const CardProfile& card,
                     std::string* error);
 
+// Admission of guarantees: the min_rate_bps of every tenant on the card
+// (the one being admitted included) sum to `guaranteed_bps`; they can all be
+// given only while the sum stays within kGuaranteeableShare of the line
+// (headroom for packet headers, ACKs and the small messages that are never
+// held). false with *error saying what is left.
+inline constexpr double kGuaranteeableShare = 0.9;
+bool CheckGuarantees(uint64_t guaranteed_bps, const CardProfile& card, std::string* error);
+
 enum class FlowEnd : uint8_t {
   kDestroyed,  // the QP is gone
   kError,      // the QP went to error: queued work was flushed

@@ -1,9 +1,10 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 //
-// CheckTenantQos: the one place that decides whether a TenantQos means
-// something on a card (scheduler_policy.h). The daemon's parser runs it on
-// every attach-vm and set-qos; the bench's scenarios and tests can run the
-// same rules, so no policy has to guard against a QoS they forbid.
+// CheckTenantQos and CheckGuarantees: the one place that decides whether a
+// TenantQos means something on a card, alone and next to the others
+// (scheduler_policy.h). The daemon runs both on every attach-vm and set-qos;
+// the bench's scenarios and tests can run the same rules, so no policy has
+// to guard against a QoS they forbid.
 #include <cinttypes>
 #include <cstdio>
 
@@ -55,6 +56,18 @@ bool CheckTenantQos(const TenantQos& qos, const CardProfile& card,
     return false;
   }
   return true;
+}
+
+bool CheckGuarantees(uint64_t guaranteed_bps, const CardProfile& card, std::string* error) {
+  const double limit = kGuaranteeableShare * card.line_rate_bps;
+  if (static_cast<double>(guaranteed_bps) <= limit) return true;
+  char buf[192];
+  std::snprintf(buf, sizeof(buf),
+                "min_rate_bps: the guarantees on this card would sum to %" PRIu64
+                " bps, above the %.0f bps (%.0f %% of the line) that can be guaranteed",
+                guaranteed_bps, limit, kGuaranteeableShare * 100);
+  *error = buf;
+  return false;
 }
 
 }  // namespace vrdma::policy

@@ -69,5 +69,16 @@ TEST(CheckTenantQos, SaysWhatTheLimitIs) {
             "(25000000000 bps)");
 }
 
+TEST(CheckGuarantees, AdmitsUpToTheGuaranteeableShareOfTheLine) {
+  std::string error;
+  const auto limit = static_cast<uint64_t>(kGuaranteeableShare * Card().line_rate_bps);
+  EXPECT_TRUE(CheckGuarantees(0, Card(), &error));
+  EXPECT_TRUE(CheckGuarantees(limit, Card(), &error)) << error;
+  ASSERT_FALSE(CheckGuarantees(limit + 1, Card(), &error));
+  EXPECT_EQ(error.rfind("min_rate_bps: the guarantees on this card would sum to 22500000001", 0),
+            0u)
+      << error;
+}
+
 }  // namespace
 }  // namespace vrdma::policy

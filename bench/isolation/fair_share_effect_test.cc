@@ -9,6 +9,7 @@
 
 #include "bench/isolation/bench_run.h"
 #include "bench/isolation/builtin_for_test.h"
+#include "bench/isolation/report.h"
 #include "gtest/gtest.h"
 
 namespace vrdma::bench {
@@ -100,6 +101,35 @@ TEST(FairShareOnModel, EightLatencyAndEightBandwidthTenants) {
   EXPECT_LE(worst, 1.5);
   EXPECT_GE(b, 0.95 * b_alone.gbps);
 }
+
+// The operator's QoS on the model (bench/isolation/scenarios/97_qos.yaml):
+// weights, byte and message caps, a guarantee, a latency target. Each
+// scenario's own pass rules for fair-share, evaluated as the bench does,
+// on a full-length run (caps within 2 % need it).
+class FairShareQos : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(FairShareQos, ScenarioRulesHold) {
+  ScenarioResult r;
+  r.spec = Builtin(GetParam(), 1.0);
+  r.policy = "fair-share";
+  r.together = RunScenario(r.spec, FairShare(), &r.stats);
+  for (size_t i = 0; i < r.spec.tenants.size(); ++i) {
+    // The rules here are absolute figures, not ratios to alone.
+    r.alone.push_back(r.together[i]);
+  }
+  const std::vector<RuleOutcome> outcomes = EvaluateRules(r);
+  ASSERT_FALSE(outcomes.empty()) << "the scenario has rules for fair-share";
+  for (const RuleOutcome& o : outcomes) {
+    ASSERT_EQ(o.rule->ratio, RatioKind::kNone) << FormatOutcome(o);
+    EXPECT_TRUE(o.pass) << FormatOutcome(o);
+    std::printf("%s\n", FormatOutcome(o).c_str());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Qos, FairShareQos,
+                         ::testing::Values("weights_1_2_4", "cap_25g", "cap_25g_alone",
+                                           "guarantee_40g", "msg_cap_2m"),
+                         [](const auto& info) { return std::string(info.param); });
 
 }  // namespace
 }  // namespace vrdma::bench

@@ -105,7 +105,7 @@ const std::vector<std::string>& TenantKeys() {
       "mrs",      "rate",     "turnaround_ns", "start_us", "stop_us",
       "src_host", "dst_host", "weight",        "class",    "recv_depth",
       "rnr_retry", "rnr_timer", "retry_cnt", "timeout", "max_gbps",
-      "latency_target_us"};
+      "max_mmps", "min_gbps", "latency_target_us"};
   return keys;
 }
 
@@ -443,6 +443,8 @@ void ScenarioReader::ReadTenant(const View& v, const std::string& path,
   OptUint(v["dst_host"], path + ".dst_host", 0, hosts - 1, &t->dst_host);
   OptUint(v["weight"], path + ".weight", 1, 1000000, &t->weight);
   if (v["max_gbps"]) Real(v["max_gbps"], path + ".max_gbps", 0.001, 1e6, &t->max_gbps);
+  if (v["max_mmps"]) Real(v["max_mmps"], path + ".max_mmps", 0.000001, 1e6, &t->max_mmps);
+  if (v["min_gbps"]) Real(v["min_gbps"], path + ".min_gbps", 0.001, 1e6, &t->min_gbps);
   if (v["latency_target_us"]) {
     Real(v["latency_target_us"], path + ".latency_target_us", 0.001, 1e9, &t->latency_target_us);
   }

@@ -89,6 +89,8 @@ struct TenantSpec {
   policy::TenantClass app_class = policy::TenantClass::kBandwidth;
   uint32_t weight = 1;
   double max_gbps = 0;  // a rate cap (TenantQos::max_rate_bps); 0: none
+  double max_mmps = 0;  // a message cap, M msgs/s (TenantQos::max_msgs_per_s); 0: none
+  double min_gbps = 0;  // a guarantee (TenantQos::min_rate_bps); 0: none
   double latency_target_us = 0;  // TenantQos::latency_target_ns; 0: none
   // Where it was declared: "file:line" and "tenants[k]" (for messages).
   std::string source;

@@ -168,6 +168,7 @@ json Daemon::AttachVm(const json& request) {
   std::string error;
   if (!ParseAttachRequest(request, deps_.card, &req, &error)) return Error(error);
   if (vms_.count(req.config.name) != 0) return Error("VM already attached: " + req.config.name);
+  if (!GuaranteesFit(req.config.name, req.config.qos, &error)) return Error("qos." + error);
   for (const auto& [name, vm] : vms_) {
     if (vm->socket_path == req.socket_path) return Error("socket in use by VM " + name);
   }
@@ -333,6 +334,15 @@ json Daemon::Stats() const {
   return json{{"ok", true}, {"policy", pol}, {"vms", list}};
 }
 
+bool Daemon::GuaranteesFit(const std::string& name, const policy::TenantQos& qos,
+                           std::string* error) const {
+  uint64_t sum = qos.min_rate_bps;
+  for (const auto& [other, vm] : vms_) {
+    if (other != name) sum += vm->device->qos().min_rate_bps;
+  }
+  return policy::CheckGuarantees(sum, deps_.card, error);
+}
+
 json Daemon::SetQos(const json& request) {
   auto name = request.find("name");
   if (name == request.end() || !name->is_string()) return Error("name required");
@@ -343,6 +353,7 @@ json Daemon::SetQos(const json& request) {
   policy::TenantQos qos = it->second->device->qos();
   std::string error;
   if (!ParseQos(*q, deps_.card, &qos, &error)) return Error(error);
+  if (!GuaranteesFit(it->first, qos, &error)) return Error("qos." + error);
   // Synchronous: the engine hands the QoS to the policy on the data-path
   // thread (between two turns) and returns once the policy has it, so the
   // reply means "in force".

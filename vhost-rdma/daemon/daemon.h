@@ -89,6 +89,10 @@ class Daemon {
   nlohmann::json ListVms() const;
   nlohmann::json Stats() const;
   nlohmann::json SetQos(const nlohmann::json& request);
+  // Whether VM `name` may have qos next to every other VM's guarantee
+  // (policy::CheckGuarantees).
+  bool GuaranteesFit(const std::string& name, const policy::TenantQos& qos,
+                     std::string* error) const;
 
   void AcceptVhostUser(Vm* vm);
   void OnVhostUserReadable(Vm* vm);

@@ -290,6 +290,39 @@ TEST_F(DaemonTest, BadQosIsRefusedAndTheOldStays) {
   }
 }
 
+// Guarantees are admitted only while every VM's together fit the card
+// (90 % of its 25 Gb/s here): at attach-vm and at set-qos, a VM's own old
+// guarantee not counted twice.
+TEST_F(DaemonTest, GuaranteesBeyondTheCardAreRefused) {
+  auto attach = [&](const char* name, const char* gid, uint64_t min_bps) {
+    return Request(json{{"cmd", "attach-vm"},
+                        {"name", name},
+                        {"socket", dir_ + "/" + name + ".sock"},
+                        {"gids", {gid}},
+                        {"qos", {{"min_rate_bps", min_bps}}}});
+  };
+  ASSERT_TRUE(attach("vm-g1", "::ffff:10.0.0.11", 12'000'000'000).value("ok", false));
+  json r = attach("vm-g2", "::ffff:10.0.0.12", 11'000'000'000);
+  EXPECT_FALSE(r.value("ok", true));
+  EXPECT_EQ(r.value("error", "").rfind("qos.min_rate_bps: the guarantees on this card would "
+                                       "sum to 23000000000",
+                                       0),
+            0u)
+      << r.dump();
+  EXPECT_TRUE(FindVm(Request(R"({"cmd":"list-vms"})"), "vm-g2").is_null());
+  ASSERT_TRUE(attach("vm-g2", "::ffff:10.0.0.12", 10'000'000'000).value("ok", false));
+  // vm-g1 may raise its own within what vm-g2 leaves, not beyond.
+  auto set = [&](uint64_t min_bps) {
+    return Request(json{{"cmd", "set-qos"}, {"name", "vm-g1"}, {"qos", {{"min_rate_bps", min_bps}}}});
+  };
+  EXPECT_TRUE(set(12'500'000'000).value("ok", false));
+  r = set(12'500'000'001);
+  EXPECT_FALSE(r.value("ok", true));
+  EXPECT_EQ(r.value("error", "").rfind("qos.min_rate_bps", 0), 0u) << r.dump();
+  EXPECT_EQ(FindVm(Request(R"({"cmd":"stats"})"), "vm-g1")["qos"]["min_rate_bps"],
+            12'500'000'000);
+}
+
 TEST_F(DaemonTest, BadControlRequestsGetErrors) {
   const char* bad[] = {"not json", "[1]", R"({"cmd":7})", R"({"cmd":"reboot"})",
                        R"({"cmd":"detach-vm"})", R"({"cmd":"attach-vm","name":"x"})"};
