@@ -360,8 +360,9 @@ TEST(Builtins, LoadAndTheModelRunsThemAll) {
   ASSERT_FALSE(files.empty()) << error;
   LoadedScenarios r = LoadScenarioFiles(files, {});
   ASSERT_TRUE(r.errors.empty()) << r.errors.front();
-  // 50 + scale_1000x8 (90_crowd.yaml) + rnr_storm_pfc, rnr_storm_deep + 6 of 97_qos.yaml
-  EXPECT_EQ(r.scenarios.size(), 59u);
+  // 50 + scale_1000x8, crowd_992 (90_crowd.yaml) + rnr_storm_pfc,
+  // rnr_storm_deep + 6 of 97_qos.yaml
+  EXPECT_EQ(r.scenarios.size(), 60u);
   for (const ScenarioSpec& s : r.scenarios)
     EXPECT_EQ(CheckRunnable(s), "") << s.name;
 }
