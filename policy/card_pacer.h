@@ -40,11 +40,16 @@ class CardPacer {
   void SetSlack(uint64_t slack_bytes) { slack_ns_ = WireNs(slack_bytes) / pace_; }
   void SetHorizon(uint64_t horizon_bytes) { horizon_ns_ = WireNs(horizon_bytes) / pace_; }
 
-  // `bytes` go on the card now, as one message.
-  void Occupy(Nanos now, uint64_t bytes) {
+  // `count` messages of `bytes` each go on the card now.
+  void Occupy(Nanos now, uint64_t bytes, uint32_t count = 1) {
     const double t = static_cast<double>(now);
-    wire_at_ = std::min(std::max(wire_at_, t) + WireNs(bytes) / pace_, t + horizon_ns_);
-    msg_at_ = std::min(std::max(msg_at_, t) + ns_per_msg_ / pace_, t + horizon_ns_);
+    wire_at_ = std::min(std::max(wire_at_, t) + count * WireNs(bytes) / pace_, t + horizon_ns_);
+    msg_at_ = std::min(std::max(msg_at_, t) + count * ns_per_msg_ / pace_, t + horizon_ns_);
+  }
+  // How far the message engine's clock runs ahead of now: at the horizon
+  // when what goes on the card asks for more messages than it does.
+  bool MessagesSaturated(Nanos now) const {
+    return msg_at_ - static_cast<double>(now) >= 0.75 * horizon_ns_;
   }
   // When the next grant is due (may be in the past).
   double DueAt() const { return std::max(wire_at_, msg_at_) - slack_ns_; }

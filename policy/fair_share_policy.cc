@@ -56,15 +56,24 @@ struct FairShareParams {
   // Latency targets (TenantQos::latency_target_ns): every `adapt_samples`
   // completions of a VM with a target, more than `target_miss` of them
   // over it halve the piece (down to `min_chunk_bytes`); `grow_after`
-  // such rounds in a row without a miss double it back.
+  // such rounds in a row without a miss, and with room to spare, double it
+  // back.
   uint32_t min_chunk_bytes = 1024;
   double target_miss = 0.01;
   uint32_t adapt_samples = 200;
   uint32_t grow_after = 4;
+  // ... and only when at most `target_miss` of them took more than this
+  // share of the target: a piece that only just meets it stays.
+  double grow_headroom = 0.8;
   uint32_t solo_chunk_bytes = 64 * 1024;
   double window_bdp = 1.5;              // contended card-wide window
   double solo_window_bdp = 8;           // per flow, uncontended
   uint32_t bulk_bytes = 1024;           // mean WR size of a bulk flow
+  // A small flow that has had this many WRs in the stage and on the card
+  // at once is a message flow: while the card's message engine is
+  // saturated, message flows are gated too, so VMs share messages as they
+  // share bytes. Sparse small flows (ping-pongs) never are.
+  uint32_t message_flow_wrs = 8;
   // Atomics a QP may have on the card at once, contended or not: the
   // responder serializes them per address on a few units, and a queue
   // there stalls its receive pipeline for every other QP (Husky).
@@ -179,9 +188,19 @@ class FairSharePolicy final : public SchedulerPolicy {
       f.bulk = bulk;
       Apply(wr.flow);
     }
+    if (!f.bulk && !f.deep && !f.ud) {
+      const FlowAccount& a = mech().flow_account(wr.flow);
+      if (a.queued_wrs + a.outstanding_pieces >= p_.message_flow_wrs) {
+        f.deep = true;
+        if (msg_contended_) Apply(wr.flow);
+      }
+    }
     // A small message goes to the card now: it takes its time first. (A
     // bulk UD flow is not scheduled at all: the card shares it natively.)
-    if (!f.gated && !f.bulk && contended()) pacer_.Occupy(now, wr.bytes);
+    if (!f.gated && !f.bulk && contended()) {
+      pacer_.Occupy(now, wr.bytes);
+      if (pacer_.MessagesSaturated(now)) NoteMessageContention(now);
+    }
   }
 
   void OnCompleted(Nanos now, const WrInfo& wr, Nanos latency, bool) override {
@@ -197,9 +216,13 @@ class FairSharePolicy final : public SchedulerPolicy {
       ++t.over;
       ++t.target_misses;
     }
+    if (latency > p_.grow_headroom * static_cast<double>(t.qos.latency_target_ns)) ++t.near;
     if (t.samples < p_.adapt_samples) return;
-    const bool missed = static_cast<double>(t.over) > p_.target_miss * t.samples;
-    t.samples = t.over = 0;
+    const double allowed = p_.target_miss * t.samples;
+    const bool missed = static_cast<double>(t.over) > allowed;
+    // Met, but with no room to spare: a longer piece would miss. Stay.
+    const bool tight = static_cast<double>(t.near) > allowed;
+    t.samples = t.over = t.near = 0;
     if (missed) {
       met_rounds_ = 0;
       // A longer piece tried and missed: wait twice as long before the
@@ -207,6 +230,9 @@ class FairSharePolicy final : public SchedulerPolicy {
       if (last_grew_) probe_rounds_ = std::min(probe_rounds_ * 2, kMaxProbeRounds);
       last_grew_ = false;
       if (chunk_ > p_.min_chunk_bytes) SetChunk(std::max(p_.min_chunk_bytes, chunk_ / 2));
+    } else if (tight) {
+      met_rounds_ = 0;
+      last_grew_ = false;  // the piece holds, but only just
     } else if (++met_rounds_ >= probe_rounds_ && chunk_ < base_chunk_) {
       met_rounds_ = 0;
       last_grew_ = true;
@@ -260,6 +286,9 @@ class FairSharePolicy final : public SchedulerPolicy {
         const TenantAccount& a = mech().tenant_account(t.id);
         if (a.queued_wrs == 0 && a.outstanding_pieces == 0) SetActive(i, false);
       }
+      if (msg_contended_ && now - std::min(now, msg_seen_) > active_ns_) {
+        SetMessageContended(false);
+      }
       if (contended()) next_scan_ = now + active_ns_ / 2;
     }
     Distribute(now);
@@ -269,6 +298,7 @@ class FairSharePolicy final : public SchedulerPolicy {
   // ------------------------------------------------------------ stats --
   void Report(ReportSink& sink) const override {
     sink.Number("contended", contended() ? 1 : 0);
+    sink.Number("messages_contended", msg_contended_ ? 1 : 0);
     sink.Number("active_vms", active_tenants_);
     sink.Number("chunk_bytes", chunk_);
     sink.Number("window_bytes", static_cast<double>(window_bytes_));
@@ -328,6 +358,7 @@ class FairSharePolicy final : public SchedulerPolicy {
     // Completions towards its latency target's next judgement.
     uint32_t samples = 0;
     uint32_t over = 0;
+    uint32_t near = 0;  // ... over grow_headroom of it
     uint64_t target_misses = 0;
     uint32_t posting = 0;  // flows granted that have not asked again
   };
@@ -340,7 +371,9 @@ class FairSharePolicy final : public SchedulerPolicy {
     bool atomics = false;  // it has posted an atomic
     bool bulk = false;
     bool gated = false;
+    bool deep = false;     // a message flow (message_flow_wrs)
     bool waiting = false;
+    bool waiting_small = false;  // counted in msg_waiting_
     bool posting = false;  // granted, has not asked again (it will if it has work)
     int32_t wait_next = kNone;
     uint32_t out_pieces = 0;  // granted, not retired
@@ -377,7 +410,7 @@ class FairSharePolicy final : public SchedulerPolicy {
     FlowControl c;
     if (f.ud) {
       // Default controls: its messages only take their time on the clocks.
-    } else if (Capped(t) || (f.bulk && contended())) {
+    } else if (Capped(t) || (contended() && (f.bulk || (f.deep && msg_contended_)))) {
       c.gated = true;
       c.chunk_bytes = f.bulk ? chunk_ : 0;
     } else if (f.bulk) {
@@ -402,6 +435,19 @@ class FairSharePolicy final : public SchedulerPolicy {
     }
   }
 
+  // The card's message engine is saturated by what goes on it: message
+  // flows are gated from now until nobody has waited for it for active_us.
+  void NoteMessageContention(Nanos now) {
+    msg_seen_ = now;
+    if (!msg_contended_) SetMessageContended(true);
+  }
+  void SetMessageContended(bool on) {
+    msg_contended_ = on;
+    for (uint32_t f = 0; f < flows_.size(); ++f) {
+      if (flows_[f].live && flows_[f].deep && !flows_[f].bulk) Apply(f);
+    }
+  }
+
   void SetActive(uint32_t ti, bool active) {
     const bool was = contended();
     tenants_[ti].active = active;
@@ -413,6 +459,7 @@ class FairSharePolicy final : public SchedulerPolicy {
       Arm(next_scan_);
     }
     if (contended() != was) {
+      msg_contended_ = false;
       if (!contended() && chunk_ != base_chunk_) {
         // Nobody left to protect: latency targets start over next time.
         chunk_ = base_chunk_;
@@ -487,6 +534,8 @@ class FairSharePolicy final : public SchedulerPolicy {
     Flow& f = flows_[id];
     Tenant& t = tenants_[f.tenant];
     f.waiting = true;
+    f.waiting_small = !f.bulk;
+    msg_waiting_ += f.waiting_small;
     f.wait_next = kNone;
     if (t.wait_tail == kNone) {
       t.wait_head = static_cast<int32_t>(id);
@@ -507,6 +556,8 @@ class FairSharePolicy final : public SchedulerPolicy {
       break;
     }
     f.waiting = false;
+    msg_waiting_ -= f.waiting_small;
+    f.waiting_small = false;
     f.wait_next = kNone;
     if (t.wait_head == kNone && t.in_ring) RingRemove(f.tenant);
   }
@@ -578,6 +629,8 @@ class FairSharePolicy final : public SchedulerPolicy {
       const double due = pacer_.DueAt();
       if (due > static_cast<double>(now)) {
         wake = std::min(wake, static_cast<Nanos>(due) + 1);
+        // Message flows wait for the card: its messages are still contended.
+        if (msg_waiting_ > 0) msg_seen_ = now;
         break;
       }
       if (!guaranteed_.empty()) {
@@ -653,6 +706,8 @@ class FairSharePolicy final : public SchedulerPolicy {
     t.wait_head = f.wait_next;
     if (t.wait_head == kNone) t.wait_tail = kNone;
     f.waiting = false;
+    msg_waiting_ -= f.waiting_small;
+    f.waiting_small = false;
     f.wait_next = kNone;
     SetPosting(f, true);
     f.out_pieces += n;
@@ -662,7 +717,7 @@ class FairSharePolicy final : public SchedulerPolicy {
     t.granted_pieces += n;
     t.granted_bytes += n * est;
     grants_ += n;
-    pacer_.Occupy(now, n * est);
+    pacer_.Occupy(now, est, n);
     mech().Grant(id, mech().credit_bytes(id) < kByteCredit / 2 ? kByteCredit : 0, n);
     return true;
   }
@@ -696,6 +751,9 @@ class FairSharePolicy final : public SchedulerPolicy {
   std::vector<uint32_t> guaranteed_;  // VMs with a guarantee (control path)
   size_t guarantee_next_ = 0;         // where GuaranteeDue starts
   uint32_t active_tenants_ = 0;
+  bool msg_contended_ = false;  // message flows are gated
+  Nanos msg_seen_ = 0;          // when the message engine was last saturated
+  uint32_t msg_waiting_ = 0;    // small flows waiting for a grant
   int32_t cursor_ = kNone;
   uint32_t ring_size_ = 0;   // VMs in the ring less one (0 with one or none)
   uint32_t inuse_pieces_ = 0;
@@ -718,10 +776,12 @@ std::unique_ptr<SchedulerPolicy> MakeFairSharePolicy(
       {"target_miss", &p.target_miss, 0, 1},
       {"adapt_samples", &p.adapt_samples, 1, 1u << 24},
       {"grow_after", &p.grow_after, 1, 1u << 16},
+      {"grow_headroom", &p.grow_headroom, 0.1, 1},
       {"solo_chunk_bytes", &p.solo_chunk_bytes, 1024, 1u << 30},
       {"window_bdp", &p.window_bdp, 0.1, 1000},
       {"solo_window_bdp", &p.solo_window_bdp, 0.1, 10000},
       {"bulk_bytes", &p.bulk_bytes, 1, 1u << 30},
+      {"message_flow_wrs", &p.message_flow_wrs, 1, 1u << 16},
       {"atomic_window", &p.atomic_window, 1, 1u << 16},
       {"active_us", &p.active_us, 1, 60e6},
       {"cap_burst_us", &p.cap_burst_us, 1, 1e6},
