@@ -117,6 +117,9 @@ class FairSharePolicy final : public SchedulerPolicy {
   }
 
   std::string_view name() const override { return "fair-share"; }
+  // A SEND goes only where a receive waits for it (receive credits): a
+  // sender cannot stall a receiver's RNIC with RNR NAKs.
+  bool HoldsSendsWithoutReceive() const override { return true; }
 
   // ---------------------------------------------------------- control --
   void OnTenantAdded(TenantId id, const TenantQos& qos) override {

@@ -142,10 +142,14 @@ struct TenantAccount : FlowAccount {
   uint32_t flows = 0;
 };
 
-// Receiver-side updates between daemons (Justitia §4.5). A fixed 32-byte
+// Messages between daemons: receiver-side updates (Justitia §4.5) and
+// receive credits (docs/scheduler.md, "Receive credits"). A fixed 32-byte
 // little-endian message; docs/scheduler.md gives the wire layout.
 struct PeerMessage {
-  enum Type : uint8_t { kSenderHello = 1, kReceiverUpdate = 2 };
+  // kReceiveCredit: weights[0] names the sender's QP (the receiving QP's
+  // destination QPN), weights[1] the receives posted on the receiving QP
+  // since RTR (wrapping); ReceiveCredit() builds one.
+  enum Type : uint8_t { kSenderHello = 1, kReceiverUpdate = 2, kReceiveCredit = 3 };
   uint8_t type = 0;
   uint8_t version = 1;
   uint16_t reserved = 0;
@@ -156,6 +160,17 @@ struct PeerMessage {
   uint32_t weights[3] = {0, 0, 0};
   uint32_t senders = 0;  // update: sending daemons counted
   uint64_t seq = 0;      // per origin, increasing
+
+  static PeerMessage ReceiveCredit(uint32_t origin, uint32_t sender_qpn, uint32_t posted) {
+    PeerMessage m;
+    m.type = kReceiveCredit;
+    m.origin = origin;
+    m.weights[0] = sender_qpn;
+    m.weights[1] = posted;
+    return m;
+  }
+  uint32_t credit_qpn() const { return weights[0]; }
+  uint32_t credit_posted() const { return weights[1]; }
 };
 static_assert(sizeof(PeerMessage) == 32);
 
@@ -243,6 +258,10 @@ class SchedulerPolicy {
   // The stage binds itself once, before any event.
   void Bind(Mechanisms& mechanisms) { mech_ = &mechanisms; }
   virtual std::string_view name() const = 0;
+  // Whether the stage holds a receive-consuming message while its
+  // receiver advertises no receive for it (receive credits, docs/
+  // scheduler.md). Native RDMA does not: its SENDs meet RNR.
+  virtual bool HoldsSendsWithoutReceive() const { return false; }
 
   // Control events.
   virtual void OnTenantAdded(TenantId tenant, const TenantQos& qos) = 0;

@@ -37,6 +37,7 @@ Stage::Stage(Rnic& rnic, policy::SchedulerPolicy& policy, StageOwner& owner,
       owner_(owner),
       options_(options),
       cross_channel_(rnic.limits().cross_channel),
+      holds_sends_(policy.HoldsSendsWithoutReceive()),
       timers_(options.timer_granularity_ns) {
   flows_.reserve(std::min<uint32_t>(options_.max_flows, 4096));
   policy_.Bind(*this);

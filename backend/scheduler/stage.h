@@ -209,6 +209,7 @@ class Stage final : public policy::Mechanisms {
   StageOwner& owner_;
   StageOptions options_;
   bool cross_channel_ = false;
+  const bool holds_sends_;  // policy_.HoldsSendsWithoutReceive()
   Nanos now_ = 0;
   std::vector<std::unique_ptr<FlowStorage>> flows_;  // by FlowId
   std::vector<FlowId> free_ids_;

@@ -159,6 +159,8 @@ Stage::Stop Stage::PlanNative(FlowStorage& f, uint32_t* count) {
       rp.total = rp.length = e.total;
       rp.lands_in_buffer = wr.opcode != WrOpcode::kRdmaWriteWithImm;
       rp.remote_qpn = wr.remote_qpn;
+      rp.qpn = f.spec.qp.qpn;
+      rp.credited = holds_sends_;
       if (!owner_.PrepareReceive(f.spec.owner, rp)) {
         stop = Stop::kReceiver;
         break;
@@ -288,6 +290,8 @@ Stage::Stop Stage::Plan(FlowStorage& f, uint32_t* count) {
         rp.last = last;
         rp.lands_in_buffer = !write_imm;
         rp.remote_qpn = wr.remote_qpn;
+        rp.qpn = f.spec.qp.qpn;
+        rp.credited = holds_sends_;
         if (!owner_.PrepareReceive(f.spec.owner, rp)) {
           stop = Stop::kReceiver;
           break;

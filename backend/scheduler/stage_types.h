@@ -60,6 +60,10 @@ struct ReceivePiece {
   bool lands_in_buffer = true;  // SEND: yes; WRITE_WITH_IMM: no (only its
                                 // last piece consumes a receive)
   uint32_t remote_qpn = 0;      // UD: the WR's destination QP
+  uint32_t qpn = 0;             // the sending QP
+  // The policy holds receive-consuming messages that no advertised receive
+  // waits for (SchedulerPolicy::HoldsSendsWithoutReceive).
+  bool credited = false;
 };
 
 // The stage's own QP towards one destination, for probes: RC, connected,

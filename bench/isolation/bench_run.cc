@@ -394,7 +394,20 @@ class Runner final : public model::TimerSink {
         q->admit.assign(cap, 0);
         q->bytes.assign(cap, 0);
         q->mask = cap - 1;
-        if (receives) dst.AddReceiver(q->peer, s.recv_depth.value_or(2 * depth + 64));
+        // RC receivers advertise their receives (UC and UD drop what finds
+        // none: no RNR to avoid).
+        const bool credited = s.transport == Transport::kRc;
+        if (receives) {
+          dst.AddReceiver(q->peer, s.recv_depth.value_or(2 * depth + 64), credited, s.src_host,
+                          q->qp.qpn);
+        }
+        if (receives && credited) {
+          // A held SEND waits as long as the sender's RNR retries would.
+          src.CreditSender(q->qp, sched::CreditHoldNs(
+                                       s.rnr_retry.value_or(7),
+                                       model::Simulator::RnrTimerPs(s.rnr_timer.value_or(1)) /
+                                           model::kPicosPerNano));
+        }
         paths_.insert({s.src_host, s.dst_host});
         procs_[proc].qps.push_back(q.get());
         qps_.push_back(std::move(q));

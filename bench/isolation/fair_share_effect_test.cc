@@ -132,6 +132,37 @@ TEST(FairShareOnModel, ThousandTenantsLatencyTenantsKeepTheirCrowdsLatency) {
   EXPECT_GT(b, 5.0) << "the bandwidth tenants still move";
 }
 
+// RNR storms (Husky): the attacker's SENDs reach a receiver that posts no
+// receive; natively every RNR NAK stalls that card's receive pipeline for
+// the victim too. Under fair-share a SEND goes only where the receiving
+// daemon advertised a receive (receive credits, docs/scheduler.md): the
+// attacker's wait in its own daemon; with a bounded rnr_retry they go when
+// its retries would have run out, and its QP fails as natively.
+class FairShareRnr : public ::testing::TestWithParam<std::pair<const char*, double>> {};
+
+TEST_P(FairShareRnr, TheVictimKeepsItsRate) {
+  const ScenarioSpec s = Builtin(GetParam().first, GetParam().second);
+  const TenantResult alone = RunAlone(s, 0, PassThrough(), nullptr);
+  const auto native = RunScenario(s, PassThrough(), nullptr);
+  const auto fair = RunScenario(s, FairShare(), nullptr);
+  ASSERT_EQ(s.tenants[0].name, "V");
+  std::printf("%s: victim alone %.2f Gb/s, native %.3f, fair-share %.2f\n", GetParam().first,
+              alone.gbps, native[0].gbps, fair[0].gbps);
+  EXPECT_GE(fair[0].gbps, 0.85 * alone.gbps);
+  if (std::string(GetParam().first) == "rnr_storm_bounded") {
+    // rnr_retry 3: natively its QP fails; held, it still does.
+    EXPECT_GT(native[1].errors, 0u);
+    EXPECT_GT(fair[1].errors, 0u) << "a held SEND goes when its retries would have run out";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Storms, FairShareRnr,
+    ::testing::Values(std::pair{"rnr_storm_write", 0.05}, std::pair{"rnr_storm_send", 0.05},
+                      std::pair{"rnr_storm_deep", 1.0}, std::pair{"rnr_storm_same_host", 1.0},
+                      std::pair{"rnr_storm_bounded", 1.0}),
+    [](const auto& info) { return std::string(info.param.first); });
+
 // The operator's QoS on the model (bench/isolation/scenarios/97_qos.yaml):
 // weights, byte and message caps, a guarantee, a latency target. Each
 // scenario's own pass rules for fair-share, evaluated as the bench does,

@@ -168,17 +168,66 @@ sched::FlowId ModelHost::AddFlow(policy::TenantId tenant, RnicQp qp, QpType type
   stage_->SetReceiverReassembles(flow, true);
   if (flows_.size() <= qp.qpn) flows_.resize(qp.qpn + 1);
   flows_[qp.qpn] = flow;
+  if (senders_.size() <= qp.qpn) senders_.resize(qp.qpn + 1);
   return flow;
 }
 
-void ModelHost::AddReceiver(RnicQp qp, uint32_t count) {
-  if (receivers_.size() <= qp.qpn) receivers_.resize(qp.qpn + 1, RnicQp{});
-  receivers_[qp.qpn] = qp;
+void ModelHost::CreditSender(RnicQp qp, policy::Nanos hold_ns) {
+  if (senders_.size() <= qp.qpn) senders_.resize(qp.qpn + 1);
+  senders_[qp.qpn].Expect(hold_ns);
+}
+
+void ModelHost::AddReceiver(RnicQp qp, uint32_t count, bool advertises, uint32_t sender_host,
+                            uint32_t sender_qpn) {
+  if (receivers_.size() <= qp.qpn) receivers_.resize(qp.qpn + 1);
+  Receiver& rc = receivers_[qp.qpn];
+  rc.qp = qp;
+  rc.sender_host = sender_host;
+  rc.sender_qpn = sender_qpn;
   RecvWr r;
   for (uint32_t i = 0; i < count; ++i) {
     r.wr_id = i;
     (void)rnic_.PostRecv(qp, {&r, 1}, nullptr);
   }
+  rc.advertises = advertises;
+  if (!advertises) return;
+  rc.credits.Posted(count);
+  advertise_.push_back(qp.qpn);  // the first count, 0 included
+  set_.MarkDirty(*this);
+}
+
+bool ModelHost::PrepareReceive(void*, const sched::ReceivePiece& piece) {
+  if (!piece.credited || piece.qpn >= senders_.size()) return true;
+  sched::CreditedSender& c = senders_[piece.qpn];
+  const bool was_blocked = c.blocked();
+  if (c.Take(now_ns())) return true;
+  // Held until a credit comes (DeliverPeer wakes the flow) or the hold ends.
+  if (!was_blocked && c.HoldEndsAt() != policy::kNever) {
+    held_.push_back(piece.qpn);
+    ArmWake(c.HoldEndsAt() * model::kPicosPerNano);
+  }
+  return false;
+}
+
+void ModelHost::AdvertiseCredits() {
+  for (uint32_t qpn : advertise_) {
+    Receiver& rc = receivers_[qpn];
+    uint32_t posted = 0;
+    if (!rc.credits.Due(&posted)) continue;
+    set_.SendPeer(id_, rc.sender_host,
+                  policy::PeerMessage::ReceiveCredit(id_, rc.sender_qpn, posted));
+  }
+  advertise_.clear();
+}
+
+void ModelHost::WakeExpiredHolds(policy::Nanos now) {
+  std::erase_if(held_, [&](uint32_t qpn) {
+    const sched::CreditedSender& c = senders_[qpn];
+    if (!c.blocked()) return true;
+    if (c.HoldEndsAt() > now) return false;
+    if (qpn < flows_.size() && flows_[qpn]) stage_->Wake(*flows_[qpn]);
+    return true;
+  });
 }
 
 void ModelHost::AddProbePath(sched::DestId dest, RnicQp qp) {
@@ -194,10 +243,14 @@ void ModelHost::Turn() {
       const Completion& c = poll_[i];
       if (c.opcode == WcOpcode::kRecv || c.opcode == WcOpcode::kRecvRdmaWithImm) {
         // The receiving guest posts its buffer again at once.
-        if (c.qpn >= receivers_.size() || receivers_[c.qpn].id == 0) continue;
+        if (c.qpn >= receivers_.size() || receivers_[c.qpn].qp.id == 0) continue;
+        Receiver& rc = receivers_[c.qpn];
         RecvWr r;
         r.wr_id = c.wr_id;
-        (void)rnic_.PostRecv(receivers_[c.qpn], {&r, 1}, nullptr);
+        if (rnic_.PostRecv(rc.qp, {&r, 1}, nullptr) == 1 && rc.advertises) {
+          rc.credits.Posted(1);
+          advertise_.push_back(c.qpn);
+        }
         continue;
       }
       if (c.qpn < flows_.size() && flows_[c.qpn]) {
@@ -205,6 +258,8 @@ void ModelHost::Turn() {
       }
     }
   }
+  if (!advertise_.empty()) AdvertiseCredits();
+  if (!held_.empty()) WakeExpiredHolds(now);
   // A pass is bounded (kMaxPass pieces): serve until nothing moves.
   for (int i = 0; i < 64 && stage_->Run(now); ++i) {
   }
@@ -245,7 +300,17 @@ bool ModelHost::SendPeerMessage(sched::DestId dest,
 }
 
 void ModelHost::DeliverPeer(uint32_t from, const policy::PeerMessage& m) {
-  stage_->OnPeerMessage(from, m, now_ns());
+  if (m.type == policy::PeerMessage::kReceiveCredit) {
+    const uint32_t qpn = m.credit_qpn();
+    if (qpn >= senders_.size()) return;
+    const bool was_blocked = senders_[qpn].blocked();
+    senders_[qpn].Advertise(m.credit_posted());
+    // Only a flow held for want of credit needs a turn.
+    if (!was_blocked || qpn >= flows_.size() || !flows_[qpn]) return;
+    stage_->Wake(*flows_[qpn]);
+  } else {
+    stage_->OnPeerMessage(from, m, now_ns());
+  }
   set_.MarkDirty(*this);
 }
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backend/rnic_model/model_rnic.h"
+#include "backend/scheduler/receive_credit.h"
 #include "backend/scheduler/stage.h"
 #include "policy/scheduler_policy.h"
 
@@ -91,8 +92,15 @@ class ModelHost final : public sched::StageOwner, public model::TimerSink {
                         uint32_t depth, sched::DestId dest, Tenant* tenant_ctx);
   // A peer QP on this host that receives: the host keeps `count` receives
   // posted on it, reposting one per receive completion (count 0: a guest
-  // that never posts any).
-  void AddReceiver(RnicQp qp, uint32_t count);
+  // that never posts any), and, if it advertises (RC), tells the sending
+  // QP sender_qpn on host sender_host how many (receive credits,
+  // docs/scheduler.md).
+  void AddReceiver(RnicQp qp, uint32_t count, bool advertises, uint32_t sender_host,
+                   uint32_t sender_qpn);
+  // Flow QP qp sends to a receiver that advertises (AddReceiver on its
+  // host): under a policy that holds sends, its receive-consuming messages
+  // wait for advertised receives, at most hold_ns (sched::CreditHoldNs).
+  void CreditSender(RnicQp qp, policy::Nanos hold_ns);
   // The stage's own QP towards dest (probes), send CQ = own_cq().
   RnicCq own_cq() const { return own_cq_; }
   void AddProbePath(sched::DestId dest, RnicQp qp);
@@ -105,9 +113,10 @@ class ModelHost final : public sched::StageOwner, public model::TimerSink {
                 uint32_t byte_len) override;
   void OnMarkerReached(void*, uint32_t, WcStatus) override {}
   void OnPostRefused(void*, uint32_t, Status) override;
-  bool PrepareReceive(void*, const sched::ReceivePiece&) override {
-    return true;  // the receiving guest always has buffers posted
-  }
+  // Native (piece.credited false): the message goes, whatever the
+  // receiver has posted. Credited: only while the receiver advertised a
+  // receive for it, or its hold ran out.
+  bool PrepareReceive(void*, const sched::ReceivePiece& piece) override;
   bool SendPeerMessage(sched::DestId dest,
                        const policy::PeerMessage& m) override;
   // model::TimerSink: the stage's deadline or a retry.
@@ -118,6 +127,8 @@ class ModelHost final : public sched::StageOwner, public model::TimerSink {
 
  private:
   void ArmWake(model::Picos at);
+  void AdvertiseCredits();
+  void WakeExpiredHolds(policy::Nanos now);
   void SetUpPreemptionControl();
   static constexpr uint32_t kPcqDepth = 64;
 
@@ -128,9 +139,19 @@ class ModelHost final : public sched::StageOwner, public model::TimerSink {
   std::unique_ptr<sched::Stage> stage_;
   RnicCq cq_;
   RnicCq own_cq_;
+  struct Receiver {
+    RnicQp qp;  // id 0: none
+    sched::CreditAdvertiser credits;
+    bool advertises = false;
+    uint32_t sender_host = 0;
+    uint32_t sender_qpn = 0;
+  };
   // By QPN (dense: the model's QP ids + 1); id 0 / nullopt: none.
-  std::vector<RnicQp> receivers_;
+  std::vector<Receiver> receivers_;
   std::vector<std::optional<sched::FlowId>> flows_;
+  std::vector<sched::CreditedSender> senders_;  // by the flow's QPN
+  std::vector<uint32_t> advertise_;  // receivers whose count moved
+  std::vector<uint32_t> held_;       // senders held with a finite hold
   model::Picos wake_armed_ = UINT64_MAX;
   std::array<Completion, 64> poll_{};
 };
