@@ -24,6 +24,8 @@
 #                      vhost-rdma-daemon vrdma-ctl vrdma-perftest)
 #        VRDMA_VM_SMP  vCPUs per host VM (default 2)
 #        VRDMA_VERBS_TIMEOUT  seconds for a host VM's whole run (default 900)
+#        VRDMA_DAEMON_ARGS  the daemons' flags besides --control and --rnic
+#                      (default --idle-spin-us 1000)
 set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 vm_tag=verbs
@@ -60,6 +62,8 @@ make_share() { # vm role ip peer_ip
   for b in "${bins[@]}"; do cp "$build/$b" "$d/bin/"; done
   printf 'NAME=%s\nROLE=%s\nIP=%s\nPEER_IP=%s\nPT_TIMEOUT=%s\nRXE=1\nCRASH=0\nTESTS_ONLY=%s\n' \
     "$1" "$2" "$3" "$4" "${VRDMA_PT_TIMEOUT:-300}" "$tests_only" >"$d/env"
+  [ -n "${VRDMA_DAEMON_ARGS:-}" ] && printf "DAEMON_ARGS='%s'\n" "$VRDMA_DAEMON_ARGS" >>"$d/env"
+  return 0
 }
 # -cpu max: Debian's DPDK (librte_eal, in the daemon) uses instructions
 # TCG's default qemu64 CPU lacks (SIGILL at start otherwise).

@@ -34,7 +34,8 @@ run_gtests() {
 }
 
 start_daemon() {
-  $B/vhost-rdma-daemon --control /run/ctl.sock --rnic $DEV --idle-spin-us 1000 \
+  # shellcheck disable=SC2086 # DAEMON_ARGS is a list of flags
+  $B/vhost-rdma-daemon --control /run/ctl.sock --rnic $DEV ${DAEMON_ARGS:---idle-spin-us 1000} \
     >$R/daemon.log 2>&1 &
   dpid=$!
   i=0
