@@ -169,7 +169,8 @@ class VerbsRnic final : public Rnic {
   int RegisteredGidIndex(const Gid& gid) const;
   // AV -> ibv_ah_attr (GRH with the registered source GID's index).
   Status ToAhAttr(const AddressVector& av, ibv_ah_attr* out) const;
-  Status ToSendWr(const SendWr& in, ibv_send_wr* wr, ibv_sge* sge) const;
+  Status ToSendWr(const SendWr& in, QpType type, ibv_send_wr* wr,
+                  ibv_sge* sge) const;
 
   Options options_;
   ibv_context* ctx_ = nullptr;

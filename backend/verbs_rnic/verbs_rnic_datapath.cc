@@ -81,7 +81,8 @@ void Note(Status* out, Status s) {
 
 }  // namespace
 
-Status VerbsRnic::ToSendWr(const SendWr& in, ibv_send_wr* wr, ibv_sge* sge) const {
+Status VerbsRnic::ToSendWr(const SendWr& in, QpType type, ibv_send_wr* wr,
+                           ibv_sge* sge) const {
   if (in.opcode > WrOpcode::kAtomicFetchAdd) return Status::kUnsupported;
   *wr = {};
   wr->wr_id = in.wr_id;
@@ -119,9 +120,10 @@ Status VerbsRnic::ToSendWr(const SendWr& in, ibv_send_wr* wr, ibv_sge* sge) cons
     default:
       break;
   }
-  if (in.ah.id != 0) {
+  // wr.ud shares a union with wr.rdma and wr.atomic: only on UD QPs.
+  if (type == QpType::kUd) {
     const Slot<ibv_ah>* ah = ahs_.Get(in.ah.id);
-    if (ah == nullptr) return Status::kBadHandle;
+    if (ah == nullptr) return Status::kInvalid;
     wr->wr.ud.ah = ah->obj;
     wr->wr.ud.remote_qpn = in.remote_qpn;
     wr->wr.ud.remote_qkey = in.remote_qkey;
@@ -142,14 +144,9 @@ int VerbsRnic::PostSend(RnicQp qp, std::span<const SendWr> wrs,
     int n = std::min(kChunk, total - posted);
     Status built = Status::kOk;
     for (int i = 0; i < n; ++i) {
-      built = ToSendWr(wrs[posted + i], &send_wrs_[i], &sges_[i * kMaxSge]);
+      built = ToSendWr(wrs[posted + i], s->type, &send_wrs_[i], &sges_[i * kMaxSge]);
       if (built != Status::kOk) {
         n = i;  // post what came before it, then report it
-        break;
-      }
-      if (s->type == QpType::kUd && send_wrs_[i].wr.ud.ah == nullptr) {
-        built = Status::kInvalid;
-        n = i;
         break;
       }
     }

@@ -7,6 +7,8 @@
 // backend/engine/engine_rnic_test.cc.
 #include "backend/verbs_rnic/verbs_rnic.h"
 
+#include <poll.h>
+
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -231,7 +233,18 @@ TEST_F(VerbsRnicTest, LoopbackWriteAndSend) {
   w[1].send_flags = kSendSignaled;
   w[1].num_sge = 1;
   w[1].sge[0] = {0xa0000000, 3000, ma->lkey};
+  // The completion channel: armed, quiet; a completion makes it readable
+  // (what wakes the daemon's sleeping data path); drained, quiet again.
+  const int fd = rnic_->completion_fd();
+  ASSERT_GE(fd, 0);
+  rnic_->ArmCompletions();
+  pollfd pfd{fd, POLLIN, 0};
+  EXPECT_EQ(poll(&pfd, 1, 0), 0) << "readable before any completion";
   ASSERT_EQ(rnic_->PostSend(*qa, std::span<const SendWr>(w, 2), &err), 2);
+  EXPECT_EQ(poll(&pfd, 1, 10'000), 1) << "no wake-up within 10 s";
+  rnic_->DrainCompletionFd();
+  pfd.revents = 0;
+  EXPECT_EQ(poll(&pfd, 1, 0), 0) << "still readable after draining";
   std::vector<Completion> got;
   Completion c[8];
   for (int i = 0; i < 20'000'000 && got.size() < 3; ++i) {
@@ -249,9 +262,6 @@ TEST_F(VerbsRnicTest, LoopbackWriteAndSend) {
       EXPECT_EQ(x.qpn, qb->qpn);
     }
   }
-  EXPECT_GE(rnic_->completion_fd(), 0);
-  rnic_->ArmCompletions();
-  rnic_->DrainCompletionFd();
   AsyncEvent ev;
   while (rnic_->PollAsyncEvent(&ev)) {
   }
