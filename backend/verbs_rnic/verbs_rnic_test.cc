@@ -6,6 +6,7 @@
 // device's own loopback. The engine's tests on VerbsRnic are
 // backend/engine/engine_rnic_test.cc.
 #include "backend/verbs_rnic/verbs_rnic.h"
+#include "backend/verbs_rnic/testing/verbs_loopback.h"
 
 #include <poll.h>
 
@@ -19,8 +20,7 @@
 namespace vrdma {
 namespace {
 
-constexpr uint32_t kAll = kAccessLocalWrite | kAccessRemoteWrite |
-                          kAccessRemoteRead | kAccessRemoteAtomic;
+constexpr uint32_t kAll = testing::kAllAccess;
 
 TEST(VerbsRnicOpen, UnknownDeviceIsAClearError) {
   std::string error;
@@ -42,40 +42,7 @@ TEST(VerbsRnicErrors, ErrnoMapsToStatus) {
   EXPECT_EQ(StatusFromErrno(EIO), Status::kIoError);
 }
 
-class VerbsRnicTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const char* dev = std::getenv("VRDMA_TEST_RNIC");
-    if (dev == nullptr || *dev == '\0') {
-      GTEST_SKIP() << "VRDMA_TEST_RNIC not set: no rdma-core device (this host "
-                      "has none; tests/vm/run-verbs.sh runs this in a VM on "
-                      "rxe0). NOT a pass.";
-    }
-    std::string error;
-    VerbsRnic::Options o;
-    o.device = dev;
-    rnic_ = VerbsRnic::Open(o, &error);
-    ASSERT_NE(rnic_, nullptr) << error;
-    for (const Gid& g : rnic_->PortGids()) {
-      if (g[10] == 0xff && g[11] == 0xff) gid_ = g;  // an IPv4 GID
-    }
-    ASSERT_NE(gid_, Gid{}) << dev << " has no IPv4 GID (give its netdev an address)";
-  }
-
-  void TearDown() override {
-    rnic_.reset();
-    for (void* p : pages_) std::free(p);
-  }
-  std::span<uint8_t> Pages(size_t n) {
-    void* p = std::aligned_alloc(4096, n * 4096);
-    pages_.push_back(p);
-    return {static_cast<uint8_t*>(p), n * 4096};
-  }
-
-  std::unique_ptr<VerbsRnic> rnic_;
-  Gid gid_{};
-  std::vector<void*> pages_;
-};
+using testing::VerbsRnicTest;
 
 TEST_F(VerbsRnicTest, LimitsComeFromTheDevice) {
   RnicLimits l = rnic_->limits();
@@ -173,7 +140,6 @@ TEST_F(VerbsRnicTest, RefusalsLeaveNothingBehind) {
 // Two RC QPs on the device's own loopback: a WRITE with the peer's rkey at
 // the guest-style iova, and a SEND, through PostSend/PostRecv/PollCq.
 TEST_F(VerbsRnicTest, LoopbackWriteAndSend) {
-  ASSERT_EQ(rnic_->AddGid(gid_), Status::kOk);
   Result<RnicPd> pd = rnic_->AllocPd();
   Result<RnicCq> cq = rnic_->CreateCq(64);
   ASSERT_TRUE(pd.ok() && cq.ok());
@@ -184,34 +150,12 @@ TEST_F(VerbsRnicTest, LoopbackWriteAndSend) {
   Result<RnicMr> ma = rnic_->RegMr(*pd, a.data(), a.size(), 0xa0000000, kAll);
   Result<RnicMr> mb = rnic_->RegMr(*pd, b.data(), b.size(), 0xb0000000, kAll);
   ASSERT_TRUE(ma.ok() && mb.ok()) << StatusName(ma.status());
-  QpInit init;
-  init.pd = *pd;
-  init.send_cq = init.recv_cq = *cq;
-  init.caps = {16, 16, 2, 2, 0};
-  Result<RnicQp> qa = rnic_->CreateQp(init), qb = rnic_->CreateQp(init);
-  ASSERT_TRUE(qa.ok() && qb.ok());
-  for (auto [q, peer] : {std::pair{*qa, *qb}, std::pair{*qb, *qa}}) {
-    QpAttr at;
-    at.state = QpState::kInit;
-    at.access_flags = kAll;
-    ASSERT_EQ(rnic_->ModifyQp(q, at, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags),
-              Status::kOk);
-    at.state = QpState::kRtr;
-    at.av.sgid = at.av.dgid = gid_;
-    at.dest_qpn = peer.qpn;
-    at.path_mtu_bytes = 1024;
-    ASSERT_EQ(rnic_->ModifyQp(q, at, kQpState | kQpAv | kQpPathMtu | kQpDestQpn |
-                                          kQpRqPsn | kQpMaxDestRdAtomic | kQpMinRnrTimer),
-              Status::kOk);
-    at.state = QpState::kRts;
-    ASSERT_EQ(rnic_->ModifyQp(q, at, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt |
-                                          kQpRnrRetry | kQpMaxQpRdAtomic),
-              Status::kOk);
-  }
-  Result<QpAttr> qa_attr = rnic_->QueryQp(*qa);
+  auto [qa, qb] = ConnectedPair(*pd, *cq);
+  ASSERT_NE(qa.id, 0u);
+  Result<QpAttr> qa_attr = rnic_->QueryQp(qa);
   ASSERT_TRUE(qa_attr.ok());
   EXPECT_EQ(qa_attr->state, QpState::kRts);
-  EXPECT_EQ(qa_attr->dest_qpn, qb->qpn);
+  EXPECT_EQ(qa_attr->dest_qpn, qb.qpn);
   EXPECT_EQ(qa_attr->av.sgid, gid_);
 
   RecvWr r;
@@ -219,7 +163,7 @@ TEST_F(VerbsRnicTest, LoopbackWriteAndSend) {
   r.num_sge = 1;
   r.sge[0] = {0xb0000000 + 8192, 4096, mb->lkey};
   Status err = Status::kOk;
-  ASSERT_EQ(rnic_->PostRecv(*qb, std::span<const RecvWr>(&r, 1), &err), 1);
+  ASSERT_EQ(rnic_->PostRecv(qb, std::span<const RecvWr>(&r, 1), &err), 1);
   SendWr w[2];
   w[0].wr_id = 1;
   w[0].opcode = WrOpcode::kRdmaWrite;
@@ -240,7 +184,7 @@ TEST_F(VerbsRnicTest, LoopbackWriteAndSend) {
   rnic_->ArmCompletions();
   pollfd pfd{fd, POLLIN, 0};
   EXPECT_EQ(poll(&pfd, 1, 0), 0) << "readable before any completion";
-  ASSERT_EQ(rnic_->PostSend(*qa, std::span<const SendWr>(w, 2), &err), 2);
+  ASSERT_EQ(rnic_->PostSend(qa, std::span<const SendWr>(w, 2), &err), 2);
   EXPECT_EQ(poll(&pfd, 1, 10'000), 1) << "no wake-up within 10 s";
   rnic_->DrainCompletionFd();
   pfd.revents = 0;
@@ -259,13 +203,13 @@ TEST_F(VerbsRnicTest, LoopbackWriteAndSend) {
     if (x.wr_id == 77) {
       EXPECT_EQ(x.opcode, WcOpcode::kRecv);
       EXPECT_EQ(x.byte_len, 3000u);
-      EXPECT_EQ(x.qpn, qb->qpn);
+      EXPECT_EQ(x.qpn, qb.qpn);
     }
   }
   AsyncEvent ev;
   while (rnic_->PollAsyncEvent(&ev)) {
   }
-  for (RnicQp q : {*qa, *qb}) EXPECT_EQ(rnic_->DestroyQp(q), Status::kOk);
+  for (RnicQp q : {qa, qb}) EXPECT_EQ(rnic_->DestroyQp(q), Status::kOk);
   EXPECT_EQ(rnic_->DeregMr(*ma), Status::kOk);
   EXPECT_EQ(rnic_->DeregMr(*mb), Status::kOk);
   EXPECT_EQ(rnic_->DestroyCq(*cq), Status::kOk);

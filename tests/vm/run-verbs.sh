@@ -10,7 +10,8 @@
 # (guest-driver/lib); native ib_write_bw / ib_write_lat between the hosts'
 # rxe0, then vrdma-perftest write/send/read bw and lat with --verify between
 # the guests on the two hosts, printed side by side; then, on h1,
-# verbs_rnic_test and engine_rnic_test with VRDMA_TEST_RNIC=rxe0 (every
+# verbs_rnic_test, verbs_rnic_alloc_test and engine_rnic_test with
+# VRDMA_TEST_RNIC=rxe0 (every
 # Verbs instance must pass: a skip fails this script).
 # --one-host: one host VM: the gtests; attach-vm refuses a GID the port
 # lacks and accepts the port's; native perftest beside vrdma-perftest
@@ -20,8 +21,8 @@
 # Usage: tests/vm/run-verbs.sh [--one-host | --tests-only]
 # Env:   VRDMA_CACHE, VRDMA_QEMU, VRDMA_QEMU_ARGS (see run-e2e.sh)
 #        VRDMA_BUILD   build directory (default build/; the binaries must exist:
-#                      cmake --build build --target verbs_rnic_test engine_rnic_test
-#                      vhost-rdma-daemon vrdma-ctl vrdma-perftest)
+#                      cmake --build build --target verbs_rnic_test verbs_rnic_alloc_test
+#                      engine_rnic_test vhost-rdma-daemon vrdma-ctl vrdma-perftest)
 #        VRDMA_VM_SMP  vCPUs per host VM (default 2)
 #        VRDMA_VERBS_TIMEOUT  seconds for a host VM's whole run (default 900)
 #        VRDMA_DAEMON_ARGS  the daemons' flags besides --control and --rnic
@@ -40,10 +41,12 @@ for a in "$@"; do
 done
 export VRDMA_VM_SMP="${VRDMA_VM_SMP:-2}"
 build="${VRDMA_BUILD:-$here/build}"
-bins=(backend/verbs_rnic/verbs_rnic_test backend/engine/engine_rnic_test
+bins=(backend/verbs_rnic/verbs_rnic_test backend/verbs_rnic/verbs_rnic_alloc_test
+      backend/engine/engine_rnic_test
       vhost-rdma/daemon/vhost-rdma-daemon vhost-rdma/daemon/vrdma-ctl
       guest-driver/perftest/vrdma-perftest)
-((tests_only)) && bins=("${bins[@]:0:2}")
+((tests_only)) && bins=("${bins[@]:0:3}")
+gtests="verbs_rnic_test verbs_rnic_alloc_test engine_rnic_test"
 for b in "${bins[@]}"; do
   [ -x "$build/$b" ] || die "no $build/$b (build it first; see the header of $0)"
 done
@@ -98,14 +101,14 @@ log "step 4/4: results"
 R="$run/share-h1/results"
 echo "== rxe0 in the guest: $(grep -m1 -E 'hca_id|transport' "$R/ibv_devinfo.txt" 2>/dev/null | tr -s ' \t' ' ')"
 echo "== GIDs:"; sed 's/^/   /' "$R/gids.txt" 2>/dev/null || true
-for t in verbs_rnic_test engine_rnic_test; do
+for t in $gtests; do
   echo "== $t (rc $(cat "$R/$t.rc" 2>/dev/null || echo none))"
   grep -E '^\[ +(OK|FAILED|SKIPPED) +\]|^limits:|Failure|Expected|Actual|Which is' "$R/$t.out" 2>/dev/null |
     sed 's/^/   /' || echo "   (no output)"
 done
 no_verbs_skip() { ! grep -qE '^\[  SKIPPED \].*(Verbs|VerbsRnicTest)' "$1"; }
 verbs_ran() { grep -qE '^\[       OK \] .*(/Verbs|VerbsRnicTest)' "$1"; }
-for t in verbs_rnic_test engine_rnic_test; do
+for t in $gtests; do
   check "$t exit code 0 on rxe0" rc_is_zero "$R/$t.rc"
   check "$t: the VerbsRnic tests ran (none skipped)" \
     bash -c "$(declare -f no_verbs_skip verbs_ran); no_verbs_skip '$R/$t.out' && verbs_ran '$R/$t.out'"

@@ -25,7 +25,7 @@ add_addrs() {
 
 # The VerbsRnic tests on this guest's device.
 run_gtests() {
-  for t in verbs_rnic_test engine_rnic_test; do
+  for t in verbs_rnic_test verbs_rnic_alloc_test engine_rnic_test; do
     echo "$(date +%s) $t"
     VRDMA_TEST_RNIC=$DEV timeout $T $B/$t --gtest_color=no >$R/$t.out 2>&1
     echo $? >$R/$t.rc
