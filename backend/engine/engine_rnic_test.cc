@@ -33,7 +33,7 @@ using testing::kBufPages;
 
 constexpr int kGuestsNeeded = 3;
 
-bool IsIpv4Mapped(const Gid& g) {
+[[maybe_unused]] bool IsIpv4Mapped(const Gid& g) {
   static constexpr uint8_t kPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
   return std::memcmp(g.data(), kPrefix, sizeof(kPrefix)) == 0;
 }
