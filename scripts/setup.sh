@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev libdpdk-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libyaml-cpp-dev
-  libibverbs-dev linux-libc-dev python3-matplotlib
+  libibverbs-dev ibverbs-providers linux-libc-dev python3-matplotlib
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -22,6 +22,12 @@ SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
 installed() { [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" == *"ok installed" ]]; }
 
 guest_packages=(rdma-core ibverbs-utils ibverbs-providers perftest iproute2 kmod udev)
+# Runtime libraries of the host build's binaries that tests/vm/run-verbs.sh
+# runs inside a guest over the 9p share (the daemon and the gtest binaries:
+# fmt, spdlog, DPDK's rte_ring/rte_eal). Added to an existing root with
+# apt-get when this list changes; the image is rebuilt then (its stamp
+# includes the list).
+guest_runtime_packages=(libfmt9 libspdlog1.10 librte-ring23 librte-eal23 libnuma1)
 # Modules the small initrd carries: enough to mount an ext4 root on virtio-blk.
 initrd_modules=(virtio_pci virtio_blk ext4 crc32c_generic)
 
@@ -78,6 +84,23 @@ bootstrap_root() {
     >"$cache/image/debootstrap.log" 2>&1 ||
     { tail -30 "$cache/image/debootstrap.log" >&2; log "ERROR: debootstrap failed"; exit 1; }
   $SUDO touch "$root/.vrdma-bootstrap-done"
+}
+
+# Installs guest_runtime_packages into an existing root (chroot apt-get from
+# Debian's archive) once per list; records the list in the root.
+add_runtime_packages() {
+  local root="$1" want have
+  want="$(printf '%s\n' "${guest_runtime_packages[@]}")"
+  have="$(cat "$root/.vrdma-runtime-packages" 2>/dev/null || true)"
+  [ "$want" = "$have" ] && return 0
+  log "adding ${guest_runtime_packages[*]} to the guest root"
+  $SUDO cp /etc/resolv.conf "$root/etc/resolv.conf"
+  { timeout 600 $SUDO chroot "$root" apt-get update -qq &&
+    timeout 600 $SUDO chroot "$root" env DEBIAN_FRONTEND=noninteractive \
+      apt-get install -y -qq --no-install-recommends "${guest_runtime_packages[@]}" &&
+    $SUDO chroot "$root" apt-get clean; } >"$cache/image/runtime-packages.log" 2>&1 ||
+    { tail -20 "$cache/image/runtime-packages.log" >&2; log "ERROR: apt-get in the guest root failed"; exit 1; }
+  echo "$want" | $SUDO tee "$root/.vrdma-runtime-packages" >/dev/null
 }
 
 make_initrd() {
@@ -191,9 +214,11 @@ main() {
   if ((module_only == 0)); then
     bootstrap_root "$kabi" "$root"
     [ -s "$kernel" ] || $SUDO cp "$root/boot/vmlinuz-$kabi" "$kernel"
+    add_runtime_packages "$root"
     make_initrd "$kabi" "$root" "$initrd"
-    # The image depends on the root and the stub init only.
-    local stamp; stamp="$(sed -n '/^install_stub_init()/,/^}/p' "$0" | sha256sum | cut -c1-16)"
+    # The image depends on the root (its package lists) and the stub init.
+    local stamp; stamp="$( { sed -n '/^install_stub_init()/,/^}/p' "$0";
+                             cat "$root/.vrdma-runtime-packages"; } | sha256sum | cut -c1-16)"
     if [ ! -s "$image" ] || [ "$(cat "$image.stamp" 2>/dev/null)" != "$stamp" ]; then
       make_image "$root" "$image"
       echo "$stamp" >"$image.stamp"

@@ -30,7 +30,32 @@ bool Completions::PollRnicEvents() {
   AsyncEvent ev;
   // A few per turn: each is O(the CQs of all VMs), and rare.
   for (int i = 0; i < 4 && rnic_.PollAsyncEvent(&ev); ++i) {
-    if (ev.type != AsyncEvent::Type::kCqError) continue;
+    did = true;
+    if (ev.type == AsyncEvent::Type::kQpError) {
+      // A physical RNIC put a QP in error outside any completion: the guest
+      // hears the event, and the QP's work is flushed like after an error
+      // completion. A QPN of no VM (the probe pair, or gone): ignored.
+      VmContext* vm = nullptr;
+      QpObj* qp = vms_.FindAnyQp(ev.id, &vm);
+      if (qp == nullptr || vm == nullptr) continue;
+      const uint32_t type = ev.detail == VIRTIO_RDMA_EV_QP_REQ_ERR ||
+                                    ev.detail == VIRTIO_RDMA_EV_QP_ACCESS_ERR
+                                ? ev.detail
+                                : uint32_t{VIRTIO_RDMA_EV_QP_FATAL};
+      Event(*vm, type, qp->qpn);
+      if (qp->state != QpState::kErr) listener_.OnRnicQpError(*qp);
+      continue;
+    }
+    if (ev.type != AsyncEvent::Type::kCqError) {
+      // Port events reach every VM: they all share the host port.
+      const uint32_t type = ev.type == AsyncEvent::Type::kPortActive
+                                ? VIRTIO_RDMA_EV_PORT_ACTIVE
+                            : ev.type == AsyncEvent::Type::kPortError
+                                ? VIRTIO_RDMA_EV_PORT_ERR
+                                : VIRTIO_RDMA_EV_GID_CHANGE;
+      vms_.vms.ForEach([&](uint32_t, VmContext& vm) { Event(vm, type, 1); });
+      continue;
+    }
     CqObj* hit = nullptr;
     vms_.vms.ForEach([&](uint32_t, VmContext& vm) {
       vm.cqs.ForEach([&](uint32_t, CqObj& cq) {
@@ -38,7 +63,6 @@ bool Completions::PollRnicEvents() {
       });
     });
     if (hit != nullptr) listener_.OnHostCqError(*hit);  // else: the probe CQ, or gone
-    did = true;
   }
   return did;
 }

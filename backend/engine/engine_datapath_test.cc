@@ -256,6 +256,43 @@ TEST_F(EngineTest, CqOverflowRaisesCqErrOnce) {
   EXPECT_EQ(engine_->Stats(vm)->cqes_written, 1u);
 }
 
+// A physical RNIC reports QP errors and port changes outside completions
+// (VerbsRnic's async events): the guest hears them, and a failed QP's work
+// is flushed like after an error completion.
+TEST_F(EngineTest, RnicAsyncQpAndPortEventsReachTheGuest) {
+  GuestEnv env;
+  RecordingSink sink;
+  VmId vm = Attach(env, {MakeGid(1)}, &sink);
+  Rig r = MakeRig(env, vm);
+  Poll();
+  rnic_.async_events.push_back(
+      AsyncEvent{AsyncEvent::Type::kQpError, r.qpn, VIRTIO_RDMA_EV_QP_ACCESS_ERR});
+  rnic_.async_events.push_back(
+      AsyncEvent{AsyncEvent::Type::kQpError, 0xabcdef, VIRTIO_RDMA_EV_QP_FATAL});
+  rnic_.async_events.push_back(AsyncEvent{AsyncEvent::Type::kPortError, 1, 0});
+  rnic_.async_events.push_back(AsyncEvent{AsyncEvent::Type::kPortActive, 1, 0});
+  Poll();
+  EXPECT_TRUE(rnic_.async_events.empty());
+  EXPECT_EQ(sink.Count(VIRTIO_RDMA_EV_QP_ACCESS_ERR), 1);
+  EXPECT_EQ(sink.Count(VIRTIO_RDMA_EV_QP_FATAL), 0) << "a QPN of no VM is ignored";
+  EXPECT_EQ(sink.Count(VIRTIO_RDMA_EV_PORT_ERR), 1);
+  EXPECT_EQ(sink.Count(VIRTIO_RDMA_EV_PORT_ACTIVE), 1);
+  for (const auto& [type, handle] : sink.events) {
+    if (type == VIRTIO_RDMA_EV_QP_ACCESS_ERR) {
+      EXPECT_EQ(handle, r.qpn);
+    }
+  }
+  // The QP is in ERR for the engine: a new WQE is flushed, never posted.
+  testing::PostSend(r.sq, GuestSend{.wr_id = 9, .sges = {{r.iova, 8, r.lkey}}});
+  engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, r.qpn);
+  Poll();
+  EXPECT_TRUE(rnic_.qps.at(r.qpn).sends.empty());
+  std::vector<ib_uverbs_wc> wcs = DrainCq(r.scq);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].wr_id, 9u);
+  EXPECT_EQ(wcs[0].status, static_cast<uint32_t>(WcStatus::kWrFlushErr));
+}
+
 TEST_F(EngineTest, ImpossibleCqConsumerIndexIsAnOverflow) {
   GuestEnv env;
   RecordingSink sink;

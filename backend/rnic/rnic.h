@@ -267,14 +267,26 @@ struct QpAttr {
   uint32_t dest_qpn = 0;
 };
 
-// An asynchronous error the RNIC reports outside any completion
-// (IBV_EVENT_CQ_ERR): kCqError means the CQ named by id overflowed or
-// failed; it is in error, and every completion it would have produced since
-// (and will produce) is lost.
+// An asynchronous event the RNIC reports outside any completion
+// (ibv_get_async_event):
+//   kCqError (IBV_EVENT_CQ_ERR): the CQ named by id (RnicCq::id) overflowed
+//     or failed; it is in error, and every completion it would have produced
+//     since (and will produce) is lost;
+//   kQpError (IBV_EVENT_QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR): the QP whose
+//     qpn is id went to ERR outside a completion; detail is the
+//     VIRTIO_RDMA_EV_QP_* type to report;
+//   kPortActive, kPortError, kGidChange: the port changed (id: port number).
 struct AsyncEvent {
-  enum class Type : uint8_t { kCqError = 1 };
+  enum class Type : uint8_t {
+    kCqError = 1,
+    kQpError = 2,
+    kPortActive = 3,
+    kPortError = 4,
+    kGidChange = 5,
+  };
   Type type = Type::kCqError;
-  uint32_t id = 0;  // RnicCq::id
+  uint32_t id = 0;
+  uint32_t detail = 0;
 };
 
 struct RnicLimits {
@@ -307,6 +319,11 @@ class Rnic {
   // addressed by each VM's own GIDs, which the engine registers here.
   virtual Status AddGid(const Gid& gid) = 0;
   virtual Status RemoveGid(const Gid& gid) = 0;
+  // Whether AddGid(gid) can succeed as far as the port is concerned: a
+  // physical RNIC sends only from GIDs in its port's GID table (on RoCE, IP
+  // addresses of its netdev). Control thread, any time (reads the device,
+  // never the RNIC's tables). Software RNICs take any GID.
+  virtual bool HasGid(const Gid&) const { return true; }
 
   // Control path.
   virtual Result<RnicPd> AllocPd() = 0;
@@ -380,6 +397,16 @@ class Rnic {
   // Lets a software RNIC do its work (move bytes, run timers). A hardware
   // RNIC does nothing here. Returns true when it did something.
   virtual bool Progress() = 0;
+
+  // Waking an idle data path (a hardware RNIC's completion channel): an fd
+  // that becomes readable after ArmCompletions when any CQ gets a
+  // completion; -1 when the RNIC has none (software RNICs progress only
+  // when polled). ArmCompletions (data-path thread, before it sleeps)
+  // requests one notification per CQ; DrainCompletionFd (data-path thread,
+  // when the fd is readable) takes the notifications so the fd goes quiet.
+  virtual int completion_fd() const { return -1; }
+  virtual void ArmCompletions() {}
+  virtual void DrainCompletionFd() {}
 };
 
 }  // namespace vrdma

@@ -23,8 +23,8 @@
 # Every step runs under `timeout`. Exit code 0 only if every check passed.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
-cache="${VRDMA_CACHE:-/var/cache/vhost-rdma}"
-export VRDMA_CACHE="$cache"
+vm_tag=e2e
+source "$here/tests/vm/lib.sh"
 victim=1 crash=1 rxe=0
 for a in "$@"; do
   case "$a" in
@@ -35,42 +35,15 @@ for a in "$@"; do
   esac
 done
 
-t0=$(date +%s)
-log() { printf '[e2e %4ds] %s\n' $(($(date +%s) - t0)) "$*" >&2; }
-die() { log "FAIL: $*"; exit 1; }
-
-run="$cache/e2e/run-$(date +%Y%m%d-%H%M%S)-$$"
-mkdir -p "$run"
-# Keep the last five runs only.
-ls -1dt "$cache"/e2e/run-* 2>/dev/null | tail -n +6 | xargs -r rm -rf
-log "run directory: $run"
-
-pids=()
-cleanup() {
-  set +e  # best effort: one failed kill must not skip the others
-  local p f
-  for f in "$run"/qemu-*.pid; do [ -s "$f" ] && { kill "$(cat "$f")" 2>/dev/null || true; }; done
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  sleep 0.5
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-}
-trap cleanup EXIT
+vm_run_dir e2e
+trap vm_cleanup EXIT
 
 # ---------------------------------------------------------------- builds ---
 log "step 1/8: QEMU with vhost-user-rdma-pci (cached)"
-if [ -n "${VRDMA_QEMU:-}" ]; then
-  qemu="$VRDMA_QEMU"
-else
-  qemu="$(timeout 2400 "$here/scripts/vm-build-qemu.sh")" || die "QEMU build (scripts/vm-build-qemu.sh)"
-fi
-[ -x "$qemu" ] || die "no QEMU binary at $qemu"
-log "  $qemu"
+vm_qemu
 
 log "step 2/8: guest image, kernel, initrd and guest module (cached)"
-imgvars="$(timeout 1800 "$here/scripts/vm-build-image.sh")" || die "guest image (scripts/vm-build-image.sh)"
-KABI="" KERNEL="" INITRD="" IMAGE="" MODULE=""
-eval "$imgvars"
-log "  kernel $KABI, module ${MODULE:-<none>}"
+vm_image
 if ((rxe == 0)); then
 [ -n "$MODULE" ] && [ -f "$MODULE" ] ||
   die "no guest module: guest-driver/kernel did not build (see $cache/module-$KABI/build.log)"
@@ -119,28 +92,7 @@ boot() { # vm, then extra QEMU arguments; runs in the background, pid in pids[]
   local rdma_args=(-chardev "socket,id=vrdma0,path=$run/vm-$vm.sock,reconnect-ms=500"
                    -device vhost-user-rdma-pci,chardev=vrdma0)
   ((rxe)) && rdma_args=()
-  timeout "${VRDMA_E2E_TIMEOUT:-1200}" "$qemu" \
-    -L /usr/share/seabios -L /usr/share/qemu \
-    -accel tcg -smp 1 -m 1G -nic none -vga none -display none -monitor none -no-reboot \
-    -serial "file:$run/console-$vm.txt" -pidfile "$run/qemu-$vm.pid" \
-    -object memory-backend-memfd,id=mem,size=1G,share=on -machine pc,memory-backend=mem \
-    -kernel "$KERNEL" -initrd "$INITRD" \
-    -append "root=LABEL=vrdmaroot ro console=ttyS0 init=/sbin/vrdma-init quiet" \
-    -drive "file=$IMAGE,format=raw,if=virtio,readonly=on" \
-    -virtfs "local,path=$run/share-$vm,mount_tag=vrdma,security_model=none,id=fs0" \
-    "${rdma_args[@]}" "$@" ${VRDMA_QEMU_ARGS:-} >"$run/qemu-$vm.log" 2>&1 &
-  pids+=($!)
-  eval "pid_$vm=$!"
-}
-
-wait_file() { # path seconds pid-that-must-stay-alive
-  local i
-  for ((i = 0; i < $2 * 2; i++)); do
-    [ -e "$1" ] && return 0
-    kill -0 "$3" 2>/dev/null || return 1
-    sleep 0.5
-  done
-  return 1
+  vm_boot "$vm" "${VRDMA_E2E_TIMEOUT:-1200}" "${rdma_args[@]}" "$@"
 }
 
 if ((victim)); then
@@ -248,14 +200,9 @@ done
 
 # --------------------------------------------------------------- checks ----
 log "step 8/8: results"
-fails=0
-check() { # description, command...
-  if "${@:2}"; then printf '  PASS  %s\n' "$1"; else printf '  FAIL  %s\n' "$1"; fails=$((fails + 1)); fi
-}
 has_table() { # a perftest header line, then at least one numeric result row
   awk '/#bytes/ {h = 1; next} h && /^ *[0-9]+ +[0-9]+ +[0-9.]+/ {ok = 1} END {exit !ok}' "$1" 2>/dev/null
 }
-rc_is_zero() { [ "$(cat "$1" 2>/dev/null)" = 0 ]; }
 
 tests=$(awk 'NF >= 2 && $1 !~ /^#/ && $2 ~ /^ib_/ {print $1}' "$here/tests/vm/guest/roles/tests.sh")
 # The daemon-crash phase (guest/roles/crash.sh): crash_bw is cut by the

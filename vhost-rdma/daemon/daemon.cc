@@ -172,6 +172,15 @@ json Daemon::AttachVm(const json& request) {
   for (const auto& [name, vm] : vms_) {
     if (vm->socket_path == req.socket_path) return Error("socket in use by VM " + name);
   }
+  // A physical RNIC sends only from its port's GIDs (docs/verbs-rnic.md).
+  for (const Gid& g : req.config.gids) {
+    if (deps_.rnic != nullptr && !deps_.rnic->HasGid(g)) {
+      return Error("gid " + GidToString(g) + " is not in the GID table of " +
+                   deps_.rnic_name +
+                   " port 1: add the address to the RNIC's netdev (or a macvlan on it) "
+                   "first (docs/operators.md, \"A physical RNIC\")");
+    }
+  }
   auto dev = device::RdmaDevice::Create(*deps_.engine, req.config, *deps_.control_loop,
                                         *deps_.datapath_loop, *deps_.datapath_executor,
                                         deps_.device_options);

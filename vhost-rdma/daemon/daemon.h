@@ -51,6 +51,10 @@ struct DaemonDeps {
   vhost::ConnectionOptions connection_options;
   // The card the policy plans for: VMs' QoS is checked against it.
   policy::CardProfile card;
+  // The RNIC under the engine (--rnic): attach-vm refuses a GID it cannot
+  // send from (not in a physical port's GID table) with a clear error.
+  const Rnic* rnic = nullptr;
+  std::string rnic_name = "soft";
 };
 
 class Daemon {

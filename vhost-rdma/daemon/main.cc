@@ -20,6 +20,9 @@
 #include "backend/base/executor_mailbox.h"
 #include "backend/engine/engine.h"
 #include "backend/soft_rnic/soft_rnic.h"
+#ifdef VRDMA_HAVE_VERBS
+#include "backend/verbs_rnic/verbs_rnic.h"
+#endif
 #include "policy/policy_registry.h"
 #include "vhost-rdma/daemon/daemon.h"
 #include "vhost-rdma/device/rdma_device.h"
@@ -87,7 +90,9 @@ int main(int argc, char** argv) {
   app.add_option("--control-socket,--control", control_path,
                  "JSON control socket (attach-vm, detach-vm, list-vms, stats)")
       ->required();
-  app.add_option("--rnic", rnic_kind, "RNIC backend")->check(CLI::IsMember({"soft"}));
+  app.add_option("--rnic", rnic_kind,
+                 "RNIC: soft (the software RNIC, default) or an rdma-core device name "
+                 "(mlx5_0, rxe0: docs/verbs-rnic.md, docs/operators.md)");
   app.add_option("--soft-line-gbps", soft_line_gbps,
                  "the software RNIC's line rate in Gb/s, shared by every packet of every "
                  "QP (0: unlimited, as fast as the CPU copies; also the card's line rate "
@@ -133,9 +138,32 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);  // inherited by the data-path thread
   int sig_fd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 
-  vrdma::RnicLimits limits = vrdma::DefaultSoftRnicLimits();
-  limits.link_rate_bps = static_cast<uint64_t>(soft_line_gbps * 1e9 + 0.5);
-  vrdma::SoftRnic rnic(limits);
+  std::unique_ptr<vrdma::Rnic> rnic_owner;
+  if (rnic_kind == "soft") {
+    vrdma::RnicLimits limits = vrdma::DefaultSoftRnicLimits();
+    limits.link_rate_bps = static_cast<uint64_t>(soft_line_gbps * 1e9 + 0.5);
+    rnic_owner = std::make_unique<vrdma::SoftRnic>(limits);
+  } else {
+#ifdef VRDMA_HAVE_VERBS
+    if (soft_line_gbps != 0) {
+      spdlog::error("--soft-line-gbps is for --rnic soft only");
+      return 2;
+    }
+    std::string open_error;
+    vrdma::VerbsRnic::Options verbs_options;
+    verbs_options.device = rnic_kind;
+    rnic_owner = vrdma::VerbsRnic::Open(verbs_options, &open_error);
+    if (!rnic_owner) {
+      spdlog::error("--rnic {}: {}", rnic_kind, open_error);
+      return 2;
+    }
+#else
+    spdlog::error("--rnic {}: this daemon was built without libibverbs (only --rnic soft)",
+                  rnic_kind);
+    return 2;
+#endif
+  }
+  vrdma::Rnic& rnic = *rnic_owner;
   // The card the policy plans for: the RNIC's line rate where it reports
   // one, then what --card says.
   vrdma::policy::CardProfile card;
@@ -183,6 +211,17 @@ int main(int argc, char** argv) {
   // Registered before the data-path thread starts (loop calls are for the
   // loop's own thread once it runs).
   const uint64_t engine_poller = vrdma::device::RegisterEnginePoller(*datapath_loop, *engine);
+  // A hardware RNIC's completion channel wakes the sleeping data path (a
+  // remote peer's SEND or WRITE_WITH_IMM to an idle VM): CQs are armed just
+  // before the loop sleeps (docs/verbs-rnic.md, "Completion channel").
+  uint64_t arm_poller = 0;
+  const int completion_fd = rnic.completion_fd();
+  if (completion_fd >= 0) {
+    datapath_loop->AddFd(completion_fd, EPOLLIN,
+                         [&rnic](uint32_t) { rnic.DrainCompletionFd(); });
+    arm_poller = datapath_loop->AddPoller([] { return false; },
+                                          [&rnic] { rnic.ArmCompletions(); });
+  }
   int tick_fd = MakeTickFd();
   if (tick_fd >= 0) {
     datapath_loop->AddFd(tick_fd, EPOLLIN, [tick_fd](uint32_t) {
@@ -214,6 +253,8 @@ int main(int argc, char** argv) {
     deps.device_options.max_queue_size = queue_size;
     deps.connection_options.memory.allow_unsealed = allow_unsealed_memory;
     deps.card = card;
+    deps.rnic = &rnic;
+    deps.rnic_name = rnic_kind;
     if (allow_unsealed_memory) {
       spdlog::warn("--allow-unsealed-memory: frontends may pass guest RAM that can shrink "
                    "under the daemon's mapping (a frontend can crash the daemon)");
@@ -241,12 +282,17 @@ int main(int argc, char** argv) {
   }
   executor->RunSync([&] {
     datapath_loop->RemovePoller(engine_poller);
+    if (completion_fd >= 0) {
+      datapath_loop->RemovePoller(arm_poller);
+      datapath_loop->RemoveFd(completion_fd);
+    }
     if (tick_fd >= 0) datapath_loop->RemoveFd(tick_fd);
   });
   datapath_loop->Stop();
   datapath.join();
   if (tick_fd >= 0) close(tick_fd);
   engine.reset();
+  rnic_owner.reset();  // after the engine released every object on it
   executor.reset();
   close(sig_fd);
   return rc;

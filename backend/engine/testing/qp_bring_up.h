@@ -21,11 +21,20 @@ inline Gid MakeGid(uint8_t x) {
   return g;
 }
 
+// RC timers. The defaults are short so that SoftRnic's retries stay quick
+// in tests; a real device (Soft-RoCE in a TCG guest takes milliseconds per
+// packet) wants those of a real network.
+struct QpTimers {
+  uint8_t timeout = 1;
+  uint8_t retry_cnt = 2;
+  uint8_t min_rnr_timer = 1;
+};
+inline constexpr QpTimers kRealNetworkTimers{14, 7, 12};
+
 // Connected types (RC, UC) point at (peer_gid, peer_qpn); UD ignores them.
-// Timers are short so that SoftRnic's retries stay quick in tests.
 inline void BringUpQp(Engine& engine, VmId vm, uint32_t qpn, QpType type,
                       uint32_t access, const Gid& peer_gid,
-                      uint32_t peer_qpn) {
+                      uint32_t peer_qpn, QpTimers timers = {}) {
   ModifyQpRequest m;
   m.qpn = qpn;
   m.state = QpState::kInit;
@@ -51,7 +60,7 @@ inline void BringUpQp(Engine& engine, VmId vm, uint32_t qpn, QpType type,
     if (type == QpType::kRc) {
       m.mask |= VIRTIO_RDMA_QP_MAX_DEST_RD_ATOMIC | VIRTIO_RDMA_QP_MIN_RNR_TIMER;
       m.max_dest_rd_atomic = 4;
-      m.min_rnr_timer = 1;
+      m.min_rnr_timer = timers.min_rnr_timer;
     }
   }
   ASSERT_EQ(engine.ModifyQp(vm, m), Status::kOk);
@@ -63,8 +72,8 @@ inline void BringUpQp(Engine& engine, VmId vm, uint32_t qpn, QpType type,
   if (type == QpType::kRc) {
     m.mask |= VIRTIO_RDMA_QP_TIMEOUT | VIRTIO_RDMA_QP_RETRY_CNT |
               VIRTIO_RDMA_QP_RNR_RETRY | VIRTIO_RDMA_QP_MAX_QP_RD_ATOMIC;
-    m.timeout = 1;
-    m.retry_cnt = 2;
+    m.timeout = timers.timeout;
+    m.retry_cnt = timers.retry_cnt;
     m.rnr_retry = 7;
     m.max_rd_atomic = 4;
   }

@@ -1,6 +1,7 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 //
-// Test fixture: VMs with memfd guest RAM on one engine over SoftRnic, each
+// Test fixture: VMs with memfd guest RAM on one engine over an RNIC
+// (EngineGuestsTest; EngineSoftRnicTest: over SoftRnic), each
 // with a PD, a registered buffer (a pattern in it), CQs and one QP; WQEs
 // are written into their rings by hand (rdma_user_rxe.h layouts, as
 // librxe writes them) and the data path is turned until the guests' CQs
@@ -10,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -45,22 +47,29 @@ struct Guest {
   uint8_t* buf() { return env.host(buf_gpa); }
 };
 
-class EngineSoftRnicTest : public ::testing::Test {
+// VMs on one engine over any RNIC. A derived fixture picks the RNIC and
+// calls StartEngine; it must reset engine_ before its RNIC goes.
+class EngineGuestsTest : public ::testing::Test {
  protected:
-  void SetUp() override { engine_ = Engine::Create(rnic_, exec_, policy_); }
+  void StartEngine(Rnic& rnic) {
+    rnic_ = &rnic;
+    engine_ = Engine::Create(rnic, exec_, policy_);
+  }
   // Before any guest is added: the engine runs under another policy.
   void UsePolicy(policy::SchedulerPolicy& p) {
     engine_.reset();
-    engine_ = Engine::Create(rnic_, exec_, p);
+    engine_ = Engine::Create(*rnic_, exec_, p);
   }
+  // Guest id's GID (its source GID on the RNIC).
+  virtual Gid GidFor(uint8_t id) const { return MakeGid(id); }
 
   void AddGuest(Guest& g, uint8_t id, QpType type = QpType::kRc) {
-    g.gid = MakeGid(id);
+    g.gid = GidFor(id);
     VmConfig c;
     c.name = "vm" + std::to_string(id);
     c.gids = {g.gid};
     Result<VmId> vm = engine_->AttachVm(c, &g.sink);
-    ASSERT_TRUE(vm.ok());
+    ASSERT_TRUE(vm.ok()) << StatusName(vm.status());
     g.vm = *vm;
     engine_->SetGuestMemory(g.vm, g.env.memory());
     g.pd = *engine_->CreatePd(g.vm);
@@ -75,7 +84,7 @@ class EngineSoftRnicTest : public ::testing::Test {
     mr.length = kBufPages * 4096;
     mr.pages = GuestEnv::Pages(g.buf_gpa, kBufPages);
     Result<RegMrResult> m = engine_->RegMr(g.vm, mr);
-    ASSERT_TRUE(m.ok());
+    ASSERT_TRUE(m.ok()) << StatusName(m.status());
     g.lkey = m->lkey;
     g.rkey = m->rkey;
     for (auto [ring, h] :
@@ -85,7 +94,7 @@ class EngineSoftRnicTest : public ::testing::Test {
       cq.cqe = 63;
       cq.ring = ring->spec;
       Result<CreateCqResult> r = engine_->CreateCq(g.vm, cq);
-      ASSERT_TRUE(r.ok());
+      ASSERT_TRUE(r.ok()) << StatusName(r.status());
       *h = r->handle;
     }
     CreateQpRequest q;
@@ -105,14 +114,21 @@ class EngineSoftRnicTest : public ::testing::Test {
 
   void BringUp(Guest& g, QpType type, const Guest* peer) {
     BringUpQp(*engine_, g.vm, g.qpn, type, kAllAccess,
-                       peer ? peer->gid : Gid{}, peer ? peer->qpn : 0);
+              peer ? peer->gid : Gid{}, peer ? peer->qpn : 0, timers_);
   }
 
-  // Runs the data path until pred holds (bounded).
+  // Runs the data path until pred holds (bounded: max_turns turns, and on a
+  // real device, where completions take wall-clock time, 20 s).
   bool RunUntil(const std::function<bool()>& pred, int max_turns = 200000) {
-    for (int i = 0; i < max_turns; ++i) {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    for (int i = 0; real_device_ || i < max_turns; ++i) {
       if (pred()) return true;
       engine_->PollOnce();
+      if (real_device_ && (i & 255) == 0 &&
+          std::chrono::steady_clock::now() > deadline) {
+        break;
+      }
     }
     return pred();
   }
@@ -127,10 +143,21 @@ class EngineSoftRnicTest : public ::testing::Test {
     };
   }
 
-  SoftRnic rnic_;
+  Rnic* rnic_ = nullptr;
+  // A real device: time-bounded waits and the QP timers of a real network.
+  bool real_device_ = false;
+  QpTimers timers_{};
   InlineExecutor exec_;
   policy::PassThroughPolicy policy_;
   std::unique_ptr<Engine> engine_;
+};
+
+class EngineSoftRnicTest : public EngineGuestsTest {
+ protected:
+  void SetUp() override { StartEngine(soft_rnic_); }
+  ~EngineSoftRnicTest() override { engine_.reset(); }  // before soft_rnic_
+
+  SoftRnic soft_rnic_;
 };
 
 }  // namespace vrdma::engine::testing
