@@ -11,10 +11,8 @@
 //   vrdma-ctl -s ... detach-vm --name a
 //   vrdma-ctl -s ... list-vms | stats
 //   vrdma-ctl -s ... raw '{"cmd":"stats"}'
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
-
+//   vrdma-ctl -s ... libvirt-hook DOMAIN OPERATION SUB-OPERATION [EXTRA]
+//             (libvirt's QEMU hook, domain XML on stdin: libvirt_hook.h)
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -22,7 +20,10 @@
 #include <optional>
 #include <string>
 
-#include "vhost-rdma/daemon/unix_socket.h"
+#include "vhost-rdma/daemon/control_client.h"
+#ifdef VRDMA_HAVE_LIBVIRT_HOOK
+#include "vhost-rdma/daemon/libvirt_hook.h"
+#endif
 
 using nlohmann::json;
 
@@ -85,7 +86,20 @@ int main(int argc, char** argv) {
   auto* raw = app.add_subcommand("raw", "send a JSON request as is");
   std::string raw_json;
   raw->add_option("json", raw_json)->required();
+#ifdef VRDMA_HAVE_LIBVIRT_HOOK
+  auto* hook = app.add_subcommand(
+      "libvirt-hook", "libvirt's QEMU hook: attach at prepare, detach at release (XML on stdin)");
+  std::vector<std::string> hook_args;
+  hook->add_option("args", hook_args, "DOMAIN OPERATION SUB-OPERATION [EXTRA]")->required();
+  hook->allow_extras();
+#endif
   CLI11_PARSE(app, argc, argv);
+#ifdef VRDMA_HAVE_LIBVIRT_HOOK
+  if (*hook) {
+    for (const std::string& extra : hook->remaining()) hook_args.push_back(extra);
+    return vrdma::daemon::RunLibvirtHook(socket_path, hook_args);
+  }
+#endif
 
   if (*attach) {
     request = {{"cmd", "attach-vm"}, {"name", name}, {"socket", vm_socket}, {"gids", gids}};
@@ -120,29 +134,10 @@ int main(int argc, char** argv) {
     }
   }
 
-  auto fd = vrdma::daemon::ConnectUnix(socket_path);
-  if (!fd.ok()) {
-    std::fprintf(stderr, "vrdma-ctl: cannot connect to %s\n", socket_path.c_str());
-    return 2;
-  }
-  timeval tv{30, 0};
-  setsockopt(*fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  const std::string line = request.dump() + "\n";
-  if (send(*fd, line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size())) {
-    std::fprintf(stderr, "vrdma-ctl: send failed\n");
-    return 2;
-  }
-  std::string reply;
-  char buf[4096];
-  while (reply.find('\n') == std::string::npos) {
-    ssize_t n = recv(*fd, buf, sizeof(buf), 0);
-    if (n <= 0) break;
-    reply.append(buf, static_cast<size_t>(n));
-  }
-  close(*fd);
-  json j = json::parse(reply.substr(0, reply.find('\n')), nullptr, false);
-  if (j.is_discarded()) {
-    std::fprintf(stderr, "vrdma-ctl: no valid reply\n");
+  json j;
+  std::string error;
+  if (!vrdma::daemon::ControlRequest(socket_path, request, &j, &error)) {
+    std::fprintf(stderr, "vrdma-ctl: %s\n", error.c_str());
     return 2;
   }
   std::printf("%s\n", j.dump(2).c_str());
