@@ -368,12 +368,13 @@ json Daemon::SetQos(const json& request) {
   }
   auto q = request.find("qos");
   const json asked = q == request.end() ? json() : *q;
-  const auto unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                           std::chrono::system_clock::now().time_since_epoch())
-                           .count();
   // Every outcome is recorded for stats, so an operator who asked through
-  // libvirt sees a refusal with vrdma-ctl.
+  // libvirt sees a refusal with vrdma-ctl; unix_ms: when it was decided
+  // (after the policy has it, for a change that took effect).
   auto record = [&](bool ok, const std::string& error) {
+    const auto unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
     vm.qos_change = json{{"source", source}, {"ok", ok},      {"error", error},
                          {"asked", asked},   {"replace", replace}, {"unix_ms", unix_ms}};
     if (!ok) {

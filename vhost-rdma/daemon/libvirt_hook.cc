@@ -29,16 +29,6 @@ bool Send(const std::string& socket, const json& request, json* reply) {
   return true;
 }
 
-// The VM's entry in list-vms, or null.
-json FindVm(const std::string& socket, const std::string& name) {
-  json reply;
-  if (!Send(socket, json{{"cmd", "list-vms"}}, &reply)) return json();
-  for (const json& vm : reply.value("vms", json::array())) {
-    if (vm.value("name", "") == name) return vm;
-  }
-  return json();
-}
-
 int Prepare(const std::string& socket, const std::string& xml) {
   json request;
   std::string error;
@@ -54,7 +44,10 @@ int Prepare(const std::string& socket, const std::string& xml) {
   const std::string name = request["name"];
   // A VM of this name left attached (libvirt did not run release, e.g. it
   // crashed) is replaced, unless a QEMU still uses it.
-  if (json old = FindVm(socket, name); old.is_object()) {
+  json list;
+  if (!Send(socket, json{{"cmd", "list-vms"}}, &list)) return 1;
+  for (const json& old : list.value("vms", json::array())) {
+    if (old.value("name", "") != name) continue;
     if (old.value("connected", false)) {
       Say("VM " + name + " is attached on the daemon and a QEMU is connected to it: not "
           "replacing it (detach it with vrdma-ctl detach-vm --name " + name + ")");
