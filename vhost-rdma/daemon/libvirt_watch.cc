@@ -113,6 +113,39 @@ void OnClose(virConnectPtr, int reason, void* opaque) {
 
 void OnTick(int, void*) {}
 
+// A running domain the daemon does not know (it restarted): attached from
+// its definition (GIDs, quotas, socket: a live `virsh metadata --set '<qos/>'`
+// leaves no GIDs in the live XML) with its live metadata's QoS, or, when the
+// daemon refuses that QoS, the definition's.
+void AttachRunning(const Session& s, virDomainPtr dom) {
+  char* xml = virDomainGetXMLDesc(dom, VIR_DOMAIN_XML_INACTIVE);
+  if (xml == nullptr) return;
+  json request;
+  std::string error;
+  const DomainVerdict v = DomainToAttachRequest(xml, &request, &error);
+  std::free(xml);
+  const char* n = virDomainGetName(dom);
+  const std::string name = n ? n : "?";
+  if (v == DomainVerdict::kInvalid) spdlog::warn("libvirt: running domain {}: {}", name, error);
+  if (v != DomainVerdict::kAttach) return;
+  json attach = request;
+  if (json live = QosRequest(dom, name); live.is_object() && live.contains("qos")) {
+    attach["qos"] = live["qos"];
+  }
+  json reply = Request(s.control_socket, attach);
+  if (!reply.value("ok", false) && reply.value("error", "").rfind("qos.", 0) == 0 &&
+      attach != request) {
+    spdlog::warn("libvirt: running domain {}: its live QoS is refused ({}); attaching it with "
+                 "its definition's", name, reply.value("error", ""));
+    reply = Request(s.control_socket, request);
+  }
+  if (reply.value("ok", false)) {
+    spdlog::info("libvirt: attached running domain {}", name);
+  } else {
+    spdlog::warn("libvirt: running domain {} not attached: {}", name, reply.value("error", ""));
+  }
+}
+
 // On (re)connecting: attach the running domains the daemon does not know,
 // and bring the QoS of those it knows to their live metadata.
 void Sync(virConnectPtr conn, const Session& s) {
@@ -129,22 +162,8 @@ void Sync(virConnectPtr conn, const Session& s) {
     const char* name = virDomainGetName(doms[i]);
     if (name != nullptr && known.count(name) != 0) {
       SendQos(s, doms[i], Clock::now());
-    } else if (char* xml = virDomainGetXMLDesc(doms[i], 0)) {
-      json request;
-      std::string error;
-      const DomainVerdict v = DomainToAttachRequest(xml, &request, &error);
-      std::free(xml);
-      if (v == DomainVerdict::kAttach) {
-        json reply = Request(s.control_socket, request);
-        if (reply.value("ok", false)) {
-          spdlog::info("libvirt: attached running domain {}", request["name"].get<std::string>());
-        } else {
-          spdlog::warn("libvirt: running domain {} not attached: {}",
-                       request["name"].get<std::string>(), reply.value("error", ""));
-        }
-      } else if (v == DomainVerdict::kInvalid) {
-        spdlog::warn("libvirt: running domain {}: {}", name ? name : "?", error);
-      }
+    } else {
+      AttachRunning(s, doms[i]);
     }
     virDomainFree(doms[i]);
   }
