@@ -26,6 +26,9 @@
 #ifdef VRDMA_HAVE_LIBVIRT
 #include "vhost-rdma/daemon/libvirt_watch.h"
 #endif
+#ifdef VRDMA_HAVE_METRICS
+#include "vhost-rdma/daemon/metrics.h"
+#endif
 #include "vhost-rdma/device/rdma_device.h"
 #include "vhost-rdma/vhost_user/eventfd_io.h"
 
@@ -90,6 +93,7 @@ int main(int argc, char** argv) {
   bool allow_unsealed_memory = false;
   std::string socket_group;
   std::string libvirt_uri;
+  std::string metrics_address;
   app.add_option("--control-socket,--control", control_path,
                  "JSON control socket (attach-vm, detach-vm, list-vms, stats)")
       ->required();
@@ -134,6 +138,11 @@ int main(int argc, char** argv) {
                  "follow this libvirt (e.g. qemu:///system): QoS changes in domains' vrdma "
                  "metadata are applied live, running domains attached at start "
                  "(docs/operators.md, section 3)");
+#endif
+#ifdef VRDMA_HAVE_METRICS
+  app.add_option("--metrics-address", metrics_address,
+                 "serve Prometheus metrics at http://ADDRESS/metrics, e.g. 127.0.0.1:9464 "
+                 "(docs/operators.md, \"Metrics\")");
 #endif
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));
@@ -258,6 +267,14 @@ int main(int argc, char** argv) {
                    link_bps != 0 ? fmt::format("{} Gb/s", static_cast<double>(link_bps) / 1e9)
                                  : std::string("unlimited"),
                    policy_name, card.line_rate_bps / 1e9, card.max_msgs_per_s / 1e6);
+#ifdef VRDMA_HAVE_METRICS
+      // Asks the control socket for stats on each scrape, like any client.
+      std::unique_ptr<vrdma::daemon::MetricsServer> metrics;
+      if (!metrics_address.empty()) {
+        metrics = vrdma::daemon::MetricsServer::Start(metrics_address, control_path);
+        if (!metrics) rc = 1;
+      }
+#endif
 #ifdef VRDMA_HAVE_LIBVIRT
       // Talks to the control socket like any client: started once it
       // listens, stopped before the daemon goes.
@@ -269,7 +286,7 @@ int main(int argc, char** argv) {
       if (rc == 0) control_loop->Run();
       watcher.reset();
 #else
-      control_loop->Run();
+      if (rc == 0) control_loop->Run();
 #endif
     }
     // ~Daemon detaches every VM (through the data-path executor).

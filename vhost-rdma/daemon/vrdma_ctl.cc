@@ -9,7 +9,9 @@
 //             [--latency-target-ns N] [--max-rate-bps N] [--max-msgs-per-s N]
 //             [--min-rate-bps N]   (attach-vm takes the same QoS options)
 //   vrdma-ctl -s ... detach-vm --name a
-//   vrdma-ctl -s ... list-vms | stats
+//   vrdma-ctl -s ... list-vms
+//   vrdma-ctl -s ... [--json] vms | stats [VM] | qos VM
+//             (human tables; --json prints the daemon's JSON)
 //   vrdma-ctl -s ... raw '{"cmd":"stats"}'
 //   vrdma-ctl -s ... libvirt-hook DOMAIN OPERATION SUB-OPERATION [EXTRA]
 //             (libvirt's QEMU hook, domain XML on stdin: libvirt_hook.h)
@@ -21,6 +23,7 @@
 #include <string>
 
 #include "vhost-rdma/daemon/control_client.h"
+#include "vhost-rdma/daemon/ctl_view.h"
 #ifdef VRDMA_HAVE_LIBVIRT_HOOK
 #include "vhost-rdma/daemon/libvirt_hook.h"
 #endif
@@ -32,6 +35,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::string socket_path = "/run/vhost-rdma/ctl.sock";
   app.add_option("-s,--control-socket,--control", socket_path, "daemon control socket");
+  bool as_json = false;
+  app.add_flag("--json", as_json, "vms, stats, qos: print JSON instead of a table");
 
   json request;
   auto* attach = app.add_subcommand("attach-vm", "attach a VM (creates its vhost-user socket)");
@@ -82,7 +87,13 @@ int main(int argc, char** argv) {
   auto* detach = app.add_subcommand("detach-vm", "detach a VM, releasing everything it holds");
   detach->add_option("--name", name, "VM name")->required();
   auto* list = app.add_subcommand("list-vms", "list attached VMs");
-  auto* stats = app.add_subcommand("stats", "per-VM resources and counters");
+  auto* vms = app.add_subcommand("vms", "attached VMs: connection, objects, traffic, QoS");
+  auto* stats = app.add_subcommand("stats", "per-VM resources and counters (one VM if named)");
+  std::string stats_vm;
+  stats->add_option("vm", stats_vm, "VM name");
+  auto* qos = app.add_subcommand("qos", "a VM's QoS: asked, in force, last change");
+  std::string qos_vm;
+  qos->add_option("vm", qos_vm, "VM name")->required();
   auto* raw = app.add_subcommand("raw", "send a JSON request as is");
   std::string raw_json;
   raw->add_option("json", raw_json)->required();
@@ -124,7 +135,7 @@ int main(int argc, char** argv) {
     request = {{"cmd", "detach-vm"}, {"name", name}};
   } else if (*list) {
     request = {{"cmd", "list-vms"}};
-  } else if (*stats) {
+  } else if (*stats || *vms || *qos) {
     request = {{"cmd", "stats"}};
   } else if (*raw) {
     request = json::parse(raw_json, nullptr, false);
@@ -139,6 +150,31 @@ int main(int argc, char** argv) {
   if (!vrdma::daemon::ControlRequest(socket_path, request, &j, &error)) {
     std::fprintf(stderr, "vrdma-ctl: %s\n", error.c_str());
     return 2;
+  }
+  if ((*stats || *vms || *qos) && j.value("ok", false)) {
+    // The views of the stats reply (ctl_view.h).
+    const std::string vm_name = *qos ? qos_vm : stats_vm;
+    json vm;
+    if (!vm_name.empty()) {
+      vm = vrdma::daemon::FindVmStats(j, vm_name);
+      if (vm.is_null()) {
+        std::fprintf(stderr, "vrdma-ctl: no VM %s\n", vm_name.c_str());
+        return 1;
+      }
+    }
+    const json& shown = vm_name.empty() ? j : vm;
+    std::string text;
+    if (as_json) {
+      text = shown.dump(2) + "\n";
+    } else if (*vms || (*stats && vm_name.empty())) {
+      text = vrdma::daemon::VmsTable(j);
+    } else if (*stats) {
+      text = vrdma::daemon::VmStatsText(vm);
+    } else {
+      text = vrdma::daemon::QosText(vm, j.value("policy", json::object()).value("name", "?"));
+    }
+    std::fputs(text.c_str(), stdout);
+    return 0;
   }
   std::printf("%s\n", j.dump(2).c_str());
   return j.value("ok", false) ? 0 : 1;

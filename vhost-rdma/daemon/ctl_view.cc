@@ -1,0 +1,122 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+#include "vhost-rdma/daemon/ctl_view.h"
+
+#include <fmt/format.h>
+
+#include <ctime>
+#include <utility>
+#include <vector>
+
+namespace vrdma::daemon {
+namespace {
+
+using nlohmann::json;
+
+std::string Scalar(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return "-";
+  return v.dump();
+}
+
+// Bytes and bit rates in units a person reads at a glance.
+std::string Si(double v, const char* unit) {
+  static const char* kPrefix[] = {"", "k", "M", "G", "T", "P"};
+  int i = 0;
+  while (v >= 1000 && i < 5) {
+    v /= 1000;
+    ++i;
+  }
+  return i == 0 ? fmt::format("{:.0f}{}", v, unit) : fmt::format("{:.3g}{}{}", v, kPrefix[i], unit);
+}
+
+void Flatten(const json& j, const std::string& prefix,
+             std::vector<std::pair<std::string, std::string>>* out) {
+  for (const auto& [k, v] : j.items()) {
+    const std::string key = prefix.empty() ? k : prefix + "." + k;
+    if (v.is_object() && !v.empty()) {
+      Flatten(v, key, out);
+    } else {
+      out->emplace_back(key, v.is_object() ? "{}" : Scalar(v));
+    }
+  }
+}
+
+std::string Table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& r : rows) {
+    if (width.size() < r.size()) width.resize(r.size(), 0);
+    for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  }
+  std::string out;
+  for (const auto& r : rows) {
+    std::string line;
+    for (size_t i = 0; i < r.size(); ++i) {
+      line += i + 1 < r.size() ? fmt::format("{:<{}}  ", r[i], width[i]) : r[i];
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+json FindVmStats(const json& stats, const std::string& name) {
+  for (const json& vm : stats.value("vms", json::array())) {
+    if (vm.value("name", "") == name) return vm;
+  }
+  return json();
+}
+
+std::string VmsTable(const json& stats) {
+  std::vector<std::vector<std::string>> rows{{"NAME", "CONNECTED", "QPS", "MRS", "PINNED",
+                                              "POSTED", "COMPLETED", "WEIGHT", "CAP",
+                                              "QOS REFUSED"}};
+  for (const json& vm : stats.value("vms", json::array())) {
+    const json& s = vm.value("scheduler", json::object());
+    const json& q = vm.value("qos", json::object());
+    const uint64_t cap = q.value("max_rate_bps", uint64_t{0});
+    rows.push_back({vm.value("name", "?"), vm.value("connected", false) ? "yes" : "no",
+                    Scalar(vm.value("qps", json())), Scalar(vm.value("mrs", json())),
+                    Si(vm.value("pinned_bytes", 0.0), "B"), Si(s.value("bytes_posted", 0.0), "B"),
+                    Si(s.value("bytes_completed", 0.0), "B"), Scalar(q.value("weight", json())),
+                    cap ? Si(static_cast<double>(cap), "b/s") : "-",
+                    Scalar(vm.value("qos_rejections", json()))});
+  }
+  return Table(rows);
+}
+
+std::string VmStatsText(const json& vm) {
+  std::vector<std::pair<std::string, std::string>> kv;
+  Flatten(vm, "", &kv);
+  std::vector<std::vector<std::string>> rows;
+  for (auto& [k, v] : kv) rows.push_back({k, v});
+  return Table(rows);
+}
+
+std::string QosText(const json& vm, const std::string& policy) {
+  const json& asked = vm.value("qos", json::object());
+  const json& effective = vm.value("effective_qos", json::object());
+  std::vector<std::vector<std::string>> rows{{"FIELD", "ASKED", "IN FORCE (policy)"}};
+  for (const auto& [k, v] : asked.items()) {
+    rows.push_back({k, Scalar(v), effective.contains(k) ? Scalar(effective[k]) : "-"});
+  }
+  std::string out = Table(rows);
+  out += fmt::format("policy {} applies the fields shown under IN FORCE; '-' it does not "
+                     "enforce\n",
+                     policy);
+  const json& c = vm.value("qos_change", json::object());
+  if (!c.empty()) {
+    const std::time_t t = c.value("unix_ms", int64_t{0}) / 1000;
+    char when[32] = "?";
+    std::tm tm{};
+    if (gmtime_r(&t, &tm) != nullptr) std::strftime(when, sizeof(when), "%F %T UTC", &tm);
+    out += fmt::format("last change: {} from {}: {}{}\n", when, c.value("source", "?"),
+                       c.value("ok", false) ? "in force" : "REFUSED, ",
+                       c.value("ok", false) ? "" : c.value("error", ""));
+    if (!c.value("ok", false)) out += fmt::format("  asked: {}\n", c.value("asked", json()).dump());
+  }
+  out += fmt::format("refused so far: {}\n", Scalar(vm.value("qos_rejections", json(0))));
+  return out;
+}
+
+}  // namespace vrdma::daemon

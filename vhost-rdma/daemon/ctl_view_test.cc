@@ -1,0 +1,44 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+#include "vhost-rdma/daemon/ctl_view.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace vrdma::daemon {
+namespace {
+
+using nlohmann::json;
+
+const json kStats = json::parse(R"({"ok":true,"policy":{"name":"fair-share"},"vms":[
+  {"name":"tenant-a","connected":true,"qps":2,"mrs":1,"pinned_bytes":1048576,
+   "qos":{"weight":2,"class":"bandwidth","max_rate_bps":2000000000},
+   "effective_qos":{"max_rate_bps":2000000000},
+   "qos_change":{"source":"libvirt","ok":false,"error":"qos.weight: must be >= 1",
+                 "asked":{"weight":0},"unix_ms":1795639875300},
+   "qos_rejections":1,"scheduler":{"bytes_posted":5000000000,"bytes_completed":4000000000}}]})");
+
+TEST(CtlView, VmsTable) {
+  const std::string t = VmsTable(kStats);
+  EXPECT_NE(t.find("NAME"), std::string::npos) << t;
+  EXPECT_NE(t.find("tenant-a  yes"), std::string::npos) << t;
+  EXPECT_NE(t.find("2Gb/s"), std::string::npos) << t;
+  EXPECT_NE(t.find("5GB"), std::string::npos) << t;
+}
+
+TEST(CtlView, QosShowsAskedInForceAndTheRefusal) {
+  const std::string t = QosText(FindVmStats(kStats, "tenant-a"), "fair-share");
+  EXPECT_NE(t.find("max_rate_bps  2000000000  2000000000\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("weight        2           -\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("from libvirt: REFUSED, qos.weight: must be >= 1"), std::string::npos) << t;
+  EXPECT_NE(t.find("refused so far: 1"), std::string::npos) << t;
+}
+
+TEST(CtlView, StatsFlattened) {
+  const std::string t = VmStatsText(FindVmStats(kStats, "tenant-a"));
+  EXPECT_NE(t.find("scheduler.bytes_posted"), std::string::npos) << t;
+  EXPECT_TRUE(FindVmStats(kStats, "nobody").is_null());
+}
+
+}  // namespace
+}  // namespace vrdma::daemon
