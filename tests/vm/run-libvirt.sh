@@ -10,7 +10,9 @@
 # against each other through the daemon; between two -D runs the test caps
 # vm-b with `virsh metadata --live`, and the daemon (--libvirt-uri) must
 # apply it within 100 ms and the second run must be capped. Then an invalid
-# QoS is refused and visible in stats; domains with missing or broken
+# QoS is refused and visible in stats, vrdma-ctl and the Prometheus metrics
+# (checked with promtool); a SIGKILLed daemon, started again, attaches the
+# running domains from libvirt by itself; domains with missing or broken
 # metadata must not start, and virsh must say why; `virsh shutdown` and
 # `virsh destroy` must detach the VMs with no step on the daemon.
 #
@@ -58,7 +60,7 @@ cleanup() {
 trap cleanup EXIT
 
 # ---------------------------------------------------------------- builds ---
-log "step 1/9: QEMU, guest image, daemon and vrdma-ctl (cached)"
+log "step 1/10: QEMU, guest image, daemon and vrdma-ctl (cached)"
 if [ -n "${VRDMA_QEMU:-}" ]; then qemu="$VRDMA_QEMU"; else
   qemu="$(timeout 2400 "$here/scripts/vm-build-qemu.sh")" || die "QEMU build"
 fi
@@ -78,11 +80,15 @@ fi
 "$ctl" libvirt-hook --help >/dev/null 2>&1 || die "$ctl was built without libvirt-hook (libxml2-dev)"
 
 # --------------------------------------------------------------- libvirt ---
-log "step 2/9: libvirt (Debian's packages), started by this test"
+log "step 2/10: libvirt (Debian's packages), started by this test"
 if ! command -v libvirtd >/dev/null || ! command -v virsh >/dev/null; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive timeout 900 apt-get install -y -qq --no-install-recommends \
     libvirt-daemon-system libvirt-clients >"$run/apt.log" 2>&1 || die "apt-get install libvirt"
+fi
+if ! command -v promtool >/dev/null || ! command -v curl >/dev/null; then
+  DEBIAN_FRONTEND=noninteractive timeout 900 apt-get install -y -qq --no-install-recommends \
+    prometheus curl >>"$run/apt.log" 2>&1 || die "apt-get install prometheus (promtool) curl"
 fi
 if timeout 5 virsh -c qemu:///system list >/dev/null 2>&1; then
   die "a libvirtd is already running: stop it (its hooks are read at start only)"
@@ -110,23 +116,30 @@ for ((i = 0; i < 100; i++)); do "${virsh[@]}" list >/dev/null 2>&1 && break; sle
 log "  libvirtd $(libvirtd --version | awk '{print $NF}') running; hook $hook_dst"
 
 # ---------------------------------------------------------------- daemon ---
-log "step 3/9: vhost-rdma-daemon --policy fair-share --socket-group libvirt-qemu --libvirt-uri qemu:///system"
+log "step 3/10: vhost-rdma-daemon --policy fair-share --socket-group libvirt-qemu --libvirt-uri qemu:///system"
 # cap_burst_us: fair-share's cap bucket holds 1 ms at the cap by default.
 # Here the daemon shares 2 cores with two busy TCG guests and is off the CPU
 # for several ms at a time: a 1 ms bucket loses what it would have earned
 # meanwhile, and a 2 Gb/s cap measured 119 MiB/s (half the cap); with 20 ms
 # it measured 238.6 MiB/s (the cap is 238.4). tests/vm/README.md.
-# shellcheck disable=SC2086
-"$daemon" --control-socket "$run/ctl.sock" --policy fair-share --socket-group libvirt-qemu \
-  --policy-opt "cap_burst_us=${VRDMA_CAP_BURST_US:-20000}" --libvirt-uri qemu:///system ${VRDMA_DAEMON_ARGS:-} >"$run/daemon.log" 2>&1 &
-daemon_pid=$!
-for ((i = 0; i < 100; i++)); do [ -S "$run/ctl.sock" ] && break; sleep 0.1; done
-[ -S "$run/ctl.sock" ] || die "daemon did not start (log: $run/daemon.log)"
-for ((i = 0; i < 50; i++)); do grep -q "libvirt: following" "$run/daemon.log" && break; sleep 0.1; done
-grep -q "libvirt: following" "$run/daemon.log" || die "the daemon does not follow libvirt: $(tail -3 "$run/daemon.log")"
+mport=$((30000 + $$ % 20000))
+daemon_start() { # log-name
+  rm -f "$run/ctl.sock"
+  # shellcheck disable=SC2086
+  "$daemon" --control-socket "$run/ctl.sock" --policy fair-share --socket-group libvirt-qemu \
+    --policy-opt "cap_burst_us=${VRDMA_CAP_BURST_US:-20000}" --libvirt-uri qemu:///system \
+    --metrics-address "127.0.0.1:$mport" ${VRDMA_DAEMON_ARGS:-} >"$run/$1" 2>&1 &
+  daemon_pid=$!
+  local i
+  for ((i = 0; i < 100; i++)); do [ -S "$run/ctl.sock" ] && break; sleep 0.1; done
+  [ -S "$run/ctl.sock" ] || die "daemon did not start (log: $run/$1)"
+  for ((i = 0; i < 50; i++)); do grep -q "libvirt: following" "$run/$1" && break; sleep 0.1; done
+  grep -q "libvirt: following" "$run/$1" || die "the daemon does not follow libvirt: $(tail -3 "$run/$1")"
+}
+daemon_start daemon.log
 ctl() { "$ctl" -s "$run/ctl.sock" "$@"; }
 vm_json() { # name: the VM's stats entry (JSON) or nothing
-  ctl stats | python3 -c 'import json,sys; n=sys.argv[1]; print(next((json.dumps(v) for v in json.load(sys.stdin)["vms"] if v["name"]==n), ""))' "$1"
+  ctl --json stats | python3 -c 'import json,sys; n=sys.argv[1]; print(next((json.dumps(v) for v in json.load(sys.stdin)["vms"] if v["name"]==n), ""))' "$1"
 }
 vm_field() { # name python-expression-on-v
   vm_json "$1" | python3 -c 'import json,sys; v=json.load(sys.stdin); print(eval(sys.argv[1]))' "$2"
@@ -202,7 +215,7 @@ ET.ElementTree(d).write(sys.stdout, encoding="unicode")
 PY
 }
 
-log "step 4/9: domains with missing or broken metadata must not start"
+log "step 4/10: domains with missing or broken metadata must not start"
 start_refused() { # domain-name expected-text-in-virsh's-error
   local out rc=0
   out="$("${virsh[@]}" start "$1" 2>&1)" || rc=$?
@@ -220,7 +233,7 @@ refused_nometa=0 refused_badqos=0
 start_refused vrdma-lv-nometa "no <metadata> element in $ns" && refused_nometa=1
 start_refused vrdma-lv-badqos "qos.weight" && refused_badqos=1
 
-log "step 5/9: define and start vm-a and vm-b (booting in parallel)"
+log "step 5/10: define and start vm-a and vm-b (booting in parallel)"
 make_share a server 10.77.0.1 10.77.0.2
 make_share b client 10.77.0.2 10.77.0.1
 make_domain a vrdma-lv-a 10.77.0.1 ok $port_base $((port_base + 1)) 52:54:00:77:00:01 >"$run/vrdma-lv-a.xml"
@@ -245,10 +258,10 @@ log "  vrdma-lv-a.sock: $sock_mode; vrdma-lv-b qos from the metadata: $initial_q
 wait_file() { # path seconds
   local i; for ((i = 0; i < $2 * 5; i++)); do [ -e "$1" ] && return 0; sleep 0.2; done; return 1
 }
-log "step 6/9: ib_write_bw -D $bw_seconds, uncapped"
+log "step 6/10: ib_write_bw -D $bw_seconds, uncapped"
 wait_file "$run/share-b/results/bw1.rc" 300 || die "vm-b's first ib_write_bw did not end (console $run/console-b.txt, $run/share-b/results/)"
 
-log "step 7/9: virsh metadata --live caps vrdma-lv-b at $cap_bps bps"
+log "step 7/10: virsh metadata --live caps vrdma-lv-b at $cap_bps bps"
 t_set0=$(date +%s%3N)
 "${virsh[@]}" metadata vrdma-lv-b --uri "$ns" --key vrdma --live \
   --set "<qos max_rate_bps=\"$cap_bps\"/>" >"$run/metadata-set.txt" 2>&1 || die "virsh metadata --set: $(cat "$run/metadata-set.txt")"
@@ -271,7 +284,7 @@ touch "$run/share-b/go2"
 log "  ib_write_bw -D $bw_seconds, capped"
 wait_file "$run/share-b/results/bw2.rc" 300 || die "vm-b's second ib_write_bw did not end"
 
-log "step 8/9: an invalid QoS through virsh is refused, the cap stays"
+log "step 8/10: an invalid QoS through virsh is refused, the cap stays"
 "${virsh[@]}" metadata vrdma-lv-b --uri "$ns" --key vrdma --live --set '<qos weight="0"/>' >/dev/null 2>&1 ||
   die "virsh metadata --set (invalid)"
 rejected=0
@@ -285,7 +298,32 @@ log "  rejected: $rejected: $rejection; max_rate_bps now $cap_kept"
 wait_file "$run/share-a/results/waiting-for-power-button" 120 || true
 wait_file "$run/share-b/results/waiting-for-power-button" 120 || true
 
-log "step 9/9: virsh shutdown vrdma-lv-a (ACPI), virsh destroy vrdma-lv-b"
+log "  metrics: scrape http://127.0.0.1:$mport/metrics, promtool check metrics"
+curl -s -m 10 "http://127.0.0.1:$mport/metrics" >"$run/metrics.prom" || true
+promtool_ok=0
+promtool check metrics <"$run/metrics.prom" >"$run/promtool.txt" 2>&1 && [ -s "$run/metrics.prom" ] && promtool_ok=1
+metric() { awk -v m="$1" 'index($0, m " ") == 1 {print $2}' "$run/metrics.prom"; }
+m_cap="$(metric 'vrdma_vm_qos{vm="vrdma-lv-b",field="max_rate_bps"}')"
+m_bytes="$(metric 'vrdma_vm_completed_bytes_total{vm="vrdma-lv-b"}')"
+m_rej="$(metric 'vrdma_vm_qos_rejections_total{vm="vrdma-lv-b"}')"
+log "  $(wc -l <"$run/metrics.prom") lines; promtool: $promtool_ok; vrdma-lv-b cap $m_cap, completed bytes $m_bytes, QoS refusals $m_rej"
+ctl vms | tee "$run/ctl-vms.txt" >&2
+ctl qos vrdma-lv-b | tee "$run/ctl-qos.txt" >&2
+
+log "step 9/10: SIGKILL the daemon and start it again: it attaches the running domains from libvirt"
+kill -9 "$daemon_pid"; wait "$daemon_pid" 2>/dev/null || true
+daemon_start daemon-restarted.log
+reattached=0
+for ((i = 0; i < 100; i++)); do
+  [ "$(vm_field vrdma-lv-a 'v["connected"]' 2>/dev/null)" = True ] &&
+    [ "$(vm_field vrdma-lv-b 'v["connected"]' 2>/dev/null)" = True ] && { reattached=1; break; }
+  sleep 0.2
+done
+weight_after="$(vm_field vrdma-lv-b 'v["qos"]["weight"]' 2>/dev/null || true)"
+log "  both attached again and QEMU reconnected: $reattached; vrdma-lv-b weight $weight_after (its live <qos weight=0/> refused, the definition's used)"
+grep "libvirt:" "$run/daemon-restarted.log" | sed 's/^/    /' >&2
+
+log "step 10/10: virsh shutdown vrdma-lv-a (ACPI), virsh destroy vrdma-lv-b"
 # The guest handles the power button once its role waits for it.
 sleep 1
 "${virsh[@]}" shutdown vrdma-lv-a >"$run/shutdown.txt" 2>&1 || log "  virsh shutdown: $(cat "$run/shutdown.txt")"
@@ -337,6 +375,13 @@ check "an invalid QoS (weight 0) from virsh is refused, recorded with its reason
   test "$rejected" = 1 -a -n "$(grep -o 'qos.weight' <<<"$rejection")"
 check "after the refusal the cap stays in force" test "$cap_kept" = "$cap_bps"
 check "the daemon logged the refusal" grep -q "qos from libvirt refused" "$run/daemon.log"
+check "metrics scraped and promtool check metrics passes" test "$promtool_ok" = 1
+check "metrics: vrdma-lv-b's cap and its completed bytes" \
+  python3 -c "import sys; sys.exit(not (float('${m_cap:-0}') == $cap_bps and float('${m_bytes:-0}') > 0))"
+check "metrics: vrdma-lv-b's refused QoS counted" test "${m_rej:-}" = 1
+check "vrdma-ctl qos shows the refusal" grep -q "from libvirt: REFUSED, qos.weight" "$run/ctl-qos.txt"
+check "a restarted daemon attached both running domains from libvirt; QEMU reconnected" test "$reattached" = 1
+check "after the restart vrdma-lv-b has its definition's QoS (its live one is refused)" test "$weight_after" = 2
 check "vm-a's guest saw the ACPI power button (virsh shutdown)" test -e "$run/share-a/results/power-button.seen"
 check "vrdma-lv-a is shut off after virsh shutdown" test "$shut_off" = 1
 check "after shutdown and destroy the hook detached both VMs" test "$detached" = 1
