@@ -286,9 +286,23 @@ log "  in force: $in_force; virsh metadata took ${virsh_ms} ms; in force ${after
 readback="$("${virsh[@]}" metadata vrdma-lv-b --uri "$ns" --key vrdma --live 2>&1 || true)"
 log "  virsh metadata (read back): $readback"
 touch "$run/share-b/go2"
+# vrdma-ctl top through the capped run: one JSON line of rates per second.
+ctl --json top --interval 1 --count 15 >"$run/ctl-top.jsonl" 2>&1 &
+top_pid=$!
 log "  ib_write_bw -D $bw_seconds, capped"
 wait_file "$run/share-b/results/bw2.rc" 300 || die "vm-b's second ib_write_bw did not end"
 kill "$recorder_pid" 2>/dev/null; wait "$recorder_pid" 2>/dev/null || true
+kill "$top_pid" 2>/dev/null; wait "$top_pid" 2>/dev/null || true
+top_peak="$(python3 -c '
+import json, sys
+peak = 0.0
+for line in open(sys.argv[1]):
+    try:
+        peak = max(peak, *[v["gbps"] for v in json.loads(line)["vms"] if v["name"] == "vrdma-lv-b"])
+    except (ValueError, KeyError, TypeError):
+        pass
+print(round(peak, 3))' "$run/ctl-top.jsonl" 2>/dev/null || echo 0)"
+log "  vrdma-ctl top: vrdma-lv-b peaked at $top_peak Gb/s in a 1 s interval (cap $cap_bps b/s)"
 recorder_pid=""
 /usr/bin/python3 "$here/scripts/vrdma-metrics-plot.py" plot "$run/metrics.jsonl" "$run/qos-change.png" \
   --mark "$((t_set1 / 1000)).$((t_set1 % 1000)):virsh metadata max_rate_bps=$cap_bps" \
@@ -397,6 +411,8 @@ check "metrics: vrdma-lv-b's cap and its completed bytes" \
 check "metrics: vrdma-lv-b's refused QoS counted" test "${m_rej:-}" = 1
 check "a plot of throughput over time was made from the metrics ($run/qos-change.png)" \
   test "$(stat -c %s "$run/qos-change.png" 2>/dev/null || echo 0)" -gt 10000
+check "vrdma-ctl top saw vrdma-lv-b's capped traffic (peak 1 s interval within 0-125% of the cap)" \
+  python3 -c "import sys; sys.exit(not (0 < float('${top_peak:-0}') <= 1.25 * $cap_bps / 1e9))"
 check "vrdma-ctl qos shows the refusal" grep -q "from libvirt: REFUSED, qos.weight" "$run/ctl-qos.txt"
 check "a restarted daemon attached both running domains from libvirt; QEMU reconnected" test "$reattached" = 1
 check "after the restart vrdma-lv-b has its definition's QoS (its live one is refused)" test "$weight_after" = 2

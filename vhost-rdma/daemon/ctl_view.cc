@@ -119,4 +119,52 @@ std::string QosText(const json& vm, const std::string& policy) {
   return out;
 }
 
+json TopRates(const json& prev, const json& cur, double dt_s) {
+  json vms = json::array();
+  for (const json& vm : cur.value("vms", json::array())) {
+    const std::string name = vm.value("name", "");
+    const json before = FindVmStats(prev, name);
+    const json s = vm.value("scheduler", json::object());
+    const json p = before.is_object() ? before.value("scheduler", json::object()) : json::object();
+    auto delta = [&](const char* k) {
+      const double d = s.value(k, 0.0) - p.value(k, 0.0);
+      return d > 0 ? d : 0.0;  // a VM that reconnected starts from zero
+    };
+    const double wrs = delta("wrs_completed");
+    // The interval's mean latency, from the running mean and count.
+    const double sum_now = s.value("latency_avg_ns", 0.0) * s.value("wrs_completed", 0.0);
+    const double sum_prev = p.value("latency_avg_ns", 0.0) * p.value("wrs_completed", 0.0);
+    json r{{"name", name},
+           {"connected", vm.value("connected", false)},
+           {"wrs_per_s", dt_s > 0 ? wrs / dt_s : 0},
+           {"gbps", dt_s > 0 ? delta("bytes_completed") * 8 / dt_s / 1e9 : 0},
+           {"latency_avg_us", wrs > 0 ? (sum_now - sum_prev) / wrs / 1e3 : 0},
+           {"latency_max_us", s.value("latency_max_ns", 0.0) / 1e3},
+           {"held_fraction", dt_s > 0 ? delta("held_ns") / 1e9 / dt_s : 0},
+           {"paced_gbps", dt_s > 0 ? delta("bytes_paced") * 8 / dt_s / 1e9 : 0},
+           {"queued_wrs", s.value("queued_wrs", 0)},
+           {"cap_gbps", vm.value("qos", json::object()).value("max_rate_bps", 0.0) / 1e9}};
+    vms.push_back(std::move(r));
+  }
+  return json{{"interval_s", dt_s}, {"vms", vms}};
+}
+
+std::string TopTable(const json& rates) {
+  std::vector<std::vector<std::string>> rows{{"NAME", "WR/s", "Gb/s", "CAP", "LAT avg us",
+                                              "LAT max us", "HELD", "PACED Gb/s", "QUEUED"}};
+  for (const json& r : rates.value("vms", json::array())) {
+    const double cap = r.value("cap_gbps", 0.0);
+    rows.push_back({r.value("name", "?") + (r.value("connected", false) ? "" : " (down)"),
+                    fmt::format("{:.0f}", r.value("wrs_per_s", 0.0)),
+                    fmt::format("{:.3f}", r.value("gbps", 0.0)),
+                    cap > 0 ? fmt::format("{:.3f}", cap) : "-",
+                    fmt::format("{:.1f}", r.value("latency_avg_us", 0.0)),
+                    fmt::format("{:.1f}", r.value("latency_max_us", 0.0)),
+                    fmt::format("{:.0f}%", 100 * r.value("held_fraction", 0.0)),
+                    fmt::format("{:.3f}", r.value("paced_gbps", 0.0)),
+                    Scalar(r.value("queued_wrs", json()))});
+  }
+  return Table(rows);
+}
+
 }  // namespace vrdma::daemon

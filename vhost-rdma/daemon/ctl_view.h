@@ -23,6 +23,14 @@ std::string VmStatsText(const nlohmann::json& vm);
 // last change.
 std::string QosText(const nlohmann::json& vm, const std::string& policy);
 
+// vrdma-ctl top: per-VM rates between two stats replies `dt_s` seconds
+// apart: completed WRs/s and payload Gb/s, the interval's mean completion
+// latency, the share of the interval the policy held the VM's work back,
+// paced bytes/s and the queue depth now. As JSON ({"vms":[{...}]}), and as
+// a table.
+nlohmann::json TopRates(const nlohmann::json& prev, const nlohmann::json& cur, double dt_s);
+std::string TopTable(const nlohmann::json& rates);
+
 }  // namespace vrdma::daemon
 
 #endif  // VRDMA_VHOST_RDMA_DAEMON_CTL_VIEW_H_

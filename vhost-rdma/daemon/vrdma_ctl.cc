@@ -12,13 +12,19 @@
 //   vrdma-ctl -s ... list-vms
 //   vrdma-ctl -s ... [--json] vms | stats [VM] | qos VM
 //             (human tables; --json prints the daemon's JSON)
+//   vrdma-ctl -s ... [--json] top [--interval S] [--count N]
+//             (per-VM rates, refreshed; --json: one line per interval)
 //   vrdma-ctl -s ... raw '{"cmd":"stats"}'
 //   vrdma-ctl -s ... libvirt-hook DOMAIN OPERATION SUB-OPERATION [EXTRA]
 //             (libvirt's QEMU hook, domain XML on stdin: libvirt_hook.h)
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <optional>
 #include <string>
 
@@ -29,6 +35,46 @@
 #endif
 
 using nlohmann::json;
+
+namespace {
+
+// vrdma-ctl top: samples stats every `interval` seconds and prints the
+// rates between samples (ctl_view.h, TopRates).
+int Top(const std::string& socket_path, double interval, int count, bool as_json) {
+  using Clock = std::chrono::steady_clock;
+  json prev;
+  auto prev_t = Clock::now();
+  std::string error;
+  if (!vrdma::daemon::ControlRequest(socket_path, json{{"cmd", "stats"}}, &prev, &error)) {
+    std::fprintf(stderr, "vrdma-ctl: %s\n", error.c_str());
+    return 2;
+  }
+  const bool tty = isatty(STDOUT_FILENO) && !as_json;
+  for (int i = 0; count == 0 || i < count; ++i) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(interval));
+    json cur;
+    if (!vrdma::daemon::ControlRequest(socket_path, json{{"cmd", "stats"}}, &cur, &error)) {
+      std::fprintf(stderr, "vrdma-ctl: %s\n", error.c_str());
+      return 2;
+    }
+    const auto now = Clock::now();
+    const json rates = vrdma::daemon::TopRates(
+        prev, cur, std::chrono::duration<double>(now - prev_t).count());
+    if (as_json) {
+      std::printf("%s\n", rates.dump().c_str());
+    } else {
+      if (tty) std::fputs("\033[H\033[2J", stdout);  // clear, like top
+      std::fputs(vrdma::daemon::TopTable(rates).c_str(), stdout);
+      if (!tty) std::fputs("\n", stdout);
+    }
+    std::fflush(stdout);
+    prev = std::move(cur);
+    prev_t = now;
+  }
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"vrdma-ctl: control vhost-rdma-daemon"};
@@ -94,6 +140,12 @@ int main(int argc, char** argv) {
   auto* qos = app.add_subcommand("qos", "a VM's QoS: asked, in force, last change");
   std::string qos_vm;
   qos->add_option("vm", qos_vm, "VM name")->required();
+  auto* top = app.add_subcommand("top", "per-VM rates, latency, held and paced time, refreshed");
+  double top_interval = 1.0;
+  int top_count = 0;
+  top->add_option("--interval", top_interval, "seconds between samples")
+      ->check(CLI::Range(0.1, 3600.0));
+  top->add_option("--count", top_count, "stop after this many intervals (0: never)");
   auto* raw = app.add_subcommand("raw", "send a JSON request as is");
   std::string raw_json;
   raw->add_option("json", raw_json)->required();
@@ -135,6 +187,8 @@ int main(int argc, char** argv) {
     request = {{"cmd", "detach-vm"}, {"name", name}};
   } else if (*list) {
     request = {{"cmd", "list-vms"}};
+  } else if (*top) {
+    return Top(socket_path, top_interval, top_count, as_json);
   } else if (*stats || *vms || *qos) {
     request = {{"cmd", "stats"}};
   } else if (*raw) {
