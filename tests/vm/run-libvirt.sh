@@ -332,7 +332,11 @@ metric() { awk -v m="$1" 'index($0, m " ") == 1 {print $2}' "$run/metrics.prom";
 m_cap="$(metric 'vrdma_vm_qos{vm="vrdma-lv-b",field="max_rate_bps"}')"
 m_bytes="$(metric 'vrdma_vm_completed_bytes_total{vm="vrdma-lv-b"}')"
 m_rej="$(metric 'vrdma_vm_qos_rejections_total{vm="vrdma-lv-b"}')"
-log "  $(wc -l <"$run/metrics.prom") lines; promtool: $promtool_ok; vrdma-lv-b cap $m_cap, completed bytes $m_bytes, QoS refusals $m_rej"
+m_hist="$(metric 'vrdma_vm_completion_latency_seconds_count{vm="vrdma-lv-b"}')"
+m_wrs="$(metric 'vrdma_vm_wrs_completed_total{vm="vrdma-lv-b"}')"
+log "  $(wc -l <"$run/metrics.prom") lines; promtool: $promtool_ok; vrdma-lv-b cap $m_cap, completed bytes $m_bytes, QoS refusals $m_rej, latency histogram count $m_hist of $m_wrs WRs"
+grep 'vrdma_vm_completion_latency_seconds_bucket{vm="vrdma-lv-b"' "$run/metrics.prom" |
+  awk '{print $2}' | paste -sd' ' | sed 's/^/    cumulative buckets (<1us, <2us, ... <4.19s, +Inf): /' >&2
 ctl vms | tee "$run/ctl-vms.txt" >&2
 ctl qos vrdma-lv-b | tee "$run/ctl-qos.txt" >&2
 
@@ -409,10 +413,14 @@ check "metrics scraped and promtool check metrics passes" test "$promtool_ok" = 
 check "metrics: vrdma-lv-b's cap and its completed bytes" \
   python3 -c "import sys; sys.exit(not (float('${m_cap:-0}') == $cap_bps and float('${m_bytes:-0}') > 0))"
 check "metrics: vrdma-lv-b's refused QoS counted" test "${m_rej:-}" = 1
+check "metrics: the latency histogram counts every completed WR of vrdma-lv-b" \
+  test -n "$m_hist" -a "${m_hist:-x}" = "${m_wrs:-y}" -a "${m_hist:-0}" != 0
 check "a plot of throughput over time was made from the metrics ($run/qos-change.png)" \
   test "$(stat -c %s "$run/qos-change.png" 2>/dev/null || echo 0)" -gt 10000
 check "vrdma-ctl top saw vrdma-lv-b's capped traffic (peak 1 s interval within 0-125% of the cap)" \
   python3 -c "import sys; sys.exit(not (0 < float('${top_peak:-0}') <= 1.25 * $cap_bps / 1e9))"
+check "vrdma-ctl top gave latency percentiles (p99 bucket bound)" \
+  grep -q '"latency_p99_le_us":[0-9"]' "$run/ctl-top.jsonl"
 check "vrdma-ctl qos shows the refusal" grep -q "from libvirt: REFUSED, qos.weight" "$run/ctl-qos.txt"
 check "a restarted daemon attached both running domains from libvirt; QEMU reconnected" test "$reattached" = 1
 check "after the restart vrdma-lv-b has its definition's QoS (its live one is refused)" test "$weight_after" = 2

@@ -119,6 +119,29 @@ std::string QosText(const json& vm, const std::string& policy) {
   return out;
 }
 
+// The upper bound (us) of the bucket holding quantile q of the WRs the
+// interval completed (scheduler.latency_hist: bucket i below 2^i us); null
+// when none completed, "inf" beyond the last bound.
+json Percentile(const json& h_now, const json& h_prev, double q) {
+  if (!h_now.is_array()) return json();
+  std::vector<double> d(h_now.size(), 0);
+  double total = 0;
+  for (size_t i = 0; i < h_now.size(); ++i) {
+    const double before = h_prev.is_array() && i < h_prev.size() ? h_prev[i].get<double>() : 0;
+    d[i] = std::max(0.0, h_now[i].get<double>() - before);
+    total += d[i];
+  }
+  if (total <= 0) return json();
+  double cum = 0;
+  for (size_t i = 0; i < d.size(); ++i) {
+    cum += d[i];
+    if (cum >= q * total) {
+      return i + 1 < d.size() ? json(static_cast<double>(uint64_t{1} << i)) : json("inf");
+    }
+  }
+  return json("inf");
+}
+
 json TopRates(const json& prev, const json& cur, double dt_s) {
   json vms = json::array();
   for (const json& vm : cur.value("vms", json::array())) {
@@ -140,6 +163,11 @@ json TopRates(const json& prev, const json& cur, double dt_s) {
            {"gbps", dt_s > 0 ? delta("bytes_completed") * 8 / dt_s / 1e9 : 0},
            {"latency_avg_us", wrs > 0 ? (sum_now - sum_prev) / wrs / 1e3 : 0},
            {"latency_max_us", s.value("latency_max_ns", 0.0) / 1e3},
+           // Bucket bounds: "p99 <= 64 us" (docs/operators.md, top).
+           {"latency_p50_le_us", Percentile(s.value("latency_hist", json()),
+                                            p.value("latency_hist", json()), 0.50)},
+           {"latency_p99_le_us", Percentile(s.value("latency_hist", json()),
+                                            p.value("latency_hist", json()), 0.99)},
            {"held_fraction", dt_s > 0 ? delta("held_ns") / 1e9 / dt_s : 0},
            {"paced_gbps", dt_s > 0 ? delta("bytes_paced") * 8 / dt_s / 1e9 : 0},
            {"queued_wrs", s.value("queued_wrs", 0)},
@@ -151,7 +179,8 @@ json TopRates(const json& prev, const json& cur, double dt_s) {
 
 std::string TopTable(const json& rates) {
   std::vector<std::vector<std::string>> rows{{"NAME", "WR/s", "Gb/s", "CAP", "LAT avg us",
-                                              "LAT max us", "HELD", "PACED Gb/s", "QUEUED"}};
+                                              "p50<= us", "p99<= us", "LAT max us", "HELD",
+                                              "PACED Gb/s", "QUEUED"}};
   for (const json& r : rates.value("vms", json::array())) {
     const double cap = r.value("cap_gbps", 0.0);
     rows.push_back({r.value("name", "?") + (r.value("connected", false) ? "" : " (down)"),
@@ -159,6 +188,8 @@ std::string TopTable(const json& rates) {
                     fmt::format("{:.3f}", r.value("gbps", 0.0)),
                     cap > 0 ? fmt::format("{:.3f}", cap) : "-",
                     fmt::format("{:.1f}", r.value("latency_avg_us", 0.0)),
+                    Scalar(r.value("latency_p50_le_us", json())),
+                    Scalar(r.value("latency_p99_le_us", json())),
                     fmt::format("{:.1f}", r.value("latency_max_us", 0.0)),
                     fmt::format("{:.0f}%", 100 * r.value("held_fraction", 0.0)),
                     fmt::format("{:.3f}", r.value("paced_gbps", 0.0)),

@@ -45,11 +45,13 @@ TEST(CtlView, TopRatesBetweenTwoSamples) {
   json cur = kStats;
   json& s0 = prev["vms"][0]["scheduler"];
   s0 = {{"wrs_completed", 100}, {"bytes_completed", 0}, {"latency_avg_ns", 10000},
-        {"held_ns", 0}, {"bytes_paced", 0}};
+        {"held_ns", 0}, {"bytes_paced", 0}, {"latency_hist", {0, 0, 100, 0, 0}}};
   json& s1 = cur["vms"][0]["scheduler"];
   // 2 s later: 300 more WRs of 250 us each, 500 MB, held 1 s, 100 MB paced.
   s1 = {{"wrs_completed", 400},     {"bytes_completed", 500000000}, {"latency_avg_ns", 190000},
-        {"held_ns", 1000000000}, {"bytes_paced", 100000000},    {"queued_wrs", 7}};
+        {"held_ns", 1000000000}, {"bytes_paced", 100000000},    {"queued_wrs", 7},
+        // The interval: 200 WRs below 4 us (bucket 2), 96 below 8 us, 4 beyond.
+        {"latency_hist", {0, 0, 300, 96, 4}}};
   const json r = TopRates(prev, cur, 2.0)["vms"][0];
   EXPECT_DOUBLE_EQ(r["wrs_per_s"].get<double>(), 150);
   EXPECT_DOUBLE_EQ(r["gbps"].get<double>(), 2.0);
@@ -57,6 +59,9 @@ TEST(CtlView, TopRatesBetweenTwoSamples) {
   EXPECT_DOUBLE_EQ(r["held_fraction"].get<double>(), 0.5);
   EXPECT_DOUBLE_EQ(r["paced_gbps"].get<double>(), 0.4);
   EXPECT_EQ(r["queued_wrs"], 7);
+  EXPECT_EQ(r["latency_p50_le_us"], 4.0);  // 200 of 300 below 4 us
+  EXPECT_EQ(r["latency_p99_le_us"], "inf");  // 296 of 300 below 8 us: p99 beyond
+  EXPECT_TRUE(TopRates(prev, prev, 1.0)["vms"][0]["latency_p50_le_us"].is_null());
   const std::string t = TopTable(TopRates(prev, cur, 2.0));
   EXPECT_NE(t.find("50%"), std::string::npos) << t;
   EXPECT_NE(t.find("2.000"), std::string::npos) << t;

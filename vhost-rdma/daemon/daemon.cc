@@ -60,7 +60,10 @@ json SchedulerJson(const policy::TenantAccount& a) {
               {"bytes_paced", a.bytes_paced},
               {"wrs_split", a.wrs_split},
               {"latency_avg_ns", a.wrs_completed ? a.latency_sum_ns / a.wrs_completed : 0},
-              {"latency_max_ns", a.latency_max_ns}};
+              {"latency_max_ns", a.latency_max_ns},
+              {"latency_sum_ns", a.latency_sum_ns},
+              // Counts per policy::LatencyBucket: bucket i below 2^i us.
+              {"latency_hist", a.latency_hist}};
 }
 
 }  // namespace

@@ -216,6 +216,32 @@ std::string StatsToPrometheus(const json& stats) {
       w.Sample(m.name, fmt::format("vm=\"{}\"", Escape(vm.value("name", ""))), Number(*v, m.scale));
     }
   }
+  // The completion-latency histogram (scheduler.latency_hist: bucket i
+  // below 2^i us, the last unbounded), cumulative as Prometheus wants.
+  bool hist_family = false;
+  for (const json& vm : vms) {
+    const json* h = At(vm, "scheduler.latency_hist");
+    const json* sum = At(vm, "scheduler.latency_sum_ns");
+    if (h == nullptr || !h->is_array() || h->empty() || sum == nullptr) continue;
+    if (!hist_family) {
+      w.Family("vrdma_vm_completion_latency_seconds", "histogram",
+               "work requests by completion latency (arrival in the daemon to completion)");
+      hist_family = true;
+    }
+    const std::string vm_label = fmt::format("vm=\"{}\"", Escape(vm.value("name", "")));
+    uint64_t cum = 0;
+    for (size_t i = 0; i < h->size(); ++i) {
+      const json& n = (*h)[i];
+      cum += n.is_number_integer() && n.get<int64_t>() > 0 ? n.get<uint64_t>() : 0;
+      const std::string le =
+          i + 1 < h->size() ? fmt::format("{}", static_cast<double>(uint64_t{1} << i) * 1e-6)
+                            : "+Inf";
+      w.Sample("vrdma_vm_completion_latency_seconds_bucket",
+               fmt::format("{},le=\"{}\"", vm_label, le), std::to_string(cum));
+    }
+    w.Sample("vrdma_vm_completion_latency_seconds_sum", vm_label, Number(*sum, 1e-9));
+    w.Sample("vrdma_vm_completion_latency_seconds_count", vm_label, std::to_string(cum));
+  }
   // QoS as asked and as the policy applies it: one sample per numeric field.
   for (const auto& [key, help] :
        {std::pair<const char*, const char*>{"qos", "the VM's QoS as asked, per field"},

@@ -21,7 +21,9 @@ json SampleStats() {
              {"bytes_posted", 655360}, {"queued_wrs", 1},     {"queued_bytes", 65536},
              {"outstanding_pieces", 2}, {"outstanding_bytes", 8192}, {"held_ns", 1500000000},
              {"bytes_paced", 4096},  {"wrs_split", 3},        {"latency_avg_ns", 20000},
-             {"latency_max_ns", 90000}};
+             {"latency_max_ns", 90000}, {"latency_sum_ns", 180000},
+             // 2 WRs below 1 us, 3 in [16, 32) us, 4 in [64, 128) us.
+             {"latency_hist", {2, 0, 0, 0, 0, 3, 0, 4, 0}}};
   json a{{"name", "tenant-a"},
          {"connected", true},
          {"qps", 2},
@@ -61,6 +63,14 @@ TEST(Metrics, StatsBecomePrometheusText) {
                   "5e-05\n")) << text;
   EXPECT_TRUE(has("vrdma_vms 2\n"));
   EXPECT_FALSE(has("gated"));  // texts are not samples
+  // The histogram: cumulative buckets in seconds, +Inf = count.
+  EXPECT_TRUE(has("# TYPE vrdma_vm_completion_latency_seconds histogram\n"));
+  EXPECT_TRUE(has("vrdma_vm_completion_latency_seconds_bucket{vm=\"tenant-a\",le=\"1e-06\"} 2\n"))
+      << text;
+  EXPECT_TRUE(has("vrdma_vm_completion_latency_seconds_bucket{vm=\"tenant-a\",le=\"3.2e-05\"} 5\n"));
+  EXPECT_TRUE(has("vrdma_vm_completion_latency_seconds_bucket{vm=\"tenant-a\",le=\"+Inf\"} 9\n"));
+  EXPECT_TRUE(has("vrdma_vm_completion_latency_seconds_count{vm=\"tenant-a\"} 9\n"));
+  EXPECT_TRUE(has("vrdma_vm_completion_latency_seconds_sum{vm=\"tenant-a\"} 0.00018\n"));
   // Every family once.
   EXPECT_EQ(text.find("# TYPE vrdma_vm_qps "), text.rfind("# TYPE vrdma_vm_qps "));
 }
