@@ -77,14 +77,18 @@ int Release(const std::string& socket, const std::string& name, const std::strin
 
 }  // namespace
 
-int RunLibvirtHook(const std::string& control_socket, const std::vector<std::string>& args) {
-  // Always drain stdin: libvirt writes the whole domain XML to it.
+std::string ReadHookStdin() {
   std::string xml;
   char buf[65536];
   size_t n;
   while ((n = std::fread(buf, 1, sizeof(buf), stdin)) > 0) {
     if (xml.size() < kMaxStdin) xml.append(buf, n);
   }
+  return xml;
+}
+
+int RunLibvirtHook(const std::string& control_socket, const std::vector<std::string>& args,
+                   const std::string& xml) {
   if (args.size() < 3) {
     Say("libvirt-hook: usage: DOMAIN OPERATION SUB-OPERATION [EXTRA], domain XML on stdin");
     return 2;

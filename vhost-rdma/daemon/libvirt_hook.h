@@ -20,9 +20,14 @@
 
 namespace vrdma::daemon {
 
-// Returns the hook's exit status. Never writes to stdout (libvirt would
-// take it as a new domain XML for some operations).
-int RunLibvirtHook(const std::string& control_socket, const std::vector<std::string>& args);
+// Returns the hook's exit status; `domain_xml`: what libvirt wrote on
+// stdin. Never writes to stdout (libvirt would take it as a new domain XML
+// for some operations); reasons go to stderr.
+int RunLibvirtHook(const std::string& control_socket, const std::vector<std::string>& args,
+                   const std::string& domain_xml);
+// All of stdin (up to 8 MiB kept; the rest is read and dropped, so libvirt
+// never blocks writing it).
+std::string ReadHookStdin();
 
 }  // namespace vrdma::daemon
 

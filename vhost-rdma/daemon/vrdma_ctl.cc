@@ -160,7 +160,9 @@ int main(int argc, char** argv) {
 #ifdef VRDMA_HAVE_LIBVIRT_HOOK
   if (*hook) {
     for (const std::string& extra : hook->remaining()) hook_args.push_back(extra);
-    return vrdma::daemon::RunLibvirtHook(socket_path, hook_args);
+    // Always drain stdin: libvirt writes the whole domain XML to it.
+    const std::string xml = vrdma::daemon::ReadHookStdin();
+    return vrdma::daemon::RunLibvirtHook(socket_path, hook_args, xml);
   }
 #endif
 
