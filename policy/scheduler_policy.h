@@ -20,6 +20,8 @@
 #ifndef VRDMA_POLICY_SCHEDULER_POLICY_H_
 #define VRDMA_POLICY_SCHEDULER_POLICY_H_
 
+#include <array>
+#include <bit>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -115,6 +117,16 @@ struct FlowControl {
   bool operator==(const FlowControl&) const = default;
 };
 
+// Completion-latency histogram buckets (FlowAccount::latency_hist): bucket
+// i < kLatencyBuckets - 1 counts WRs whose latency (arrival -> completion)
+// is below 2^i microseconds and not below 2^(i-1) (bucket 0: below 1 us);
+// the last bucket counts the rest (4.19 s and more).
+inline constexpr int kLatencyBuckets = 24;
+constexpr int LatencyBucket(Nanos latency_ns) {
+  const int b = std::bit_width(latency_ns / 1000);
+  return b < kLatencyBuckets - 1 ? b : kLatencyBuckets - 1;
+}
+
 // Accounting the stage keeps per flow and per tenant. "Pieces" are what
 // the RNIC sees (a split WR is several); WRs are the guest's.
 struct FlowAccount {
@@ -135,6 +147,8 @@ struct FlowAccount {
   uint64_t wrs_split = 0;        // guest WRs posted as several pieces
   Nanos latency_sum_ns = 0;      // arrival -> completion, every WR
   Nanos latency_max_ns = 0;
+  // Every WR's latency by LatencyBucket: sums to wrs_completed.
+  std::array<uint64_t, kLatencyBuckets> latency_hist{};
   // PeRF's SQ_Len: guest WRs arrived and not complete.
   uint64_t sq_len() const { return wrs_arrived - wrs_completed; }
 };

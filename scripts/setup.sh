@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libdpdk-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libyaml-cpp-dev
   libibverbs-dev ibverbs-providers linux-libc-dev python3-matplotlib
+  libxml2-dev libvirt-dev libcivetweb-dev
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -371,6 +371,7 @@ void Stage::AddAccount(const policy::FlowAccount& a, policy::FlowAccount* to) {
   to->wrs_split += a.wrs_split;
   to->latency_sum_ns += a.latency_sum_ns;
   to->latency_max_ns = std::max(to->latency_max_ns, a.latency_max_ns);
+  for (int i = 0; i < policy::kLatencyBuckets; ++i) to->latency_hist[i] += a.latency_hist[i];
 }
 
 }  // namespace vrdma::sched

@@ -558,6 +558,7 @@ void Stage::FinishWr(FlowStorage& f, uint32_t tag, const policy::WrInfo& info,
   a.bytes_completed += info.bytes;
   a.latency_sum_ns += latency;
   a.latency_max_ns = std::max(a.latency_max_ns, latency);
+  ++a.latency_hist[policy::LatencyBucket(latency)];
   if (tell_policy) {
     policy_.OnCompleted(now_, info, latency, status == WcStatus::kSuccess);
   }

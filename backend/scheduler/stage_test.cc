@@ -200,7 +200,25 @@ TEST_F(StageTest, NativeWrsGoWholeInOnePostListAndUnsignaledOnesAreReported) {
   EXPECT_EQ(a.wrs_completed, 3u);
   EXPECT_EQ(a.outstanding_pieces, 0u);
   EXPECT_EQ(stage_.tenant_account(7).bytes_completed, 192u);
+  // Every completed WR is in the latency histogram, per flow and per tenant.
+  uint64_t in_hist = 0, tenant_hist = 0;
+  for (uint64_t n : a.latency_hist) in_hist += n;
+  for (uint64_t n : stage_.tenant_account(7).latency_hist) tenant_hist += n;
+  EXPECT_EQ(in_hist, 3u);
+  EXPECT_EQ(tenant_hist, 3u);
   EXPECT_FALSE(stage_.busy());
+}
+
+TEST(LatencyBucketTest, PowersOfTwoMicroseconds) {
+  EXPECT_EQ(policy::LatencyBucket(0), 0);
+  EXPECT_EQ(policy::LatencyBucket(999), 0);      // below 1 us
+  EXPECT_EQ(policy::LatencyBucket(1000), 1);     // [1, 2) us
+  EXPECT_EQ(policy::LatencyBucket(1999), 1);
+  EXPECT_EQ(policy::LatencyBucket(2000), 2);     // [2, 4) us
+  EXPECT_EQ(policy::LatencyBucket(100'000), 7);  // 100 us: [64, 128) us
+  EXPECT_EQ(policy::LatencyBucket((uint64_t{1} << 22) * 1000 - 1), policy::kLatencyBuckets - 2);
+  EXPECT_EQ(policy::LatencyBucket((uint64_t{1} << 22) * 1000), policy::kLatencyBuckets - 1);
+  EXPECT_EQ(policy::LatencyBucket(uint64_t{1} << 62), policy::kLatencyBuckets - 1);  // beyond
 }
 
 TEST_F(StageTest, SplitWriteBecomesPiecesAtOffsetsWithOneCompletion) {

@@ -4,8 +4,12 @@
 #include <errno.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <cstring>
 
 #include <spdlog/spdlog.h>
 
@@ -56,7 +60,10 @@ json SchedulerJson(const policy::TenantAccount& a) {
               {"bytes_paced", a.bytes_paced},
               {"wrs_split", a.wrs_split},
               {"latency_avg_ns", a.wrs_completed ? a.latency_sum_ns / a.wrs_completed : 0},
-              {"latency_max_ns", a.latency_max_ns}};
+              {"latency_max_ns", a.latency_max_ns},
+              {"latency_sum_ns", a.latency_sum_ns},
+              // Counts per policy::LatencyBucket: bucket i below 2^i us.
+              {"latency_hist", a.latency_hist}};
 }
 
 }  // namespace
@@ -195,6 +202,16 @@ json Daemon::AttachVm(const json& request) {
     return Error(std::string("cannot listen on ") + req.socket_path + ": " +
                  StatusName(fd.status()));
   }
+  if (deps_.vm_socket_gid >= 0 &&
+      (chown(req.socket_path.c_str(), static_cast<uid_t>(-1),
+             static_cast<gid_t>(deps_.vm_socket_gid)) != 0 ||
+       chmod(req.socket_path.c_str(), 0660) != 0)) {
+    const int err = errno;
+    close(*fd);
+    unlink(req.socket_path.c_str());
+    return Error("cannot give " + req.socket_path + " to group " +
+                 std::to_string(deps_.vm_socket_gid) + ": " + strerror(err));
+  }
   auto vm = std::make_unique<Vm>();
   vm->name = req.config.name;
   vm->socket_path = req.socket_path;
@@ -307,6 +324,8 @@ json Daemon::Stats() const {
     // What the operator asked, and what the policy applies of it (none
     // until the guest's device is up and the policy knows the VM).
     entry["qos"] = QosJson(vm->device->qos());
+    entry["qos_change"] = vm->qos_change.is_null() ? json::object() : vm->qos_change;
+    entry["qos_rejections"] = vm->qos_rejections;
     json effective = json::object();
     if (auto id = vm->device->vm(); id.has_value()) {
       json pol = json::object();
@@ -357,18 +376,53 @@ json Daemon::SetQos(const json& request) {
   if (name == request.end() || !name->is_string()) return Error("name required");
   auto it = vms_.find(name->get<std::string>());
   if (it == vms_.end()) return Error("no such VM: " + name->get<std::string>());
+  Vm& vm = *it->second;
+  std::string source = "control";
+  if (auto s = request.find("source"); s != request.end()) {
+    if (!s->is_string() || s->get<std::string>().empty() || s->get<std::string>().size() > 32) {
+      return Error("source: 1-32 characters");
+    }
+    source = s->get<std::string>();
+  }
+  bool replace = false;
+  if (auto r = request.find("replace"); r != request.end()) {
+    if (!r->is_boolean()) return Error("replace: true or false");
+    replace = r->get<bool>();
+  }
   auto q = request.find("qos");
-  if (q == request.end()) return Error("qos required");
-  policy::TenantQos qos = it->second->device->qos();
+  const json asked = q == request.end() ? json() : *q;
+  // Every outcome is recorded for stats, so an operator who asked through
+  // libvirt sees a refusal with vrdma-ctl; unix_ms: when it was decided
+  // (after the policy has it, for a change that took effect).
+  auto record = [&](bool ok, const std::string& error) {
+    const auto unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+    vm.qos_change = json{{"source", source}, {"ok", ok},      {"error", error},
+                         {"asked", asked},   {"replace", replace}, {"unix_ms", unix_ms}};
+    if (!ok) {
+      ++vm.qos_rejections;
+      spdlog::warn("VM {}: qos from {} refused, keeping {}: {}", vm.name, source,
+                   QosJson(vm.device->qos()).dump(), error);
+      return Error(error);
+    }
+    return json();
+  };
+  if (auto inv = request.find("invalid"); inv != request.end()) {
+    return record(false, inv->is_string() ? inv->get<std::string>() : "invalid");
+  }
+  if (q == request.end()) return record(false, "qos required");
+  policy::TenantQos qos = replace ? policy::TenantQos{} : vm.device->qos();
   std::string error;
-  if (!ParseQos(*q, deps_.card, &qos, &error)) return Error(error);
-  if (!GuaranteesFit(it->first, qos, &error)) return Error("qos." + error);
+  if (!ParseQos(*q, deps_.card, &qos, &error)) return record(false, error);
+  if (!GuaranteesFit(it->first, qos, &error)) return record(false, "qos." + error);
   // Synchronous: the engine hands the QoS to the policy on the data-path
   // thread (between two turns) and returns once the policy has it, so the
   // reply means "in force".
-  const Status st = it->second->device->SetQos(qos);
-  if (st != Status::kOk) return Error(std::string("engine: ") + StatusName(st));
-  spdlog::info("VM {}: qos {}", it->first, QosJson(qos).dump());
+  const Status st = vm.device->SetQos(qos);
+  if (st != Status::kOk) return record(false, std::string("engine: ") + StatusName(st));
+  record(true, "");
+  spdlog::info("VM {}: qos from {}: {}", vm.name, source, QosJson(qos).dump());
   return json{{"ok", true}, {"qos", QosJson(qos)}};
 }
 

@@ -22,7 +22,17 @@
 //   {"cmd":"set-qos","name":N,"qos":{"weight":..,"class":..,...}}
 //                                  the fields named replace the VM's QoS; a
 //                                  refusal changes nothing; the reply comes
-//                                  once the policy has the new QoS
+//                                  once the policy has the new QoS. Optional:
+//                                  "replace":true (the fields not named
+//                                  become the defaults: a QoS declared whole,
+//                                  as libvirt metadata is), "source":S (who
+//                                  asked, 1-32 characters; default
+//                                  "control"), "invalid":WHY (the sender
+//                                  found the QoS unreadable: refused with
+//                                  WHY). stats shows the last change of each
+//                                  VM, refused or not, as "qos_change"
+//                                  {source, ok, error, asked, unix_ms} and
+//                                  counts refusals in "qos_rejections".
 // The qos fields and their rules: vm_request.h, docs/operators.md ("QoS").
 #ifndef VRDMA_VHOST_RDMA_DAEMON_DAEMON_H_
 #define VRDMA_VHOST_RDMA_DAEMON_DAEMON_H_
@@ -55,6 +65,9 @@ struct DaemonDeps {
   // send from (not in a physical port's GID table) with a clear error.
   const Rnic* rnic = nullptr;
   std::string rnic_name = "soft";
+  // Group of every VM's vhost-user socket, made 0660 (--socket-group: the
+  // group QEMU runs in, e.g. libvirt-qemu); -1 keeps the daemon's.
+  int vm_socket_gid = -1;
 };
 
 class Daemon {
@@ -82,6 +95,8 @@ class Daemon {
     std::unique_ptr<vhost::Connection> conn;
     int conn_fd = -1;
     uint64_t connections = 0;  // accepted so far
+    nlohmann::json qos_change;    // the last set-qos (stats' "qos_change")
+    uint64_t qos_rejections = 0;  // set-qos refused
   };
   struct ControlClient {
     int fd = -1;

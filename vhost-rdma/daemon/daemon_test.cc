@@ -323,6 +323,61 @@ TEST_F(DaemonTest, GuaranteesBeyondTheCardAreRefused) {
             12'500'000'000);
 }
 
+// A QoS declared whole (libvirt metadata: "replace":true) resets the fields
+// it does not name; each outcome, refused or not, is recorded with who
+// asked, and refusals are counted (stats' qos_change, qos_rejections).
+TEST_F(DaemonTest, SetQosReplaceAndItsOutcomeInStats) {
+  ASSERT_TRUE(Request(json{{"cmd", "attach-vm"},
+                           {"name", "vm-r"},
+                           {"socket", dir_ + "/vm-r.sock"},
+                           {"gids", {"::ffff:10.0.0.7"}},
+                           {"qos", {{"weight", 3}, {"max_rate_bps", 2000000000}}}})
+                  .value("ok", false));
+  json r = Request(json::parse(R"({"cmd":"set-qos","name":"vm-r","source":"libvirt",
+                                   "replace":true,"qos":{"max_msgs_per_s":1000}})"));
+  ASSERT_TRUE(r.value("ok", false)) << r.dump();
+  json vm = FindVm(Request(R"({"cmd":"stats"})"), "vm-r");
+  EXPECT_EQ(vm["qos"]["weight"], 1);           // back to the default
+  EXPECT_EQ(vm["qos"]["max_rate_bps"], 0);     // back to the default
+  EXPECT_EQ(vm["qos"]["max_msgs_per_s"], 1000);
+  EXPECT_EQ(policy_.last().max_msgs_per_s, 1000u);
+  EXPECT_EQ(vm["qos_change"]["source"], "libvirt");
+  EXPECT_EQ(vm["qos_change"]["ok"], true);
+  EXPECT_EQ(vm["qos_rejections"], 0);
+
+  // Refused (a value, or what the sender could not read): the QoS stays,
+  // and stats says who asked what, and why it was refused.
+  r = Request(json::parse(R"({"cmd":"set-qos","name":"vm-r","source":"libvirt",
+                              "replace":true,"qos":{"max_rate_bps":"lots"}})"));
+  EXPECT_FALSE(r.value("ok", true));
+  vm = FindVm(Request(R"({"cmd":"stats"})"), "vm-r");
+  EXPECT_EQ(vm["qos"]["max_msgs_per_s"], 1000);
+  EXPECT_EQ(vm["qos_change"]["ok"], false);
+  EXPECT_EQ(vm["qos_change"]["asked"], json({{"max_rate_bps", "lots"}}));
+  EXPECT_EQ(vm["qos_change"]["error"].get<std::string>().rfind("qos.max_rate_bps", 0), 0u)
+      << vm["qos_change"].dump();
+  EXPECT_EQ(vm["qos_rejections"], 1);
+  r = Request(R"({"cmd":"set-qos","name":"vm-r","source":"libvirt","invalid":"metadata: <x>"})");
+  EXPECT_EQ(r.value("error", ""), "metadata: <x>");
+  vm = FindVm(Request(R"({"cmd":"stats"})"), "vm-r");
+  EXPECT_EQ(vm["qos_rejections"], 2);
+  EXPECT_EQ(vm["qos"]["max_msgs_per_s"], 1000);
+  for (const char* bad : {R"({"cmd":"set-qos","name":"vm-r","source":7,"qos":{}})",
+                          R"({"cmd":"set-qos","name":"vm-r","replace":"yes","qos":{}})"}) {
+    EXPECT_FALSE(Request(std::string(bad)).value("ok", true)) << bad;
+  }
+}
+
+TEST_F(DaemonTest, UnknownQuotaIsRefused) {
+  json r = Request(json{{"cmd", "attach-vm"},
+                        {"name", "vm-u"},
+                        {"socket", dir_ + "/vm-u.sock"},
+                        {"gids", {"::1"}},
+                        {"quotas", {{"max_qps", 4}}}});
+  EXPECT_FALSE(r.value("ok", true));
+  EXPECT_EQ(r.value("error", "").rfind("quotas.max_qps: unknown field", 0), 0u) << r.dump();
+}
+
 TEST_F(DaemonTest, BadControlRequestsGetErrors) {
   const char* bad[] = {"not json", "[1]", R"({"cmd":7})", R"({"cmd":"reboot"})",
                        R"({"cmd":"detach-vm"})", R"({"cmd":"attach-vm","name":"x"})"};

@@ -4,6 +4,7 @@
 // Two threads (docs/architecture.md): this (control) thread runs the control
 // socket and every vhost-user socket; the data-path thread runs the engine,
 // doorbells and events, busy-polling while there is work.
+#include <grp.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
@@ -25,6 +26,12 @@
 #endif
 #include "policy/policy_registry.h"
 #include "vhost-rdma/daemon/daemon.h"
+#ifdef VRDMA_HAVE_LIBVIRT
+#include "vhost-rdma/daemon/libvirt_watch.h"
+#endif
+#ifdef VRDMA_HAVE_METRICS
+#include "vhost-rdma/daemon/metrics.h"
+#endif
 #include "vhost-rdma/device/rdma_device.h"
 #include "vhost-rdma/vhost_user/eventfd_io.h"
 
@@ -87,6 +94,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> card_opts;
   double soft_line_gbps = 0;
   bool allow_unsealed_memory = false;
+  std::string socket_group;
+  std::string libvirt_uri;
+  std::string metrics_address;
   app.add_option("--control-socket,--control", control_path,
                  "JSON control socket (attach-vm, detach-vm, list-vms, stats)")
       ->required();
@@ -125,6 +135,20 @@ int main(int argc, char** argv) {
                "accept guest RAM that cannot be sealed against shrinking (hugetlbfs, "
                "memfd without sealing); a frontend can then crash the daemon with "
                "SIGBUS by truncating it: only for trusted frontends (docs/operators.md)");
+  app.add_option("--socket-group", socket_group,
+                 "group of every VM's vhost-user socket, made 0660: the group QEMU runs in "
+                 "(libvirt: libvirt-qemu; docs/operators.md)");
+#ifdef VRDMA_HAVE_LIBVIRT
+  app.add_option("--libvirt-uri", libvirt_uri,
+                 "follow this libvirt (e.g. qemu:///system): QoS changes in domains' vrdma "
+                 "metadata are applied live, running domains attached at start "
+                 "(docs/operators.md, section 3)");
+#endif
+#ifdef VRDMA_HAVE_METRICS
+  app.add_option("--metrics-address", metrics_address,
+                 "serve Prometheus metrics at http://ADDRESS/metrics, e.g. 127.0.0.1:9464 "
+                 "(docs/operators.md, \"Metrics\")");
+#endif
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));
 
@@ -255,6 +279,14 @@ int main(int argc, char** argv) {
     deps.card = card;
     deps.rnic = &rnic;
     deps.rnic_name = rnic_kind;
+    if (!socket_group.empty()) {
+      const group* g = getgrnam(socket_group.c_str());
+      if (g == nullptr) {
+        spdlog::error("--socket-group: no group {}", socket_group);
+        return 2;
+      }
+      deps.vm_socket_gid = static_cast<int>(g->gr_gid);
+    }
     if (allow_unsealed_memory) {
       spdlog::warn("--allow-unsealed-memory: frontends may pass guest RAM that can shrink "
                    "under the daemon's mapping (a frontend can crash the daemon)");
@@ -276,7 +308,27 @@ int main(int argc, char** argv) {
                    link_bps != 0 ? fmt::format("{} Gb/s", static_cast<double>(link_bps) / 1e9)
                                  : std::string("unlimited"),
                    policy_name, card.line_rate_bps / 1e9, card.max_msgs_per_s / 1e6);
-      control_loop->Run();
+#ifdef VRDMA_HAVE_METRICS
+      // Asks the control socket for stats on each scrape, like any client.
+      std::unique_ptr<vrdma::daemon::MetricsServer> metrics;
+      if (!metrics_address.empty()) {
+        metrics = vrdma::daemon::MetricsServer::Start(metrics_address, control_path);
+        if (!metrics) rc = 1;
+      }
+#endif
+#ifdef VRDMA_HAVE_LIBVIRT
+      // Talks to the control socket like any client: started once it
+      // listens, stopped before the daemon goes.
+      std::unique_ptr<vrdma::daemon::LibvirtWatcher> watcher;
+      if (!libvirt_uri.empty()) {
+        watcher = vrdma::daemon::LibvirtWatcher::Start(libvirt_uri, control_path);
+        if (!watcher) rc = 1;
+      }
+      if (rc == 0) control_loop->Run();
+      watcher.reset();
+#else
+      if (rc == 0) control_loop->Run();
+#endif
     }
     // ~Daemon detaches every VM (through the data-path executor).
   }

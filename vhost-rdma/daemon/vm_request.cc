@@ -158,6 +158,16 @@ bool ParseAttachRequest(const json& j, const policy::CardProfile& card, AttachRe
       *error = "quotas must be an object";
       return false;
     }
+    // Every field QuotasJson writes, and no other.
+    const json known = QuotasJson(engine::Quotas{});
+    for (const auto& [key, value] : q->items()) {
+      if (!known.contains(key)) {
+        *error = "quotas." + key + ": unknown field (known:";
+        for (const auto& [k, v] : known.items()) *error += " " + k;
+        *error += ")";
+        return false;
+      }
+    }
     engine::Quotas& Q = out->config.quotas;
     if (!OptionalUnsigned(*q, "quotas.", "max_pd", &Q.max_pd, error) ||
         !OptionalUnsigned(*q, "quotas.", "max_cq", &Q.max_cq, error) ||

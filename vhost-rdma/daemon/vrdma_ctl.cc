@@ -9,28 +9,80 @@
 //             [--latency-target-ns N] [--max-rate-bps N] [--max-msgs-per-s N]
 //             [--min-rate-bps N]   (attach-vm takes the same QoS options)
 //   vrdma-ctl -s ... detach-vm --name a
-//   vrdma-ctl -s ... list-vms | stats
+//   vrdma-ctl -s ... list-vms
+//   vrdma-ctl -s ... [--json] vms | stats [VM] | qos VM
+//             (human tables; --json prints the daemon's JSON)
+//   vrdma-ctl -s ... [--json] top [--interval S] [--count N]
+//             (per-VM rates, refreshed; --json: one line per interval)
 //   vrdma-ctl -s ... raw '{"cmd":"stats"}'
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
-
+//   vrdma-ctl -s ... libvirt-hook DOMAIN OPERATION SUB-OPERATION [EXTRA]
+//             (libvirt's QEMU hook, domain XML on stdin: libvirt_hook.h)
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <optional>
 #include <string>
 
-#include "vhost-rdma/daemon/unix_socket.h"
+#include "vhost-rdma/daemon/control_client.h"
+#include "vhost-rdma/daemon/ctl_view.h"
+#ifdef VRDMA_HAVE_LIBVIRT_HOOK
+#include "vhost-rdma/daemon/libvirt_hook.h"
+#endif
 
 using nlohmann::json;
+
+namespace {
+
+// vrdma-ctl top: samples stats every `interval` seconds and prints the
+// rates between samples (ctl_view.h, TopRates).
+int Top(const std::string& socket_path, double interval, int count, bool as_json) {
+  using Clock = std::chrono::steady_clock;
+  json prev;
+  auto prev_t = Clock::now();
+  std::string error;
+  if (!vrdma::daemon::ControlRequest(socket_path, json{{"cmd", "stats"}}, &prev, &error)) {
+    std::fprintf(stderr, "vrdma-ctl: %s\n", error.c_str());
+    return 2;
+  }
+  const bool tty = isatty(STDOUT_FILENO) && !as_json;
+  for (int i = 0; count == 0 || i < count; ++i) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(interval));
+    json cur;
+    if (!vrdma::daemon::ControlRequest(socket_path, json{{"cmd", "stats"}}, &cur, &error)) {
+      std::fprintf(stderr, "vrdma-ctl: %s\n", error.c_str());
+      return 2;
+    }
+    const auto now = Clock::now();
+    const json rates = vrdma::daemon::TopRates(
+        prev, cur, std::chrono::duration<double>(now - prev_t).count());
+    if (as_json) {
+      std::printf("%s\n", rates.dump().c_str());
+    } else {
+      if (tty) std::fputs("\033[H\033[2J", stdout);  // clear, like top
+      std::fputs(vrdma::daemon::TopTable(rates).c_str(), stdout);
+      if (!tty) std::fputs("\n", stdout);
+    }
+    std::fflush(stdout);
+    prev = std::move(cur);
+    prev_t = now;
+  }
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"vrdma-ctl: control vhost-rdma-daemon"};
   app.require_subcommand(1);
   std::string socket_path = "/run/vhost-rdma/ctl.sock";
   app.add_option("-s,--control-socket,--control", socket_path, "daemon control socket");
+  bool as_json = false;
+  app.add_flag("--json", as_json, "vms, stats, qos: print JSON instead of a table");
 
   json request;
   auto* attach = app.add_subcommand("attach-vm", "attach a VM (creates its vhost-user socket)");
@@ -81,11 +133,38 @@ int main(int argc, char** argv) {
   auto* detach = app.add_subcommand("detach-vm", "detach a VM, releasing everything it holds");
   detach->add_option("--name", name, "VM name")->required();
   auto* list = app.add_subcommand("list-vms", "list attached VMs");
-  auto* stats = app.add_subcommand("stats", "per-VM resources and counters");
+  auto* vms = app.add_subcommand("vms", "attached VMs: connection, objects, traffic, QoS");
+  auto* stats = app.add_subcommand("stats", "per-VM resources and counters (one VM if named)");
+  std::string stats_vm;
+  stats->add_option("vm", stats_vm, "VM name");
+  auto* qos = app.add_subcommand("qos", "a VM's QoS: asked, in force, last change");
+  std::string qos_vm;
+  qos->add_option("vm", qos_vm, "VM name")->required();
+  auto* top = app.add_subcommand("top", "per-VM rates, latency, held and paced time, refreshed");
+  double top_interval = 1.0;
+  int top_count = 0;
+  top->add_option("--interval", top_interval, "seconds between samples")
+      ->check(CLI::Range(0.1, 3600.0));
+  top->add_option("--count", top_count, "stop after this many intervals (0: never)");
   auto* raw = app.add_subcommand("raw", "send a JSON request as is");
   std::string raw_json;
   raw->add_option("json", raw_json)->required();
+#ifdef VRDMA_HAVE_LIBVIRT_HOOK
+  auto* hook = app.add_subcommand(
+      "libvirt-hook", "libvirt's QEMU hook: attach at prepare, detach at release (XML on stdin)");
+  std::vector<std::string> hook_args;
+  hook->add_option("args", hook_args, "DOMAIN OPERATION SUB-OPERATION [EXTRA]")->required();
+  hook->allow_extras();
+#endif
   CLI11_PARSE(app, argc, argv);
+#ifdef VRDMA_HAVE_LIBVIRT_HOOK
+  if (*hook) {
+    for (const std::string& extra : hook->remaining()) hook_args.push_back(extra);
+    // Always drain stdin: libvirt writes the whole domain XML to it.
+    const std::string xml = vrdma::daemon::ReadHookStdin();
+    return vrdma::daemon::RunLibvirtHook(socket_path, hook_args, xml);
+  }
+#endif
 
   if (*attach) {
     request = {{"cmd", "attach-vm"}, {"name", name}, {"socket", vm_socket}, {"gids", gids}};
@@ -110,7 +189,9 @@ int main(int argc, char** argv) {
     request = {{"cmd", "detach-vm"}, {"name", name}};
   } else if (*list) {
     request = {{"cmd", "list-vms"}};
-  } else if (*stats) {
+  } else if (*top) {
+    return Top(socket_path, top_interval, top_count, as_json);
+  } else if (*stats || *vms || *qos) {
     request = {{"cmd", "stats"}};
   } else if (*raw) {
     request = json::parse(raw_json, nullptr, false);
@@ -120,30 +201,36 @@ int main(int argc, char** argv) {
     }
   }
 
-  auto fd = vrdma::daemon::ConnectUnix(socket_path);
-  if (!fd.ok()) {
-    std::fprintf(stderr, "vrdma-ctl: cannot connect to %s\n", socket_path.c_str());
+  json j;
+  std::string error;
+  if (!vrdma::daemon::ControlRequest(socket_path, request, &j, &error)) {
+    std::fprintf(stderr, "vrdma-ctl: %s\n", error.c_str());
     return 2;
   }
-  timeval tv{30, 0};
-  setsockopt(*fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  const std::string line = request.dump() + "\n";
-  if (send(*fd, line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size())) {
-    std::fprintf(stderr, "vrdma-ctl: send failed\n");
-    return 2;
-  }
-  std::string reply;
-  char buf[4096];
-  while (reply.find('\n') == std::string::npos) {
-    ssize_t n = recv(*fd, buf, sizeof(buf), 0);
-    if (n <= 0) break;
-    reply.append(buf, static_cast<size_t>(n));
-  }
-  close(*fd);
-  json j = json::parse(reply.substr(0, reply.find('\n')), nullptr, false);
-  if (j.is_discarded()) {
-    std::fprintf(stderr, "vrdma-ctl: no valid reply\n");
-    return 2;
+  if ((*stats || *vms || *qos) && j.value("ok", false)) {
+    // The views of the stats reply (ctl_view.h).
+    const std::string vm_name = *qos ? qos_vm : stats_vm;
+    json vm;
+    if (!vm_name.empty()) {
+      vm = vrdma::daemon::FindVmStats(j, vm_name);
+      if (vm.is_null()) {
+        std::fprintf(stderr, "vrdma-ctl: no VM %s\n", vm_name.c_str());
+        return 1;
+      }
+    }
+    const json& shown = vm_name.empty() ? j : vm;
+    std::string text;
+    if (as_json) {
+      text = shown.dump(2) + "\n";
+    } else if (*vms || (*stats && vm_name.empty())) {
+      text = vrdma::daemon::VmsTable(j);
+    } else if (*stats) {
+      text = vrdma::daemon::VmStatsText(vm);
+    } else {
+      text = vrdma::daemon::QosText(vm, j.value("policy", json::object()).value("name", "?"));
+    }
+    std::fputs(text.c_str(), stdout);
+    return 0;
   }
   std::printf("%s\n", j.dump(2).c_str());
   return j.value("ok", false) ? 0 : 1;

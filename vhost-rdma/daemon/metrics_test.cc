@@ -1,0 +1,96 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+#include "vhost-rdma/daemon/metrics.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace vrdma::daemon {
+namespace {
+
+using nlohmann::json;
+
+// A stats reply as the daemon writes it (daemon.cc, Stats), two VMs.
+json SampleStats() {
+  json sched{{"flows", 1},           {"wrs_arrived", 10},     {"bytes_arrived", 655360},
+             {"wrs_completed", 9},   {"bytes_completed", 589824}, {"pieces_posted", 12},
+             {"bytes_posted", 655360}, {"queued_wrs", 1},     {"queued_bytes", 65536},
+             {"outstanding_pieces", 2}, {"outstanding_bytes", 8192}, {"held_ns", 1500000000},
+             {"bytes_paced", 4096},  {"wrs_split", 3},        {"latency_avg_ns", 20000},
+             {"latency_max_ns", 90000}, {"latency_sum_ns", 180000},
+             // 2 WRs below 1 us, 3 in [16, 32) us, 4 in [64, 128) us.
+             {"latency_hist", {2, 0, 0, 0, 0, 3, 0, 4, 0}}};
+  json a{{"name", "tenant-a"},
+         {"connected", true},
+         {"qps", 2},
+         {"mrs", 1},
+         {"pinned_bytes", 1 << 20},
+         {"wqes_posted", 10},
+         {"control_ns", 2500},
+         {"qos_rejections", 1},
+         {"qos", {{"weight", 2}, {"class", "bandwidth"}, {"max_rate_bps", 2000000000}}},
+         {"effective_qos", {{"max_rate_bps", 2000000000}}},
+         {"policy", {{"active_flows", 1}, {"state", "gated"}, {"latency_target_ns", 50000}}},
+         {"scheduler", sched}};
+  json b = a;
+  b["name"] = "tenant-\"b\"";  // escaped in a label
+  b["connected"] = false;
+  return json{{"ok", true},
+              {"policy", {{"name", "fair-share"}, {"active_vms", 2}}},
+              {"vms", {a, b}}};
+}
+
+TEST(Metrics, StatsBecomePrometheusText) {
+  const std::string text = StatsToPrometheus(SampleStats());
+  auto has = [&text](const std::string& s) { return text.find(s) != std::string::npos; };
+  EXPECT_TRUE(has("# TYPE vrdma_vm_wrs_completed_total counter\n")) << text;
+  EXPECT_TRUE(has("vrdma_vm_wrs_completed_total{vm=\"tenant-a\"} 9\n"));
+  EXPECT_TRUE(has("vrdma_vm_connected{vm=\"tenant-a\"} 1\n"));
+  EXPECT_TRUE(has("vrdma_vm_connected{vm=\"tenant-\\\"b\\\"\"} 0\n"));
+  EXPECT_TRUE(has("vrdma_vm_held_seconds_total{vm=\"tenant-a\"} 1.5\n"));
+  EXPECT_TRUE(has("vrdma_vm_completion_latency_avg_seconds{vm=\"tenant-a\"} 2e-05\n"));
+  EXPECT_TRUE(has("vrdma_vm_qos{vm=\"tenant-a\",field=\"max_rate_bps\"} 2000000000\n"));
+  EXPECT_TRUE(has("vrdma_vm_qos_effective{vm=\"tenant-a\",field=\"max_rate_bps\"}") ||
+              has("vrdma_vm_effective_qos{vm=\"tenant-a\",field=\"max_rate_bps\"}"));
+  EXPECT_TRUE(has("vrdma_vm_policy_active_flows{vm=\"tenant-a\",policy=\"fair-share\"} 1\n"));
+  EXPECT_TRUE(has("vrdma_policy_info{policy=\"fair-share\"} 1\n"));
+  // Report keys in ns are seconds, as Prometheus wants.
+  EXPECT_TRUE(has("vrdma_vm_policy_latency_target_seconds{vm=\"tenant-a\",policy=\"fair-share\"} "
+                  "5e-05\n")) << text;
+  EXPECT_TRUE(has("vrdma_vms 2\n"));
+  EXPECT_FALSE(has("gated"));  // texts are not samples
+  // The histogram: cumulative buckets in seconds, +Inf = count.
+  EXPECT_TRUE(has("# TYPE vrdma_vm_completion_latency_seconds histogram\n"));
+  EXPECT_TRUE(has("vrdma_vm_completion_latency_seconds_bucket{vm=\"tenant-a\",le=\"1e-06\"} 2\n"))
+      << text;
+  EXPECT_TRUE(has("vrdma_vm_completion_latency_seconds_bucket{vm=\"tenant-a\",le=\"3.2e-05\"} 5\n"));
+  EXPECT_TRUE(has("vrdma_vm_completion_latency_seconds_bucket{vm=\"tenant-a\",le=\"+Inf\"} 9\n"));
+  EXPECT_TRUE(has("vrdma_vm_completion_latency_seconds_count{vm=\"tenant-a\"} 9\n"));
+  EXPECT_TRUE(has("vrdma_vm_completion_latency_seconds_sum{vm=\"tenant-a\"} 0.00018\n"));
+  // Every family once.
+  EXPECT_EQ(text.find("# TYPE vrdma_vm_qps "), text.rfind("# TYPE vrdma_vm_qps "));
+}
+
+// Debian's promtool (package prometheus) accepts the text, lint included.
+TEST(Metrics, PromtoolAcceptsIt) {
+  if (access("/usr/bin/promtool", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/promtool";
+  const std::string path = "/tmp/vrdma-metrics-test-" + std::to_string(getpid()) + ".prom";
+  std::ofstream(path) << StatsToPrometheus(SampleStats());
+  const std::string cmd = "/usr/bin/promtool check metrics < " + path + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[512];
+  while (fgets(buf, sizeof(buf), p) != nullptr) out += buf;
+  const int rc = pclose(p);
+  unlink(path.c_str());
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out, "") << out;
+}
+
+}  // namespace
+}  // namespace vrdma::daemon
