@@ -27,7 +27,8 @@ guest_packages=(rdma-core ibverbs-utils ibverbs-providers perftest iproute2 kmod
 # fmt, spdlog, DPDK's rte_ring/rte_eal). Added to an existing root with
 # apt-get when this list changes; the image is rebuilt then (its stamp
 # includes the list).
-guest_runtime_packages=(libfmt9 libspdlog1.10 librte-ring23 librte-eal23 libnuma1)
+guest_runtime_packages=(libfmt9 libspdlog1.10 librte-ring23 librte-eal23 libnuma1 libxml2 libvirt0
+  libcivetweb1)
 # Modules the small initrd carries: enough to mount an ext4 root on virtio-blk.
 initrd_modules=(virtio_pci virtio_blk ext4 crc32c_generic)
 
