@@ -171,6 +171,12 @@ class VerbsRnic final : public Rnic {
   Status ToAhAttr(const AddressVector& av, ibv_ah_attr* out) const;
   Status ToSendWr(const SendWr& in, QpType type, ibv_send_wr* wr,
                   ibv_sge* sge) const;
+  // Posts wrs in chunks of receives built in the scratch arrays; post is
+  // ibv_post_recv or ibv_post_srq_recv on the object, error its errno ->
+  // Status. Returns how many were posted.
+  template <typename Post, typename Error>
+  int PostRecvChain(std::span<const RecvWr> wrs, Status* first_error, Post post,
+                    Error error);
 
   Options options_;
   ibv_context* ctx_ = nullptr;

@@ -170,13 +170,9 @@ int VerbsRnic::PostSend(RnicQp qp, std::span<const SendWr> wrs,
   return posted;
 }
 
-int VerbsRnic::PostRecv(RnicQp qp, std::span<const RecvWr> wrs,
-                        Status* first_error) {
-  QpSlot* s = qps_.Get(qp.id);
-  if (s == nullptr) {
-    Note(first_error, Status::kBadHandle);
-    return 0;
-  }
+template <typename Post, typename Error>
+int VerbsRnic::PostRecvChain(std::span<const RecvWr> wrs, Status* first_error, Post post,
+                             Error error) {
   const int total = static_cast<int>(wrs.size());
   int posted = 0;
   while (posted < total) {
@@ -194,14 +190,27 @@ int VerbsRnic::PostRecv(RnicQp qp, std::span<const RecvWr> wrs,
       wr.next = i + 1 < n ? &recv_wrs_[i + 1] : nullptr;
     }
     ibv_recv_wr* bad = nullptr;
-    if (int e = ibv_post_recv(s->obj, recv_wrs_.data(), &bad); e != 0) {
+    if (int e = post(recv_wrs_.data(), &bad); e != 0) {
       posted += bad != nullptr ? static_cast<int>(bad - recv_wrs_.data()) : 0;
-      Note(first_error, PostError(e, s->obj, false));
+      Note(first_error, error(e));
       return posted;
     }
     posted += n;
   }
   return posted;
+}
+
+int VerbsRnic::PostRecv(RnicQp qp, std::span<const RecvWr> wrs,
+                        Status* first_error) {
+  QpSlot* s = qps_.Get(qp.id);
+  if (s == nullptr) {
+    Note(first_error, Status::kBadHandle);
+    return 0;
+  }
+  return PostRecvChain(
+      wrs, first_error,
+      [s](ibv_recv_wr* wr, ibv_recv_wr** bad) { return ibv_post_recv(s->obj, wr, bad); },
+      [s](int e) { return PostError(e, s->obj, false); });
 }
 
 int VerbsRnic::PostSrqRecv(RnicSrq srq, std::span<const RecvWr> wrs,
@@ -211,31 +220,10 @@ int VerbsRnic::PostSrqRecv(RnicSrq srq, std::span<const RecvWr> wrs,
     Note(first_error, Status::kBadHandle);
     return 0;
   }
-  const int total = static_cast<int>(wrs.size());
-  int posted = 0;
-  while (posted < total) {
-    const int n = std::min(kChunk, total - posted);
-    for (int i = 0; i < n; ++i) {
-      const RecvWr& in = wrs[posted + i];
-      ibv_recv_wr& wr = recv_wrs_[i];
-      ibv_sge* sge = &sges_[i * kMaxSge];
-      wr.wr_id = in.wr_id;
-      wr.num_sge = std::min<int>(in.num_sge, kMaxSge);
-      wr.sg_list = sge;
-      for (int k = 0; k < wr.num_sge; ++k) {
-        sge[k] = {in.sge[k].addr, in.sge[k].length, in.sge[k].lkey};
-      }
-      wr.next = i + 1 < n ? &recv_wrs_[i + 1] : nullptr;
-    }
-    ibv_recv_wr* bad = nullptr;
-    if (int e = ibv_post_srq_recv(s->obj, recv_wrs_.data(), &bad); e != 0) {
-      posted += bad != nullptr ? static_cast<int>(bad - recv_wrs_.data()) : 0;
-      Note(first_error, StatusFromErrno(e));
-      return posted;
-    }
-    posted += n;
-  }
-  return posted;
+  return PostRecvChain(
+      wrs, first_error,
+      [s](ibv_recv_wr* wr, ibv_recv_wr** bad) { return ibv_post_srq_recv(s->obj, wr, bad); },
+      [](int e) { return StatusFromErrno(e); });
 }
 
 int VerbsRnic::PollCq(RnicCq cq, std::span<Completion> out) {
