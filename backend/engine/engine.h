@@ -160,6 +160,10 @@ struct VmStats {
   // Flush work (kWrFlushErr CQEs for ring WQEs of QPs in ERR) left for a
   // later turn because the VM had used its per-turn flush budget.
   uint64_t flush_deferred = 0;
+  // Its SENDs (and WRITE_WITH_IMMs) held because the local receiver had no
+  // receive posted for them (receive credits, docs/scheduler.md): under a
+  // policy that holds sends, they wait instead of meeting RNR on the RNIC.
+  uint64_t sends_held_for_receive = 0;
   // The scheduler stage's accounting of the VM's send work (bytes and
   // messages in and out, what it holds, time held, completion latency).
   policy::TenantAccount sched;

@@ -276,5 +276,63 @@ TEST_F(EngineSoftRnicTest, SendToAnSrqIsNotSplit) {
   engine_.reset();
 }
 
+// Receive credits in one daemon (docs/scheduler.md): under a policy that
+// holds sends, a SEND to a local QP whose guest has posted no receive
+// waits in the stage instead of meeting RNR on the RNIC, and goes when the
+// guest posts one; natively it goes at once.
+class HoldSends : public policy::SchedulerPolicy {
+ public:
+  std::string_view name() const override { return "hold-sends"; }
+  bool HoldsSendsWithoutReceive() const override { return true; }
+  void OnTenantAdded(policy::TenantId, const policy::TenantQos&) override {}
+  void OnTenantQosChanged(policy::TenantId, const policy::TenantQos&) override {}
+  void OnTenantRemoved(policy::TenantId) override {}
+  void OnFlowAdded(policy::Nanos, const policy::FlowInfo&) override {}
+  void OnFlowEnded(policy::Nanos, policy::FlowId, policy::FlowEnd) override {}
+  void OnArrival(policy::Nanos, const policy::WrInfo&) override {}
+  void OnCompleted(policy::Nanos, const policy::WrInfo&, policy::Nanos, bool) override {}
+};
+
+class ReceiveCreditTest : public EngineSoftRnicTest,
+                          public ::testing::WithParamInterface<bool> {
+ protected:
+  void SetUp() override {
+    EngineSoftRnicTest::SetUp();
+    if (GetParam()) UsePolicy(hold_);
+    AddGuest(a_, 1);
+    AddGuest(b_, 2);
+    BringUp(a_, QpType::kRc, &b_);  // rnr_retry 7: retries for ever
+    BringUp(b_, QpType::kRc, &a_);
+  }
+  void TearDown() override { engine_.reset(); }  // before hold_
+
+  HoldSends hold_;
+  Guest a_{0x100000}, b_{0x40000000};
+};
+
+TEST_P(ReceiveCreditTest, ASendWaitsForItsReceiveOnlyWhenThePolicyHolds) {
+  const bool holds = GetParam();
+  testing::PostSend(a_.sq, GuestSend{.wr_id = 0xa1, .sges = {{a_.iova, 300, a_.lkey}}});
+  engine_->Doorbell(a_.vm, VIRTIO_RDMA_DB_SQ, a_.qpn);
+  for (int i = 0; i < 2000; ++i) engine_->PollOnce();
+  const VmStats before = *engine_->Stats(a_.vm);
+  // Held: never posted to the RNIC. Native: posted, meeting RNR there.
+  EXPECT_EQ(before.sched.pieces_posted, holds ? 0u : 1u);
+  EXPECT_EQ(before.sends_held_for_receive > 0, holds) << "the rule that fired";
+  EXPECT_TRUE(DrainCq(a_.scq).empty());
+
+  testing::PostRecv(b_.rq, 0xb1, {{b_.iova + 64, 512, b_.lkey}});  // no doorbell
+  std::vector<ib_uverbs_wc> sa, rb;
+  ASSERT_TRUE(RunUntil([&] { return Collect(a_.scq, sa, 1)() && Collect(b_.rcq, rb, 1)(); }));
+  EXPECT_EQ(sa[0].status, 0u);
+  EXPECT_EQ(rb[0].wr_id, 0xb1u);
+  EXPECT_EQ(rb[0].byte_len, 300u);
+  EXPECT_EQ(std::memcmp(b_.buf() + 64, a_.buf(), 300), 0);
+  EXPECT_EQ(engine_->Stats(a_.vm)->sched.pieces_posted, 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, ReceiveCreditTest, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Holding" : "Native"; });
+
 }  // namespace
 }  // namespace vrdma::engine

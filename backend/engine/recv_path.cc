@@ -179,7 +179,14 @@ bool RecvPath::PrepareReceive(QpObj& qp, const sched::ReceivePiece& piece) {
   if (QpObj* dest = LocalPeer(qp);
       dest != nullptr && dest->srq == nullptr && dest->rq.announced &&
       dest->state != QpState::kErr) {
-    return AnnounceReceive(dest->rq, piece);
+    // Receive credits (docs/scheduler.md): under a policy that holds sends,
+    // a message waits here for its receive rather than meeting RNR on the
+    // RNIC; only for a sender that retries RNR forever (rnr_retry 7), whose
+    // wait is then the same as natively.
+    const bool hold = piece.credited && qp.attrs.rnr_retry >= 7;
+    if (AnnounceReceive(dest->rq, piece, hold)) return true;
+    if (hold && piece.first) ++qp.vm->stats.sends_held_for_receive;
+    return false;
   }
   // Receives posted ahead: make sure what the guest posted is on the RNIC.
   if (piece.first) PrepareDestination(qp, piece.remote_qpn);

@@ -113,7 +113,10 @@ class RecvPath {
   // Announced receives, split SENDs (recv_path_announced.cc).
   // The local QP qp sends to (RC/UC, destination GID of its VM), if any.
   QpObj* LocalPeer(const QpObj& qp) const;
-  bool AnnounceReceive(RecvQueue& rq, const sched::ReceivePiece& piece);
+  // hold: a message's first piece waits while no guest WQE waits for it.
+  bool AnnounceReceive(RecvQueue& rq, const sched::ReceivePiece& piece, bool hold);
+  // The guest has posted a receive WQE that no description has taken yet.
+  bool GuestWqeWaits(const RecvQueue& rq) const;
   bool PostAnnounced(RecvQueue& rq);
 
   Rnic& rnic_;

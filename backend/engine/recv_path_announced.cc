@@ -59,10 +59,22 @@ void RecvPath::UpdateReassembly(QpObj& sender) {
   stage_.SetReceiverReassembles(sender.flow, yes);
 }
 
-bool RecvPath::AnnounceReceive(RecvQueue& rq,
-                                 const sched::ReceivePiece& piece) {
-  if (rq.plan_count == RecvQueue::kPlanCapacity) {
+bool RecvPath::GuestWqeWaits(const RecvQueue& rq) const {
+  if (rq.plan_count != 0) return false;  // earlier messages wait for WQEs
+  uint32_t prod = 0;
+  // An unreadable ring: let the piece go; PostAnnounced fails the QP.
+  if (!rq.ring.LoadProducer(&prod)) return true;
+  return prod != rq.head;
+}
+
+bool RecvPath::AnnounceReceive(RecvQueue& rq, const sched::ReceivePiece& piece,
+                               bool hold) {
+  if (rq.plan_count == RecvQueue::kPlanCapacity ||
+      (hold && piece.first && !GuestWqeWaits(rq))) {
+    // Woken by PostAnnounced once descriptions are posted or, held, once
+    // the guest has posted a WQE (the sweep looks, as for a plan).
     rq.sender_waits = true;
+    sweep_rq_.PushBack(&rq);
     return false;
   }
   AnnouncedPiece& p =
@@ -150,13 +162,13 @@ bool RecvPath::PostAnnounced(RecvQueue& rq) {
     --rq.plan_count;
     did = true;
   }
-  if (did && rq.sender_waits) {
+  if (rq.sender_waits && (did || GuestWqeWaits(rq))) {
     rq.sender_waits = false;
     stage_.Wake(rq.sender);
   }
-  // Descriptions waiting for the guest's WQE: the sweep looks again (a
-  // guest posts receives without a doorbell).
-  if (rq.plan_count > 0) {
+  // Descriptions waiting for the guest's WQE, or a sender held for one: the
+  // sweep looks again (a guest posts receives without a doorbell).
+  if (rq.plan_count > 0 || rq.sender_waits) {
     sweep_rq_.PushBack(&rq);
   } else {
     sweep_rq_.Remove(&rq);

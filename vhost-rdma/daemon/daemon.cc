@@ -351,6 +351,7 @@ json Daemon::Stats() const {
     entry["cqes_written"] = s.cqes_written;
     entry["rnic_cq_errors"] = s.rnic_cq_errors;  // host CQs the RNIC put in error
     entry["flush_deferred"] = s.flush_deferred;  // flushes postponed by the budget
+    entry["sends_held_for_receive"] = s.sends_held_for_receive;  // receive credits
     entry["control_ns"] = vm->device->control_ns();          // control-thread time used
     entry["control_yields"] = vm->device->control_yields();  // slices used up
     entry["control_throttles"] = vm->device->control_throttles();  // quota spent
