@@ -250,10 +250,13 @@ class FairSharePolicy final : public SchedulerPolicy {
     last_now_ = std::max(last_now_, now);
     Flow& f = flows_[id];
     Tenant& t = tenants_[f.tenant];
-    for (RateBucket* b : {&t.byte_cap, &t.guarantee}) {
-      if (!b->armed()) continue;
-      b->Refill(now, Backlogged(t));
-      b->Take(static_cast<double>(bytes));
+    if (t.byte_cap.armed() || t.guarantee.armed()) {
+      const bool backlogged = Backlogged(t);
+      for (RateBucket* b : {&t.byte_cap, &t.guarantee}) {
+        if (!b->armed()) continue;
+        b->Refill(now, backlogged);
+        b->Take(static_cast<double>(bytes));
+      }
     }
     if (f.posting && mech().flow_account(id).queued_wrs == 0) SetPosting(f, false);
     if (f.out_pieces == 0) return;
@@ -484,13 +487,13 @@ class FairSharePolicy final : public SchedulerPolicy {
     t.qos = qos;
     const double burst = p_.cap_burst_us * 1e3, backlog = p_.cap_backlog_us * 1e3;
     const double piece = 2.0 * std::max(base_chunk_, p_.solo_chunk_bytes);
-    if (qos.max_rate_bps != old.max_rate_bps || !t.byte_cap.armed()) {
+    if (qos.max_rate_bps != old.max_rate_bps) {
       t.byte_cap.Set(static_cast<double>(qos.max_rate_bps) / 8, burst, backlog, piece, last_now_);
     }
-    if (qos.max_msgs_per_s != old.max_msgs_per_s || !t.msg_cap.armed()) {
+    if (qos.max_msgs_per_s != old.max_msgs_per_s) {
       t.msg_cap.Set(static_cast<double>(qos.max_msgs_per_s), burst, backlog, 2, last_now_);
     }
-    if (qos.min_rate_bps != old.min_rate_bps || !t.guarantee.armed()) {
+    if (qos.min_rate_bps != old.min_rate_bps) {
       t.guarantee.Set(static_cast<double>(qos.min_rate_bps) / 8, burst, backlog, piece, last_now_);
     }
     std::erase(guaranteed_, ti);
