@@ -175,6 +175,7 @@ void EpollEventLoop::Run() {
   uint64_t idle_since = 0;
   uint32_t turns = 0;
   uint32_t idle_turns = 0;  // consecutive turns without work
+  uint64_t last_fd_check = 0;
   while (!stop_.load(std::memory_order_acquire)) {
     if (RunPollers()) {
       idle_turns = 0;
@@ -182,18 +183,21 @@ void EpollEventLoop::Run() {
       continue;
     }
     // An idle turn. Its cost is the time from new work to its pickup, so it
-    // makes no system call it does not need: an epoll_wait(0) and a clock
-    // read on every turn were most of the idle loop's profile. The first
-    // idle turn checks fds and notes the time; later ones do so every
+    // makes no system call it does not need (Options::fd_check_ns): it
+    // notes the time on the first idle turn and reads the clock every
     // fd_check_interval turns (idle_spin_ns is honoured to that precision).
     const uint32_t idle = ++idle_turns;
     if (idle == 1) idle_since = NowNs();
-    if (idle == 1 || idle % fd_every == 0) {
-      if (DispatchFds(0)) {
-        idle_turns = 0;
-        continue;
+    if (idle % fd_every == 0) {
+      const uint64_t now = NowNs();
+      if (now - last_fd_check >= options_.fd_check_ns) {
+        last_fd_check = now;
+        if (DispatchFds(0)) {
+          idle_turns = 0;
+          continue;
+        }
       }
-      if (NowNs() - idle_since >= options_.idle_spin_ns) {
+      if (now - idle_since >= options_.idle_spin_ns) {
         // Idle long enough: arm (re-enable kicks), poll once more to catch
         // work that arrived before arming took effect, then sleep.
         idle_turns = 0;
@@ -205,6 +209,7 @@ void EpollEventLoop::Run() {
         ArmDeadline();
         sleeps_.fetch_add(1, std::memory_order_relaxed);
         DispatchFds(-1);
+        last_fd_check = NowNs();
         continue;
       }
     }
