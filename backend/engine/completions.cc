@@ -22,6 +22,8 @@ void Completions::Event(VmContext& vm, uint32_t type, uint32_t handle) {
 }
 
 void Completions::FlushEvents() {
+  // The CQEs first: a notification must find them.
+  while (CqObj* cq = unpublished_.PopFront()) cq->ring.StoreProducer(cq->prod);
   while (VmContext* vm = events_pending_.PopFront()) vm->sink->FlushEvents();
 }
 
@@ -72,16 +74,26 @@ bool Completions::WriteCqe(CqObj& cq, const ib_uverbs_wc& wc, bool solicited) {
     ++cq.dropped;
     return false;
   }
-  uint32_t consumer = 0;
-  if (!cq.ring.LoadConsumer(&consumer) || cq.ring.Next(cq.prod) == consumer) {
-    cq.overflowed = true;
-    ++cq.dropped;
-    Event(*cq.vm, VIRTIO_RDMA_EV_CQ_ERR, cq.handle);
-    return false;
+  // The guest's consumer index is read once per turn, and again whenever
+  // the CQ looks full by the last value read: a read per CQE missed the
+  // cache line the guest's polling keeps writing, once per CQE.
+  if (cq.consumer_turn != turn_.count() ||
+      cq.ring.Next(cq.prod) == cq.consumer_seen) {
+    if (!cq.ring.LoadConsumer(&cq.consumer_seen) ||
+        cq.ring.Next(cq.prod) == cq.consumer_seen) {
+      cq.overflowed = true;
+      ++cq.dropped;
+      Event(*cq.vm, VIRTIO_RDMA_EV_CQ_ERR, cq.handle);
+      return false;
+    }
+    cq.consumer_turn = turn_.count();
   }
   std::memcpy(cq.ring.element(cq.prod), &wc, sizeof(wc));
   cq.prod = cq.ring.Next(cq.prod);
-  cq.ring.StoreProducer(cq.prod);  // release: the CQE is visible first
+  // The producer index is stored (release: the CQEs are visible first)
+  // once per turn, in FlushEvents: the guest polls that index, and a store
+  // per CQE moved its cache line between the cores once per CQE.
+  unpublished_.PushBack(&cq);
   ++cq.vm->stats.cqes_written;
   if (cq.armed == CqObj::kArmNext ||
       (cq.armed == CqObj::kArmSolicited && solicited)) {

@@ -87,7 +87,10 @@ class Completions {
     if (cq.expected == 0 && cq.srq_listeners == 0) active_cq_.Remove(&cq);
   }
   // cq (or vm) is being destroyed.
-  void Forget(CqObj& cq) { active_cq_.Remove(&cq); }
+  void Forget(CqObj& cq) {
+    active_cq_.Remove(&cq);
+    unpublished_.Remove(&cq);
+  }
   void ForgetVm(VmContext& vm) { events_pending_.Remove(&vm); }
 
   // Arms cq for its next CQE, or (solicited_only) its next receive or
@@ -102,7 +105,8 @@ class Completions {
   }
 
   // Writes a CQE at the host-owned producer index; false when the CQ is
-  // (or just became) overflowed and the CQE was dropped.
+  // (or just became) overflowed and the CQE was dropped. The guest sees it
+  // once FlushEvents has stored the producer index (the end of the turn).
   bool WriteCqe(CqObj& cq, const ib_uverbs_wc& wc, bool solicited);
   void WriteErrorCqe(CqObj& cq, uint64_t wr_id, uint32_t qpn, WcOpcode op,
                      WcStatus status);
@@ -111,7 +115,8 @@ class Completions {
   // SRQ_LIMIT_REACHED once per arming when the WQEs srq holds drop below
   // its limit.
   void CheckSrqLimit(SrqObj& srq);
-  // The notifications of this turn's events.
+  // The end of a turn: the producer indices of CQs written to, then the
+  // notifications of this turn's events.
   void FlushEvents();
 
   // Polls one batch of cq, or until empty when drain; true when any.
@@ -138,6 +143,8 @@ class Completions {
   Turn& turn_;
   CompletionListener& listener_;
   IntrusiveList<CqObj, &CqObj::active_hook> active_cq_;
+  // CQs with CQEs written this turn whose producer index is not stored yet.
+  IntrusiveList<CqObj, &CqObj::unpublished_hook> unpublished_;
   // VMs with events raised this turn, not yet notified.
   IntrusiveList<VmContext, &VmContext::events_hook> events_pending_;
   static constexpr int kPollBatch = 32;

@@ -253,6 +253,17 @@ struct EngineOptions {
   uint32_t max_vms = 64;
   // WQEs consumed from one SQ per turn (fairness between QPs).
   uint32_t sq_budget = 64;
+  // A send queue stays watched for this many turns after its last WQE:
+  // each turn the engine loads its producer index and takes new WQEs
+  // without waiting for their doorbell (which then finds nothing new). A
+  // doorbell costs the guest a system call and the device a virtqueue
+  // round trip; while the data-path thread polls anyway, neither needs to
+  // be on the way from a posted WQE to the RNIC (io_uring's SQPOLL does the
+  // same). 0: only doorbells start work.
+  uint32_t sq_watch_turns = 1024;
+  // At most this many QPs of one VM are watched at once: the watch is
+  // data-path time the VM causes, and it is bounded per VM.
+  uint32_t sq_watch_per_vm = 4;
   // Receive queues refilled by the low-watermark sweep per turn.
   uint32_t sweep_budget = 4;
   // Ring WQEs flushed (kWrFlushErr CQEs written for QPs in ERR) per VM per

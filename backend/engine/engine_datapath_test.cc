@@ -19,6 +19,7 @@
 namespace vrdma::engine {
 namespace {
 
+using testing::DoorbellOnlyEngineTest;
 using testing::DrainCq;
 using testing::EngineTest;
 using testing::FakeRnic;
@@ -33,7 +34,7 @@ using testing::Rig;
 
 // ------------------------------------------------------------ data path
 
-TEST_F(EngineTest, SendPathEndToEnd) {
+TEST_F(DoorbellOnlyEngineTest, SendPathEndToEnd) {
   GuestEnv env;
   RecordingSink sink;
   VmId vm = Attach(env, {MakeGid(1)}, &sink);
@@ -102,6 +103,83 @@ TEST_F(EngineTest, SendPathEndToEnd) {
   EXPECT_EQ(s.cqes_written, 4u);
   EXPECT_EQ(s.wqes_rejected, 0u);
   EXPECT_EQ(s.sched.wrs_completed, 3u);
+}
+
+// A drained send queue stays watched (EngineOptions::sq_watch_turns): the
+// guest's next WQE is taken on the next turn, before its doorbell, which
+// then finds nothing new; after sq_watch_turns quiet turns only a doorbell
+// starts work again.
+class WatchedSqTest : public EngineTest {
+ protected:
+  WatchedSqTest() {
+    options_.sq_watch_turns = 8;
+    options_.sq_watch_per_vm = 1;
+  }
+  size_t Sent(const Rig& r) { return rnic_.qps.at(r.qpn).sends.size(); }
+  void Post(Rig& r, uint64_t id) {
+    testing::PostSend(r.sq, GuestSend{.wr_id = id, .sges = {{r.iova, 8, r.lkey}}});
+  }
+};
+
+TEST_F(WatchedSqTest, WqesAreTakenBeforeTheirDoorbellUntilTheQueueWasQuiet) {
+  GuestEnv env;
+  VmId vm = Attach(env, {MakeGid(1)});
+  Rig r = MakeRig(env, vm);
+  Post(r, 1);
+  engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, r.qpn);
+  Poll(1);
+  ASSERT_EQ(Sent(r), 1u);
+  Post(r, 2);  // no doorbell
+  Poll(1);
+  EXPECT_EQ(Sent(r), 2u);
+  engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, r.qpn);  // late: nothing new
+  Poll(1);
+  EXPECT_EQ(Sent(r), 2u);
+  EXPECT_EQ(r.sq.consumer(), 2u);
+  // Eight quiet turns end the watch.
+  Poll(8);
+  Post(r, 3);
+  Poll(4);
+  EXPECT_EQ(Sent(r), 2u);
+  engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, r.qpn);
+  Poll(1);
+  EXPECT_EQ(Sent(r), 3u);
+  rnic_.CompleteSend(r.qpn);
+  rnic_.CompleteSend(r.qpn);
+  rnic_.CompleteSend(r.qpn);
+  Poll(1);
+  std::vector<ib_uverbs_wc> wcs = DrainCq(r.scq);
+  ASSERT_EQ(wcs.size(), 3u);
+  EXPECT_EQ(wcs[1].wr_id, 2u);
+  EXPECT_EQ(wcs[1].status, 0u);
+}
+
+TEST_F(WatchedSqTest, EachVmHasItsOwnBoundOfWatchedQueues) {
+  GuestEnv env;
+  VmId v1 = Attach(env, {MakeGid(1)});
+  VmId v2 = Attach(env, {MakeGid(2)});
+  Rig a = MakeRig(env, v1), b = MakeRig(env, v1), c = MakeRig(env, v2);
+  for (Rig* r : {&a, &b, &c}) {
+    Post(*r, 1);
+    engine_->Doorbell(r->vm, VIRTIO_RDMA_DB_SQ, r->qpn);
+  }
+  Poll(1);
+  for (Rig* r : {&a, &b, &c}) Post(*r, 2);  // no doorbells
+  Poll(1);
+  // v1 may have one watched queue (sq_watch_per_vm), which its second QP
+  // does not get; v2's own bound is untouched by v1's queues.
+  EXPECT_EQ(Sent(a) + Sent(b), 3u);
+  EXPECT_EQ(Sent(c), 2u);
+  // Destroying the watched QP gives its place back.
+  Rig& watched = Sent(a) == 2 ? a : b;
+  Rig& other = Sent(a) == 2 ? b : a;
+  ASSERT_EQ(engine_->DestroyQp(v1, watched.qpn), Status::kOk);
+  engine_->Doorbell(v1, VIRTIO_RDMA_DB_SQ, other.qpn);
+  Poll(1);
+  EXPECT_EQ(Sent(other), 2u);
+  Post(other, 3);
+  Poll(1);
+  EXPECT_EQ(Sent(other), 3u);
 }
 
 TEST_F(EngineTest, MaliciousSendWqesCompleteWithErrors) {
@@ -411,6 +489,9 @@ TEST_F(EngineTest, ReceivesArePulledLazily) {
   // unknown lkey): error CQE after the older receives, QP to ERR.
   testing::PostRecv(r.rq, 103, {{r.iova, 64, 0xdeadbeef}});
   engine_->Doorbell(vm, VIRTIO_RDMA_DB_RQ, r.qpn);
+  // CQEs are written at once; the guest sees them at the end of the turn.
+  EXPECT_TRUE(DrainCq(r.rcq).empty());
+  Poll(1);
   wcs = DrainCq(r.rcq);
   ASSERT_EQ(wcs.size(), 3u);
   EXPECT_EQ(wcs[0].wr_id, 101u);

@@ -16,6 +16,7 @@
 namespace vrdma::engine {
 namespace {
 
+using testing::DoorbellOnlyEngineTest;
 using testing::EngineTest;
 using testing::FakeRnic;
 using testing::GuestEnv;
@@ -267,7 +268,7 @@ TEST_F(EngineTest, RingGeometryChecked) {
   EXPECT_EQ(engine_->DestroyCq(vm, r.scq_h), Status::kBusy);
 }
 
-TEST_F(EngineTest, ForeignHandlesAreBadHandles) {
+TEST_F(DoorbellOnlyEngineTest, ForeignHandlesAreBadHandles) {
   GuestEnv e1, e2(8u << 20, 0x10000000);
   VmId v1 = Attach(e1, {MakeGid(1)});
   VmId v2 = Attach(e2, {MakeGid(2)});

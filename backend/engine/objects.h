@@ -66,9 +66,12 @@ struct CqObj {
   GuestPageView view;
   GuestRing ring;
   uint32_t depth = 0;          // usable entries reported to the guest
-  // Completions: prod, armed (also Doorbell/ReqNotifyCq), overflowed,
-  // expected, dropped, active_hook.
+  // Completions: prod, consumer_seen/turn, armed (also Doorbell/ReqNotifyCq), overflowed,
+  // expected, dropped, active_hook, unpublished_hook.
   uint32_t prod = 0;           // host-owned producer index
+  // The guest's consumer index as last read, in turn consumer_turn.
+  uint32_t consumer_seen = 0;
+  uint64_t consumer_turn = ~uint64_t{0};
   uint8_t armed = 0;           // 0, kArmNext, kArmSolicited
   bool overflowed = false;     // CQ_ERR reported; CQEs dropped since
   uint32_t refs = 0;           // QPs using it
@@ -86,6 +89,8 @@ struct CqObj {
   uint64_t dropped = 0;
   Charge charge;  // grows when a QP's demand grows the host CQ
   ListHook<CqObj> active_hook;
+  // CQEs written past the producer index the guest sees (Completions).
+  ListHook<CqObj> unpublished_hook;
   static constexpr uint8_t kArmNext = 1;
   static constexpr uint8_t kArmSolicited = 2;
 };
@@ -227,6 +232,10 @@ struct QpObj {
   // has finished the WRs before it and the QP has gone to ERR.
   bool sq_failing = false;
   ListHook<QpObj> pending_hook;
+  // Watched on pending_hook after its ring drained (EngineOptions::
+  // sq_watch_turns): turns since it last gave a WQE.
+  bool sq_watched = false;
+  uint32_t sq_quiet_turns = 0;
   // The QP's flow in the scheduler stage, and its storage once removed
   // (freed with the QP, off the data path).
   sched::FlowId flow = sched::kNoFlow;
@@ -264,6 +273,7 @@ struct VmContext {
   // rnic_cq_errors, flush_deferred: ErrorFlush.
   VmStats stats;
   uint64_t doorbells_ignored = 0;  // the facade (Doorbell)
+  uint32_t sq_watched = 0;  // its QPs SendPath watches
   // Flush budget (EngineOptions::flush_budget) left in turn flush_turn
   // (ErrorFlush).
   uint64_t flush_turn = ~uint64_t{0};

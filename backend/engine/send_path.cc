@@ -45,19 +45,19 @@ bool SendPath::ProcessSq(QpObj& qp) {
     case QpState::kErr:
     case QpState::kSqe: {
       const ErrorFlush::SendFlush f = errors_.FlushSq(qp);
-      if (f.done) pending_sq_.Remove(&qp);
+      if (f.done) Unschedule(qp);
       return f.did;
     }
     default:
       // Not ready to send (or draining): WQEs wait in the ring; the
       // transition to RTS puts the QP back on the list.
-      pending_sq_.Remove(&qp);
+      Unschedule(qp);
       return false;
   }
   if (qp.sq_failing) {
     // A bad WQE waits in the stage behind the WRs before it; nothing after
     // it is taken (its failure moves the QP to ERR and flushes the ring).
-    pending_sq_.Remove(&qp);
+    Unschedule(qp);
     return false;
   }
   uint32_t prod = 0;
@@ -67,7 +67,7 @@ bool SendPath::ProcessSq(QpObj& qp) {
   }
   VmContext& vm = *qp.vm;
   uint32_t head = qp.sq_head;
-  uint32_t budget = sq_budget_;
+  uint32_t budget = options_.sq_budget;
   bool did = false;
   alignas(64) uint8_t header[kSendWqeHeaderBytes];
   const policy::Nanos now = head != prod ? turn_.Now() : 0;
@@ -125,9 +125,38 @@ bool SendPath::ProcessSq(QpObj& qp) {
     qp.sq_head = head;
     qp.sq.StoreConsumer(head);  // release: the slots may be reused
   }
-  if (head == prod || qp.sq_failing) pending_sq_.Remove(&qp);
+  if (qp.sq_failing) {
+    Unschedule(qp);
+  } else if (head == prod) {
+    Drained(qp, did);
+  }
   if (did) stage_.Kick(qp.flow, now);  // this QP's batch: one post list
   return did;
+}
+
+void SendPath::Drained(QpObj& qp, bool took) {
+  if (took) {
+    qp.sq_quiet_turns = 0;
+  } else if (++qp.sq_quiet_turns >= options_.watch_turns) {
+    Unschedule(qp);
+    return;
+  }
+  if (qp.sq_watched) return;
+  if (options_.watch_turns == 0 || qp.vm->sq_watched >= options_.watch_per_vm) {
+    Unschedule(qp);
+    return;
+  }
+  qp.sq_watched = true;
+  ++qp.vm->sq_watched;
+}
+
+void SendPath::Unschedule(QpObj& qp) {
+  pending_sq_.Remove(&qp);
+  if (qp.sq_watched) {
+    qp.sq_watched = false;
+    --qp.vm->sq_watched;
+  }
+  qp.sq_quiet_turns = 0;
 }
 
 void SendPath::CloseSendWindow(QpObj& qp) {

@@ -29,6 +29,12 @@
 // QP, and nothing after it is consumed; the rest of the ring is then
 // flushed (kWrFlushErr, ErrorFlush). QPs in RESET/INIT/RTR/SQD keep their
 // WQEs in the ring until RTS.
+//
+// Watching. A QP whose ring drained stays on pending_sq_ for
+// Options::watch_turns turns after its last WQE (at most watch_per_vm QPs
+// of one VM), so WQEs the guest posts meanwhile are taken on the next turn
+// without their doorbell. Reading the producer index early is what the
+// doorbell would have led to: the same acquire load, the same checks.
 #ifndef VRDMA_BACKEND_ENGINE_SEND_PATH_H_
 #define VRDMA_BACKEND_ENGINE_SEND_PATH_H_
 
@@ -45,16 +51,21 @@ namespace vrdma::engine {
 
 class SendPath {
  public:
+  struct Options {
+    uint32_t sq_budget;       // EngineOptions::sq_budget
+    uint32_t watch_turns;     // EngineOptions::sq_watch_turns
+    uint32_t watch_per_vm;    // EngineOptions::sq_watch_per_vm
+  };
   SendPath(sched::Stage& stage, Completions& completions, ErrorFlush& errors,
-           Turn& turn, uint32_t sq_budget)
+           Turn& turn, Options options)
       : stage_(stage), completions_(completions), errors_(errors),
-        turn_(turn), sq_budget_(sq_budget) {}
+        turn_(turn), options_(options) {}
   SendPath(const SendPath&) = delete;
   SendPath& operator=(const SendPath&) = delete;
 
   // qp has WQEs to take (doorbell, RTS) or, in ERR, to flush.
   void Schedule(QpObj& qp) { pending_sq_.PushBack(&qp); }
-  void Unschedule(QpObj& qp) { pending_sq_.Remove(&qp); }
+  void Unschedule(QpObj& qp);
   // The turn's pass over the pending send queues.
   bool Run() {
     bool did = false;
@@ -76,6 +87,8 @@ class SendPath {
 
  private:
   bool ProcessSq(QpObj& qp);
+  // qp's ring is drained (took: this turn gave WQEs): watch it or drop it.
+  void Drained(QpObj& qp, bool took);
   WcStatus CheckSendSemantics(const QpObj& qp, SendWr& wr,
                               uint32_t ah_handle) const;
   // Takes the consumed WQE at seq: a slot for it, its record kept.
@@ -88,7 +101,7 @@ class SendPath {
   Completions& completions_;
   ErrorFlush& errors_;
   Turn& turn_;
-  const uint32_t sq_budget_;
+  const Options options_;
   IntrusiveList<QpObj, &QpObj::pending_hook> pending_sq_;
 };
 

@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
   // --idle-yield-turns 4 (docs/benchmarks.md).
   uint32_t idle_spin_us = 50;
   uint32_t idle_yield_turns = 0;
+  vrdma::engine::EngineOptions engine_options;
   std::string policy_name = "pass-through";
   std::vector<std::string> policy_opts;
   std::vector<std::string> card_opts;
@@ -121,6 +122,9 @@ int main(int argc, char** argv) {
   app.add_option("--idle-yield-turns", idle_yield_turns,
                  "while spinning idle, sched_yield after this many empty turns "
                  "(0: never; lets guest threads sharing the cores run)");
+  app.add_option("--sq-watch-turns", engine_options.sq_watch_turns,
+                 "data-path turns a drained send queue stays watched: WQEs posted "
+                 "meanwhile are taken before their doorbell (0: doorbells only)");
   app.add_option("--policy", policy_name,
                  "scheduler policy for every VM's work (docs/policies.md)")
       ->check(CLI::IsMember(vrdma::policy::PolicyNames()));
@@ -225,7 +229,6 @@ int main(int argc, char** argv) {
     spdlog::error("cannot create the data-path mailbox");
     return 1;
   }
-  vrdma::engine::EngineOptions engine_options;
   engine_options.mapping_budget = MappingBudget();
   auto engine = vrdma::engine::CreateEngine(rnic, *executor, *policy, engine_options);
   if (!engine) {

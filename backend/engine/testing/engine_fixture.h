@@ -40,7 +40,9 @@ struct Rig {
 
 class EngineTest : public ::testing::Test {
  protected:
-  void SetUp() override { engine_ = Engine::Create(rnic_, exec_, policy_); }
+  void SetUp() override {
+    engine_ = CreateEngine(rnic_, exec_, policy_, options_);
+  }
 
   VmId Attach(GuestEnv& env, std::vector<Gid> gids,
               RecordingSink* sink = nullptr, Quotas q = {}) {
@@ -111,10 +113,18 @@ class EngineTest : public ::testing::Test {
     for (int i = 0; i < turns; ++i) engine_->PollOnce();
   }
 
+  EngineOptions options_;  // a test's constructor may change them
   FakeRnic rnic_;
   InlineExecutor exec_;
   policy::PassThroughPolicy policy_;
   std::unique_ptr<Engine> engine_;
+};
+
+// Doorbells alone start send work: no send queue is watched
+// (EngineOptions::sq_watch_turns), for tests of what a doorbell does.
+class DoorbellOnlyEngineTest : public EngineTest {
+ protected:
+  DoorbellOnlyEngineTest() { options_.sq_watch_turns = 0; }
 };
 
 }  // namespace vrdma::engine::testing
