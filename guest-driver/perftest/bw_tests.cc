@@ -44,7 +44,7 @@ RunResult BwClient(Context& ctx, TcpChannel& ch) {
       uint64_t{o.tx_depth} * nq, timed ? 256 : total_target / 50);
   std::array<guest::SendWr, kBatch> wrs;
   std::array<ib_uverbs_wc, kPollBatch> wcs;
-  guest::SpinWait spin;
+  guest::SpinWait spin(o.spins_before_yield);
   uint64_t done_total = 0;
   bool stop_posting = false;
   const auto start = Clock::now();
@@ -223,7 +223,7 @@ RunResult SendBwServer(Context& ctx, TcpChannel& ch) {
     have_expected = true;
   }
   std::array<ib_uverbs_wc, kPollBatch> wcs;
-  guest::SpinWait spin;
+  guest::SpinWait spin(o.spins_before_yield);
   uint64_t total = 0;
   std::vector<BwSample> samples;
   Clock::time_point start{};

@@ -36,7 +36,8 @@ bool CheckLat(const uint8_t* p, uint64_t size, uint32_t tag, uint64_t i) {
 // run) and a time limit (a lost message must not hang a test forever).
 class Waiter {
  public:
-  explicit Waiter(TcpChannel* ch) : ch_(ch), start_(Clock::now()) {}
+  Waiter(TcpChannel* ch, uint32_t spins_before_yield)
+      : ch_(ch), start_(Clock::now()), spin_(spins_before_yield) {}
   // false: give up (peer finished, or 30 s without progress).
   bool Continue() {
     spin_.Idle();
@@ -156,7 +157,7 @@ RunResult LatClient(Context& ctx, TcpChannel& ch) {
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::seconds(o.duration_s);
   for (uint64_t i = 0; timed ? Clock::now() < deadline : i < o.iters; ++i) {
-    Waiter w(nullptr);
+    Waiter w(nullptr, o.spins_before_yield);
     if (o.test == TestKind::kReadLat && o.verify) std::memset(ctx.Slot(0, 1), 0, o.size);
     const auto t0 = Clock::now();
     bool ok = true;
@@ -231,7 +232,7 @@ RunResult LatServer(Context& ctx, TcpChannel& ch) {
   if (o.test != TestKind::kReadLat) {
     // Echo until the client has done its iterations (it then reports on TCP).
     for (uint64_t i = 0;; ++i) {
-      Waiter w(&ch);
+      Waiter w(&ch, o.spins_before_yield);
       bool ok;
       if (o.test == TestKind::kWriteLat) {
         ok = side.WaitWrite(w, i);

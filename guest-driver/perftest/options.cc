@@ -52,6 +52,8 @@ std::optional<Options> ParseOptions(int argc, char** argv, int* exit_code) {
       ->check(CLI::IsMember({"RC", "UC"}));
   app.add_flag("--report_gbits", o.report_gbits, "report Gb/s instead of MB/s");
   app.add_flag("--verify", o.verify, "check every payload against its pattern");
+  app.add_option("--spins-before-yield", o.spins_before_yield,
+                 "empty polls before a waiting side yields its core");
   app.add_option("--out_json", o.out_json, "also write the results as JSON to FILE");
   app.add_option("--ram-mb", o.ram_mb, "guest RAM in MiB (default: sized from the test)");
   try {

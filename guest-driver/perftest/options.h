@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "guest-driver/lib/spin_wait.h"
+
 namespace vrdma::perftest {
 
 enum class TestKind : uint8_t { kWriteBw, kWriteLat, kSendBw, kSendLat, kReadBw, kReadLat };
@@ -33,6 +35,11 @@ struct Options {
   bool verify = false;
   std::string out_json;
   uint64_t ram_mb = 0;           // 0: sized from the test
+  // Empty polls (a pause each) before a waiting side yields its core
+  // (guest::SpinWait). The default suits three busy pollers on two cores
+  // (write_lat, send_lat); with two (read_lat, bw), every yield is a system
+  // call with nobody to run, on the critical path of a latency test.
+  uint32_t spins_before_yield = guest::SpinWait::kDefaultSpinsBeforeYield;
 
   bool is_server() const { return server.empty(); }
 };

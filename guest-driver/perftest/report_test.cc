@@ -77,6 +77,13 @@ TEST(OptionsTest, ParsesPerftestStyleCommandLines) {
   EXPECT_EQ(o->size, 2u);      // perftest's latency defaults
   EXPECT_EQ(o->iters, 1000u);
   EXPECT_EQ(o->socket, "/tmp/y");
+  EXPECT_EQ(o->spins_before_yield, guest::SpinWait::kDefaultSpinsBeforeYield);
+
+  const char* argv6[] = {"vrdma-perftest", "read_lat", "--socket", "/tmp/r",
+                         "--spins-before-yield", "64"};
+  o = ParseOptions(6, const_cast<char**>(argv6), &code);
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->spins_before_yield, 64u);
 
   const char* argv4[] = {"vrdma-perftest", "write_lat", "-c", "UC", "--socket", "/tmp/u"};
   o = ParseOptions(6, const_cast<char**>(argv4), &code);
