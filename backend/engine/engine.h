@@ -264,6 +264,12 @@ struct EngineOptions {
   // At most this many QPs of one VM are watched at once: the watch is
   // data-path time the VM causes, and it is bounded per VM.
   uint32_t sq_watch_per_vm = 4;
+  // The host side signals only every Nth WR the guest signaled, N adapting
+  // to the RNIC's load (sched::StageOptions::adaptive_signaling, TPL): fewer
+  // CQEs for the RNIC to write and the data path to poll; the guest's own
+  // CQEs are unchanged. For an RNIC whose CQEs cost (the daemon turns it on
+  // with a physical device).
+  bool adaptive_signaling = false;
   // Receive queues refilled by the low-watermark sweep per turn.
   uint32_t sweep_budget = 4;
   // Ring WQEs flushed (kWrFlushErr CQEs written for QPs in ERR) per VM per

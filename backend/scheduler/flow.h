@@ -70,6 +70,7 @@ struct Record {
   uint32_t bytes = 0;      // this piece
   uint32_t wr_bytes = 0;   // the whole WR (last pieces)
   Nanos arrival = 0;       // last pieces
+  Nanos posted = 0;        // when it went to the RNIC
   policy::WrInfo info;     // last pieces
   uint8_t flags = 0;
 };
@@ -113,6 +114,11 @@ struct FlowStorage {
   uint32_t since_signal = 0;       // records posted since a signaled one
   uint64_t bytes_since_signal = 0;
   uint32_t signaled_outstanding = 0;  // kRecRnicSignaled, not retired
+  // Adaptive signaling (StageOptions): guest-signaled WRs are posted
+  // signaled every signal_period records; normal_latency is the EWMA of a
+  // signaled piece's post-to-completion time at period 1.
+  uint32_t signal_period = 1;
+  Nanos normal_latency = 0;
 
   // Credit (gated flows) and pacing.
   // Signed: a piece larger than the credit left may post while any is

@@ -153,6 +153,11 @@ uint32_t Stage::queued_wrs(FlowId flow) const {
   return f ? f->q_count : 0;
 }
 
+uint32_t Stage::signal_period(FlowId flow) const {
+  const FlowStorage* f = Get(flow);
+  return f ? f->signal_period : 1;
+}
+
 void Stage::AddProbePath(DestId dest, const ProbePath& path) {
   if (dest >= probes_.size()) probes_.resize(size_t{dest} + 1);
   probes_[dest].live = true;

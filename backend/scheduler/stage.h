@@ -41,6 +41,11 @@ namespace vrdma::sched {
 struct StageOptions {
   uint32_t max_flows = 1u << 16;
   Nanos timer_granularity_ns = 256;
+  // Adaptive signaling (TPL, docs/scheduler.md "Signals"): a WR the guest
+  // signaled is posted signaled only every signal period of the flow (and
+  // as the last of a post list), and the period follows the RNIC's load.
+  // The guest's CQEs are unchanged; the RNIC writes fewer.
+  bool adaptive_signaling = false;
 };
 
 class Stage final : public policy::Mechanisms {
@@ -134,6 +139,13 @@ class Stage final : public policy::Mechanisms {
   Nanos next_deadline() const { return timers_.NextExpiry(); }
   uint32_t queued_wrs(FlowId flow) const;
   uint64_t stale_completions() const { return stale_completions_; }
+  // Pieces posted signaled (each a CQE the RNIC writes and the data path
+  // polls), over the stage's life.
+  uint64_t rnic_signals() const { return rnic_signals_; }
+  // Guest WRs reported done (OnWrDone), over the stage's life.
+  uint64_t wrs_done() const { return wrs_done_; }
+  // A flow's signal period (1 unless adaptive_signaling).
+  uint32_t signal_period(FlowId flow) const;
 
   // --- policy::Mechanisms ---
   void Configure(FlowId flow, const policy::FlowControl& control) override;
@@ -194,6 +206,13 @@ class Stage final : public policy::Mechanisms {
   // After a plan: the last piece comes back visibly when the flow must see
   // it, and a marker waiting behind unsignaled work gets its sentinel.
   void FinishPlan(FlowStorage& f, Stop stop, uint32_t* count);
+  // Whether a WR the guest signaled goes to the RNIC signaled; when not,
+  // the plan owes a signal at its end (plan_owes_signal_).
+  bool SignalGuestWr(const FlowStorage& f, uint32_t since_signal);
+  // TPL's rule on a signaled piece's completion: the period grows while
+  // that piece took under 1.8x the latency at period 1, and halves above
+  // 2.5x.
+  void AdaptSignalPeriod(FlowStorage& f, const Record& r);
   // Hands emits_[0, count) to the RNIC and commits what it accepted.
   // Returns the number accepted; *refused the RNIC's status if it refused.
   uint32_t PostPlanned(FlowStorage& f, uint32_t count, Status* refused);
@@ -228,6 +247,9 @@ class Stage final : public policy::Mechanisms {
   std::vector<Probe> probes_;  // by DestId
   uint32_t probes_outstanding_ = 0;
   uint64_t stale_completions_ = 0;
+  uint64_t rnic_signals_ = 0;
+  uint64_t wrs_done_ = 0;
+  bool plan_owes_signal_ = false;  // this plan demoted a guest signal
   std::array<Completion, 16> own_poll_{};
   std::array<Emit, kMaxPass> emits_{};
   std::array<SendWr, kMaxPass> scratch_{};

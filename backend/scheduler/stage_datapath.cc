@@ -167,7 +167,7 @@ Stage::Stop Stage::PlanNative(FlowStorage& f, uint32_t* count) {
       }
       e.described = 1;
     }
-    const bool signaled = e.info.signaled;
+    const bool signaled = e.info.signaled && SignalGuestWr(f, since_signal);
     const bool forced = !signaled && since_signal + 1 >= ring / 2;
     since_signal = signaled || forced ? 0 : since_signal + 1;
     Emit& em = emits_[n++];
@@ -187,6 +187,7 @@ Stage::Stop Stage::PlanNative(FlowStorage& f, uint32_t* count) {
 
 Stage::Stop Stage::Plan(FlowStorage& f, uint32_t* count) {
   const policy::FlowControl& c = f.control;
+  plan_owes_signal_ = false;
   if (f.native && f.release_at <= now_ &&
       (f.q_count == 0 || f.entries[f.at(0)].offset == 0)) {
     const Stop stop = PlanNative(f, count);
@@ -312,7 +313,7 @@ Stage::Stop Stage::Plan(FlowStorage& f, uint32_t* count) {
     em.offset = offset;
     em.length = length;
     em.completes_entry = last;
-    bool signaled = last && e.info.signaled;
+    bool signaled = last && e.info.signaled && SignalGuestWr(f, since_signal);
     bool forced = false;
     if (!signaled) {
       // Enough signals that the records always retire and the windows
@@ -374,7 +375,10 @@ void Stage::FinishPlan(FlowStorage& f, Stop stop, uint32_t* count) {
   // outstanding, the last piece posted must come back visibly.
   const bool watched = c.window_bytes != 0 || c.window_wrs != 0 || c.gated ||
                        c.held;
-  if (n > 0 && (stop != Stop::kEmpty || watched) && stop != Stop::kPassFull) {
+  // So must the last of a plan in which a WR the guest signaled went
+  // unsignaled (adaptive signaling): its CQE waits for a later signal.
+  if (n > 0 && (((stop != Stop::kEmpty || watched) && stop != Stop::kPassFull) ||
+                plan_owes_signal_)) {
     for (uint32_t k = n; k-- > 0;) {
       if (emits_[k].flags & kRecControl) continue;
       if (!(emits_[k].flags & kRecRnicSignaled)) {
@@ -432,11 +436,13 @@ void Stage::CommitEmit(FlowStorage& f, const Emit& em) {
     }
   }
   if (em.flags & kRecPause) f.wait_pending = false;
+  r.posted = now_;
   if (em.flags & kRecRnicSignaled) {
     f.since_signal = 0;
     f.bytes_since_signal = 0;
     ++f.signaled_outstanding;
     ++signaled_outstanding_;
+    ++rnic_signals_;
   } else {
     ++f.since_signal;
     f.bytes_since_signal += em.length;
@@ -553,6 +559,7 @@ void Stage::FinishWr(FlowStorage& f, uint32_t tag, const policy::WrInfo& info,
                      Nanos arrival, WcStatus status, uint32_t byte_len,
                      bool tell_policy) {
   const Nanos latency = now_ - std::min(now_, arrival);
+  ++wrs_done_;
   policy::FlowAccount& a = f.account;
   ++a.wrs_completed;
   a.bytes_completed += info.bytes;
@@ -621,8 +628,41 @@ void Stage::OnCompletion(FlowId flow, const Completion& c, Nanos now) {
     ++stale_completions_;  // retired already (flushed, reset) or bogus
     return;
   }
+  if (options_.adaptive_signaling && c.status == WcStatus::kSuccess) {
+    const Record& r = f.records[seq & f.rec_mask];
+    if (!(r.flags & kRecControl)) AdaptSignalPeriod(f, r);
+  }
   Retire(f, seq, c.status, c.byte_len);
   MakeReady(f);
+}
+
+bool Stage::SignalGuestWr(const FlowStorage& f, uint32_t since_signal) {
+  if (!options_.adaptive_signaling || since_signal + 1 >= f.signal_period) {
+    return true;
+  }
+  plan_owes_signal_ = true;
+  return false;
+}
+
+void Stage::AdaptSignalPeriod(FlowStorage& f, const Record& r) {
+  // A software RNIC completes within the data path's turn: below a
+  // microsecond the reference means nothing, and signals cost more than
+  // they tell.
+  constexpr Nanos kLatencyFloor = 1000;
+  const Nanos took = now_ - std::min(now_, r.posted);
+  if (f.signal_period == 1) {
+    f.normal_latency =
+        f.normal_latency == 0 ? took : (7 * f.normal_latency + took) / 8;
+  }
+  const Nanos normal = std::max(f.normal_latency, kLatencyFloor);
+  const uint32_t max_period =
+      std::max<uint32_t>(1, static_cast<uint32_t>(f.records.size() / 4));
+  // Conservatively up, radically down (TPL, section 4).
+  if (took * 10 < normal * 18) {
+    f.signal_period = std::min(f.signal_period + 1, max_period);
+  } else if (took * 10 > normal * 25) {
+    f.signal_period = std::max<uint32_t>(1, f.signal_period / 2);
+  }
 }
 
 void Stage::EndFlowWork(FlowId flow, policy::FlowEnd how, Nanos now) {

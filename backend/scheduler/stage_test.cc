@@ -94,6 +94,8 @@ class ScriptPolicy : public policy::SchedulerPolicy {
 
 class StageTest : public ::testing::Test {
  protected:
+  explicit StageTest(StageOptions options = {})
+      : stage_{rnic_, policy_, owner_, options} {}
   void SetUp() override { MakeFlow(QpType::kRc); }
 
   void MakeFlow(QpType type, uint32_t depth = 64, uint32_t capacity = 32) {
@@ -170,7 +172,7 @@ class StageTest : public ::testing::Test {
   FakeRnic rnic_;
   ScriptPolicy policy_;
   RecordingOwner owner_;
-  Stage stage_{rnic_, policy_, owner_};
+  Stage stage_;
   RnicCq cq_;
   RnicQp qp_;
   FlowId flow_ = kNoFlow;
@@ -207,6 +209,73 @@ TEST_F(StageTest, NativeWrsGoWholeInOnePostListAndUnsignaledOnesAreReported) {
   EXPECT_EQ(in_hist, 3u);
   EXPECT_EQ(tenant_hist, 3u);
   EXPECT_FALSE(stage_.busy());
+}
+
+// Adaptive signaling (TPL): the guest signals every WR; the RNIC is asked
+// for a CQE only every signal period and at the end of each post list, and
+// every guest WR is still reported, in order.
+class AdaptiveSignalTest : public StageTest {
+ protected:
+  AdaptiveSignalTest() : StageTest({.adaptive_signaling = true}) {}
+  // One signaled WR posted and completed `took` ns later.
+  void OneRoundTrip(uint32_t tag, Nanos took) {
+    ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 64, true), tag));
+    Run();
+    now_ += took;
+    CompleteSignaled();
+  }
+  static int Signaled(const vrdma::testing::Fifo<SendWr>& q) {
+    int n = 0;
+    for (size_t i = 0; i < q.size(); ++i) n += (q[i].send_flags & kSendSignaled) != 0;
+    return n;
+  }
+};
+
+TEST_F(AdaptiveSignalTest, TheRnicSignalsEveryPeriodAndTheLastOfABatch) {
+  // One at a time, each WR is the last of its post list: all signaled, and
+  // completions as fast as at period 1 let the period grow by one each.
+  for (uint32_t t = 1; t <= 4; ++t) OneRoundTrip(t, 1000);
+  EXPECT_EQ(stage_.rnic_signals(), 4u);
+  const uint32_t period = stage_.signal_period(flow_);
+  EXPECT_EQ(period, 5u);
+  // A batch of 16 the guest all signaled: one CQE per period, and the last.
+  for (uint32_t t = 5; t < 21; ++t) {
+    ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 64, true), t));
+  }
+  Run();
+  ASSERT_EQ(Posted().size(), 16u);
+  EXPECT_EQ(Signaled(Posted()), 4) << "WRs 5, 10, 15 of the batch and its last";
+  EXPECT_TRUE(Posted()[15].send_flags & kSendSignaled);
+  now_ += 1000;
+  CompleteSignaled(16);
+  ASSERT_EQ(owner_.done.size(), 20u);
+  for (uint32_t i = 0; i < 20; ++i) {
+    EXPECT_EQ(owner_.done[i].tag, i + 1);
+    EXPECT_EQ(owner_.done[i].status, WcStatus::kSuccess);
+  }
+  EXPECT_EQ(stage_.rnic_signals(), 8u) << "20 guest CQEs from 8 RNIC CQEs";
+}
+
+TEST_F(AdaptiveSignalTest, ThePeriodHalvesWhenCompletionsSlowDown) {
+  for (uint32_t t = 1; t <= 7; ++t) OneRoundTrip(t, 1000);
+  ASSERT_EQ(stage_.signal_period(flow_), 8u);
+  OneRoundTrip(8, 2000);  // under 2.5x the latency at period 1: kept
+  EXPECT_EQ(stage_.signal_period(flow_), 8u);
+  OneRoundTrip(9, 3000);  // over 2.5x: halved
+  EXPECT_EQ(stage_.signal_period(flow_), 4u);
+  OneRoundTrip(10, 3000);
+  EXPECT_EQ(stage_.signal_period(flow_), 2u);
+}
+
+TEST_F(StageTest, WithoutAdaptiveSignalingEveryGuestSignalReachesTheRnic) {
+  for (uint32_t t = 1; t <= 16; ++t) {
+    ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 64, true), t));
+  }
+  Run();
+  ASSERT_EQ(Posted().size(), 16u);
+  for (size_t i = 0; i < 16; ++i) EXPECT_TRUE(Posted()[i].send_flags & kSendSignaled);
+  EXPECT_EQ(stage_.rnic_signals(), 16u);
+  EXPECT_EQ(stage_.signal_period(flow_), 1u);
 }
 
 TEST(LatencyBucketTest, PowersOfTwoMicroseconds) {

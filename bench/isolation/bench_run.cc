@@ -80,6 +80,7 @@ std::string AloneKey(const ScenarioSpec& s, const TenantSpec& t) {
   key += fmt::format("|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", t.qps_per_process,
                      static_cast<int>(t.mode), t.tx_depth, t.rate_mps, t.start_us, t.stop_us,
                      t.turnaround_ns, t.src_host, t.dst_host, t.inline_data, t.mrs.count);
+  if (s.adaptive_signaling) key += "|tpl";
   key += fmt::format("|r{}|{}|{}|{}|{}", t.recv_depth ? static_cast<int64_t>(*t.recv_depth) : -1,
                      t.rnr_retry ? *t.rnr_retry : -1, t.retry_cnt ? *t.retry_cnt : -1,
                      t.rnr_timer ? *t.rnr_timer : -1, t.timeout ? *t.timeout : -1);
@@ -173,7 +174,9 @@ class Runner final : public model::TimerSink {
       hosts = std::max({hosts, t.src_host + 1, t.dst_host + 1});
     }
     for (uint32_t h = 0; h < hosts; ++h) {
-      hosts_.push_back(std::make_unique<ModelHost>(set_, nic, policy_(card, h)));
+      hosts_.push_back(std::make_unique<ModelHost>(
+          set_, nic, policy_(card, h),
+          sched::StageOptions{.adaptive_signaling = spec_.adaptive_signaling}));
     }
     world_.sim().set_cqe_listener(&set_);
     warm_ = model::NsToPs(spec_.warmup_us * 1e3);
@@ -194,6 +197,8 @@ class Runner final : public model::TimerSink {
       stats->events += sim.events_processed();
       stats->wall_s += std::chrono::duration<double>(t1 - t0).count();
       for (uint32_t h = 0; h < hosts; ++h) {
+        stats->rnic_signals += hosts_[h]->stage().rnic_signals();
+        stats->guest_wrs += hosts_[h]->stage().wrs_done();
         stats->tx_packets += sim.host_stats(h).tx_packets;
         stats->retransmits += sim.host_stats(h).retransmitted_packets;
         stats->drops += sim.host_stats(h).rx_buffer_drops;  // lossy NIC RX buffers

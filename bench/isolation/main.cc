@@ -183,6 +183,8 @@ int main(int argc, char** argv) {
       together.wall_s += r.stats.wall_s;
       stats.drops += r.stats.drops;
       stats.pauses += r.stats.pauses;
+      stats.rnic_signals += r.stats.rnic_signals;
+      stats.guest_wrs += r.stats.guest_wrs;
       stats.model_qps = std::max(stats.model_qps, r.stats.model_qps);
       stats.qp_state_bytes = std::max(stats.qp_state_bytes, r.stats.qp_state_bytes);
       stats.rss_growth_bytes = std::max(stats.rss_growth_bytes, r.stats.rss_growth_bytes);
@@ -196,12 +198,14 @@ int main(int argc, char** argv) {
     const double qps = std::max<double>(1, stats.model_qps);
     std::printf(
         "%6.2f s wall, %5.1f M events/s (together: %.2f s, %.1f M events), %llu drops, %llu "
-        "pauses, %llu QPs: %.2f KiB/QP model state, %.2f KiB/QP RSS growth\n",
+        "pauses, %llu QPs: %.2f KiB/QP model state, %.2f KiB/QP RSS growth, %.3f RNIC "
+        "CQEs per guest WR\n",
         stats.wall_s, evs / 1e6, together.wall_s, together.events / 1e6,
         static_cast<unsigned long long>(stats.drops),
         static_cast<unsigned long long>(stats.pauses),
         static_cast<unsigned long long>(stats.model_qps), stats.qp_state_bytes / qps / 1024,
-        stats.rss_growth_bytes / qps / 1024);
+        stats.rss_growth_bytes / qps / 1024,
+        stats.guest_wrs > 0 ? static_cast<double>(stats.rnic_signals) / stats.guest_wrs : 0.0);
     total.events += stats.events;
     total.wall_s += stats.wall_s;
   }

@@ -90,12 +90,13 @@ void HostSet::SendPeer(uint32_t from, uint32_t to,
 // ----------------------------------------------------------- ModelHost --
 
 ModelHost::ModelHost(HostSet& set, const model::NicParams& nic,
-                     std::unique_ptr<policy::SchedulerPolicy> policy)
+                     std::unique_ptr<policy::SchedulerPolicy> policy,
+                     sched::StageOptions stage_options)
     : set_(set),
       id_(static_cast<uint32_t>(set.size())),
       rnic_(set.world(), nic),
       policy_(std::move(policy)) {
-  stage_ = std::make_unique<sched::Stage>(rnic_, *policy_, *this);
+  stage_ = std::make_unique<sched::Stage>(rnic_, *policy_, *this, stage_options);
   cq_ = *rnic_.CreateCq(1u << 16);
   own_cq_ = *rnic_.CreateCq(1u << 12);
   stage_->SetOwnCq(own_cq_);

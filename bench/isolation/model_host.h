@@ -73,7 +73,8 @@ class ModelHost final : public sched::StageOwner, public model::TimerSink {
   };
 
   ModelHost(HostSet& set, const model::NicParams& nic,
-            std::unique_ptr<policy::SchedulerPolicy> policy);
+            std::unique_ptr<policy::SchedulerPolicy> policy,
+            sched::StageOptions stage_options = {});
   ~ModelHost() override;
 
   uint32_t id() const { return id_; }

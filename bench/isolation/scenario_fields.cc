@@ -17,7 +17,7 @@ namespace {
 
 const std::vector<std::string> kScenarioKeys = {
     "name", "group",  "paper", "card",  "hosts",   "duration_us", "warmup_us",
-    "seed", "fabric", "vars",  "sweep", "tenants", "expect"};
+    "seed", "fabric", "vars",  "sweep", "tenants", "expect", "adaptive_signaling"};
 const std::vector<std::string> kFabricKeys = {
     "link_propagation_ns", "switch_latency_ns", "switch_buffer_bytes",
     "ecn_threshold_bytes", "random_loss",       "lossless",
@@ -298,6 +298,9 @@ std::optional<ScenarioSpec> ScenarioReader::Read(
           fmt::format("must be below duration_us ({})", s.duration_us));
   }
   OptUint(n["seed"], "seed", 0, UINT64_MAX, &s.seed);
+  if (n["adaptive_signaling"]) {
+    Flag(n["adaptive_signaling"], "adaptive_signaling", &s.adaptive_signaling);
+  }
   if (n["fabric"]) ReadFabric(n["fabric"], &s.fabric);
   if (!n["tenants"]) {
     Error(n, "tenants", "missing (a scenario needs at least one tenant)");

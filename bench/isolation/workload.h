@@ -126,6 +126,8 @@ struct ScenarioSpec {
   double duration_us = 20000;
   double warmup_us = 2000;            // excluded from the statistics
   uint64_t seed = 1;
+  // Every host's stage signals adaptively (sched::StageOptions).
+  bool adaptive_signaling = false;
   model::FabricParams fabric;
   std::vector<TenantSpec> tenants;
   std::vector<ExpectRule> expect;
@@ -167,6 +169,9 @@ struct RunStats {
   uint64_t model_qps = 0;
   uint64_t qp_state_bytes = 0;
   uint64_t rss_growth_bytes = 0;
+  // CQEs the stages asked the cards for, and guest WRs they reported done.
+  uint64_t rnic_signals = 0;
+  uint64_t guest_wrs = 0;
 };
 
 }  // namespace vrdma::bench

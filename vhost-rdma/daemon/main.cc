@@ -90,6 +90,7 @@ int main(int argc, char** argv) {
   uint32_t idle_spin_us = 50;
   uint32_t idle_yield_turns = 0;
   vrdma::engine::EngineOptions engine_options;
+  std::string adaptive_signaling = "auto";
   std::string policy_name = "pass-through";
   std::vector<std::string> policy_opts;
   std::vector<std::string> card_opts;
@@ -125,6 +126,10 @@ int main(int argc, char** argv) {
   app.add_option("--sq-watch-turns", engine_options.sq_watch_turns,
                  "data-path turns a drained send queue stays watched: WQEs posted "
                  "meanwhile are taken before their doorbell (0: doorbells only)");
+  app.add_option("--adaptive-signaling", adaptive_signaling,
+                 "post only every Nth guest-signaled WR signaled, N following the "
+                 "RNIC's load (TPL); auto: with a physical RNIC, not --rnic soft")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   app.add_option("--policy", policy_name,
                  "scheduler policy for every VM's work (docs/policies.md)")
       ->check(CLI::IsMember(vrdma::policy::PolicyNames()));
@@ -230,6 +235,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   engine_options.mapping_budget = MappingBudget();
+  engine_options.adaptive_signaling =
+      adaptive_signaling == "on" || (adaptive_signaling == "auto" && rnic_kind != "soft");
   auto engine = vrdma::engine::CreateEngine(rnic, *executor, *policy, engine_options);
   if (!engine) {
     spdlog::error("cannot create the engine");
