@@ -17,9 +17,9 @@
 #     watchdog) and checks READY=1, repeated WATCHDOG=1, vrdma-ctl against
 #     the control socket, a VM socket's group and mode, STOPPING=1 and a
 #     clean exit on SIGTERM;
-#  6. DKMS: the module is added, then built and installed for the guest
-#     kernel (guest-driver/kernel/KERNEL_VERSION; its headers are installed
-#     from Debian if missing);
+#  6. DKMS: the module is added, built and installed for the guest kernel
+#     (guest-driver/kernel/KERNEL_VERSION; its headers are installed from
+#     Debian if missing), and rebuilt by the hook a kernel upgrade runs;
 #  7. purges both packages and checks they left nothing behind.
 # Not covered without a running systemd: the unit's cgroup and seccomp
 # options (DevicePolicy/DeviceAllow, RestrictAddressFamilies,
@@ -317,6 +317,19 @@ else
   }
   echo "dkms built and installed it for $kver in $((SECONDS - t)) s"
 fi
+# A guest kernel upgrade: the kernel package's postinst runs
+# /etc/kernel/postinst.d/dkms with the new version, which must rebuild and
+# install the module (AUTOINSTALL). Replayed here for the guest kernel
+# after undoing the build.
+$SUDO dkms unbuild -m virtio-rdma -v "$version" -k "$kver" >>"$work/dkms.log" 2>&1 \
+  || { tail -20 "$work/dkms.log"; fail "dkms unbuild"; }
+[ ! -e "/lib/modules/$kver/updates/dkms/virtio_rdma.ko" ] || fail "dkms unbuild left the module"
+t=$SECONDS
+$SUDO /etc/kernel/postinst.d/dkms "$kver" >>"$work/dkms.log" 2>&1 \
+  || { tail -20 "$work/dkms.log"; fail "/etc/kernel/postinst.d/dkms $kver"; }
+dkms status -m virtio-rdma -v "$version" -k "$kver" | grep -q ': installed' \
+  || { tail -20 "$work/dkms.log"; fail "the kernel's postinst hook did not rebuild the module"; }
+echo "kernel postinst hook (/etc/kernel/postinst.d/dkms $kver) rebuilt and installed it in $((SECONDS - t)) s"
 ko=$(find "/lib/modules/$kver/updates/dkms" -name 'virtio_rdma.ko*' 2>/dev/null | head -1 || true)
 [ -n "$ko" ] || fail "dkms install put no virtio_rdma.ko under /lib/modules/$kver/updates/dkms"
 vermagic=$(modinfo -F vermagic "$ko")
