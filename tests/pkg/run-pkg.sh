@@ -143,6 +143,20 @@ if [ "$libvirt_qemu_existed" = 1 ]; then
   echo "libvirt-qemu is in group vhost-rdma"
 fi
 echo "$(wc -l <<<"$files") paths installed; programs: $programs"
+# The conffile names every option of the daemon (set or commented out at
+# its default), and the daemon refuses a key it does not know.
+conf=/etc/vhost-rdma/vhost-rdma.conf
+options=$(vhost-rdma-daemon --help | sed -n 's/^ *\(-[a-z],\)\{0,1\}--\([a-z0-9-]*\).*/\2/p' \
+  | grep -vx -e help -e config)
+for o in $options; do
+  grep -qE "^#?$o = " "$conf" || fail "$conf does not document --$o"
+done
+printf 'control-socket = "%s/x.sock"\nno-such-option = 1\n' "$work" >"$work/bad.conf"
+if vhost-rdma-daemon --config "$work/bad.conf" >"$work/bad.log" 2>&1; then
+  fail "the daemon accepted an unknown key in its config file"
+fi
+grep -q no-such-option "$work/bad.log" || fail "the daemon did not name the unknown key: $(cat "$work/bad.log")"
+echo "$conf documents all $(wc -w <<<"$options") options; an unknown key is refused"
 
 step "systemd-analyze verify"
 unit=/lib/systemd/system/vhost-rdma.service
