@@ -9,7 +9,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libdpdk-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libyaml-cpp-dev
   libibverbs-dev ibverbs-providers linux-libc-dev python3-matplotlib
-  libxml2-dev libvirt-dev libcivetweb-dev
+  libxml2-dev libvirt-dev libcivetweb-dev libsystemd-dev
+  debhelper dh-dkms help2man lintian  # the Debian packages (tests/pkg/run-pkg.sh)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -13,6 +13,9 @@
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#ifdef VRDMA_HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
 
 #include <cstdio>
 #include <thread>
@@ -70,10 +73,76 @@ int MakeTickFd() {
   return fd;
 }
 
+// The service manager's side (systemd's Type=notify and WatchdogSec=, the
+// unit in debian/vhost-rdma.service): READY=1 once the control socket
+// listens, STOPPING=1 at shutdown, and WATCHDOG=1 from the control loop at
+// half the watchdog interval, so a wedged control thread gets the daemon
+// restarted. A no-op without NOTIFY_SOCKET (not started by systemd) and in a
+// build without libsystemd.
+class ServiceNotifier {
+ public:
+  // Registers the watchdog timer on the control loop when the service
+  // manager asked for one (WATCHDOG_USEC).
+  explicit ServiceNotifier(vrdma::EpollEventLoop& control_loop) : loop_(control_loop) {
+#ifdef VRDMA_HAVE_SYSTEMD
+    uint64_t usec = 0;
+    if (sd_watchdog_enabled(/*unset_environment=*/0, &usec) <= 0 || usec == 0) return;
+    const uint64_t half_ns = usec * 1000 / 2;
+    timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (timer_fd_ < 0) {
+      spdlog::error("watchdog: cannot create a timer: systemd will restart the daemon");
+      return;
+    }
+    const timespec period{static_cast<time_t>(half_ns / 1'000'000'000),
+                          static_cast<long>(half_ns % 1'000'000'000)};
+    itimerspec spec{period, period};
+    timerfd_settime(timer_fd_, 0, &spec, nullptr);
+    loop_.AddFd(timer_fd_, EPOLLIN, [this](uint32_t) {
+      uint64_t expirations;
+      [[maybe_unused]] ssize_t r = read(timer_fd_, &expirations, sizeof(expirations));
+      sd_notify(0, "WATCHDOG=1");
+    });
+    spdlog::info("systemd watchdog: {} ms, pinged every {} ms from the control loop",
+                 usec / 1000, half_ns / 1'000'000);
+#endif
+  }
+  ~ServiceNotifier() {
+    if (timer_fd_ >= 0) {
+      loop_.RemoveFd(timer_fd_);
+      close(timer_fd_);
+    }
+  }
+  ServiceNotifier(const ServiceNotifier&) = delete;
+  ServiceNotifier& operator=(const ServiceNotifier&) = delete;
+
+  void Ready([[maybe_unused]] const std::string& status) {
+#ifdef VRDMA_HAVE_SYSTEMD
+    sd_notifyf(0, "READY=1\nSTATUS=%s", status.c_str());
+#endif
+  }
+  void Stopping() {
+#ifdef VRDMA_HAVE_SYSTEMD
+    sd_notify(0, "STOPPING=1\nSTATUS=shutting down: detaching every VM");
+#endif
+  }
+
+ private:
+  vrdma::EpollEventLoop& loop_;
+  int timer_fd_ = -1;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"vhost-rdma-daemon: virtio-rdma devices for VMs over vhost-user"};
+  // Every option may also come from a TOML file, named like the option
+  // without its dashes (control-socket = "/run/vhost-rdma/control.sock";
+  // card = ["line_gbps=100"]); the command line wins over the file. The
+  // Debian package's unit passes /etc/vhost-rdma/vhost-rdma.conf. A key the
+  // daemon does not know is an error, not silently ignored.
+  app.set_config("--config", "", "read options from this TOML file (keys: the long option "
+                                 "names without dashes)");
+  app.allow_config_extras(CLI::config_extras_mode::error);
   std::string control_path;
   std::string rnic_kind = "soft";
   std::string log_level = "info";
@@ -302,6 +371,7 @@ int main(int argc, char** argv) {
                    "under the daemon's mapping (a frontend can crash the daemon)");
     }
     vrdma::daemon::Daemon daemon(deps);
+    ServiceNotifier notifier(*control_loop);
     if (daemon.ListenControl(control_path) != vrdma::Status::kOk) {
       spdlog::error("cannot listen on {}", control_path);
       rc = 1;
@@ -310,6 +380,7 @@ int main(int argc, char** argv) {
         signalfd_siginfo si;
         [[maybe_unused]] ssize_t r = read(sig_fd, &si, sizeof(si));
         spdlog::info("signal {}: shutting down", si.ssi_signo);
+        notifier.Stopping();
         control_loop->Stop();
       });
       spdlog::info("vhost-rdma-daemon running (rnic={}, line {}, policy={}, card {} Gb/s "
@@ -334,10 +405,18 @@ int main(int argc, char** argv) {
         watcher = vrdma::daemon::LibvirtWatcher::Start(libvirt_uri, control_path);
         if (!watcher) rc = 1;
       }
-      if (rc == 0) control_loop->Run();
+      if (rc == 0) {
+        notifier.Ready(fmt::format("serving {} (rnic={}, policy={})", control_path, rnic_kind,
+                                   policy_name));
+        control_loop->Run();
+      }
       watcher.reset();
 #else
-      if (rc == 0) control_loop->Run();
+      if (rc == 0) {
+        notifier.Ready(fmt::format("serving {} (rnic={}, policy={})", control_path, rnic_kind,
+                                   policy_name));
+        control_loop->Run();
+      }
 #endif
     }
     // ~Daemon detaches every VM (through the data-path executor).
