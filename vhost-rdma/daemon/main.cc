@@ -405,19 +405,13 @@ int main(int argc, char** argv) {
         watcher = vrdma::daemon::LibvirtWatcher::Start(libvirt_uri, control_path);
         if (!watcher) rc = 1;
       }
-      if (rc == 0) {
-        notifier.Ready(fmt::format("serving {} (rnic={}, policy={})", control_path, rnic_kind,
-                                   policy_name));
-        control_loop->Run();
-      }
-      watcher.reset();
-#else
-      if (rc == 0) {
-        notifier.Ready(fmt::format("serving {} (rnic={}, policy={})", control_path, rnic_kind,
-                                   policy_name));
-        control_loop->Run();
-      }
 #endif
+      if (rc == 0) {
+        notifier.Ready(fmt::format("serving {} (rnic={}, policy={})", control_path, rnic_kind,
+                                   policy_name));
+        control_loop->Run();
+      }
+      // The watcher, then the metrics server, end here: before the daemon.
     }
     // ~Daemon detaches every VM (through the data-path executor).
   }
