@@ -130,8 +130,8 @@ if timeout 5 virsh -c qemu:///system list >/dev/null 2>&1; then
 fi
 # The package's system user, as its postinst makes it (dh_installsysusers
 # runs systemd-sysusers on debian/vhost-rdma.sysusers; it needs no systemd
-# as PID 1), and QEMU's user in its group as the postinst adds it. Before
-# libvirtd starts: libvirt reads libvirt-qemu's groups then. Left in place.
+# as PID 1), and QEMU's user in its group as the postinst adds it (libvirt
+# gives QEMU its user's supplementary groups). Left in place at the end.
 if ! systemd-sysusers "$here/debian/vhost-rdma.sysusers" >"$run/sysusers.log" 2>&1; then
   getent passwd vhost-rdma >/dev/null || adduser --quiet --system --group --no-create-home \
     --home /nonexistent --gecos "vhost-rdma daemon" vhost-rdma || die "no user vhost-rdma"
