@@ -144,7 +144,8 @@ log "  $(id vhost-rdma); libvirt-qemu: $(id -Gn libvirt-qemu)"
 # polkitd answers over the system D-Bus: start one if none runs (polkitd is
 # D-Bus-activated and exits with it). systemd runs both on a real host.
 if ! dbus-send --system --print-reply --dest=org.freedesktop.DBus / org.freedesktop.DBus.GetId >/dev/null 2>&1; then
-  [ -e /run/dbus/pid ] && ! pgrep -x dbus-daemon >/dev/null && rm -f /run/dbus/pid
+  # A bus that no longer answers and no dbus-daemon: its files are stale.
+  pgrep -x dbus-daemon >/dev/null || rm -f /run/dbus/pid /run/dbus/system_bus_socket
   dbus_pid="$(dbus-daemon --system --fork --print-pid)" || die "dbus-daemon --system did not start"
   log "  system D-Bus started (pid $dbus_pid) for polkit"
 fi
