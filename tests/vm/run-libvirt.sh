@@ -5,8 +5,19 @@
 # (tests/vm/libvirt/vhost-rdma-vm.xml with this run's paths). libvirt's hook
 # (scripts/libvirt-hook/vhost-rdma, installed in /etc/libvirt/hooks/qemu.d)
 # attaches each VM on vhost-rdma-daemon from the domain's <metadata> at
-# prepare and detaches it at release; QEMU runs as libvirt-qemu and reaches
-# its socket through --socket-group. The guests run Debian's ib_write_bw
+# prepare and detaches it at release. The daemon runs with the Debian
+# package's identity, as debian/vhost-rdma.service runs it
+# (tests/lib/run-as-unit.sh): user and group vhost-rdma (made from
+# debian/vhost-rdma.sysusers, with libvirt-qemu added to the group as the
+# postinst does), UMask 0077, NoNewPrivileges, an empty capability set,
+# ProtectSystem=strict/ProtectHome/PrivateTmp, --socket-group vhost-rdma and
+# its sockets in a runtime directory of its own, vhost-rdma 0750 (this run's
+# stand-in for /run/vhost-rdma). QEMU, run by libvirt as libvirt-qemu, must
+# reach its VM socket through group vhost-rdma and must not reach the control
+# socket; the hook, run by libvirtd as root, reaches the 0700 control socket;
+# the unprivileged daemon follows libvirt read-only through Debian's default
+# read-only socket (auth_unix_ro polkit: a system D-Bus is started here when
+# none runs, polkitd is D-Bus-activated). The guests run Debian's ib_write_bw
 # against each other through the daemon; between two -D runs the test caps
 # vm-b with `virsh metadata --live`, and the daemon (--libvirt-uri) must
 # apply it within 100 ms and the second run must be capped. Then an invalid
@@ -15,10 +26,16 @@
 # running domains from libvirt by itself; domains with missing or broken
 # metadata must not start, and virsh must say why; `virsh shutdown` and
 # `virsh destroy` must detach the VMs with no step on the daemon.
+# Not reproduced (no systemd as PID 1 here): the unit's cgroup and seccomp
+# options and LimitMEMLOCK; AppArmor (not enabled on the test machines).
+# The system user and group vhost-rdma, and libvirt-qemu's membership of it,
+# are left in place at the end, as Debian leaves a package's system users.
 #
 # Usage: tests/vm/run-libvirt.sh        (root; installs libvirt if missing)
 # Env:   VRDMA_CACHE, VRDMA_QEMU, VRDMA_DAEMON as in run-e2e.sh; VRDMA_CTL
-#        (default build/vhost-rdma/daemon/vrdma-ctl); VRDMA_BW_SECONDS
+#        (default build/vhost-rdma/daemon/vrdma-ctl); both are copied into
+#        the run directory (mode 0755) so that user vhost-rdma can run them
+#        wherever they were built; VRDMA_BW_SECONDS
 #        (each ib_write_bw -D run, default 6); VRDMA_CAP_BPS (default 2e9).
 # A libvirtd that is already running is not touched: the test refuses.
 set -euo pipefail
@@ -37,13 +54,19 @@ die() { log "FAIL: $*"; exit 1; }
 
 run="$cache/libvirt/run-$(date +%Y%m%d-%H%M%S)-$$"
 mkdir -p "$run"
-chmod 0755 "$cache" "$cache/libvirt" "$run"  # QEMU (libvirt-qemu) reaches its socket here
+# The daemon (vhost-rdma) and QEMU (libvirt-qemu) traverse these.
+chmod 0755 "$cache" "$cache/libvirt" "$run"
+# The daemon's runtime directory, as systemd makes /run/vhost-rdma for the
+# unit (RuntimeDirectory=, RuntimeDirectoryMode=0750, owned by User=): made
+# in step 3, once the user exists.
+rt="$run/vhost-rdma"
+control="$rt/control.sock"
 ls -1dt "$cache"/libvirt/run-* 2>/dev/null | tail -n +6 | xargs -r rm -rf
 log "run directory: $run"
 
 hook_dst=/etc/libvirt/hooks/qemu.d/vhost-rdma
 hook_conf=/etc/vhost-rdma/libvirt-hook.conf
-daemon_pid="" recorder_pid="" libvirtd_started=0 virtlogd_started=0 conf_backup=""
+daemon_pid="" recorder_pid="" libvirtd_started=0 virtlogd_started=0 dbus_pid="" conf_backup=""
 cleanup() {
   set +e
   for d in vrdma-lv-a vrdma-lv-b vrdma-lv-nometa vrdma-lv-badqos; do
@@ -52,6 +75,10 @@ cleanup() {
   done
   ((libvirtd_started)) && kill "$(cat "$run/libvirtd.pid" 2>/dev/null)" 2>/dev/null
   ((virtlogd_started)) && kill "$(cat "$run/virtlogd.pid" 2>/dev/null)" 2>/dev/null
+  if [ -n "$dbus_pid" ]; then  # after libvirtd; polkitd exits with its bus
+    sleep 0.3; kill "$dbus_pid" 2>/dev/null; sleep 0.2
+    rm -f /run/dbus/pid /run/dbus/system_bus_socket
+  fi
   [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null
   [ -n "$recorder_pid" ] && kill "$recorder_pid" 2>/dev/null
   rm -f "$hook_dst"
@@ -79,6 +106,13 @@ if [ -z "${VRDMA_DAEMON:-}" ] && { [ ! -x "$daemon" ] || [ ! -x "$ctl" ]; }; the
 fi
 "$daemon" --help | grep -q -- --libvirt-uri || die "$daemon was built without libvirt (libvirt-dev)"
 "$ctl" libvirt-hook --help >/dev/null 2>&1 || die "$ctl was built without libvirt-hook (libxml2-dev)"
+# This run's copies: user vhost-rdma may not reach the build tree (a home
+# directory, a 0700 checkout), and a rebuild during the run changes nothing.
+install -d -m 0755 "$run/bin"
+install -m 0755 "$daemon" "$run/bin/vhost-rdma-daemon"
+install -m 0755 "$ctl" "$run/bin/vrdma-ctl"
+log "  $daemon and $ctl copied into $run/bin"
+daemon="$run/bin/vhost-rdma-daemon" ctl="$run/bin/vrdma-ctl"
 
 # --------------------------------------------------------------- libvirt ---
 log "step 2/10: libvirt (Debian's packages), started by this test"
@@ -94,17 +128,38 @@ fi
 if timeout 5 virsh -c qemu:///system list >/dev/null 2>&1; then
   die "a libvirtd is already running: stop it (its hooks are read at start only)"
 fi
+# The package's system user, as its postinst makes it (dh_installsysusers
+# runs systemd-sysusers on debian/vhost-rdma.sysusers; it needs no systemd
+# as PID 1), and QEMU's user in its group as the postinst adds it (libvirt
+# gives QEMU its user's supplementary groups). Left in place at the end.
+if ! systemd-sysusers "$here/debian/vhost-rdma.sysusers" >"$run/sysusers.log" 2>&1; then
+  getent passwd vhost-rdma >/dev/null || adduser --quiet --system --group --no-create-home \
+    --home /nonexistent --gecos "vhost-rdma daemon" vhost-rdma || die "no user vhost-rdma"
+fi
+getent passwd vhost-rdma >/dev/null && getent group vhost-rdma >/dev/null || die "no user/group vhost-rdma"
+adduser --quiet libvirt-qemu vhost-rdma || die "adduser libvirt-qemu vhost-rdma"
+log "  $(id vhost-rdma); libvirt-qemu: $(id -Gn libvirt-qemu)"
+# Debian's libvirtd asks polkit about read-only clients that are not root
+# (auth_unix_ro = "polkit"; org.libvirt.unix.monitor allows any), and
+# polkitd answers over the system D-Bus: start one if none runs (polkitd is
+# D-Bus-activated and exits with it). systemd runs both on a real host.
+if ! dbus-send --system --print-reply --dest=org.freedesktop.DBus / org.freedesktop.DBus.GetId >/dev/null 2>&1; then
+  # A bus that no longer answers and no dbus-daemon: its files are stale.
+  pgrep -x dbus-daemon >/dev/null || rm -f /run/dbus/pid /run/dbus/system_bus_socket
+  dbus_pid="$(dbus-daemon --system --fork --print-pid)" || die "dbus-daemon --system did not start"
+  log "  system D-Bus started (pid $dbus_pid) for polkit"
+fi
 # The hook: installed before libvirtd starts (libvirt looks for hooks then).
 mkdir -p /etc/libvirt/hooks/qemu.d /etc/vhost-rdma
 install -m 0755 "$here/scripts/libvirt-hook/vhost-rdma" "$hook_dst"
 if [ -e "$hook_conf" ]; then conf_backup="$run/libvirt-hook.conf.orig"; cp -p "$hook_conf" "$conf_backup"; fi
-printf 'VRDMA_CONTROL_SOCKET=%s\nVRDMA_CTL=%s\n' "$run/ctl.sock" "$ctl" >"$hook_conf"
-# Only root may use the sockets; no polkit (no D-Bus here).
+printf 'VRDMA_CONTROL_SOCKET=%s\nVRDMA_CTL=%s\n' "$control" "$ctl" >"$hook_conf"
+# The read-write socket: root only, no polkit (virsh and the hook run as
+# root, whom libvirt lets past polkit anyway). The read-only socket keeps
+# Debian's defaults (0777, auth polkit): the daemon's --libvirt-uri uses it.
 cat >"$run/libvirtd.conf" <<CONF
 auth_unix_rw = "none"
-auth_unix_ro = "none"
 unix_sock_rw_perms = "0700"
-unix_sock_ro_perms = "0700"
 log_outputs = "3:file:$run/libvirtd.log"
 CONF
 if ! pgrep -x virtlogd >/dev/null; then
@@ -117,26 +172,37 @@ for ((i = 0; i < 100; i++)); do "${virsh[@]}" list >/dev/null 2>&1 && break; sle
 log "  libvirtd $(libvirtd --version | awk '{print $NF}') running; hook $hook_dst"
 
 # ---------------------------------------------------------------- daemon ---
-log "step 3/10: vhost-rdma-daemon --policy fair-share --socket-group libvirt-qemu --libvirt-uri qemu:///system"
+log "step 3/10: vhost-rdma-daemon as the unit runs it (user vhost-rdma): --policy fair-share --socket-group vhost-rdma --libvirt-uri qemu:///system"
+# What systemd does before ExecStart (debian/vhost-rdma.service).
+install -d -m 0750 -o vhost-rdma -g vhost-rdma "$rt"
 # The daemon shares 2 cores with two busy TCG guests and is off the CPU for
 # several ms at a time: fair-share's cap bucket keeps what a VM with work
 # waiting was owed meanwhile (policy/rate_bucket.h). tests/vm/README.md.
 mport=$((30000 + $$ % 20000))
+identity=()  # per start: the daemon's uid, NoNewPrivs, CapBnd, CapEff, umask
 daemon_start() { # log-name
-  rm -f "$run/ctl.sock"
+  rm -f "$control"
+  # User=/Group=/UMask= of the unit, its NoNewPrivileges, empty capability
+  # set and file-system sandbox; the rest of the unit's ExecStart options
+  # (its conffile's socket-group) plus this test's. $! is the daemon's pid.
   # shellcheck disable=SC2086
-  "$daemon" --control-socket "$run/ctl.sock" --policy fair-share --socket-group libvirt-qemu \
+  "$here/tests/lib/run-as-unit.sh" vhost-rdma vhost-rdma 0077 "$rt" -- \
+    "$daemon" --control-socket "$control" --policy fair-share --socket-group vhost-rdma \
     --libvirt-uri qemu:///system \
     --metrics-address "127.0.0.1:$mport" ${VRDMA_DAEMON_ARGS:-} >"$run/$1" 2>&1 &
   daemon_pid=$!
   local i
-  for ((i = 0; i < 100; i++)); do [ -S "$run/ctl.sock" ] && break; sleep 0.1; done
-  [ -S "$run/ctl.sock" ] || die "daemon did not start (log: $run/$1)"
+  for ((i = 0; i < 100; i++)); do [ -S "$control" ] && break; sleep 0.1; done
+  [ -S "$control" ] || die "daemon did not start (log: $run/$1)"
   for ((i = 0; i < 50; i++)); do grep -q "libvirt: following" "$run/$1" && break; sleep 0.1; done
   grep -q "libvirt: following" "$run/$1" || die "the daemon does not follow libvirt: $(tail -3 "$run/$1")"
+  local st=/proc/$daemon_pid/status
+  identity+=("$(awk '/^Uid:/ {u = $2} /^NoNewPrivs:/ {n = $2} /^CapBnd:/ {b = $2} /^CapEff:/ {e = $2}
+    /^Umask:/ {m = $2} END {print u, n, b, e, m}' "$st") $(readlink "/proc/$daemon_pid/exe")")
+  log "  daemon pid $daemon_pid: uid NoNewPrivs CapBnd CapEff Umask exe: ${identity[-1]}"
 }
 daemon_start daemon.log
-ctl() { "$ctl" -s "$run/ctl.sock" "$@"; }
+ctl() { "$ctl" -s "$control" "$@"; }
 vm_json() { # name: the VM's stats entry (JSON) or nothing
   ctl --json stats | python3 -c 'import json,sys; n=sys.argv[1]; print(next((json.dumps(v) for v in json.load(sys.stdin)["vms"] if v["name"]==n), ""))' "$1"
 }
@@ -199,7 +265,7 @@ ET.SubElement(fs, "target", dir="vrdma")
 for a in d.iter(f"{{{Q}}}arg"):
     v = a.get("value")
     if v.startswith("socket,id=vrdma0,"):
-        a.set("value", f"socket,id=vrdma0,path={run}/{name}.sock,reconnect-ms=500")
+        a.set("value", f"socket,id=vrdma0,path={run}/vhost-rdma/{name}.sock,reconnect-ms=500")
 md = d.find("metadata")
 meta = md.find(f"{{{NS}}}vrdma")
 for g in meta.findall(f"{{{NS}}}gid"): g.text = f"::ffff:{ip}"
@@ -248,8 +314,35 @@ for ((i = 0; i < 100; i++)); do
     [ "$(vm_field vrdma-lv-b 'v["connected"]' 2>/dev/null)" = True ] && { attached=1; break; }
   sleep 0.2
 done
-log "  attached by the hook, QEMU (as $(ps -o user= -p "$(pgrep -f 'guest=vrdma-lv-a' | head -1)" 2>/dev/null || echo '?')) connected: $attached"
-sock_mode="$(stat -c '%a %G' "$run/vrdma-lv-a.sock" 2>/dev/null || true)"
+qemu_pid="$(pgrep -f 'guest=vrdma-lv-a' | head -1 || true)"
+qemu_ids=""  # QEMU's user, group and supplementary groups, by name
+if [ -n "$qemu_pid" ]; then
+  qemu_ids="$(awk '/^Uid:/ {print $2} /^Gid:/ {print $2} /^Groups:/ {$1 = ""; print}' "/proc/$qemu_pid/status" |
+    { read -r u; read -r g; read -r gs
+      printf '%s %s ' "$(getent passwd "$u" | cut -d: -f1)" "$(getent group "$g" | cut -d: -f1)"
+      for x in $gs; do getent group "$x" | cut -d: -f1; done | paste -sd,; })"
+fi
+log "  attached by the hook, QEMU (user group groups: ${qemu_ids:-?}) connected: $attached"
+sock_mode="$(stat -c '%a %G' "$rt/vrdma-lv-a.sock" 2>/dev/null || true)"
+rt_mode="$(stat -c '%U:%G %a' "$rt")" control_mode="$(stat -c '%U %a' "$control")"
+# Who reaches what, with QEMU's own credentials (its uid, gid and the groups
+# libvirt gave it): write permission on a socket and search permission on
+# its directories is what connect(2) needs; test -w asks exactly that
+# without opening a second vhost-user connection.
+qemu_creds=()
+if [ -n "$qemu_pid" ]; then
+  qemu_creds=(--reuid "$(awk '/^Uid:/ {print $2}' "/proc/$qemu_pid/status")"
+    --regid "$(awk '/^Gid:/ {print $2}' "/proc/$qemu_pid/status")"
+    --groups "$(awk '/^Groups:/ {$1 = ""; gsub(/^ +| +$/, ""); gsub(/ +/, ","); print}' "/proc/$qemu_pid/status")")
+fi
+reach() { # setpriv-credentials... -- path: yes or no
+  setpriv "${@:1:$#-2}" --inh-caps -all --bounding-set -all -- /usr/bin/test -w "${*: -1}" && echo yes || echo no
+}
+qemu_vm_sock="$(reach "${qemu_creds[@]}" -- "$rt/vrdma-lv-a.sock")"
+qemu_control="$(reach "${qemu_creds[@]}" -- "$control")"
+nobody_vm_sock="$(reach --reuid nobody --regid nogroup --clear-groups -- "$rt/vrdma-lv-a.sock")"
+nobody_control="$(reach --reuid nobody --regid nogroup --clear-groups -- "$control")"
+log "  $rt: $rt_mode; control socket: $control_mode; QEMU's credentials reach the VM socket: $qemu_vm_sock, the control socket: $qemu_control; nobody: $nobody_vm_sock, $nobody_control"
 initial_qos="$(vm_field vrdma-lv-b 'json.dumps(v["qos"])' 2>/dev/null || true)"
 log "  vrdma-lv-a.sock: $sock_mode; vrdma-lv-b qos from the metadata: $initial_qos"
 
@@ -385,8 +478,19 @@ echo "  before the cap: ${bw1:-none}   after virsh metadata max_rate_bps=$cap_bp
 echo
 check "virsh start of a domain without vrdma metadata fails and says why" test "$refused_nometa" = 1
 check "virsh start of a domain with weight=0 in its metadata fails with the daemon's reason" test "$refused_badqos" = 1
-check "the hook attached vm-a and vm-b and their QEMUs (libvirt-qemu) connected" test "$attached" = 1
-check "VM sockets are mode 660, group libvirt-qemu" test "$sock_mode" = "660 libvirt-qemu"
+vr_uid="$(id -u vhost-rdma)"
+check "the daemon ran as the unit runs it: user vhost-rdma, NoNewPrivs, no capabilities, umask 0077" \
+  test "${identity[0]:-}" = "$vr_uid 1 0000000000000000 0000000000000000 0077 $daemon"
+check "the restarted daemon (step 9) ran with the same identity" test "${identity[1]:-}" = "${identity[0]:-x}"
+check "its runtime directory is vhost-rdma:vhost-rdma 0750, its control socket vhost-rdma 0700" \
+  test "$rt_mode/$control_mode" = "vhost-rdma:vhost-rdma 750/vhost-rdma 700"
+check "the hook (run by libvirtd as root) attached vm-a and vm-b and their QEMUs connected" test "$attached" = 1
+check "QEMU ran as libvirt-qemu with group vhost-rdma among its groups" \
+  python3 -c 'import sys; f = sys.argv[1].split(); sys.exit(not (len(f) == 3 and f[0] == "libvirt-qemu" and "vhost-rdma" in f[2].split(",")))' "$qemu_ids"
+check "VM sockets are mode 660, group vhost-rdma" test "$sock_mode" = "660 vhost-rdma"
+check "QEMU's credentials reach its VM socket but not the control socket" \
+  test "$qemu_vm_sock/$qemu_control" = "yes/no"
+check "user nobody reaches neither socket" test "$nobody_vm_sock/$nobody_control" = "no/no"
 check "vm-b's initial QoS came from its metadata (weight 2)" grep -q '"weight": 2' <<<"$initial_qos"
 for t in bw1 bw2; do
   for v in a b; do check "vm-$v $t (ib_write_bw) exit code 0" test "$(cat "$run/share-$v/results/$t.rc" 2>/dev/null)" = 0; done
