@@ -16,7 +16,7 @@
 # Needs root (the caller makes RUNTIME_DIR, as systemd does, beforehand).
 # RUNTIME_DIR must not be under /tmp, /var/tmp, /home or /root (those are
 # replaced in the namespace); the unit's own is /run/vhost-rdma.
-# Used by tests/vm/run-libvirt.sh.
+# Used by tests/pkg/run-pkg.sh and tests/vm/run-libvirt.sh.
 set -e
 [ $# -ge 6 ] || { echo "usage: $0 USER GROUP UMASK RUNTIME_DIR [VAR=VALUE...] -- COMMAND [ARG...]" >&2; exit 2; }
 case "$4" in

@@ -198,31 +198,14 @@ $SUDO install -d -m "$rt_mode" -o "$user" -g "$group" "$rt"
 listener_pid=$!
 for _ in $(seq 50); do [ -S "$notify_dir/notify" ] && break; sleep 0.1; done
 [ -S "$notify_dir/notify" ] || fail "the notify listener did not start"
-# ProtectSystem=strict, ProtectHome, PrivateTmp: a mount namespace where
-# everything but the API file systems and the runtime directory is
-# read-only. Then LimitMEMLOCK, User/Group (with the user's groups),
-# NoNewPrivileges, the empty bounding set, UMask and systemd's environment.
-# Every exec keeps the pid, so WATCHDOG_PID=$$ is the daemon's pid.
+# The unit's sandbox and identity (tests/lib/run-as-unit.sh, shared with
+# run-libvirt.sh), under LimitMEMLOCK. Every exec keeps the pid, so $! is
+# the daemon's. WATCHDOG_PID is not set: sd_watchdog_enabled then accepts
+# the watchdog for any pid.
 t_exec=$(date +%s.%N)
-$SUDO unshare --mount --propagation private -- /bin/sh -ec '
-  rt=$1; notify=$2; wd=$3; user=$4; group=$5; um=$6; memlock=$7; shift 7
-  mount --bind "$rt" "$rt"
-  for d in /tmp /var/tmp; do mount -t tmpfs -o mode=1777 tmpfs "$d"; done
-  for d in /home /root; do [ -d "$d" ] && mount -t tmpfs -o ro,mode=0755 tmpfs "$d"; done
-  mount -o remount,bind,ro /
-  findmnt -rn -o TARGET | while read -r m; do
-    case "$m" in /|/proc|/proc/*|/sys|/sys/*|/dev|/dev/*|"$rt"|/tmp|/var/tmp) continue ;; esac
-    mount -o remount,bind,ro "$m" 2>/dev/null || true
-  done
-  umask "$um"
-  exec $memlock \
-    setpriv --reuid "$user" --regid "$group" --init-groups --no-new-privs \
-            --bounding-set -all --inh-caps -all -- \
-    env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-        HOME=/nonexistent USER="$user" LOGNAME="$user" RUNTIME_DIRECTORY="$rt" \
-        NOTIFY_SOCKET="$notify" WATCHDOG_USEC="$wd" WATCHDOG_PID=$$ "$@"
-' sh "$rt" "$notify_dir/notify" "$watchdog_usec" "$user" "$group" "$umask_" "$memlock" \
-  "${exec_start[@]}" \
+# shellcheck disable=SC2086  # $SUDO and $memlock are words or empty
+$SUDO $memlock "$here/tests/lib/run-as-unit.sh" "$user" "$group" "$umask_" "$rt" \
+  NOTIFY_SOCKET="$notify_dir/notify" WATCHDOG_USEC="$watchdog_usec" -- "${exec_start[@]}" \
   >"$work/daemon.log" 2>&1 &
 daemon_pid=$!
 main_pid=$daemon_pid  # daemon_pid is cleared once it exited
