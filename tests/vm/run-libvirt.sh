@@ -308,12 +308,16 @@ for v in a b; do
   "${virsh[@]}" start "vrdma-lv-$v" >"$run/start-vrdma-lv-$v.txt" 2>&1 ||
     die "virsh start vrdma-lv-$v: $(cat "$run/start-vrdma-lv-$v.txt")"
 done
-attached=0
-for ((i = 0; i < 100; i++)); do
-  [ "$(vm_field vrdma-lv-a 'v["connected"]' 2>/dev/null)" = True ] &&
-    [ "$(vm_field vrdma-lv-b 'v["connected"]' 2>/dev/null)" = True ] && { attached=1; break; }
-  sleep 0.2
-done
+both_connected() {  # waits up to 20 s for both domains' devices; prints 1 or 0
+  local i
+  for ((i = 0; i < 100; i++)); do
+    [ "$(vm_field vrdma-lv-a 'v["connected"]' 2>/dev/null)" = True ] &&
+      [ "$(vm_field vrdma-lv-b 'v["connected"]' 2>/dev/null)" = True ] && { echo 1; return; }
+    sleep 0.2
+  done
+  echo 0
+}
+attached=$(both_connected)
 qemu_pid="$(pgrep -f 'guest=vrdma-lv-a' | head -1 || true)"
 qemu_ids=""  # QEMU's user, group and supplementary groups, by name
 if [ -n "$qemu_pid" ]; then
@@ -434,12 +438,7 @@ ctl qos vrdma-lv-b | tee "$run/ctl-qos.txt" >&2
 log "step 9/10: SIGKILL the daemon and start it again: it attaches the running domains from libvirt"
 kill -9 "$daemon_pid"; wait "$daemon_pid" 2>/dev/null || true
 daemon_start daemon-restarted.log
-reattached=0
-for ((i = 0; i < 100; i++)); do
-  [ "$(vm_field vrdma-lv-a 'v["connected"]' 2>/dev/null)" = True ] &&
-    [ "$(vm_field vrdma-lv-b 'v["connected"]' 2>/dev/null)" = True ] && { reattached=1; break; }
-  sleep 0.2
-done
+reattached=$(both_connected)
 weight_after="$(vm_field vrdma-lv-b 'v["qos"]["weight"]' 2>/dev/null || true)"
 log "  both attached again and QEMU reconnected: $reattached; vrdma-lv-b weight $weight_after (its live <qos weight=0/> refused, the definition's used)"
 grep "libvirt:" "$run/daemon-restarted.log" | sed 's/^/    /' >&2
