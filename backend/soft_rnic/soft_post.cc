@@ -24,6 +24,9 @@ bool OpcodeAllowed(QpType type, WrOpcode op) {
     case WrOpcode::kAtomicCmpSwp:
     case WrOpcode::kAtomicFetchAdd:
       return type == QpType::kRc;
+    case WrOpcode::kWait:
+    case WrOpcode::kEnable:
+      return false;  // cross-channel: RnicLimits::cross_channel is false here
   }
   return false;
 }
