@@ -142,6 +142,26 @@ if ((two)); then
   row "native ib_write_lat" "$R2/x_native_write_lat.out"
   row "daemon write_lat" "$R2/x_write_lat.out"
   for t in send_bw send_lat read_bw read_lat; do row "daemon $t" "$R2/x_$t.out"; done
+  # Adaptive signaling (--adaptive-signaling auto: on with rxe0): the
+  # client host's stage counters after each test. vrdma-perftest signals
+  # every WR; a latency test's WR is the last of its post list, so it is
+  # signaled; a bandwidth test's WRs get a CQE per signal period.
+  echo "CQEs the client host's daemon asked of rxe0 per guest WR (vrdma-perftest signals every WR):"
+  python3 - "$R2" >"$run/signals.txt" <<'PY'
+import json, sys
+prev = (0.0, 0.0)
+for t in ("write_bw", "write_lat", "send_bw", "send_lat", "read_bw", "read_lat"):
+    try:
+        p = json.load(open(f"{sys.argv[1]}/x_{t}.stats.json"))["policy"]
+        s, w = p["stage_rnic_signals"], p["stage_wrs_done"]
+    except (OSError, ValueError, KeyError) as e:
+        print(f"  {t:10s} no counters ({e})")
+        continue
+    ds, dw = s - prev[0], w - prev[1]
+    prev = (s, w)
+    print(f"  {t:10s} {int(ds):6d} RNIC CQEs for {int(dw):6d} guest WRs = {ds / dw if dw else 0:.3f}")
+PY
+  sed 's/^/  /' "$run/signals.txt"
   for t in x_native_write_bw x_native_write_lat; do
     check "two hosts: $t exit code 0 (server h1, client h2)" both_zero "$R/$t.rc" "$R2/$t.rc"
   done
@@ -149,6 +169,8 @@ if ((two)); then
     check "two hosts: vrdma-perftest $t --verify exit code 0 (server h1, client h2)" \
       both_zero "$R/x_$t.rc" "$R2/x_$t.rc"
   done
+  check "adaptive signaling on rxe0: write_bw's 1000 signaled WRs took fewer RNIC CQEs" \
+    awk '$1 == "write_bw" && $2 + 0 > 0 && $2 + 0 < $6 + 0 {ok = 1} END {exit !ok}' "$run/signals.txt"
 elif ((tests_only == 0)); then
   check "attach-vm accepts the port's GIDs" bash -c "rc=\$(cat '$R/attach_a.rc' '$R/attach_b.rc' | tr -d '\n'); [ \"\$rc\" = 00 ]"
   echo

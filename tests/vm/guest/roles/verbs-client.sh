@@ -12,5 +12,6 @@ port=19100
 echo "$TWO_HOST_DAEMON" | while read -r tag cmd; do
   port=$((port + 1))
   pt_client $tag /run/g2.sock $PEER_IP $port $cmd
+  ctl raw '{"cmd":"stats"}' >$R/$tag.stats.json 2>&1  # the stage's counters after each test
 done
 stop_daemon
