@@ -119,6 +119,10 @@ struct FlowStorage {
   // signaled piece's post-to-completion time at period 1.
   uint32_t signal_period = 1;
   Nanos normal_latency = 0;
+  // A WR the guest signaled went to the RNIC unsignaled, and no signaled
+  // piece followed yet (the RNIC refused the rest of its post list): the
+  // next plan must end with a signal.
+  bool signal_owed = false;
 
   // Credit (gated flows) and pacing.
   // Signed: a piece larger than the credit left may post while any is

@@ -187,7 +187,7 @@ Stage::Stop Stage::PlanNative(FlowStorage& f, uint32_t* count) {
 
 Stage::Stop Stage::Plan(FlowStorage& f, uint32_t* count) {
   const policy::FlowControl& c = f.control;
-  plan_owes_signal_ = false;
+  plan_owes_signal_ = f.signal_owed;
   if (f.native && f.release_at <= now_ &&
       (f.q_count == 0 || f.entries[f.at(0)].offset == 0)) {
     const Stop stop = PlanNative(f, count);
@@ -443,7 +443,9 @@ void Stage::CommitEmit(FlowStorage& f, const Emit& em) {
     ++f.signaled_outstanding;
     ++signaled_outstanding_;
     ++rnic_signals_;
+    f.signal_owed = false;
   } else {
+    if ((em.flags & kRecLast) && r.info.signaled) f.signal_owed = true;
     ++f.since_signal;
     f.bytes_since_signal += em.length;
   }

@@ -256,6 +256,31 @@ TEST_F(AdaptiveSignalTest, TheRnicSignalsEveryPeriodAndTheLastOfABatch) {
   EXPECT_EQ(stage_.rnic_signals(), 8u) << "20 guest CQEs from 8 RNIC CQEs";
 }
 
+// The RNIC took only the demoted head of a post list: the signal its end
+// owed is paid by the next post list, even one of unsignaled WRs only.
+TEST_F(AdaptiveSignalTest, ASignalOwedWhenTheRnicRefusedTheRestIsPaidLater) {
+  for (uint32_t t = 1; t <= 4; ++t) OneRoundTrip(t, 1000);
+  ASSERT_EQ(stage_.signal_period(flow_), 5u);
+  ASSERT_TRUE(Posted().empty());
+  rnic_.sq_capacity = 2;
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 64, true), 5));
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 64, true), 6));
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 64, false), 7));
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 64, false), 8));
+  Run();
+  ASSERT_EQ(Posted().size(), 2u);
+  EXPECT_EQ(Signaled(Posted()), 0) << "5 and 6 went unsignaled; 8 was to pay";
+  rnic_.sq_capacity = 1u << 20;
+  Run();
+  ASSERT_EQ(Posted().size(), 4u);
+  EXPECT_TRUE(Posted()[3].send_flags & kSendSignaled) << "the owed signal";
+  now_ += 1000;
+  CompleteSignaled(1);
+  ASSERT_EQ(owner_.done.size(), 8u);
+  EXPECT_EQ(owner_.done[4].tag, 5u);
+  EXPECT_EQ(owner_.done[5].tag, 6u);
+}
+
 TEST_F(AdaptiveSignalTest, ThePeriodHalvesWhenCompletionsSlowDown) {
   for (uint32_t t = 1; t <= 7; ++t) OneRoundTrip(t, 1000);
   ASSERT_EQ(stage_.signal_period(flow_), 8u);
