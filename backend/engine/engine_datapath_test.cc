@@ -144,9 +144,7 @@ TEST_F(WatchedSqTest, WqesAreTakenBeforeTheirDoorbellUntilTheQueueWasQuiet) {
   engine_->Doorbell(vm, VIRTIO_RDMA_DB_SQ, r.qpn);
   Poll(1);
   EXPECT_EQ(Sent(r), 3u);
-  rnic_.CompleteSend(r.qpn);
-  rnic_.CompleteSend(r.qpn);
-  rnic_.CompleteSend(r.qpn);
+  for (int i = 0; i < 3; ++i) rnic_.CompleteSend(r.qpn);
   Poll(1);
   std::vector<ib_uverbs_wc> wcs = DrainCq(r.scq);
   ASSERT_EQ(wcs.size(), 3u);

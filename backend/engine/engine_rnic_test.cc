@@ -105,8 +105,7 @@ TEST_P(EngineRnicTest, RcSendWriteReadBetweenTwoVms) {
   Guest a(0x100000), b(0x40000000);
   AddGuest(a, 1);
   AddGuest(b, 2);
-  BringUp(a, QpType::kRc, &b);
-  BringUp(b, QpType::kRc, &a);
+  Connect(a, b, QpType::kRc);
 
   // SEND: B posts a receive (no doorbell, like librxe), A sends 300 bytes.
   testing::PostRecv(b.rq, 0xb0, {{b.iova + 1000, 512, b.lkey}});
@@ -162,8 +161,7 @@ TEST_P(EngineRnicTest, RcImmediateAtomicsInlineAndGather) {
   Guest a(0x100000), b(0x40000000);
   AddGuest(a, 1);
   AddGuest(b, 2);
-  BringUp(a, QpType::kRc, &b);
-  BringUp(b, QpType::kRc, &a);
+  Connect(a, b, QpType::kRc);
   uint64_t v = 40;
   std::memcpy(b.buf() + 4096, &v, 8);
 
@@ -228,8 +226,7 @@ TEST_P(EngineRnicTest, UcWriteAndSend) {
   Guest a(0x100000), b(0x40000000);
   AddGuest(a, 1, QpType::kUc);
   AddGuest(b, 2, QpType::kUc);
-  BringUp(a, QpType::kUc, &b);
-  BringUp(b, QpType::kUc, &a);
+  Connect(a, b, QpType::kUc);
   testing::PostRecv(b.rq, 9, {{b.iova + 512, 256, b.lkey}});
   testing::PostSend(a.sq, GuestSend{.wr_id = 1,
                                     .opcode = IB_UVERBS_WR_RDMA_WRITE,
@@ -253,8 +250,7 @@ TEST_P(EngineRnicTest, RemoteKeyAbuseFailsOnTheFabric) {
   Guest a(0x100000), b(0x40000000);
   AddGuest(a, 1);
   AddGuest(b, 2);
-  BringUp(a, QpType::kRc, &b);
-  BringUp(b, QpType::kRc, &a);
+  Connect(a, b, QpType::kRc);
   const std::vector<uint8_t> before(b.buf(), b.buf() + kBufPages * 4096);
   // A writes past the end of B's MR: the responder refuses.
   testing::PostSend(a.sq,
@@ -285,8 +281,7 @@ TEST_P(EngineRnicTest, RemoteReadWithoutTheRightFails) {
   Guest a(0x100000), b(0x40000000);
   AddGuest(a, 1);
   AddGuest(b, 2);
-  BringUp(a, QpType::kRc, &b);
-  BringUp(b, QpType::kRc, &a);
+  Connect(a, b, QpType::kRc);
   // B registers a write-only MR; A reads through it.
   const uint64_t gpa = b.env.AllocPages(1);
   RegMrRequest mr;
@@ -416,8 +411,7 @@ TEST_P(EngineRnicTest, DetachMidTrafficLeavesOthersWorking) {
   AddGuest(a, 1);
   AddGuest(b, 2);
   AddGuest(c, 3);
-  BringUp(a, QpType::kRc, &b);
-  BringUp(b, QpType::kRc, &a);
+  Connect(a, b, QpType::kRc);
   // A streams writes into B; detach A with WQEs in flight.
   for (uint64_t i = 0; i < 20; ++i) {
     testing::PostSend(a.sq, GuestSend{.wr_id = i,
@@ -438,8 +432,7 @@ TEST_P(EngineRnicTest, DetachMidTrafficLeavesOthersWorking) {
   m.mask = VIRTIO_RDMA_QP_STATE;
   m.state = QpState::kReset;
   ASSERT_EQ(engine_->ModifyQp(b.vm, m), Status::kOk);
-  BringUp(c, QpType::kRc, &b);
-  BringUp(b, QpType::kRc, &c);
+  Connect(c, b, QpType::kRc);
   testing::PostRecv(b.rq, 0xb1, {{b.iova + 4096, 256, b.lkey}});
   testing::PostSend(c.sq,
                     GuestSend{.wr_id = 0xc1, .sges = {{c.iova, 200, c.lkey}}});

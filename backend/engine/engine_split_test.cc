@@ -52,8 +52,7 @@ class EngineSplitTest : public EngineSoftRnicTest {
     UsePolicy(split_);
     AddGuest(a_, 1);
     AddGuest(b_, 2);
-    BringUp(a_, QpType::kRc, &b_);
-    BringUp(b_, QpType::kRc, &a_);
+    Connect(a_, b_, QpType::kRc);
   }
   void TearDown() override { engine_.reset(); }  // before split_
   uint64_t Pieces() { return engine_->Stats(a_.vm)->sched.pieces_posted; }
@@ -260,8 +259,7 @@ TEST_F(EngineSoftRnicTest, SendToAnSrqIsNotSplit) {
   bs.vm = b.vm;
   bs.qpn = bq->qpn;
   bs.gid = b.gid;
-  BringUp(a, QpType::kRc, &bs);
-  BringUp(bs, QpType::kRc, &a);
+  Connect(a, bs, QpType::kRc);
   testing::PostRecv(srq_ring, 0xb9, {{b.iova, 12000, b.lkey}});
   engine_->Doorbell(b.vm, VIRTIO_RDMA_DB_SRQ, srq->handle);
   testing::PostSend(a.sq, GuestSend{.wr_id = 0xab, .sges = {{a.iova, 10000, a.lkey}}});

@@ -119,9 +119,9 @@ struct FlowStorage {
   // signaled piece's post-to-completion time at period 1.
   uint32_t signal_period = 1;
   Nanos normal_latency = 0;
-  // A WR the guest signaled went to the RNIC unsignaled, and no signaled
-  // piece followed yet (the RNIC refused the rest of its post list): the
-  // next plan must end with a signal.
+  // A WR the guest signaled was planned unsignaled and no signaled piece
+  // has been committed since: the plan's last piece is signaled, and if the
+  // RNIC refused it (the rest of the post list), the next plan's is.
   bool signal_owed = false;
 
   // Credit (gated flows) and pacing.

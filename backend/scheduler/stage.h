@@ -207,8 +207,9 @@ class Stage final : public policy::Mechanisms {
   // it, and a marker waiting behind unsignaled work gets its sentinel.
   void FinishPlan(FlowStorage& f, Stop stop, uint32_t* count);
   // Whether a WR the guest signaled goes to the RNIC signaled; when not,
-  // the plan owes a signal at its end (plan_owes_signal_).
-  bool SignalGuestWr(const FlowStorage& f, uint32_t since_signal);
+  // the flow owes a signal (FlowStorage::signal_owed) that its plan's last
+  // piece pays.
+  bool SignalGuestWr(FlowStorage& f, uint32_t since_signal);
   // TPL's rule on a signaled piece's completion: the period grows while
   // that piece took under 1.8x the latency at period 1, and halves above
   // 2.5x.
@@ -249,7 +250,6 @@ class Stage final : public policy::Mechanisms {
   uint64_t stale_completions_ = 0;
   uint64_t rnic_signals_ = 0;
   uint64_t wrs_done_ = 0;
-  bool plan_owes_signal_ = false;  // this plan demoted a guest signal
   std::array<Completion, 16> own_poll_{};
   std::array<Emit, kMaxPass> emits_{};
   std::array<SendWr, kMaxPass> scratch_{};

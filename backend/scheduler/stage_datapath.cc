@@ -187,7 +187,6 @@ Stage::Stop Stage::PlanNative(FlowStorage& f, uint32_t* count) {
 
 Stage::Stop Stage::Plan(FlowStorage& f, uint32_t* count) {
   const policy::FlowControl& c = f.control;
-  plan_owes_signal_ = f.signal_owed;
   if (f.native && f.release_at <= now_ &&
       (f.q_count == 0 || f.entries[f.at(0)].offset == 0)) {
     const Stop stop = PlanNative(f, count);
@@ -378,7 +377,7 @@ void Stage::FinishPlan(FlowStorage& f, Stop stop, uint32_t* count) {
   // So must the last of a plan in which a WR the guest signaled went
   // unsignaled (adaptive signaling): its CQE waits for a later signal.
   if (n > 0 && (((stop != Stop::kEmpty || watched) && stop != Stop::kPassFull) ||
-                plan_owes_signal_)) {
+                f.signal_owed)) {
     for (uint32_t k = n; k-- > 0;) {
       if (emits_[k].flags & kRecControl) continue;
       if (!(emits_[k].flags & kRecRnicSignaled)) {
@@ -445,7 +444,6 @@ void Stage::CommitEmit(FlowStorage& f, const Emit& em) {
     ++rnic_signals_;
     f.signal_owed = false;
   } else {
-    if ((em.flags & kRecLast) && r.info.signaled) f.signal_owed = true;
     ++f.since_signal;
     f.bytes_since_signal += em.length;
   }
@@ -638,11 +636,11 @@ void Stage::OnCompletion(FlowId flow, const Completion& c, Nanos now) {
   MakeReady(f);
 }
 
-bool Stage::SignalGuestWr(const FlowStorage& f, uint32_t since_signal) {
+bool Stage::SignalGuestWr(FlowStorage& f, uint32_t since_signal) {
   if (!options_.adaptive_signaling || since_signal + 1 >= f.signal_period) {
     return true;
   }
-  plan_owes_signal_ = true;
+  f.signal_owed = true;
   return false;
 }
 

@@ -116,6 +116,11 @@ class EngineGuestsTest : public ::testing::Test {
     BringUpQp(*engine_, g.vm, g.qpn, type, kAllAccess,
               peer ? peer->gid : Gid{}, peer ? peer->qpn : 0, timers_);
   }
+  // Both QPs to RTS, each toward the other.
+  void Connect(Guest& a, Guest& b, QpType type) {
+    BringUp(a, type, &b);
+    BringUp(b, type, &a);
+  }
 
   // Runs the data path until pred holds (bounded: max_turns turns, and on a
   // real device, where completions take wall-clock time, 20 s).
