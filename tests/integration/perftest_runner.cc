@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -94,9 +95,11 @@ bool WriteBwTraffic::Start(const std::vector<BwGuest>& guests, int seconds, uint
   // Every client has WRITEs completing: from here on all of them run.
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (std::chrono::steady_clock::now() < end) {
-    bool all = true;
-    for (const Sample& s : Samples()) all = all && s.bytes > 0;
-    if (all) return true;
+    const std::optional<std::vector<Sample>> samples = Samples(err);
+    if (!samples) return false;
+    if (std::all_of(samples->begin(), samples->end(), [](const Sample& s) { return s.bytes > 0; })) {
+      return true;
+    }
     for (const Run& r : runs_) {
       if (waitpid(r.client, nullptr, WNOHANG) != 0) {
         return *err = r.guest.name + ": vrdma-perftest ended early:\n" + Slurp(r.client_out),
@@ -108,33 +111,47 @@ bool WriteBwTraffic::Start(const std::vector<BwGuest>& guests, int seconds, uint
   return *err = "the guests' WRITEs never all completed", false;
 }
 
-std::vector<WriteBwTraffic::Sample> WriteBwTraffic::Samples() {
+std::optional<std::vector<WriteBwTraffic::Sample>> WriteBwTraffic::Samples(std::string* err) {
+  const nlohmann::json stats = daemon_.Control({{"cmd", "stats"}});
+  if (!stats.value("ok", false)) return *err = "stats failed: " + stats.dump(), std::nullopt;
   std::vector<Sample> out;
   for (const Run& r : runs_) {
-    const nlohmann::json vm = daemon_.VmStats(r.guest.name);
-    Sample s;
-    if (vm.is_object()) {
-      s.bytes = vm["scheduler"].value("bytes_completed", uint64_t{0});
-      s.at_ns = vm.value("sampled_at_ns", uint64_t{0});
-    }
-    out.push_back(s);
+    const auto vm = std::find_if(stats["vms"].begin(), stats["vms"].end(), [&](const auto& v) {
+      return v.value("name", "") == r.guest.name;
+    });
+    if (vm == stats["vms"].end()) return *err = "stats lack " + r.guest.name, std::nullopt;
+    out.push_back({(*vm)["scheduler"].value("bytes_completed", uint64_t{0}),
+                   vm->value("sampled_at_ns", uint64_t{0})});
   }
   return out;
 }
 
-std::vector<double> WriteBwTraffic::MeasureGbps(std::chrono::milliseconds window) {
+bool WriteBwTraffic::Running(const Run& r) {
+  siginfo_t info{};
+  return waitid(P_PID, static_cast<id_t>(r.client), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+         info.si_pid == 0;
+}
+
+std::optional<std::vector<double>> WriteBwTraffic::MeasureGbps(std::chrono::milliseconds window,
+                                                               std::string* err) {
   // Each VM's rate over the interval between the daemon's own snapshots of
   // its counters (stats' sampled_at_ns), not over the harness's wall time:
   // a stats round trip on a loaded machine takes tens of ms, which would
   // read as a shortfall of a few percent.
   const auto t0 = std::chrono::steady_clock::now();
-  const std::vector<Sample> s0 = Samples();
+  const std::optional<std::vector<Sample>> s0 = Samples(err);
+  if (!s0) return std::nullopt;
   std::this_thread::sleep_until(t0 + window);
-  const std::vector<Sample> s1 = Samples();
+  const std::optional<std::vector<Sample>> s1 = Samples(err);
+  if (!s1) return std::nullopt;
   std::vector<double> gbps;
-  for (size_t i = 0; i < s0.size(); ++i) {
-    const double ns = static_cast<double>(s1[i].at_ns - s0[i].at_ns);
-    gbps.push_back(ns > 0 ? (s1[i].bytes - s0[i].bytes) * 8 / ns : 0);
+  for (size_t i = 0; i < runs_.size(); ++i) {
+    if (!Running(runs_[i])) {
+      return *err = runs_[i].guest.name + "'s run ended inside the window: give it more seconds",
+             std::nullopt;
+    }
+    const double ns = static_cast<double>((*s1)[i].at_ns - (*s0)[i].at_ns);
+    gbps.push_back(ns > 0 ? static_cast<double>((*s1)[i].bytes - (*s0)[i].bytes) * 8 / ns : 0);
   }
   return gbps;
 }

@@ -50,8 +50,12 @@ class WriteBwTraffic {
              const std::vector<std::string>& extra, std::string* err);
   // Each guest's payload rate in Gb/s over the next `window`, from the
   // daemon's accounting (stats' scheduler.bytes_completed of its client VM,
-  // over the interval of the daemon's snapshots, sampled_at_ns).
-  std::vector<double> MeasureGbps(std::chrono::milliseconds window);
+  // over the interval of the daemon's snapshots, sampled_at_ns). nullopt
+  // with *err when the daemon's stats lack a client VM, or when a client's
+  // run ended before the window did (its rate would read low): give the
+  // runs more seconds.
+  std::optional<std::vector<double>> MeasureGbps(std::chrono::milliseconds window,
+                                                 std::string* err);
   // Waits for every run to end; each guest's Gb/s as its vrdma-perftest
   // reported it (BW average, whole run), or nullopt with *err when one
   // failed or timed out.
@@ -68,7 +72,10 @@ class WriteBwTraffic {
     uint64_t bytes = 0;
     uint64_t at_ns = 0;
   };
-  std::vector<Sample> Samples();
+  // One per run, or nullopt with *err when the stats lack one.
+  std::optional<std::vector<Sample>> Samples(std::string* err);
+  // The client still runs (not reaped: Finish waits for it).
+  static bool Running(const Run& r);
 
   DaemonHarness& daemon_;
   std::vector<Run> runs_;
