@@ -27,8 +27,10 @@ bool HostPeer::DeliverSome(Turn& turn) {
 }
 
 bool HostPeer::OpenProbePath(sched::DestId dest) {
-  // Every peer is local today (one host, SoftRnic): dest 0 only.
-  if (dest != 0 || probe_.built) return false;
+  // Every peer is local today (one host, SoftRnic): dest 0 only. Built on
+  // the data-path thread: not on an RNIC whose slow control calls run on
+  // the control thread meanwhile (rnic.h: never two at once).
+  if (dest != 0 || probe_.built || rnic_.control_beside_data_path()) return false;
   ProbeObjects& p = probe_;
   bool ok = rnic_.AddGid(kHostGid) == Status::kOk;
   Result<RnicPd> pd = ok ? rnic_.AllocPd() : Status::kIoError;

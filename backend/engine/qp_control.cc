@@ -1,8 +1,9 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 //
 // QpControl (qp_control.h): QPs on the control path: checks and ring
-// mapping on the control thread, RNIC calls, the stage's flow and
-// publication in one RunSync closure.
+// mapping on the control thread; the CQs grown in a RunSync closure; the
+// RNIC's QP created where the slow RNIC calls run (rnic_calls.h); the
+// stage's flow and publication in a closure after it.
 #include "backend/engine/qp_control.h"
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "backend/engine/qp_attr_check.h"
 #include "backend/engine/recv_queue.h"
 #include "backend/engine/ring_check.h"
+#include "backend/engine/rnic_calls.h"
 
 namespace vrdma::engine {
 namespace {
@@ -146,7 +148,12 @@ Result<CreateQpResult> QpControl::CreateQp(VmId id,
     }
   }
 
+  // 1. On the data-path thread: the host CQs grown to hold this QP's worst
+  // case too (cq_sizing.h: they cannot overflow), or the QP is refused.
   Result<CreateQpResult> out = Status::kNoResource;
+  QpInit init;
+  CqPlan plan;
+  bool planned = false;
   executor_.RunSync([&] {
     PdObj* pd = vm->pds.Lookup(req.pd);
     CqObj* scq = vm->cqs.Lookup(req.send_cq);
@@ -156,16 +163,12 @@ Result<CreateQpResult> QpControl::CreateQp(VmId id,
       out = Status::kBadHandle;
       return;
     }
-    Result<uint32_t> h = vm->qps.PeekNextHandle();
-    if (!h.ok()) return;
-    // Host CQs that cannot overflow (cq_sizing.h): grow them to hold this
-    // QP's worst case too, or refuse the QP.
+    if (!vm->qps.PeekNextHandle().ok()) return;
     if (scq->rnic_failed || rcq->rnic_failed) {
       out = Status::kBadState;  // the guest was told (CQ_ERR): destroy it
       return;
     }
-    const uint32_t records = sched::Stage::RecordCapacity(flow);
-    const CqPlan plan = PlanCqs(*qp, scq, rcq, srq, records, limits_.max_cqe);
+    plan = PlanCqs(*qp, scq, rcq, srq, sched::Stage::RecordCapacity(flow), limits_.max_cqe);
     // The QP is refused unless its own charge and the growth of its CQs
     // fit.
     Charge total = charge;
@@ -179,20 +182,16 @@ Result<CreateQpResult> QpControl::CreateQp(VmId id,
       }
     }
     if (!Fits(vm->config.quotas, vm->stats, total)) return;  // kNoResource
-    const uint64_t send_demand = plan.send_demand;
-    const uint64_t recv_demand = plan.recv_demand;
-    const std::array<uint32_t, 2>& need = plan.need;
     for (int i = 0; i < 2; ++i) {
       CqObj* cq = plan.cqs[i];
-      if (cq == nullptr || need[i] <= cq->host_depth) continue;
-      if (rnic_.ResizeCq(cq->rnic, need[i]) != Status::kOk) return;
-      const Charge grown{0, rnic_.CqHostBytes(need[i]) -
+      if (cq == nullptr || plan.need[i] <= cq->host_depth) continue;
+      if (rnic_.ResizeCq(cq->rnic, plan.need[i]) != Status::kOk) return;
+      const Charge grown{0, rnic_.CqHostBytes(plan.need[i]) -
                                 rnic_.CqHostBytes(cq->host_depth), 0};
-      cq->host_depth = need[i];
+      cq->host_depth = plan.need[i];
       cq->charge.host_bytes += grown.host_bytes;
       Take(vm->stats, grown);
     }
-    QpInit init;
     init.type = req.type;
     init.pd = pd->rnic;
     init.send_cq = scq->rnic;
@@ -201,13 +200,33 @@ Result<CreateQpResult> QpControl::CreateQp(VmId id,
     if (srq) init.srq = srq->rnic;
     init.caps = rnic_caps;
     init.sq_sig_all = req.sq_sig_all;
-    Result<RnicQp> r = rnic_.CreateQp(init);
-    if (!r.ok()) {
-      out = r.status();
+    planned = true;
+  });
+  if (!planned) {
+    rnic_.Reclaim();
+    return out;
+  }
+  // 2. The RNIC's QP, where the slow RNIC calls run (rnic_calls.h): a
+  // firmware command on a physical RNIC, beside the data path.
+  const Result<RnicQp> r = RunRnicControl(rnic_, executor_, [&] { return rnic_.CreateQp(init); });
+  if (!r.ok()) {
+    rnic_.Reclaim();
+    return r.status();
+  }
+  // 3. Published on the data-path thread. Only this thread destroys the
+  // QP's PD, CQs and SRQ; a CQ the RNIC failed meanwhile refuses it.
+  executor_.RunSync([&] {
+    PdObj* pd = vm->pds.Lookup(req.pd);
+    CqObj* scq = vm->cqs.Lookup(req.send_cq);
+    CqObj* rcq = vm->cqs.Lookup(req.recv_cq);
+    SrqObj* srq = has_rq ? nullptr : vm->srqs.Lookup(req.srq);
+    if (scq->rnic_failed || rcq->rnic_failed) {
+      out = Status::kBadState;
       return;
     }
+    Result<uint32_t> h = vm->qps.PeekNextHandle();
+    if (!h.ok()) return;
     if (!vm->qpn_to_qp.Insert(r->qpn, *h)) {
-      (void)rnic_.DestroyQp(*r);
       out = Status::kIoError;  // the RNIC reused a live QPN
       return;
     }
@@ -219,7 +238,6 @@ Result<CreateQpResult> QpControl::CreateQp(VmId id,
     if (qp->flow == sched::kNoFlow) {
       vm->qpn_to_qp.Erase(r->qpn);
       vms_.qpn_owner.Erase(r->qpn);
-      (void)rnic_.DestroyQp(*r);
       out = Status::kNoResource;
       return;
     }
@@ -238,10 +256,10 @@ Result<CreateQpResult> QpControl::CreateQp(VmId id,
     ++pd->refs;
     ++scq->refs;
     ++rcq->refs;
-    qp->send_cq_demand = send_demand;
-    qp->recv_cq_demand = srq ? 0 : recv_demand;  // an SRQ's: per CQ
-    scq->demand += send_demand;
-    rcq->demand += recv_demand;
+    qp->send_cq_demand = plan.send_demand;
+    qp->recv_cq_demand = srq ? 0 : plan.recv_demand;  // an SRQ's: per CQ
+    scq->demand += plan.send_demand;
+    rcq->demand += plan.recv_demand;
     if (srq) {
       auto it = std::find_if(rcq->srq_users.begin(), rcq->srq_users.end(),
                              [&](const auto& u) { return u.first == srq; });
@@ -260,6 +278,10 @@ Result<CreateQpResult> QpControl::CreateQp(VmId id,
     (void)vm->qps.Insert(std::move(qp));
     out = res;
   });
+  if (!out.ok()) {
+    // Not published: the data path never saw it.
+    RunRnicControl(rnic_, executor_, [&] { return rnic_.DestroyQp(*r); });
+  }
   rnic_.Reclaim();  // queue memory the RNIC let go of on the data-path thread
   return out;
 }

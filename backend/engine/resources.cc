@@ -2,7 +2,8 @@
 //
 // Resources (resources.h): VM admission, PDs, MRs, AHs, CQs, SRQs, queries
 // and stats. Checks and page mapping on the control thread, RNIC calls and
-// publication in one RunSync closure.
+// publication in one RunSync closure; an MR's registration where the slow
+// RNIC calls run (rnic_calls.h), publication in a closure after it.
 #include "backend/engine/resources.h"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "backend/engine/qp_attr_check.h"
 #include "backend/engine/recv_queue.h"
 #include "backend/engine/ring_check.h"
+#include "backend/engine/rnic_calls.h"
 
 namespace vrdma::engine {
 
@@ -193,11 +195,22 @@ Result<RegMrResult> Resources::RegMr(VmId id, const RegMrRequest& req) {
   }
   auto obj = std::make_unique<MrObj>();
   VRDMA_RETURN_IF_ERROR(MapPages(*vm, req.pages, &obj->view, &charge));
+  if (!Fits(quotas, vm->stats, charge)) return Status::kNoResource;
   obj->pd = req.pd;
   obj->iova = req.iova;
   obj->length = req.length;
   obj->access = req.access;
   obj->charge = charge;
+
+  // Registered where the RNIC's slow calls run (rnic_calls.h): a physical
+  // RNIC pins the region's pages meanwhile, beside the data path. Only
+  // this thread destroys PDs, so the PD outlives the call.
+  const RnicPd pd_rnic = vm->pds.Lookup(req.pd)->rnic;
+  const Result<RnicMr> mr = RunRnicControl(rnic_, executor_, [&] {
+    return rnic_.RegMr(pd_rnic, obj->view.data() + req.first_page_offset, req.length,
+                       req.iova, req.access);
+  });
+  if (!mr.ok()) return mr.status();
 
   Result<RegMrResult> out = Status::kNoResource;
   executor_.RunSync([&] {
@@ -207,17 +220,9 @@ Result<RegMrResult> Resources::RegMr(VmId id, const RegMrRequest& req) {
       return;
     }
     if (!Fits(quotas, vm->stats, charge)) return;  // kNoResource
-    Result<RnicMr> mr =
-        rnic_.RegMr(pd->rnic, obj->view.data() + req.first_page_offset,
-                    req.length, req.iova, req.access);
-    if (!mr.ok()) {
-      out = mr.status();
-      return;
-    }
     Result<uint32_t> h = vm->mrs.PeekNextHandle();
     if (!h.ok() || !vm->lkey_to_mr.Insert(mr->lkey, *h)) {
       // Full, or the RNIC reused a live lkey (would alias two MRs).
-      (void)rnic_.DeregMr(*mr);
       out = h.ok() ? Status::kIoError : Status::kNoResource;
       return;
     }
@@ -230,7 +235,11 @@ Result<RegMrResult> Resources::RegMr(VmId id, const RegMrRequest& req) {
                                       kAccessRemoteAtomic);
     out = RegMrResult{*h, mr->lkey, remote ? mr->rkey : 0};
   });
-  return out;  // on failure obj (and its view) is released here
+  if (!out.ok()) {
+    // Not published: the data path never saw it.
+    RunRnicControl(rnic_, executor_, [&] { return rnic_.DeregMr(*mr); });
+  }
+  return out;  // on failure obj (and its view) is released here, after the RNIC's MR
 }
 
 Result<uint32_t> Resources::CreateAh(VmId id, uint32_t pd, const GuestAh& ah) {

@@ -9,7 +9,9 @@
 // calling (control) thread, asks the RNIC to prepare queue memory there,
 // then runs the rest (every Rnic call, every change to a VM's tables) in
 // one Executor::RunSync closure, i.e. on the data-path thread; the quota is
-// checked again in the closure, where the object is published. Stats reads
+// checked again in the closure, where the object is published. RegMr's
+// Rnic call runs before that closure, where the slow calls run
+// (rnic_calls.h). Stats reads
 // through RunSync too; QueryDevice/QueryGid read the VM's immutable config.
 #ifndef VRDMA_BACKEND_ENGINE_RESOURCES_H_
 #define VRDMA_BACKEND_ENGINE_RESOURCES_H_

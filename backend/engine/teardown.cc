@@ -1,7 +1,8 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 //
 // Teardown (teardown.h): objects destroyed and VMs detached: unpublished in
-// one RunSync closure, freed on the control thread afterwards.
+// one RunSync closure, freed on the control thread afterwards; RNIC QPs and
+// MRs destroyed in between, where the slow RNIC calls run (rnic_calls.h).
 #include "backend/engine/teardown.h"
 
 #include <algorithm>
@@ -11,17 +12,26 @@ namespace vrdma::engine {
 // ---------------------------------------------------------------- VMs
 
 void Teardown::DetachVm(VmId id) {
+  VmContext* vm = vms_.Find(id);
+  if (vm == nullptr) return;
+  SlowReleases slow;  // sized here: the closure allocates nothing for it
+  slow.qps.reserve(vm->qps.Handles().size());
+  slow.mrs.reserve(vm->mrs.Handles().size());
+  // 1. Off the data path: the VM's QPs (their flows and receive queues)
+  // and MRs; their RNIC objects are destroyed after, where the slow RNIC
+  // calls run.
+  executor_.RunSync([&] {
+    for (uint32_t h : vm->qps.Handles()) DestroyQpLocked(*vm, h, &slow);
+    for (uint32_t h : vm->mrs.Handles()) DestroyMrLocked(*vm, h, &slow);
+  });
+  slow.Release(rnic_, executor_);
+  // 2. The rest, dependents first (SRQs, AHs, CQs, PDs), and the VM.
   std::unique_ptr<VmContext> dead;
   executor_.RunSync([&] {
-    VmContext* vm = vms_.Find(id);
-    if (vm == nullptr) return;
-    // Dependents first: QPs, then SRQs, AHs, MRs, CQs, PDs.
-    for (uint32_t h : vm->qps.Handles()) DestroyQpLocked(*vm, h);
     for (uint32_t h : vm->srqs.Handles()) DestroySrqLocked(*vm, h);
     for (uint32_t h : vm->ahs.Handles()) {
       (void)rnic_.DestroyAh(vm->ahs.Lookup(h)->rnic);
     }
-    for (uint32_t h : vm->mrs.Handles()) DestroyMrLocked(*vm, h);
     for (uint32_t h : vm->cqs.Handles()) DestroyCqLocked(*vm, h);
     for (uint32_t h : vm->pds.Handles())
       (void)rnic_.DeallocPd(vm->pds.Lookup(h)->rnic);
@@ -44,10 +54,10 @@ Status Teardown::DestroyPd(VmId id, uint32_t pd) {
   });
 }
 
-void Teardown::DestroyMrLocked(VmContext& vm, uint32_t handle) {
+void Teardown::DestroyMrLocked(VmContext& vm, uint32_t handle, SlowReleases* slow) {
   MrObj* mr = vm.mrs.Lookup(handle);
   if (mr == nullptr) return;
-  (void)rnic_.DeregMr(mr->rnic);
+  slow->mrs.push_back(mr->rnic);
   vm.lkey_to_mr.Erase(mr->rnic.lkey);
   if (PdObj* pd = vm.pds.Lookup(mr->pd)) --pd->refs;
   GiveBack(vm.stats, mr->charge);
@@ -56,9 +66,10 @@ void Teardown::DestroyMrLocked(VmContext& vm, uint32_t handle) {
 
 Status Teardown::DeregMr(VmId id, uint32_t mr) {
   // The view is unmapped after the RNIC let go of the MR.
-  return DestroyObject(id, &VmContext::mrs, mr, [&](VmContext& vm, MrObj&) {
-    DestroyMrLocked(vm, mr);
-  });
+  return DestroyObject(id, &VmContext::mrs, mr,
+                       [&](VmContext& vm, MrObj&, SlowReleases* slow) {
+                         DestroyMrLocked(vm, mr, slow);
+                       });
 }
 
 Status Teardown::DestroyAh(VmId id, uint32_t ah) {
@@ -85,16 +96,17 @@ Status Teardown::DestroyCq(VmId id, uint32_t cq) {
   });
 }
 
-void Teardown::DestroyQpLocked(VmContext& vm, uint32_t handle) {
+void Teardown::DestroyQpLocked(VmContext& vm, uint32_t handle, SlowReleases* slow) {
   QpObj* qp = vm.qps.Lookup(handle);
   if (qp == nullptr) return;
   send_.Unschedule(*qp);
   qp->flow_storage = stage_.RemoveFlow(qp->flow, clock_());
   qp->flow = sched::kNoFlow;
   if (!qp->srq) recv_.Unlink(qp->rq);
-  // Destroy generates no completions; any still in the RNIC CQ carry a
-  // cookie whose handle is now stale and are dropped.
-  (void)rnic_.DestroyQp(qp->rnic);
+  // Destroyed after the closure. Its completions until then, and any
+  // still in the RNIC CQ, carry a cookie whose handle is now stale and are
+  // dropped.
+  slow->qps.push_back(qp->rnic);
   send_.CloseSendWindow(*qp);
   if (!qp->srq) completions_.Retire(*qp->recv_cq, qp->rq.posted);
   if (qp->srq) {
@@ -125,15 +137,18 @@ Status Teardown::DestroyQp(VmId id, uint32_t qpn) {
   if (vm == nullptr) return Status::kBadHandle;
   Status s = Status::kOk;
   std::unique_ptr<QpObj> dead;
+  SlowReleases slow;
+  slow.qps.reserve(1);
   executor_.RunSync([&] {
     std::optional<uint32_t> h = vm->qpn_to_qp.Find(qpn);
     if (!h || vm->qps.Lookup(*h) == nullptr) {
       s = Status::kBadHandle;
       return;
     }
-    DestroyQpLocked(*vm, *h);
+    DestroyQpLocked(*vm, *h, &slow);
     dead = vm->qps.Remove(*h);
   });
+  slow.Release(rnic_, executor_);
   rnic_.Reclaim();
   return s;  // ring views unmapped here, and the RNIC's queues freed
 }

@@ -4,7 +4,9 @@
 // engine (README.md, "Parts"). Each verb unpublishes in one
 // Executor::RunSync closure (the object leaves the data path's work lists
 // and its VM's tables, its RNIC object is destroyed, its charge given
-// back); the object, with its page views, is freed after RunSync returns,
+// back; a QP's or an MR's RNIC object after the closure, where the slow
+// RNIC calls run: rnic_calls.h); the object, with its page views, is freed
+// after that,
 // on the calling (control) thread, and so is the RNIC's queue memory
 // (Rnic::Reclaim). A referenced object (a PD with MRs, a CQ with QPs, ...)
 // is kBusy; DetachVm destroys dependents first.
@@ -14,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <type_traits>
 
 #include "backend/base/executor.h"
 #include "backend/engine/completions.h"
@@ -21,6 +24,7 @@
 #include "backend/engine/objects.h"
 #include "backend/engine/recv_path.h"
 #include "backend/engine/resources.h"
+#include "backend/engine/rnic_calls.h"
 #include "backend/engine/send_path.h"
 #include "backend/engine/vm_table.h"
 #include "backend/rnic/rnic.h"
@@ -57,8 +61,9 @@ class Teardown {
   // Destroys object `handle` of one of the VM's tables on the data-path
   // thread: kBadHandle when it is not there, kBusy while other objects
   // still refer to it (for objects that count references), otherwise
-  // `release` undoes its RNIC object and accounting. The object, with its
-  // page views, is freed after RunSync returns, on the calling thread.
+  // `release` undoes its RNIC object and accounting (or leaves a slow one
+  // in its SlowReleases, released after the closure). The object, with its
+  // page views, is freed after that, on the calling thread.
   template <typename T, typename Release>
   Status DestroyObject(VmId id, ResourceTable<T> VmContext::*table,
                        uint32_t handle, Release release) {
@@ -66,6 +71,9 @@ class Teardown {
     if (vm == nullptr) return Status::kBadHandle;
     Status s = Status::kOk;
     std::unique_ptr<T> dead;
+    SlowReleases slow;
+    slow.qps.reserve(1);
+    slow.mrs.reserve(1);
     executor_.RunSync([&] {
       T* obj = (vm->*table).Lookup(handle);
       if (obj == nullptr) {
@@ -78,15 +86,21 @@ class Teardown {
           return;
         }
       }
-      release(*vm, *obj);
+      if constexpr (std::is_invocable_v<Release, VmContext&, T&, SlowReleases*>) {
+        release(*vm, *obj, &slow);
+      } else {
+        release(*vm, *obj);
+      }
       dead = (vm->*table).Remove(handle);
     });
+    slow.Release(rnic_, executor_);  // before dead's page views go
     rnic_.Reclaim();  // the RNIC's queue memory, freed here too
     return s;
   }
-  // Teardown of single objects, on the data-path thread.
-  void DestroyQpLocked(VmContext& vm, uint32_t handle);
-  void DestroyMrLocked(VmContext& vm, uint32_t handle);
+  // Teardown of single objects, on the data-path thread. A QP's and an
+  // MR's RNIC object go to *slow (reserved by the caller).
+  void DestroyQpLocked(VmContext& vm, uint32_t handle, SlowReleases* slow);
+  void DestroyMrLocked(VmContext& vm, uint32_t handle, SlowReleases* slow);
   void DestroyCqLocked(VmContext& vm, uint32_t handle);
   void DestroySrqLocked(VmContext& vm, uint32_t handle);
 

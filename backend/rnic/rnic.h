@@ -362,9 +362,19 @@ class Rnic {
     return 0;
   }
 
-  // The engine runs control calls on the data-path thread (one thread at a
-  // time); these let an RNIC keep allocation and freeing of queue memory
-  // off that thread. Called on the engine's control thread, never
+  // Whether RegMr, DeregMr, CreateQp and DestroyQp may run on the engine's
+  // control thread while the data-path thread makes data calls. Never two
+  // control calls at once, and never on an object the data path reaches:
+  // the engine publishes an object to its data path after the create
+  // returned and unpublishes it before the destroy. A physical RNIC pins
+  // and maps a region inside its registration and runs a firmware command
+  // per QP; the data path must not wait behind them (libibverbs allows
+  // it). false: software RNICs, whose tables belong to the data-path thread.
+  virtual bool control_beside_data_path() const { return false; }
+
+  // The engine runs the other control calls on the data-path thread (one
+  // thread at a time); these let an RNIC keep allocation and freeing of
+  // queue memory off that thread. Called on the engine's control thread, never
   // concurrently with each other: Prepare* allocates (and touches) now the
   // queue memory the next CreateQp / CreateCq or ResizeCq / CreateSrq of
   // that shape will take, so that call only installs it; Reclaim frees what

@@ -2,6 +2,7 @@
 #include "tests/integration/two_vm_fixture.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <random>
 
 #include "guest-driver/lib/spin_wait.h"
@@ -102,7 +103,13 @@ void ExpectHealthy(Guest& a, Guest& b, uint64_t tag) {
 
 void TwoVmTest::SetUp() {
   std::string err;
-  ASSERT_TRUE(daemon_.Start(&err, DaemonArgs())) << err;
+  std::vector<std::string> args = DaemonArgs();
+  // On an rdma-core device (tests/vm/run-verbs.sh: rxe0 in a host VM, with
+  // the VMs' GIDs on its netdev); the software RNIC otherwise.
+  if (const char* dev = std::getenv("VRDMA_TEST_RNIC"); dev != nullptr && *dev != '\0') {
+    args.insert(args.end(), {"--rnic", dev});
+  }
+  ASSERT_TRUE(daemon_.Start(&err, args)) << err;
   sock_a_ = daemon_.AttachVm("vm-a", "::ffff:10.0.0.1");
   sock_b_ = daemon_.AttachVm("vm-b", "::ffff:10.0.0.2");
   ASSERT_FALSE(sock_a_.empty());

@@ -62,7 +62,8 @@ class TwoVmTest : public ::testing::Test {
  protected:
   void SetUp() override;
   void TearDown() override;
-  // Extra vhost-rdma-daemon flags (e.g. --policy) for a derived fixture.
+  // Extra vhost-rdma-daemon flags (e.g. --policy) for a derived fixture;
+  // SetUp adds --rnic $VRDMA_TEST_RNIC when that is set.
   virtual std::vector<std::string> DaemonArgs() const { return {}; }
 
   DaemonHarness daemon_;

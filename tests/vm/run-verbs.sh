@@ -12,7 +12,9 @@
 # the guests on the two hosts, printed side by side; then, on h1,
 # verbs_rnic_test, verbs_rnic_alloc_test and engine_rnic_test with
 # VRDMA_TEST_RNIC=rxe0 (every
-# Verbs instance must pass: a skip fails this script).
+# Verbs instance must pass: a skip fails this script), and the hostile test
+# in which one VM registers 1 GiB of MRs over and over beside another VM's
+# WRITE latency, through a daemon on rxe0.
 # --one-host: one host VM: the gtests; attach-vm refuses a GID the port
 # lacks and accepts the port's; native perftest beside vrdma-perftest
 # through the daemon, both ends on the same rxe0 (loopback).
@@ -22,7 +24,8 @@
 # Env:   VRDMA_CACHE, VRDMA_QEMU, VRDMA_QEMU_ARGS (see run-e2e.sh)
 #        VRDMA_BUILD   build directory (default build/; the binaries must exist:
 #                      cmake --build build --target verbs_rnic_test verbs_rnic_alloc_test
-#                      engine_rnic_test vhost-rdma-daemon vrdma-ctl vrdma-perftest)
+#                      engine_rnic_test vhost-rdma-daemon vrdma-ctl vrdma-perftest
+#                      integration_hostile_test)
 #        VRDMA_VM_SMP  vCPUs per host VM (default 2)
 #        VRDMA_VERBS_TIMEOUT  seconds for a host VM's whole run (default 900)
 #        VRDMA_DAEMON_ARGS  the daemons' flags besides --control and --rnic
@@ -44,7 +47,7 @@ build="${VRDMA_BUILD:-$here/build}"
 bins=(backend/verbs_rnic/verbs_rnic_test backend/verbs_rnic/verbs_rnic_alloc_test
       backend/engine/engine_rnic_test
       vhost-rdma/daemon/vhost-rdma-daemon vhost-rdma/daemon/vrdma-ctl
-      guest-driver/perftest/vrdma-perftest)
+      guest-driver/perftest/vrdma-perftest tests/integration/integration_hostile_test)
 ((tests_only)) && bins=("${bins[@]:0:3}")
 gtests="verbs_rnic_test verbs_rnic_alloc_test engine_rnic_test"
 for b in "${bins[@]}"; do
@@ -129,6 +132,10 @@ if ((tests_only == 0)); then
   check "attach-vm refuses a GID the port lacks, naming it" missing_gid_refused "$R"
 fi
 if ((two)); then
+  echo "== one VM registers 1 GiB of MRs over and over beside another's WRITEs (daemon on rxe0):"
+  grep -E 'victim (p99|worst)|registrations of|^\[ +(OK|FAILED) +\]|Failure|Expected|Which is' \
+    "$R/hostile_reg.out" 2>/dev/null | sed 's/^/   /' || echo "   (no output)"
+  check "the 1 GiB registrations on rxe0 (HostileTest) exit code 0" rc_is_zero "$R/hostile_reg.rc"
   R2="$run/share-h2/results"
   for h in h1 h2; do
     check "$h: attach-vm of its guest with the port's GID" rc_is_zero "$run/share-$h/results/attach.rc"

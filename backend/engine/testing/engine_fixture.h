@@ -41,7 +41,7 @@ struct Rig {
 class EngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    engine_ = CreateEngine(rnic_, exec_, policy_, options_);
+    engine_ = CreateEngine(rnic_, *executor_, policy_, options_);
   }
 
   VmId Attach(GuestEnv& env, std::vector<Gid> gids,
@@ -116,6 +116,7 @@ class EngineTest : public ::testing::Test {
   EngineOptions options_;  // a test's constructor may change them
   FakeRnic rnic_;
   InlineExecutor exec_;
+  Executor* executor_ = &exec_;  // a test's constructor may change it
   policy::PassThroughPolicy policy_;
   std::unique_ptr<Engine> engine_;
 };

@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <map>
 #include <set>
 #include <utility>
@@ -96,6 +97,13 @@ class FakeRnic final : public Rnic {
   bool deliver = false;
   uint32_t sq_capacity = 1u << 20;  // PostSend says kNoResource beyond
   bool resize_supported = true;
+  // Slow control calls (rnic.h): `beside` is what control_beside_data_path
+  // says. With slow_call set, RegMr, DeregMr, CreateQp and DestroyQp hand
+  // their bookkeeping to slow_call(work) on the calling thread: a test may
+  // hold that thread there, as a physical RNIC's registration does, then
+  // run `work` on the thread that owns this fake (it is not thread-safe).
+  bool beside = false;
+  std::function<void(const std::function<void()>& work)> slow_call;
 
   // What it recorded.
   std::set<Gid> gids;
@@ -129,6 +137,7 @@ class FakeRnic final : public Rnic {
   }
 
   RnicLimits limits() const override { return lim; }
+  bool control_beside_data_path() const override { return beside; }
   Status AddGid(const Gid& g) override {
     return gids.insert(g).second ? Status::kOk : Status::kInvalid;
   }
@@ -144,12 +153,18 @@ class FakeRnic final : public Rnic {
   }
   Result<RnicMr> RegMr(RnicPd pd, uint8_t* addr, uint64_t length, uint64_t iova,
                        uint32_t access) override {
-    uint32_t key = next_++;
-    mrs[key] = Mr{pd.id, addr, length, iova, access};
-    return RnicMr{key, key, key | 0x800000};
+    Result<RnicMr> out = Status::kIoError;
+    Slow([&] {
+      uint32_t key = next_++;
+      mrs[key] = Mr{pd.id, addr, length, iova, access};
+      out = RnicMr{key, key, key | 0x800000};
+    });
+    return out;
   }
   Status DeregMr(RnicMr mr) override {
-    return mrs.erase(mr.lkey) ? Status::kOk : Status::kBadHandle;
+    Status out = Status::kIoError;
+    Slow([&] { out = mrs.erase(mr.lkey) ? Status::kOk : Status::kBadHandle; });
+    return out;
   }
   Result<RnicCq> CreateCq(uint32_t depth) override {
     cqs[next_];
@@ -175,9 +190,13 @@ class FakeRnic final : public Rnic {
     return srqs.erase(s.id) ? Status::kOk : Status::kBadHandle;
   }
   Result<RnicQp> CreateQp(const QpInit& init) override {
-    uint32_t n = next_++;
-    qps[n].init = init;
-    return RnicQp{n, n};
+    Result<RnicQp> out = Status::kIoError;
+    Slow([&] {
+      uint32_t n = next_++;
+      qps[n].init = init;
+      out = RnicQp{n, n};
+    });
+    return out;
   }
   Status ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) override {
     auto it = qps.find(qp.id);
@@ -202,7 +221,9 @@ class FakeRnic final : public Rnic {
     return it->second.attr;
   }
   Status DestroyQp(RnicQp qp) override {
-    return qps.erase(qp.id) ? Status::kOk : Status::kBadHandle;
+    Status out = Status::kIoError;
+    Slow([&] { out = qps.erase(qp.id) ? Status::kOk : Status::kBadHandle; });
+    return out;
   }
   Result<RnicAh> CreateAh(RnicPd, const AddressVector& av) override {
     ahs.insert(next_);
@@ -332,6 +353,13 @@ class FakeRnic final : public Rnic {
   }
 
  private:
+  void Slow(const std::function<void()>& work) {
+    if (slow_call) {
+      slow_call(work);
+    } else {
+      work();
+    }
+  }
   static Completion SendCompletion(uint32_t qpn, const SendWr& wr) {
     Completion c;
     c.wr_id = wr.wr_id;

@@ -33,6 +33,24 @@ run_gtests() {
   touch $R/tests.done
 }
 
+# A VM registers and deregisters 1 GiB of MRs (4 x 256 MiB) over and over
+# beside another VM's WRITE latency, through a daemon of its own on this
+# rxe0 (HostileTest.GibibyteRegistrationsLeaveOthersWritesAlone, issue 10
+# item 9). The test's VMs have the IPv4 GIDs 10.0.0.1, .2 and .9: on eth0
+# first, so that the port has them.
+run_registrations() {
+  for a in 10.0.0.1 10.0.0.2 10.0.0.9; do ip addr add $a/24 dev eth0; done
+  i=0
+  while [ "$(cat /sys/class/infiniband/$DEV/ports/1/gids/* 2>/dev/null | grep -c ':ffff:0a00:00')" -lt 3 ] &&
+    [ $i -lt 100 ]; do
+    sleep 0.1; i=$((i + 1))
+  done
+  echo "$(date +%s) integration_hostile_test (registrations)"
+  VRDMA_TEST_RNIC=$DEV VRDMA_DAEMON=$B/vhost-rdma-daemon timeout $T $B/integration_hostile_test \
+    --gtest_filter='HostileTest.GibibyteRegistrations*' --gtest_color=no >$R/hostile_reg.out 2>&1
+  echo $? >$R/hostile_reg.rc
+}
+
 start_daemon() {
   # shellcheck disable=SC2086 # DAEMON_ARGS is a list of flags
   $B/vhost-rdma-daemon --control /run/ctl.sock --rnic $DEV ${DAEMON_ARGS:---idle-spin-us 1000} \

@@ -1,7 +1,8 @@
 # Role "verbs-server" (tests/vm/run-verbs.sh, two hosts): host 1. Serves
 # the two-host perftests: native ib_write_bw/lat on rxe0, then
 # vrdma-perftest through its daemon (VM g1, GID ::ffff:10.99.0.1) for host
-# 2's clients; then runs the VerbsRnic tests on its rxe0.
+# 2's clients; then runs the VerbsRnic tests on its rxe0, and a VM's 1 GiB
+# registrations beside another's WRITE latency.
 . /run/vrdma/roles/verbs-common.sh
 start_daemon
 ctl attach-vm --name stranger --socket /run/stranger.sock --gid ::ffff:10.98.0.9 \
@@ -21,3 +22,4 @@ stop_daemon
 # Then the VerbsRnic tests on this rxe0 (three IPv4 GIDs for three VMs).
 add_addrs 10.99.0.11 10.99.0.12
 run_gtests
+run_registrations

@@ -1,0 +1,225 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// Where the engine makes the RNIC's slow control calls (rnic_calls.h):
+// RegMr, CreateQp, DestroyQp and DeregMr run beside the data path when the
+// RNIC allows it, and on the data path when it does not.
+//
+// The test thread is the data-path thread: it polls the engine and runs the
+// closures RunSync hands it. A second thread is the control thread making
+// VM C's calls. The FakeRnic holds each slow call on the thread that makes
+// it (slow_call), as a physical RNIC holds a registration while it pins
+// pages, and VM A's sends must complete meanwhile.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "backend/engine/testing/engine_fixture.h"
+
+namespace vrdma::engine {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::DrainCq;
+using testing::GuestEnv;
+using testing::GuestSend;
+using testing::MakeGid;
+using testing::Rig;
+
+// The data-path thread is the one that made it; RunSync from another
+// thread waits until that one runs the closure (RunPending).
+class DataThread final : public Executor {
+ public:
+  void RunSync(const std::function<void()>& fn) override {
+    if (on_data_thread()) return fn();
+    std::unique_lock<std::mutex> l(mu_);
+    pending_ = &fn;
+    done_ = false;
+    cv_.wait(l, [this] { return done_; });
+  }
+  void RunPending() {
+    std::lock_guard<std::mutex> l(mu_);
+    if (pending_ == nullptr) return;
+    (*pending_)();
+    pending_ = nullptr;
+    done_ = true;
+    cv_.notify_all();
+  }
+  bool on_data_thread() const { return std::this_thread::get_id() == id_; }
+
+ private:
+  const std::thread::id id_ = std::this_thread::get_id();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  const std::function<void()>* pending_ = nullptr;
+  bool done_ = false;
+};
+
+class SlowControlTest : public testing::EngineTest {
+ protected:
+  SlowControlTest() { executor_ = &data_; }
+
+  // From here on the fake holds each slow call made off the data-path
+  // thread until Release, and counts those made on it.
+  void HoldSlowCalls() {
+    rnic_.slow_call = [this](const std::function<void()>& work) {
+      if (data_.on_data_thread()) {
+        ++on_data_path_;  // the data path waits for this one
+        work();
+        return;
+      }
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        ++held_;
+        cv_.wait(l, [this] { return open_; });
+        --held_;
+      }
+      data_.RunSync(work);  // the fake's tables belong to the data path
+    };
+  }
+  int held() {
+    std::lock_guard<std::mutex> l(mu_);
+    return held_;
+  }
+  void SetOpen(bool open) {
+    std::lock_guard<std::mutex> l(mu_);
+    open_ = open;
+    cv_.notify_all();
+  }
+  // One data-path turn: a closure handed over, then the engine's poll.
+  void Turn() {
+    data_.RunPending();
+    engine_->PollOnce();
+  }
+  // Turns until pred() or 10 s.
+  template <typename Pred>
+  bool TurnUntil(Pred pred) {
+    const auto end = std::chrono::steady_clock::now() + 10s;
+    while (!pred()) {
+      if (std::chrono::steady_clock::now() > end) return false;
+      Turn();
+    }
+    return true;
+  }
+
+  // VM A sends n messages and its CQ gets their CQEs.
+  bool SendsComplete(Rig& a, int n) {
+    for (int i = 0; i < n; ++i) {
+      testing::PostSend(a.sq, GuestSend{.wr_id = next_wr_++, .sges = {{a.iova, 64, a.lkey}}});
+    }
+    engine_->Doorbell(a.vm, VIRTIO_RDMA_DB_SQ, a.qpn);
+    size_t got = 0;
+    return TurnUntil([&] {
+      got += DrainCq(a.scq).size();
+      return got == static_cast<size_t>(n);
+    });
+  }
+
+  // Runs call() on a control thread; with the RNIC holding it, VM A's sends
+  // complete before it is let go. Returns whether it was held (the call ran
+  // beside the data path).
+  template <typename Call>
+  bool HeldWhileASends(Rig& a, Call call) {
+    SetOpen(false);
+    std::atomic<bool> done{false};
+    std::thread control([&] {
+      call();
+      done.store(true);
+    });
+    const bool held_in_rnic = TurnUntil([&] { return held() == 1 || done.load(); }) &&
+                              held() == 1;
+    if (held_in_rnic) {
+      EXPECT_TRUE(SendsComplete(a, 8)) << "VM A's sends wait for VM C's control call";
+      EXPECT_EQ(held(), 1) << "the call is still in the RNIC";
+    }
+    SetOpen(true);
+    EXPECT_TRUE(TurnUntil([&] { return done.load(); }));
+    control.join();
+    return held_in_rnic;
+  }
+
+  DataThread data_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = true;
+  int held_ = 0;
+  std::atomic<int> on_data_path_{0};
+  uint64_t next_wr_ = 1;
+};
+
+TEST_F(SlowControlTest, BesideTheDataPathWhenTheRnicAllowsIt) {
+  rnic_.beside = true;
+  rnic_.auto_complete = true;
+  GuestEnv env_a, env_c;
+  Rig a = MakeRig(env_a, Attach(env_a, {MakeGid(1)}));
+  const VmId c = Attach(env_c, {MakeGid(3)});
+  Rig rc = MakeRig(env_c, c, QpType::kRc, /*rts=*/false);
+  HoldSlowCalls();
+
+  Result<RegMrResult> mr = Status::kIoError;
+  RegMrRequest req;
+  req.pd = rc.pd;
+  req.access = testing::kAll;
+  req.iova = 0x80000000;
+  req.length = 4096;
+  req.pages = GuestEnv::Pages(env_c.AllocPages(1), 1);
+  EXPECT_TRUE(HeldWhileASends(a, [&] { mr = engine_->RegMr(c, req); })) << "RegMr";
+  ASSERT_TRUE(mr.ok());
+
+  Rig second = rc;
+  Result<CreateQpResult> qp = Status::kIoError;
+  const CreateQpRequest qreq = QpReq(second, env_c, QpType::kRc);
+  EXPECT_TRUE(HeldWhileASends(a, [&] { qp = engine_->CreateQp(c, qreq); })) << "CreateQp";
+  ASSERT_TRUE(qp.ok());
+  EXPECT_EQ(engine_->Stats(c)->qps, 2u);
+
+  Status destroyed = Status::kIoError;
+  EXPECT_TRUE(HeldWhileASends(a, [&] { destroyed = engine_->DestroyQp(c, qp->qpn); }))
+      << "DestroyQp";
+  EXPECT_EQ(destroyed, Status::kOk);
+  Status dereg = Status::kIoError;
+  EXPECT_TRUE(HeldWhileASends(a, [&] { dereg = engine_->DeregMr(c, mr->handle); }))
+      << "DeregMr";
+  EXPECT_EQ(dereg, Status::kOk);
+
+  EXPECT_EQ(on_data_path_.load(), 0) << "no slow call ran on the data-path thread";
+  EXPECT_EQ(rnic_.qps.count(qp->qpn), 0u);
+  EXPECT_EQ(rnic_.mrs.count(mr->lkey), 0u);
+  EXPECT_EQ(engine_->Stats(c)->qps, 1u);
+  EXPECT_EQ(engine_->Stats(c)->mrs, 1u);
+  rnic_.slow_call = nullptr;
+}
+
+// A software RNIC's tables belong to the data-path thread: its slow calls
+// run there, in RunSync closures.
+TEST_F(SlowControlTest, OnTheDataPathWhenTheRnicDoesNot) {
+  rnic_.auto_complete = true;
+  GuestEnv env_a, env_c;
+  Rig a = MakeRig(env_a, Attach(env_a, {MakeGid(1)}));
+  const VmId c = Attach(env_c, {MakeGid(3)});
+  Rig rc = MakeRig(env_c, c, QpType::kRc, /*rts=*/false);
+  HoldSlowCalls();
+
+  Result<RegMrResult> mr = Status::kIoError;
+  RegMrRequest req;
+  req.pd = rc.pd;
+  req.access = testing::kAll;
+  req.iova = 0x80000000;
+  req.length = 4096;
+  req.pages = GuestEnv::Pages(env_c.AllocPages(1), 1);
+  EXPECT_FALSE(HeldWhileASends(a, [&] { mr = engine_->RegMr(c, req); }));
+  ASSERT_TRUE(mr.ok());
+  EXPECT_FALSE(HeldWhileASends(a, [&] { (void)engine_->DeregMr(c, mr->handle); }));
+  EXPECT_FALSE(HeldWhileASends(a, [&] { engine_->DetachVm(c); }));
+  // RegMr, DeregMr; the detach's DestroyQp and its MR's DeregMr.
+  EXPECT_EQ(on_data_path_.load(), 4);
+  EXPECT_TRUE(SendsComplete(a, 8));
+  rnic_.slow_call = nullptr;
+}
+
+}  // namespace
+}  // namespace vrdma::engine
