@@ -280,6 +280,11 @@ struct EngineOptions {
   // kNoResource, so a VM at its mapping quota can never make another VM's
   // mapping fail. The daemon derives it from vm.max_map_count.
   uint64_t mapping_budget = UINT64_MAX;
+  // Bytes all VMs together may pin (the sum of Quotas::max_pinned_bytes),
+  // the same way: a physical RNIC pins every registered region against the
+  // daemon's RLIMIT_MEMLOCK, so without it one VM at its quota could make
+  // another's REG_MR fail. The daemon derives it from that limit.
+  uint64_t pinned_budget = UINT64_MAX;
 };
 
 // Engine::Create with options (tests: a manual clock).

@@ -141,6 +141,24 @@ TEST_F(EngineQuotaTest, AdmissionKeepsMappingQuotasWithinTheBudget) {
   EXPECT_TRUE(Attach(a, 3, big).ok()) << "a detached VM's share is back";
 }
 
+// The same for pinning: the sum of the attached VMs' max_pinned_bytes
+// stays within EngineOptions::pinned_budget (the daemon's RLIMIT_MEMLOCK on
+// a physical RNIC).
+TEST_F(EngineQuotaTest, AdmissionKeepsPinnedQuotasWithinTheBudget) {
+  Start(EngineOptions{.pinned_budget = 1ull << 30});
+  GuestEnv a, b;
+  Quotas big, small;
+  big.max_pinned_bytes = 768ull << 20;
+  small.max_pinned_bytes = 256ull << 20;
+  Result<VmId> va = Attach(a, 1, big);
+  ASSERT_TRUE(va.ok());
+  EXPECT_EQ(Attach(b, 2, big).status(), Status::kNoResource);
+  Result<VmId> vb = Attach(b, 2, small);
+  ASSERT_TRUE(vb.ok()) << "exactly the budget";
+  engine_->DetachVm(*va);
+  EXPECT_TRUE(Attach(a, 3, big).ok()) << "a detached VM's share is back";
+}
+
 // A QP costs host memory: the engine's shadow state (send slots, receive
 // slots, the scheduler's FIFO and records) and the RNIC's queues. A VM at
 // its host-memory quota gets kNoResource; everything is given back.

@@ -42,9 +42,9 @@ Result<VmId> Resources::AttachVm(const VmConfig& config, VmEventSink* sink) {
       return Status::kInvalid;
     }
   }
-  // Admission: every attached VM may use its whole mapping quota at once.
-  if (q.max_mappings > mapping_budget_ - std::min(mappings_admitted_,
-                                                          mapping_budget_)) {
+  // Admission: every attached VM may use its whole mapping and pinning
+  // quotas at once.
+  if (!mappings_.Fits(q.max_mappings) || !pinned_.Fits(q.max_pinned_bytes)) {
     return Status::kNoResource;
   }
   auto ctx = std::make_unique<VmContext>(config.quotas);
@@ -71,7 +71,8 @@ Result<VmId> Resources::AttachVm(const VmConfig& config, VmEventSink* sink) {
   if (result.ok()) {
     gids_in_use_.insert(gids_in_use_.end(), config.gids.begin(),
                         config.gids.end());
-    mappings_admitted_ += q.max_mappings;
+    mappings_.Admit(q.max_mappings);
+    pinned_.Admit(q.max_pinned_bytes);
   }
   return result;
 }
@@ -81,7 +82,8 @@ void Resources::Release(const VmConfig& config) {
     auto it = std::find(gids_in_use_.begin(), gids_in_use_.end(), g);
     if (it != gids_in_use_.end()) gids_in_use_.erase(it);
   }
-  mappings_admitted_ -= config.quotas.max_mappings;
+  mappings_.Release(config.quotas.max_mappings);
+  pinned_.Release(config.quotas.max_pinned_bytes);
 }
 
 void Resources::SetGuestMemory(VmId id,

@@ -16,6 +16,7 @@
 #ifndef VRDMA_BACKEND_ENGINE_RESOURCES_H_
 #define VRDMA_BACKEND_ENGINE_RESOURCES_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -45,14 +46,33 @@ inline bool CanStart(const VmContext& vm, uint64_t pinned,
   return Fits(vm.config.quotas, vm.stats, Charge{pinned, host_bytes, 0});
 }
 
+// A host-wide budget that the attached VMs' quotas of one kind must fit in
+// together (EngineOptions::mapping_budget, pinned_budget): every VM may use
+// its whole quota at once, so one at its quota never makes another's call
+// fail. Control thread.
+class AdmissionBudget {
+ public:
+  explicit AdmissionBudget(uint64_t limit) : limit_(limit) {}
+  bool Fits(uint64_t quota) const { return quota <= limit_ - std::min(admitted_, limit_); }
+  void Admit(uint64_t quota) { admitted_ += quota; }
+  void Release(uint64_t quota) { admitted_ -= quota; }
+
+ private:
+  const uint64_t limit_;
+  uint64_t admitted_ = 0;
+};
+
 class Resources {
  public:
+  struct Budgets {
+    uint64_t mappings = UINT64_MAX;  // EngineOptions::mapping_budget
+    uint64_t pinned = UINT64_MAX;    // EngineOptions::pinned_budget
+  };
   Resources(Rnic& rnic, Executor& executor, sched::Stage& stage, VmTable& vms,
-            Completions& completions, RecvPath& recv,
-            uint64_t mapping_budget)
+            Completions& completions, RecvPath& recv, const Budgets& budgets)
       : rnic_(rnic), executor_(executor), stage_(stage), vms_(vms),
         completions_(completions), recv_(recv), limits_(rnic.limits()),
-        mapping_budget_(mapping_budget) {}
+        mappings_(budgets.mappings), pinned_(budgets.pinned) {}
   Resources(const Resources&) = delete;
   Resources& operator=(const Resources&) = delete;
 
@@ -94,11 +114,11 @@ class Resources {
   Completions& completions_;
   RecvPath& recv_;
   const RnicLimits limits_;
-  const uint64_t mapping_budget_;  // EngineOptions::mapping_budget
-  // Admission (control thread): every attached VM's GIDs, and the sum of
-  // their mapping quotas.
+  // Admission (control thread): every attached VM's GIDs, and the sums of
+  // their mapping and pinning quotas.
   std::vector<Gid> gids_in_use_;
-  uint64_t mappings_admitted_ = 0;
+  AdmissionBudget mappings_;
+  AdmissionBudget pinned_;
 };
 
 }  // namespace vrdma::engine

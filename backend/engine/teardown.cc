@@ -6,6 +6,7 @@
 #include "backend/engine/teardown.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace vrdma::engine {
 
@@ -14,15 +15,28 @@ namespace vrdma::engine {
 void Teardown::DetachVm(VmId id) {
   VmContext* vm = vms_.Find(id);
   if (vm == nullptr) return;
-  SlowReleases slow;  // sized here: the closure allocates nothing for it
-  slow.qps.reserve(vm->qps.Handles().size());
-  slow.mrs.reserve(vm->mrs.Handles().size());
-  // 1. Off the data path: the VM's QPs (their flows and receive queues)
-  // and MRs; their RNIC objects are destroyed after, where the slow RNIC
-  // calls run.
+  // Sized here: the closure allocates nothing for them.
+  const size_t qps = vm->qps.Handles().size(), mrs = vm->mrs.Handles().size();
+  SlowReleases slow;
+  slow.qps.reserve(qps);
+  slow.mrs.reserve(mrs);
+  std::vector<std::unique_ptr<QpObj>> dead_qps;
+  std::vector<std::unique_ptr<MrObj>> dead_mrs;
+  dead_qps.reserve(qps);
+  dead_mrs.reserve(mrs);
+  // 1. Off the data path and out of the VM's tables (a completion still in
+  // an RNIC CQ finds no QP): the VM's QPs, with their flows and receive
+  // queues, and its MRs. Their RNIC objects are destroyed after, where the
+  // slow RNIC calls run, and their page views after that.
   executor_.RunSync([&] {
-    for (uint32_t h : vm->qps.Handles()) DestroyQpLocked(*vm, h, &slow);
-    for (uint32_t h : vm->mrs.Handles()) DestroyMrLocked(*vm, h, &slow);
+    for (uint32_t h : vm->qps.Handles()) {
+      DestroyQpLocked(*vm, h, &slow);
+      dead_qps.push_back(vm->qps.Remove(h));
+    }
+    for (uint32_t h : vm->mrs.Handles()) {
+      DestroyMrLocked(*vm, h, &slow);
+      dead_mrs.push_back(vm->mrs.Remove(h));
+    }
   });
   slow.Release(rnic_, executor_);
   // 2. The rest, dependents first (SRQs, AHs, CQs, PDs), and the VM.

@@ -136,6 +136,14 @@ if ((two)); then
   grep -E 'victim (p99|worst)|registrations of|^\[ +(OK|FAILED) +\]|Failure|Expected|Which is' \
     "$R/hostile_reg.out" 2>/dev/null | sed 's/^/   /' || echo "   (no output)"
   check "the 1 GiB registrations on rxe0 (HostileTest) exit code 0" rc_is_zero "$R/hostile_reg.rc"
+  echo "== a daemon on rxe0 under RLIMIT_MEMLOCK 512 MiB: attach 384 MiB, 256 MiB, detach the first, 256 MiB:"
+  sed 's/^/   /' "$R/pinning.out" 2>/dev/null || echo "   (no output)"
+  pinning_budget_held() { # attached; refused, naming the budget; detached; attached
+    grep '^rc ' "$1" | tr '\n' ' ' | grep -qE '^rc 0 rc [1-9][0-9]* rc 0 rc 0 $' &&
+      grep -q 'pinning budget' "$1"
+  }
+  check "the pinning budget (RLIMIT_MEMLOCK) refuses a VM beyond it, naming it, until one leaves" \
+    pinning_budget_held "$R/pinning.out"
   R2="$run/share-h2/results"
   for h in h1 h2; do
     check "$h: attach-vm of its guest with the port's GID" rc_is_zero "$run/share-$h/results/attach.rc"

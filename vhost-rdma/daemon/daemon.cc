@@ -193,8 +193,9 @@ json Daemon::AttachVm(const json& request) {
                                         deps_.device_options);
   if (dev.status() == Status::kNoResource) {
     return Error(
-        "device: no_resource (the daemon serves max_vms VMs, or the VM's max_mappings is more "
-        "than is left of the daemon's mapping budget: docs/operators.md, \"Quotas\")");
+        "device: no_resource (the daemon serves max_vms VMs, or the VM's max_mappings or "
+        "max_pinned_bytes is more than is left of the daemon's mapping or pinning budget: "
+        "docs/operators.md, \"Quotas\")");
   }
   if (!dev.ok()) return Error(std::string("device: ") + StatusName(dev.status()));
   auto fd = ListenUnix(req.socket_path);

@@ -7,6 +7,7 @@
 #include <grp.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -63,6 +64,33 @@ uint64_t MappingBudget() {
                "max_mappings fits",
                budget, max_map_count);
   return budget;
+}
+
+// Bytes a physical RNIC may pin for all VMs together (the sum of their
+// max_pinned_bytes): ibv_reg_mr pins a region's pages against this
+// process's RLIMIT_MEMLOCK unless it has CAP_IPC_LOCK (then, or with no
+// limit, none).
+uint64_t PinnedBudget() {
+  uint64_t cap_eff = 0;
+  if (FILE* f = fopen("/proc/self/status", "r")) {
+    char line[256];
+    while (fgets(line, sizeof(line), f) != nullptr) {
+      unsigned long long v = 0;
+      if (sscanf(line, "CapEff: %llx", &v) == 1) cap_eff = v;
+    }
+    fclose(f);
+  }
+  constexpr int kCapIpcLock = 14;  // linux/capability.h
+  rlimit r{};
+  if ((cap_eff >> kCapIpcLock & 1) != 0 || getrlimit(RLIMIT_MEMLOCK, &r) != 0 ||
+      r.rlim_cur == RLIM_INFINITY) {
+    spdlog::info("pinning budget: none (CAP_IPC_LOCK or RLIMIT_MEMLOCK unlimited)");
+    return UINT64_MAX;
+  }
+  spdlog::info("pinning budget {} bytes (RLIMIT_MEMLOCK): VMs are admitted while the sum of "
+               "their max_pinned_bytes fits; LimitMEMLOCK=infinity lifts it",
+               static_cast<uint64_t>(r.rlim_cur));
+  return r.rlim_cur;
 }
 
 int MakeTickFd() {
@@ -304,6 +332,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   engine_options.mapping_budget = MappingBudget();
+  // A software RNIC maps guest pages but pins none.
+  if (rnic_kind != "soft") engine_options.pinned_budget = PinnedBudget();
   engine_options.adaptive_signaling =
       adaptive_signaling == "on" || (adaptive_signaling == "auto" && rnic_kind != "soft");
   auto engine = vrdma::engine::CreateEngine(rnic, *executor, *policy, engine_options);

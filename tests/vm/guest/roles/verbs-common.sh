@@ -51,6 +51,31 @@ run_registrations() {
   echo $? >$R/hostile_reg.rc
 }
 
+# The pinning budget (docs/operators.md, "Quotas"): a daemon on this rxe0
+# under RLIMIT_MEMLOCK 512 MiB, without CAP_IPC_LOCK (root has it: the
+# limit would not apply), admits VMs while their max_pinned_bytes fit in it
+# together. Needs run_registrations' addresses on eth0.
+run_pinning_budget() {
+  (ulimit -l 524288; exec setpriv --bounding-set=-ipc_lock --inh-caps=-ipc_lock \
+    $B/vhost-rdma-daemon --control /run/pin.sock --rnic $DEV) >$R/pinning_daemon.log 2>&1 &
+  ppid_=$!
+  i=0
+  while [ ! -S /run/pin.sock ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+  pctl() { timeout 20 $B/vrdma-ctl -s /run/pin.sock "$@"; }
+  {
+    pctl attach-vm --name p1 --socket /run/p1.sock --gid ::ffff:10.0.0.1 --max-pinned-bytes 402653184
+    echo "rc $?"
+    pctl attach-vm --name p2 --socket /run/p2.sock --gid ::ffff:10.0.0.2 --max-pinned-bytes 268435456
+    echo "rc $?"
+    pctl detach-vm --name p1
+    echo "rc $?"
+    pctl attach-vm --name p2 --socket /run/p2.sock --gid ::ffff:10.0.0.2 --max-pinned-bytes 268435456
+    echo "rc $?"
+  } >$R/pinning.out 2>&1
+  kill $ppid_
+  wait $ppid_
+}
+
 start_daemon() {
   # shellcheck disable=SC2086 # DAEMON_ARGS is a list of flags
   $B/vhost-rdma-daemon --control /run/ctl.sock --rnic $DEV ${DAEMON_ARGS:---idle-spin-us 1000} \

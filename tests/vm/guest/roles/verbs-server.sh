@@ -23,3 +23,4 @@ stop_daemon
 add_addrs 10.99.0.11 10.99.0.12
 run_gtests
 run_registrations
+run_pinning_budget
