@@ -144,6 +144,10 @@ if ((two)); then
   }
   check "the pinning budget (RLIMIT_MEMLOCK) refuses a VM beyond it, naming it, until one leaves" \
     pinning_budget_held "$R/pinning.out"
+  echo "== --rnic rxe0 --rnic-port 2: $(grep -m1 'rnic' "$R/no_port.out" 2>/dev/null)"
+  no_port_refused() { [ "$(cat "$1/no_port.rc" 2>/dev/null)" = 2 ] && grep -q 'has no port 2' "$1/no_port.out"; }
+  check "a port the device lacks (--rnic-port 2) stops the daemon at start, naming it" \
+    no_port_refused "$R"
   R2="$run/share-h2/results"
   for h in h1 h2; do
     check "$h: attach-vm of its guest with the port's GID" rc_is_zero "$run/share-$h/results/attach.rc"

@@ -184,7 +184,7 @@ json Daemon::AttachVm(const json& request) {
     if (deps_.rnic != nullptr && !deps_.rnic->HasGid(g)) {
       return Error("gid " + GidToString(g) + " is not in the GID table of " +
                    deps_.rnic_name +
-                   " port 1: add the address to the RNIC's netdev (or a macvlan on it) "
+                   " port " + std::to_string(deps_.rnic_port) + ": add the address to the RNIC's netdev (or a macvlan on it) "
                    "first (docs/operators.md, \"A physical RNIC\")");
     }
   }

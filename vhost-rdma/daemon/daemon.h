@@ -65,6 +65,7 @@ struct DaemonDeps {
   // send from (not in a physical port's GID table) with a clear error.
   const Rnic* rnic = nullptr;
   std::string rnic_name = "soft";
+  uint32_t rnic_port = 1;  // --rnic-port
   // Group of every VM's vhost-user socket, made 0660 (--socket-group: the
   // group QEMU runs in, e.g. libvirt-qemu); -1 keeps the daemon's.
   int vm_socket_gid = -1;

@@ -192,6 +192,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> policy_opts;
   std::vector<std::string> card_opts;
   double soft_line_gbps = 0;
+  uint32_t rnic_port = 1;
   bool allow_unsealed_memory = false;
   std::string socket_group;
   std::string libvirt_uri;
@@ -202,6 +203,9 @@ int main(int argc, char** argv) {
   app.add_option("--rnic", rnic_kind,
                  "RNIC: soft (the software RNIC, default) or an rdma-core device name "
                  "(mlx5_0, rxe0: docs/verbs-rnic.md, docs/operators.md)");
+  app.add_option("--rnic-port", rnic_port,
+                 "the rdma-core device's port (ibv_devinfo lists them; 1 on most RoCE NICs)")
+      ->check(CLI::Range(1, 255));
   app.add_option("--soft-line-gbps", soft_line_gbps,
                  "the software RNIC's line rate in Gb/s, shared by every packet of every "
                  "QP (0: unlimited, as fast as the CPU copies; also the card's line rate "
@@ -270,6 +274,10 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<vrdma::Rnic> rnic_owner;
   if (rnic_kind == "soft") {
+    if (rnic_port != 1) {
+      spdlog::error("--rnic-port is for an rdma-core device (--rnic NAME) only");
+      return 2;
+    }
     vrdma::RnicLimits limits = vrdma::DefaultSoftRnicLimits();
     limits.link_rate_bps = static_cast<uint64_t>(soft_line_gbps * 1e9 + 0.5);
     rnic_owner = std::make_unique<vrdma::SoftRnic>(limits);
@@ -282,6 +290,7 @@ int main(int argc, char** argv) {
     std::string open_error;
     vrdma::VerbsRnic::Options verbs_options;
     verbs_options.device = rnic_kind;
+    verbs_options.port = static_cast<uint8_t>(rnic_port);
     rnic_owner = vrdma::VerbsRnic::Open(verbs_options, &open_error);
     if (!rnic_owner) {
       spdlog::error("--rnic {}: {}", rnic_kind, open_error);
@@ -388,6 +397,7 @@ int main(int argc, char** argv) {
     deps.card = card;
     deps.rnic = &rnic;
     deps.rnic_name = rnic_kind;
+    deps.rnic_port = rnic_port;
     if (!socket_group.empty()) {
       const group* g = getgrnam(socket_group.c_str());
       if (g == nullptr) {

@@ -74,6 +74,10 @@ run_pinning_budget() {
   } >$R/pinning.out 2>&1
   kill $ppid_
   wait $ppid_
+  # A port the device lacks (rxe has one): the daemon refuses at start.
+  timeout 20 $B/vhost-rdma-daemon --control /run/pin2.sock --rnic $DEV --rnic-port 2 \
+    >$R/no_port.out 2>&1
+  echo $? >$R/no_port.rc
 }
 
 start_daemon() {
