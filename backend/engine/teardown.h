@@ -71,9 +71,12 @@ class Teardown {
     if (vm == nullptr) return Status::kBadHandle;
     Status s = Status::kOk;
     std::unique_ptr<T> dead;
+    constexpr bool kSlow = std::is_invocable_v<Release, VmContext&, T&, SlowReleases*>;
     SlowReleases slow;
-    slow.qps.reserve(1);
-    slow.mrs.reserve(1);
+    if constexpr (kSlow) {  // sized here: the closure allocates nothing
+      slow.qps.reserve(1);
+      slow.mrs.reserve(1);
+    }
     executor_.RunSync([&] {
       T* obj = (vm->*table).Lookup(handle);
       if (obj == nullptr) {
@@ -86,7 +89,7 @@ class Teardown {
           return;
         }
       }
-      if constexpr (std::is_invocable_v<Release, VmContext&, T&, SlowReleases*>) {
+      if constexpr (kSlow) {
         release(*vm, *obj, &slow);
       } else {
         release(*vm, *obj);

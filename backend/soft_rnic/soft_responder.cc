@@ -31,6 +31,8 @@ uint32_t RemoteAccessFor(WrOpcode op) {
       return kAccessRemoteAtomic;
     case WrOpcode::kSend:
     case WrOpcode::kSendWithImm:
+    case WrOpcode::kWait:    // never posted: PostSend refuses cross-channel
+    case WrOpcode::kEnable:  // opcodes (soft_post.cc)
       return 0;
   }
   return 0;
@@ -215,6 +217,9 @@ SoftRnic::ExecResult SoftRnic::Respond(soft::Qp* q, const soft::SqSlot& slot,
       CopyInto(local, 0, reinterpret_cast<const uint8_t*>(&orig), 8);
       break;
     }
+    case WrOpcode::kWait:  // never posted (soft_post.cc)
+    case WrOpcode::kEnable:
+      break;
   }
   return ExecResult{Reply::kAck, false};
 }

@@ -155,7 +155,9 @@ void NoAlloc::MixedWorkload() {
   EXPECT_EQ(StateOf(qa_), QpState::kErr);
   // The workload really ran: the UD message and the writes landed.
   EXPECT_EQ(0, std::memcmp(&b_.buf[8192 + 40], &a_.buf[0], 100));
-  if (tick_ != 0) EXPECT_GT(rnic_.wire_bytes(), 0u);
+  if (tick_ != 0) {
+    EXPECT_GT(rnic_.wire_bytes(), 0u);
+  }
 }
 
 
