@@ -62,6 +62,9 @@ class DataThread final : public Executor {
 class SlowControlTest : public testing::EngineTest {
  protected:
   SlowControlTest() { executor_ = &data_; }
+  // The engine goes first: its detach runs on data_, and in the guests'
+  // memory.
+  void TearDown() override { engine_.reset(); }
 
   // From here on the fake holds each slow call made off the data-path
   // thread until Release, and counts those made on it.
@@ -142,6 +145,30 @@ class SlowControlTest : public testing::EngineTest {
     return held_in_rnic;
   }
 
+  // VM A with a QP in RTS (it sends), VM C with a PD, an MR, CQs and a
+  // QP (the calls are its); from here on the fake holds slow calls.
+  void Make(bool beside) {
+    rnic_.beside = beside;
+    rnic_.auto_complete = true;
+    a_ = MakeRig(env_a_, Attach(env_a_, {MakeGid(1)}));
+    c_ = Attach(env_c_, {MakeGid(3)});
+    rc_ = MakeRig(env_c_, c_, QpType::kRc, /*rts=*/false);
+    HoldSlowCalls();
+  }
+  // One page of VM C's, registered.
+  RegMrRequest MrReq() {
+    RegMrRequest req;
+    req.pd = rc_.pd;
+    req.access = testing::kAll;
+    req.iova = 0x80000000;
+    req.length = 4096;
+    req.pages = GuestEnv::Pages(env_c_.AllocPages(1), 1);
+    return req;
+  }
+
+  GuestEnv env_a_, env_c_;
+  Rig a_, rc_;
+  VmId c_ = 0;
   DataThread data_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -152,72 +179,49 @@ class SlowControlTest : public testing::EngineTest {
 };
 
 TEST_F(SlowControlTest, BesideTheDataPathWhenTheRnicAllowsIt) {
-  rnic_.beside = true;
-  rnic_.auto_complete = true;
-  GuestEnv env_a, env_c;
-  Rig a = MakeRig(env_a, Attach(env_a, {MakeGid(1)}));
-  const VmId c = Attach(env_c, {MakeGid(3)});
-  Rig rc = MakeRig(env_c, c, QpType::kRc, /*rts=*/false);
-  HoldSlowCalls();
-
+  Make(/*beside=*/true);
   Result<RegMrResult> mr = Status::kIoError;
-  RegMrRequest req;
-  req.pd = rc.pd;
-  req.access = testing::kAll;
-  req.iova = 0x80000000;
-  req.length = 4096;
-  req.pages = GuestEnv::Pages(env_c.AllocPages(1), 1);
-  EXPECT_TRUE(HeldWhileASends(a, [&] { mr = engine_->RegMr(c, req); })) << "RegMr";
+  const RegMrRequest req = MrReq();
+  EXPECT_TRUE(HeldWhileASends(a_, [&] { mr = engine_->RegMr(c_, req); })) << "RegMr";
   ASSERT_TRUE(mr.ok());
 
-  Rig second = rc;
+  Rig second = rc_;
   Result<CreateQpResult> qp = Status::kIoError;
-  const CreateQpRequest qreq = QpReq(second, env_c, QpType::kRc);
-  EXPECT_TRUE(HeldWhileASends(a, [&] { qp = engine_->CreateQp(c, qreq); })) << "CreateQp";
+  const CreateQpRequest qreq = QpReq(second, env_c_, QpType::kRc);
+  EXPECT_TRUE(HeldWhileASends(a_, [&] { qp = engine_->CreateQp(c_, qreq); })) << "CreateQp";
   ASSERT_TRUE(qp.ok());
-  EXPECT_EQ(engine_->Stats(c)->qps, 2u);
+  EXPECT_EQ(engine_->Stats(c_)->qps, 2u);
 
   Status destroyed = Status::kIoError;
-  EXPECT_TRUE(HeldWhileASends(a, [&] { destroyed = engine_->DestroyQp(c, qp->qpn); }))
+  EXPECT_TRUE(HeldWhileASends(a_, [&] { destroyed = engine_->DestroyQp(c_, qp->qpn); }))
       << "DestroyQp";
   EXPECT_EQ(destroyed, Status::kOk);
   Status dereg = Status::kIoError;
-  EXPECT_TRUE(HeldWhileASends(a, [&] { dereg = engine_->DeregMr(c, mr->handle); }))
+  EXPECT_TRUE(HeldWhileASends(a_, [&] { dereg = engine_->DeregMr(c_, mr->handle); }))
       << "DeregMr";
   EXPECT_EQ(dereg, Status::kOk);
 
   EXPECT_EQ(on_data_path_.load(), 0) << "no slow call ran on the data-path thread";
   EXPECT_EQ(rnic_.qps.count(qp->qpn), 0u);
   EXPECT_EQ(rnic_.mrs.count(mr->lkey), 0u);
-  EXPECT_EQ(engine_->Stats(c)->qps, 1u);
-  EXPECT_EQ(engine_->Stats(c)->mrs, 1u);
+  EXPECT_EQ(engine_->Stats(c_)->qps, 1u);
+  EXPECT_EQ(engine_->Stats(c_)->mrs, 1u);
   rnic_.slow_call = nullptr;
 }
 
 // A software RNIC's tables belong to the data-path thread: its slow calls
 // run there, in RunSync closures.
 TEST_F(SlowControlTest, OnTheDataPathWhenTheRnicDoesNot) {
-  rnic_.auto_complete = true;
-  GuestEnv env_a, env_c;
-  Rig a = MakeRig(env_a, Attach(env_a, {MakeGid(1)}));
-  const VmId c = Attach(env_c, {MakeGid(3)});
-  Rig rc = MakeRig(env_c, c, QpType::kRc, /*rts=*/false);
-  HoldSlowCalls();
-
+  Make(/*beside=*/false);
   Result<RegMrResult> mr = Status::kIoError;
-  RegMrRequest req;
-  req.pd = rc.pd;
-  req.access = testing::kAll;
-  req.iova = 0x80000000;
-  req.length = 4096;
-  req.pages = GuestEnv::Pages(env_c.AllocPages(1), 1);
-  EXPECT_FALSE(HeldWhileASends(a, [&] { mr = engine_->RegMr(c, req); }));
+  const RegMrRequest req = MrReq();
+  EXPECT_FALSE(HeldWhileASends(a_, [&] { mr = engine_->RegMr(c_, req); }));
   ASSERT_TRUE(mr.ok());
-  EXPECT_FALSE(HeldWhileASends(a, [&] { (void)engine_->DeregMr(c, mr->handle); }));
-  EXPECT_FALSE(HeldWhileASends(a, [&] { engine_->DetachVm(c); }));
+  EXPECT_FALSE(HeldWhileASends(a_, [&] { (void)engine_->DeregMr(c_, mr->handle); }));
+  EXPECT_FALSE(HeldWhileASends(a_, [&] { engine_->DetachVm(c_); }));
   // RegMr, DeregMr; the detach's DestroyQp and its MR's DeregMr.
   EXPECT_EQ(on_data_path_.load(), 4);
-  EXPECT_TRUE(SendsComplete(a, 8));
+  EXPECT_TRUE(SendsComplete(a_, 8));
   rnic_.slow_call = nullptr;
 }
 
