@@ -14,6 +14,7 @@
 #define VRDMA_BACKEND_ENGINE_RNIC_CALLS_H_
 
 #include <optional>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -25,10 +26,15 @@ namespace vrdma::engine {
 // Returns f(), run where the RNIC's slow control calls run.
 template <typename F>
 auto RunRnicControl(Rnic& rnic, Executor& executor, F&& f) {
+  using R = decltype(f());
   if (rnic.control_beside_data_path()) return f();
-  std::optional<decltype(f())> out;
-  executor.RunSync([&] { out.emplace(f()); });
-  return std::move(*out);
+  if constexpr (std::is_void_v<R>) {
+    executor.RunSync([&] { f(); });
+  } else {
+    std::optional<R> out;
+    executor.RunSync([&] { out.emplace(f()); });
+    return std::move(*out);
+  }
 }
 
 // RNIC QPs and MRs a closure unpublished (the data path no longer reaches
@@ -44,7 +50,6 @@ struct SlowReleases {
     RunRnicControl(rnic, executor, [&] {
       for (const RnicQp& qp : qps) (void)rnic.DestroyQp(qp);
       for (const RnicMr& mr : mrs) (void)rnic.DeregMr(mr);
-      return true;
     });
     qps.clear();
     mrs.clear();
