@@ -285,6 +285,11 @@ struct EngineOptions {
   // daemon's RLIMIT_MEMLOCK, so without it one VM at its quota could make
   // another's REG_MR fail. The daemon derives it from that limit.
   uint64_t pinned_budget = UINT64_MAX;
+  // The GID of the daemon's own probe QPs (a policy's reference flow,
+  // Justitia's). Zero: ::ffff:127.0.0.1, which a software RNIC takes; a
+  // physical RNIC sends only from its port's GIDs, so there it must be one
+  // of them (no VM's), or policies run without probes.
+  Gid probe_gid{};
 };
 
 // Engine::Create with options (tests: a manual clock).

@@ -45,13 +45,15 @@ EngineImpl::EngineImpl(Rnic& rnic, Executor& executor,
       send_(stage_, completions_, errors_, turn_,
             {options_.sq_budget, options_.sq_watch_turns,
              options_.sq_watch_per_vm}),
-      peer_(rnic, stage_),
+      peer_(rnic, stage_, options_.probe_gid),
       resources_(rnic, executor, stage_, vms_, completions_, recv_,
-                 {options_.mapping_budget, options_.pinned_budget}),
+                 {options_.mapping_budget, options_.pinned_budget}, peer_.gid()),
       qps_(rnic, executor, stage_, vms_,
            {resources_, send_, recv_, errors_, completions_}, options_.clock),
       teardown_(rnic, executor, stage_, vms_,
-                {resources_, send_, recv_, completions_}, options_.clock) {}
+                {resources_, send_, recv_, completions_}, options_.clock) {
+  peer_.OpenAtStart();  // the data path does not run this engine yet
+}
 
 EngineImpl::~EngineImpl() {
   for (uint32_t id : vms_.vms.Handles()) teardown_.DetachVm(id);

@@ -17,9 +17,12 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/engine/engine_impl.h"
+#include "backend/engine/host_peer.h"
 #include "backend/engine/testing/soft_rnic_guests.h"
+#include "policy/scheduler_policy.h"
 #ifdef VRDMA_HAVE_VERBS
 #include "backend/verbs_rnic/verbs_rnic.h"
 #endif
@@ -467,6 +470,68 @@ TEST_P(EngineRnicTest, DetachReleasesEveryHostObject) {
   Guest again(0x100000);
   AddGuest(again, 1);  // the same GID attaches again
   EXPECT_EQ(engine_->Stats(again.vm)->qps, 1u);
+}
+
+// A policy's probes (Justitia's reference flow) go through the daemon's own
+// loopback QP pair on the RNIC. On SoftRnic it is built the first time the
+// policy probes, from ::ffff:127.0.0.1. On VerbsRnic it is built with the
+// engine (its slow calls never run on the data path), from the port GID
+// the operator gave (EngineOptions::probe_gid; the VM script gives eth0 a
+// fourth address for it); without one there are no probes.
+class ProbingPolicy : public policy::SchedulerPolicy {
+ public:
+  std::string_view name() const override { return "probing"; }
+  void OnTenantAdded(policy::TenantId, const policy::TenantQos&) override {}
+  void OnTenantQosChanged(policy::TenantId, const policy::TenantQos&) override {}
+  void OnTenantRemoved(policy::TenantId) override {}
+  void OnFlowAdded(policy::Nanos, const policy::FlowInfo&) override {}
+  void OnFlowEnded(policy::Nanos, policy::FlowId, policy::FlowEnd) override {}
+  void OnArrival(policy::Nanos, const policy::WrInfo&) override {}
+  void OnCompleted(policy::Nanos, const policy::WrInfo&, policy::Nanos,
+                   bool) override {}
+  void OnProbeCompleted(policy::Nanos, policy::DestId dest,
+                        policy::Nanos rtt) override {
+    rtts.push_back(rtt);
+    dests.push_back(dest);
+  }
+  bool Probe(policy::DestId d) { return mech().SendProbe(d); }
+  std::vector<policy::Nanos> rtts;
+  std::vector<policy::DestId> dests;
+};
+
+TEST_P(EngineRnicTest, ProbesTravelTheDaemonsOwnQpPair) {
+  const uint32_t before = LiveObjects();
+  ProbingPolicy probing;
+  EngineOptions options;
+  Gid host = kHostGid;
+  if (real_device_) {
+    ProbingPolicy without;
+    UsePolicy(without);
+    EXPECT_FALSE(without.Probe(0)) << "no probe GID: no probes on a physical RNIC";
+    ASSERT_GE(gids_.size(), size_t{kGuestsNeeded} + 1) << "no port GID left for the probes";
+    host = options.probe_gid = gids_[kGuestsNeeded];
+  }
+  UsePolicy(probing, options);
+  if (real_device_) {
+    EXPECT_EQ(LiveObjects(), before + 5) << "PD, CQ, MR and two QPs, built with the engine";
+  }
+  Guest a(0x100000);
+  AddGuest(a, 1);
+  EXPECT_FALSE(probing.Probe(7)) << "no other host";
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(probing.Probe(0));
+    EXPECT_FALSE(probing.Probe(0)) << "one outstanding";
+    ASSERT_TRUE(RunUntil([&] { return probing.rtts.size() == size_t(i) + 1; }));
+  }
+  EXPECT_EQ(probing.dests, (std::vector<policy::DestId>{0, 0, 0}));
+  for (policy::Nanos rtt : probing.rtts) EXPECT_GT(rtt, 0u);
+  // The daemon's GID is its own: no VM may take it.
+  VmConfig c;
+  c.name = "thief";
+  c.gids = {host};
+  EXPECT_EQ(engine_->AttachVm(c, nullptr).status(), Status::kInvalid);
+  engine_.reset();
+  EXPECT_EQ(LiveObjects(), before) << "the probe objects are gone with the engine";
 }
 
 INSTANTIATE_TEST_SUITE_P(Rnics, EngineRnicTest,

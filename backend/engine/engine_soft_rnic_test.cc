@@ -76,49 +76,5 @@ TEST_F(EngineSoftRnicTest, UdReceivePostedWithoutDoorbellIsFoundAtOnce) {
   EXPECT_EQ(delivered, 10);
 }
 
-// A policy's probes (Justitia's reference flow) go through the daemon's own
-// loopback QP pair on the RNIC, built the first time it probes.
-class ProbingPolicy : public policy::SchedulerPolicy {
- public:
-  std::string_view name() const override { return "probing"; }
-  void OnTenantAdded(policy::TenantId, const policy::TenantQos&) override {}
-  void OnTenantQosChanged(policy::TenantId, const policy::TenantQos&) override {}
-  void OnTenantRemoved(policy::TenantId) override {}
-  void OnFlowAdded(policy::Nanos, const policy::FlowInfo&) override {}
-  void OnFlowEnded(policy::Nanos, policy::FlowId, policy::FlowEnd) override {}
-  void OnArrival(policy::Nanos, const policy::WrInfo&) override {}
-  void OnCompleted(policy::Nanos, const policy::WrInfo&, policy::Nanos,
-                   bool) override {}
-  void OnProbeCompleted(policy::Nanos, policy::DestId dest,
-                        policy::Nanos rtt) override {
-    rtts.push_back(rtt);
-    dests.push_back(dest);
-  }
-  bool Probe(policy::DestId d) { return mech().SendProbe(d); }
-  std::vector<policy::Nanos> rtts;
-  std::vector<policy::DestId> dests;
-};
-
-TEST_F(EngineSoftRnicTest, ProbesTravelTheDaemonsOwnLoopback) {
-  ProbingPolicy probing;
-  UsePolicy(probing);
-  Guest a(0x100000);
-  AddGuest(a, 1);
-  EXPECT_FALSE(probing.Probe(7)) << "no other host";
-  for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(probing.Probe(0));
-    EXPECT_FALSE(probing.Probe(0)) << "one outstanding";
-    ASSERT_TRUE(RunUntil([&] { return probing.rtts.size() == size_t(i) + 1; }));
-  }
-  EXPECT_EQ(probing.dests, (std::vector<policy::DestId>{0, 0, 0}));
-  for (policy::Nanos rtt : probing.rtts) EXPECT_GT(rtt, 0u);
-  // The daemon's GID is its own: no VM may take it.
-  VmConfig c;
-  c.name = "thief";
-  c.gids = {kHostGid};
-  EXPECT_EQ(engine_->AttachVm(c, nullptr).status(), Status::kInvalid);
-  engine_.reset();
-}
-
 }  // namespace
 }  // namespace vrdma::engine

@@ -27,12 +27,20 @@ bool HostPeer::DeliverSome(Turn& turn) {
 }
 
 bool HostPeer::OpenProbePath(sched::DestId dest) {
-  // Every peer is local today (one host, SoftRnic): dest 0 only. Built on
-  // the data-path thread: not on an RNIC whose slow control calls run on
-  // the control thread meanwhile (rnic.h: never two at once).
+  // Every peer is local today (one host): dest 0 only. Built on the
+  // data-path thread: not on an RNIC whose slow control calls run on the
+  // control thread meanwhile (rnic.h: never two at once; OpenAtStart).
   if (dest != 0 || probe_.built || rnic_.control_beside_data_path()) return false;
+  return Build();
+}
+
+void HostPeer::OpenAtStart() {
+  if (rnic_.control_beside_data_path() && gid_ != kHostGid && !probe_.built) (void)Build();
+}
+
+bool HostPeer::Build() {
   ProbeObjects& p = probe_;
-  bool ok = rnic_.AddGid(kHostGid) == Status::kOk;
+  bool ok = rnic_.AddGid(gid_) == Status::kOk;
   Result<RnicPd> pd = ok ? rnic_.AllocPd() : Status::kIoError;
   Result<RnicCq> cq = pd.ok() ? rnic_.CreateCq(64) : Status::kIoError;
   Result<RnicMr> mr =
@@ -63,7 +71,7 @@ bool HostPeer::OpenProbePath(sched::DestId dest) {
       ok = rnic_.ModifyQp(q, at, kQpState | kQpPkeyIndex | kQpPort |
                                      kQpAccessFlags) == Status::kOk;
       at.state = QpState::kRtr;
-      at.av.dgid = at.av.sgid = kHostGid;
+      at.av.dgid = at.av.sgid = gid_;
       at.dest_qpn = peer.qpn;
       at.path_mtu_bytes = 1024;
       at.max_dest_rd_atomic = 1;
@@ -103,7 +111,7 @@ void HostPeer::Close() {
   if (p.mr.id != 0) (void)rnic_.DeregMr(p.mr);
   if (p.cq.id != 0) (void)rnic_.DestroyCq(p.cq);
   if (p.pd.id != 0) (void)rnic_.DeallocPd(p.pd);
-  (void)rnic_.RemoveGid(kHostGid);
+  (void)rnic_.RemoveGid(gid_);
   p = ProbeObjects{};
   p.built = true;
 }

@@ -19,13 +19,17 @@
 
 namespace vrdma::engine {
 
-// The daemon's own source GID (its probe QPs): ::ffff:127.0.0.1, never a
-// VM's (attach-vm refuses it).
+// The daemon's own source GID for its probe QPs on a software RNIC:
+// ::ffff:127.0.0.1, never a VM's (attach-vm refuses it). A physical RNIC
+// sends only from its port's GIDs: there the operator gives one
+// (EngineOptions::probe_gid).
 inline constexpr Gid kHostGid = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
 
 class HostPeer {
  public:
-  HostPeer(Rnic& rnic, sched::Stage& stage) : rnic_(rnic), stage_(stage) {}
+  // probe_gid: the probe QPs' GID (EngineOptions::probe_gid; zero: kHostGid).
+  HostPeer(Rnic& rnic, sched::Stage& stage, const Gid& probe_gid)
+      : rnic_(rnic), stage_(stage), gid_(probe_gid == Gid{} ? kHostGid : probe_gid) {}
   HostPeer(const HostPeer&) = delete;
   HostPeer& operator=(const HostPeer&) = delete;
 
@@ -33,8 +37,15 @@ class HostPeer {
   // (not this host, or the loopback queue is full: the policy's protocol
   // tolerates loss).
   bool SendPeerMessage(sched::DestId dest, const policy::PeerMessage& m);
-  // sched::StageOwner: the probe QP pair towards dest, built once.
+  // sched::StageOwner: the probe QP pair towards dest, built once, on the
+  // data path, the first time a policy probes (a software RNIC).
   bool OpenProbePath(sched::DestId dest);
+  // On an RNIC whose slow calls run beside the data path
+  // (Rnic::control_beside_data_path), the pair is built here instead, by
+  // the engine's constructor (before the data path runs it), when the
+  // operator gave a probe GID; without one such an RNIC has no probes.
+  void OpenAtStart();
+  const Gid& gid() const { return gid_; }
   // The messages sent to this host last turn, to the stage.
   bool DeliverLoopback(Turn& turn) {
     return loopback_count_ > 0 && DeliverSome(turn);
@@ -45,9 +56,11 @@ class HostPeer {
 
  private:
   bool DeliverSome(Turn& turn);
+  bool Build();
 
   Rnic& rnic_;
   sched::Stage& stage_;
+  const Gid gid_;
   // Peer messages the stage sent to this host (dest 0), delivered at the
   // start of the next turn. Fixed capacity; a full queue drops.
   std::array<policy::PeerMessage, 16> loopback_{};

@@ -36,7 +36,7 @@ Result<VmId> Resources::AttachVm(const VmConfig& config, VmEventSink* sink) {
     }
     // One owner per GID: otherwise a VM could send as another (or as the
     // daemon itself).
-    if (config.gids[i] == kHostGid ||
+    if (config.gids[i] == host_gid_ ||
         std::find(gids_in_use_.begin(), gids_in_use_.end(), config.gids[i]) !=
             gids_in_use_.end()) {
       return Status::kInvalid;

@@ -68,11 +68,13 @@ class Resources {
     uint64_t mappings = UINT64_MAX;  // EngineOptions::mapping_budget
     uint64_t pinned = UINT64_MAX;    // EngineOptions::pinned_budget
   };
+  // host_gid: the daemon's own (its probe QPs'), never a VM's.
   Resources(Rnic& rnic, Executor& executor, sched::Stage& stage, VmTable& vms,
-            Completions& completions, RecvPath& recv, const Budgets& budgets)
+            Completions& completions, RecvPath& recv, const Budgets& budgets,
+            const Gid& host_gid)
       : rnic_(rnic), executor_(executor), stage_(stage), vms_(vms),
         completions_(completions), recv_(recv), limits_(rnic.limits()),
-        mappings_(budgets.mappings), pinned_(budgets.pinned) {}
+        host_gid_(host_gid), mappings_(budgets.mappings), pinned_(budgets.pinned) {}
   Resources(const Resources&) = delete;
   Resources& operator=(const Resources&) = delete;
 
@@ -114,6 +116,7 @@ class Resources {
   Completions& completions_;
   RecvPath& recv_;
   const RnicLimits limits_;
+  const Gid host_gid_;
   // Admission (control thread): every attached VM's GIDs, and the sums of
   // their mapping and pinning quotas.
   std::vector<Gid> gids_in_use_;

@@ -12,9 +12,11 @@
 # the guests on the two hosts, printed side by side; then, on h1,
 # verbs_rnic_test, verbs_rnic_alloc_test and engine_rnic_test with
 # VRDMA_TEST_RNIC=rxe0 (every
-# Verbs instance must pass: a skip fails this script), and the hostile test
+# Verbs instance must pass: a skip fails this script), the hostile test
 # in which one VM registers 1 GiB of MRs over and over beside another VM's
-# WRITE latency, through a daemon on rxe0.
+# WRITE latency, through a daemon on rxe0, and the daemon's checks at start
+# and attach on rxe0: the pinning budget under RLIMIT_MEMLOCK, a missing
+# --rnic-port, the probe GID (--probe-gid).
 # --one-host: one host VM: the gtests; attach-vm refuses a GID the port
 # lacks and accepts the port's; native perftest beside vrdma-perftest
 # through the daemon, both ends on the same rxe0 (loopback).
@@ -148,6 +150,17 @@ if ((two)); then
   no_port_refused() { [ "$(cat "$1/no_port.rc" 2>/dev/null)" = 2 ] && grep -q 'has no port 2' "$1/no_port.out"; }
   check "a port the device lacks (--rnic-port 2) stops the daemon at start, naming it" \
     no_port_refused "$R"
+  echo "== --probe-gid the port lacks: $(grep -m1 'probe-gid' "$R/probe_gid_missing.out" 2>/dev/null)"
+  echo "== attach-vm with the probe GID: $(grep -m1 'error' "$R/probe_gid_taken.out" 2>/dev/null)"
+  probe_gid_held() {
+    [ "$(cat "$1/probe_gid_missing.rc" 2>/dev/null)" = 2 ] &&
+      grep -q 'not in the GID table' "$1/probe_gid_missing.out" &&
+      [ "$(cat "$1/probe_gid_taken.rc" 2>/dev/null)" != 0 ] &&
+      grep -q "the daemon's own" "$1/probe_gid_taken.out" &&
+      [ "$(cat "$1/probe_daemon.rc" 2>/dev/null)" = 0 ]
+  }
+  check "--probe-gid: refused when the port lacks it; with the port's, the daemon keeps it from VMs" \
+    probe_gid_held "$R"
   R2="$run/share-h2/results"
   for h in h1 h2; do
     check "$h: attach-vm of its guest with the port's GID" rc_is_zero "$run/share-$h/results/attach.rc"

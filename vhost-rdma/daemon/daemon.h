@@ -66,6 +66,7 @@ struct DaemonDeps {
   const Rnic* rnic = nullptr;
   std::string rnic_name = "soft";
   uint32_t rnic_port = 1;  // --rnic-port
+  Gid probe_gid{};         // --probe-gid: never a VM's
   // Group of every VM's vhost-user socket, made 0660 (--socket-group: the
   // group QEMU runs in, e.g. libvirt-qemu); -1 keeps the daemon's.
   int vm_socket_gid = -1;

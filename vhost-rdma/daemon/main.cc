@@ -35,6 +35,7 @@
 #endif
 #ifdef VRDMA_HAVE_METRICS
 #include "vhost-rdma/daemon/metrics.h"
+#include "vhost-rdma/daemon/vm_request.h"
 #endif
 #include "vhost-rdma/device/rdma_device.h"
 #include "vhost-rdma/vhost_user/eventfd_io.h"
@@ -193,6 +194,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> card_opts;
   double soft_line_gbps = 0;
   uint32_t rnic_port = 1;
+  std::string probe_gid_text;
   bool allow_unsealed_memory = false;
   std::string socket_group;
   std::string libvirt_uri;
@@ -203,6 +205,10 @@ int main(int argc, char** argv) {
   app.add_option("--rnic", rnic_kind,
                  "RNIC: soft (the software RNIC, default) or an rdma-core device name "
                  "(mlx5_0, rxe0: docs/verbs-rnic.md, docs/operators.md)");
+  app.add_option("--probe-gid", probe_gid_text,
+                 "with an rdma-core device, a GID of its port (an address of its netdev, no "
+                 "VM's) for the daemon's own probe QPs: probing policies (justitia) measure "
+                 "their reference flow through it; without it they run without probes");
   app.add_option("--rnic-port", rnic_port,
                  "the rdma-core device's port (ibv_devinfo lists them; 1 on most RoCE NICs)")
       ->check(CLI::Range(1, 255));
@@ -274,6 +280,10 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<vrdma::Rnic> rnic_owner;
   if (rnic_kind == "soft") {
+    if (!probe_gid_text.empty()) {
+      spdlog::error("--probe-gid is for an rdma-core device (--rnic NAME) only");
+      return 2;
+    }
     if (rnic_port != 1) {
       spdlog::error("--rnic-port is for an rdma-core device (--rnic NAME) only");
       return 2;
@@ -340,6 +350,19 @@ int main(int argc, char** argv) {
     spdlog::error("cannot create the data-path mailbox");
     return 1;
   }
+  if (!probe_gid_text.empty()) {
+    if (!vrdma::daemon::ParseGid(probe_gid_text, &engine_options.probe_gid) ||
+        engine_options.probe_gid == vrdma::Gid{}) {
+      spdlog::error("--probe-gid {}: not a GID (an IPv6 or IPv4-mapped address)", probe_gid_text);
+      return 2;
+    }
+    if (!rnic.HasGid(engine_options.probe_gid)) {
+      spdlog::error("--probe-gid {}: not in the GID table of {} port {}: add the address to "
+                    "the RNIC's netdev first (docs/operators.md, \"A physical RNIC\")",
+                    probe_gid_text, rnic_kind, rnic_port);
+      return 2;
+    }
+  }
   engine_options.mapping_budget = MappingBudget();
   // A software RNIC maps guest pages but pins none.
   if (rnic_kind != "soft") engine_options.pinned_budget = PinnedBudget();
@@ -398,6 +421,7 @@ int main(int argc, char** argv) {
     deps.rnic = &rnic;
     deps.rnic_name = rnic_kind;
     deps.rnic_port = rnic_port;
+    deps.probe_gid = engine_options.probe_gid;
     if (!socket_group.empty()) {
       const group* g = getgrnam(socket_group.c_str());
       if (g == nullptr) {

@@ -55,10 +55,11 @@ class EngineGuestsTest : public ::testing::Test {
     rnic_ = &rnic;
     engine_ = Engine::Create(rnic, exec_, policy_);
   }
-  // Before any guest is added: the engine runs under another policy.
-  void UsePolicy(policy::SchedulerPolicy& p) {
+  // Before any guest is added: the engine runs under another policy (and
+  // options).
+  void UsePolicy(policy::SchedulerPolicy& p, const EngineOptions& options = {}) {
     engine_.reset();
-    engine_ = Engine::Create(*rnic_, exec_, p);
+    engine_ = CreateEngine(*rnic_, exec_, p, options);
   }
   // Guest id's GID (its source GID on the RNIC).
   virtual Gid GidFor(uint8_t id) const { return MakeGid(id); }

@@ -78,6 +78,22 @@ run_pinning_budget() {
   timeout 20 $B/vhost-rdma-daemon --control /run/pin2.sock --rnic $DEV --rnic-port 2 \
     >$R/no_port.out 2>&1
   echo $? >$R/no_port.rc
+  # The probe GID: one the port lacks stops the daemon at start; with one of
+  # its addresses (justitia probes through it), no VM may take that GID.
+  timeout 20 $B/vhost-rdma-daemon --control /run/pin2.sock --rnic $DEV \
+    --probe-gid ::ffff:10.98.0.9 >$R/probe_gid_missing.out 2>&1
+  echo $? >$R/probe_gid_missing.rc
+  $B/vhost-rdma-daemon --control /run/probe.sock --rnic $DEV --policy justitia \
+    --probe-gid ::ffff:10.0.0.9 >$R/probe_daemon.log 2>&1 &
+  ppid_=$!
+  i=0
+  while [ ! -S /run/probe.sock ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+  timeout 20 $B/vrdma-ctl -s /run/probe.sock attach-vm --name thief --socket /run/thief.sock \
+    --gid ::ffff:10.0.0.9 >$R/probe_gid_taken.out 2>&1
+  echo $? >$R/probe_gid_taken.rc
+  kill $ppid_
+  wait $ppid_
+  echo $? >$R/probe_daemon.rc
 }
 
 start_daemon() {

@@ -19,8 +19,9 @@ echo "$TWO_HOST_DAEMON" | while read -r tag cmd; do
   pt_server $tag /run/g1.sock $port $cmd
 done
 stop_daemon
-# Then the VerbsRnic tests on this rxe0 (three IPv4 GIDs for three VMs).
-add_addrs 10.99.0.11 10.99.0.12
+# Then the VerbsRnic tests on this rxe0 (four IPv4 GIDs: three VMs and the
+# daemon's probe QPs).
+add_addrs 10.99.0.11 10.99.0.12 10.99.0.13
 run_gtests
 run_registrations
 run_pinning_budget

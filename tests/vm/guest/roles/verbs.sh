@@ -4,7 +4,7 @@
 # then native perftest on rxe0 beside vrdma-perftest through the daemon on
 # the same rxe0 (loopback: both ends in this guest).
 . /run/vrdma/roles/verbs-common.sh
-add_addrs 10.99.0.2 10.99.0.3
+add_addrs 10.99.0.2 10.99.0.3 10.99.0.4
 run_gtests
 [ "${TESTS_ONLY:-0}" = 1 ] && exit 0
 
