@@ -4,7 +4,8 @@
 // arrives, so the RNIC's own arbitration (round-robin over QPs, blind to
 // size) decides. The baseline every other policy is measured against. It
 // leaves every flow at the default FlowControl, which the stage serves on
-// its fast path.
+// its fast path. Deciding nothing, it is also the base of test policies,
+// which override only the events they observe or act on.
 #ifndef VRDMA_POLICY_PASS_THROUGH_POLICY_H_
 #define VRDMA_POLICY_PASS_THROUGH_POLICY_H_
 
@@ -12,7 +13,7 @@
 
 namespace vrdma::policy {
 
-class PassThroughPolicy final : public SchedulerPolicy {
+class PassThroughPolicy : public SchedulerPolicy {
  public:
   std::string_view name() const override { return "pass-through"; }
   void OnTenantAdded(TenantId, const TenantQos&) override {}

@@ -22,7 +22,7 @@
 #include "backend/engine/engine_impl.h"
 #include "backend/engine/host_peer.h"
 #include "backend/engine/testing/soft_rnic_guests.h"
-#include "policy/scheduler_policy.h"
+#include "policy/pass_through_policy.h"
 #ifdef VRDMA_HAVE_VERBS
 #include "backend/verbs_rnic/verbs_rnic.h"
 #endif
@@ -478,17 +478,9 @@ TEST_P(EngineRnicTest, DetachReleasesEveryHostObject) {
 // engine (its slow calls never run on the data path), from the port GID
 // the operator gave (EngineOptions::probe_gid; the VM script gives eth0 a
 // fourth address for it); without one there are no probes.
-class ProbingPolicy : public policy::SchedulerPolicy {
+class ProbingPolicy : public policy::PassThroughPolicy {
  public:
   std::string_view name() const override { return "probing"; }
-  void OnTenantAdded(policy::TenantId, const policy::TenantQos&) override {}
-  void OnTenantQosChanged(policy::TenantId, const policy::TenantQos&) override {}
-  void OnTenantRemoved(policy::TenantId) override {}
-  void OnFlowAdded(policy::Nanos, const policy::FlowInfo&) override {}
-  void OnFlowEnded(policy::Nanos, policy::FlowId, policy::FlowEnd) override {}
-  void OnArrival(policy::Nanos, const policy::WrInfo&) override {}
-  void OnCompleted(policy::Nanos, const policy::WrInfo&, policy::Nanos,
-                   bool) override {}
   void OnProbeCompleted(policy::Nanos, policy::DestId dest,
                         policy::Nanos rtt) override {
     rtts.push_back(rtt);

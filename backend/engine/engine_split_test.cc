@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "backend/engine/testing/soft_rnic_guests.h"
+#include "policy/pass_through_policy.h"
 
 namespace vrdma::engine {
 namespace {
@@ -24,20 +25,15 @@ using testing::kBufPages;
 constexpr uint32_t kChunk = 4096;
 
 // Splits every flow's WRs into kChunk pieces, at most two outstanding.
-class SplitEverything : public policy::SchedulerPolicy {
+class SplitEverything : public policy::PassThroughPolicy {
  public:
   std::string_view name() const override { return "split-everything"; }
-  void OnTenantAdded(policy::TenantId, const policy::TenantQos&) override {}
-  void OnTenantQosChanged(policy::TenantId, const policy::TenantQos&) override {}
-  void OnTenantRemoved(policy::TenantId) override {}
   void OnFlowAdded(policy::Nanos, const policy::FlowInfo& f) override {
     policy::FlowControl c;
     c.chunk_bytes = kChunk;
     c.window_bytes = 2 * kChunk;
     mech().Configure(f.flow, c);
   }
-  void OnFlowEnded(policy::Nanos, policy::FlowId, policy::FlowEnd) override {}
-  void OnArrival(policy::Nanos, const policy::WrInfo&) override {}
   void OnCompleted(policy::Nanos, const policy::WrInfo&, policy::Nanos,
                    bool) override {
     ++completed;
