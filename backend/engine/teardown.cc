@@ -16,7 +16,7 @@ void Teardown::DetachVm(VmId id) {
   VmContext* vm = vms_.Find(id);
   if (vm == nullptr) return;
   // Sized here: the closure allocates nothing for them.
-  const size_t qps = vm->qps.Handles().size(), mrs = vm->mrs.Handles().size();
+  const size_t qps = vm->qps.size(), mrs = vm->mrs.size();
   SlowReleases slow;
   slow.qps.reserve(qps);
   slow.mrs.reserve(mrs);

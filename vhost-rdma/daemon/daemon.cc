@@ -182,10 +182,7 @@ json Daemon::AttachVm(const json& request) {
   // A physical RNIC sends only from its port's GIDs (docs/verbs-rnic.md).
   for (const Gid& g : req.config.gids) {
     if (deps_.rnic != nullptr && !deps_.rnic->HasGid(g)) {
-      return Error("gid " + GidToString(g) + " is not in the GID table of " + deps_.rnic_name +
-                   " port " + std::to_string(deps_.rnic_port) +
-                   ": add the address to the RNIC's netdev (or a macvlan on it) first "
-                   "(docs/operators.md, \"A physical RNIC\")");
+      return Error(MissingGid(g, deps_.rnic_name, deps_.rnic_port));
     }
     if (deps_.probe_gid != Gid{} && g == deps_.probe_gid) {
       return Error("gid " + GidToString(g) + " is the daemon's own (--probe-gid)");

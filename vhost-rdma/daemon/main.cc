@@ -35,8 +35,8 @@
 #endif
 #ifdef VRDMA_HAVE_METRICS
 #include "vhost-rdma/daemon/metrics.h"
-#include "vhost-rdma/daemon/vm_request.h"
 #endif
+#include "vhost-rdma/daemon/vm_request.h"
 #include "vhost-rdma/device/rdma_device.h"
 #include "vhost-rdma/vhost_user/eventfd_io.h"
 
@@ -357,9 +357,8 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (!rnic.HasGid(engine_options.probe_gid)) {
-      spdlog::error("--probe-gid {}: not in the GID table of {} port {}: add the address to "
-                    "the RNIC's netdev first (docs/operators.md, \"A physical RNIC\")",
-                    probe_gid_text, rnic_kind, rnic_port);
+      spdlog::error("--probe-gid: {}",
+                    vrdma::daemon::MissingGid(engine_options.probe_gid, rnic_kind, rnic_port));
       return 2;
     }
   }

@@ -98,6 +98,13 @@ std::string GidToString(const Gid& gid) {
   return inet_ntop(AF_INET6, &a, buf, sizeof(buf)) ? buf : "?";
 }
 
+std::string MissingGid(const Gid& gid, const std::string& rnic_name, uint32_t port) {
+  return "gid " + GidToString(gid) + " is not in the GID table of " + rnic_name + " port " +
+         std::to_string(port) +
+         ": add the address to the RNIC's netdev (or a macvlan on it) first "
+         "(docs/operators.md, \"A physical RNIC\")";
+}
+
 nlohmann::json QuotasJson(const engine::Quotas& q) {
   return nlohmann::json{{"max_pd", q.max_pd},
                         {"max_cq", q.max_cq},

@@ -54,6 +54,9 @@ const char* TenantClassName(policy::TenantClass c);
 // IPv6 text (incl. ::ffff:a.b.c.d) to a GID.
 bool ParseGid(const std::string& text, Gid* out);
 std::string GidToString(const Gid& gid);
+// Why a physical RNIC cannot send from gid, for the operator (attach-vm,
+// --probe-gid).
+std::string MissingGid(const Gid& gid, const std::string& rnic_name, uint32_t port);
 // 1..64 characters of [A-Za-z0-9._-].
 bool ValidVmName(const std::string& name);
 
