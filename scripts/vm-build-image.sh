@@ -21,7 +21,8 @@ log() { echo "[vm-build-image] $*" >&2; }
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
 installed() { [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" == *"ok installed" ]]; }
 
-guest_packages=(rdma-core ibverbs-utils ibverbs-providers perftest iproute2 kmod udev)
+# rdmacm-utils: rping, ucmatose, udaddy (RDMA CM on the RoCE port, run-e2e.sh).
+guest_packages=(rdma-core ibverbs-utils ibverbs-providers perftest iproute2 kmod udev rdmacm-utils)
 # Runtime libraries of the host build's binaries that tests/vm/run-verbs.sh
 # runs inside a guest over the 9p share (the daemon and the gtest binaries:
 # fmt, spdlog, DPDK's rte_ring/rte_eal). Added to an existing root with
@@ -87,18 +88,22 @@ bootstrap_root() {
   $SUDO touch "$root/.vrdma-bootstrap-done"
 }
 
-# Installs guest_runtime_packages into an existing root (chroot apt-get from
-# Debian's archive) once per list; records the list in the root.
+# Installs guest_packages and guest_runtime_packages into an existing root
+# (chroot apt-get from Debian's archive) once per list, so a package added to
+# either list reaches a root bootstrapped before it without a new debootstrap;
+# records the list in the root (the image stamp includes it, so the image is
+# rebuilt then).
 add_runtime_packages() {
   local root="$1" want have
-  want="$(printf '%s\n' "${guest_runtime_packages[@]}")"
+  local pkgs=("${guest_packages[@]}" "${guest_runtime_packages[@]}")
+  want="$(printf '%s\n' "${pkgs[@]}")"
   have="$(cat "$root/.vrdma-runtime-packages" 2>/dev/null || true)"
   [ "$want" = "$have" ] && return 0
-  log "adding ${guest_runtime_packages[*]} to the guest root"
+  log "adding ${pkgs[*]} to the guest root"
   $SUDO cp /etc/resolv.conf "$root/etc/resolv.conf"
   { timeout 600 $SUDO chroot "$root" apt-get update -qq &&
     timeout 600 $SUDO chroot "$root" env DEBIAN_FRONTEND=noninteractive \
-      apt-get install -y -qq --no-install-recommends "${guest_runtime_packages[@]}" &&
+      apt-get install -y -qq --no-install-recommends "${pkgs[@]}" &&
     $SUDO chroot "$root" apt-get clean; } >"$cache/image/runtime-packages.log" 2>&1 ||
     { tail -20 "$cache/image/runtime-packages.log" >&2; log "ERROR: apt-get in the guest root failed"; exit 1; }
   echo "$want" | $SUDO tee "$root/.vrdma-runtime-packages" >/dev/null
