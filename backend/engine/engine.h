@@ -12,9 +12,11 @@
 #ifndef VRDMA_BACKEND_ENGINE_ENGINE_H_
 #define VRDMA_BACKEND_ENGINE_ENGINE_H_
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -47,9 +49,14 @@ struct Quotas {
   uint32_t max_mappings = 4096;
 };
 
+using MacAddress = std::array<uint8_t, 6>;
+
 struct VmConfig {
   std::string name;
   std::vector<Gid> gids;                   // 1 .. VIRTIO_RDMA_MAX_GIDS
+  // The MAC of the VM's own Ethernet NIC: with it the device is a RoCE v2
+  // port on that NIC and offers the GSI QP (docs/virtio-rdma.md §2.1).
+  std::optional<MacAddress> mac;
   Quotas quotas;
   policy::TenantQos qos;
 };

@@ -30,8 +30,8 @@ constexpr uint32_t kDestQpn = VIRTIO_RDMA_QP_DEST_QPN;
 
 struct Rule {
   bool valid = false;
-  uint32_t req[3] = {0, 0, 0};  // by type: RC, UC, UD
-  uint32_t opt[3] = {0, 0, 0};
+  uint32_t req[4] = {0, 0, 0, 0};  // by type: RC, UC, UD, GSI
+  uint32_t opt[4] = {0, 0, 0, 0};
 };
 
 int TypeIndex(QpType t) {
@@ -42,6 +42,8 @@ int TypeIndex(QpType t) {
       return 1;
     case QpType::kUd:
       return 2;
+    case QpType::kGsi:
+      return 3;
   }
   return 0;
 }
@@ -49,7 +51,22 @@ int TypeIndex(QpType t) {
 constexpr int kNumStates = 7;
 
 // The IB transition table (Linux drivers/infiniband/core/verbs.c,
-// qp_state_table), restricted to RC, UC and UD.
+// qp_state_table), restricted to RC, UC, UD and GSI.
+Rule TransitionRule(QpState from, QpState to);
+
+// GSI takes UD's rules, except that it has no port to set (QP1 is the
+// port's): RESET -> INIT and INIT -> INIT name pkey index and Q_Key only.
+Rule WithGsi(Rule r, QpState from, QpState to) {
+  r.req[3] = r.req[2];
+  r.opt[3] = r.opt[2];
+  if (from == QpState::kReset && to == QpState::kInit) {
+    r.req[3] = kPkey | kQkey;
+  } else if (from == QpState::kInit && to == QpState::kInit) {
+    r.opt[3] = kPkey | kQkey;
+  }
+  return r;
+}
+
 Rule TransitionRule(QpState from, QpState to) {
   using S = QpState;
   Rule r;
@@ -164,7 +181,7 @@ Status CheckModifyQp(const ModifyQpRequest& req, const QpCheckContext& ctx,
   }
   // Without STATE this is current -> current: only attributes the state
   // allows to change in place.
-  const Rule rule = TransitionRule(ctx.current, to);
+  const Rule rule = WithGsi(TransitionRule(ctx.current, to), ctx.current, to);
   if (!rule.valid) return Status::kBadState;
   if (ctx.type == QpType::kRc && ctx.current == QpState::kSqe)
     return Status::kBadState;

@@ -96,6 +96,15 @@ TEST(QpAttrCheckTest, Transitions) {
        Status::kBadState},  // no STATE
       {QpType::kRc, S::kRts, S::kRts, VIRTIO_RDMA_QP_MIN_RNR_TIMER,
        Status::kOk},  // no STATE
+      // GSI: what Linux's MAD layer sends (no port: QP1 is the port's).
+      {QpType::kGsi, S::kReset, S::kInit,
+       ST | VIRTIO_RDMA_QP_PKEY_INDEX | VIRTIO_RDMA_QP_QKEY, Status::kOk},
+      {QpType::kGsi, S::kReset, S::kInit, kInitMaskUd, Status::kInvalid},
+      {QpType::kGsi, S::kInit, S::kRtr, ST, Status::kOk},
+      {QpType::kGsi, S::kRtr, S::kRts, ST | VIRTIO_RDMA_QP_SQ_PSN, Status::kOk},
+      {QpType::kGsi, S::kRtr, S::kRts, ST, Status::kInvalid},
+      {QpType::kGsi, S::kInit, S::kRtr, ST | VIRTIO_RDMA_QP_AV,
+       Status::kInvalid},
   };
   int i = 0;
   for (const TransitionCase& c : cases) {

@@ -35,7 +35,9 @@ struct RnicSrq { uint32_t id = 0; };
 struct RnicMr { uint32_t id = 0; uint32_t lkey = 0; uint32_t rkey = 0; };
 struct RnicQp { uint32_t id = 0; uint32_t qpn = 0; };  // qpn: 24 bits
 
-enum class QpType : uint8_t { kRc = 2, kUc = 3, kUd = 4 };
+// kGsi is the engine's own QP1 (backend/engine/gsi.h, docs/virtio-rdma.md
+// §4.6): the engine never asks an Rnic for one.
+enum class QpType : uint8_t { kGsi = 1, kRc = 2, kUc = 3, kUd = 4 };
 enum class QpState : uint8_t {
   kReset = 0, kInit = 1, kRtr = 2, kRts = 3, kSqd = 4, kSqe = 5, kErr = 6,
 };

@@ -39,6 +39,13 @@
 #define VIRTIO_RDMA_F_SRQ 0       /* shared receive queues */
 #define VIRTIO_RDMA_F_UD 1        /* unreliable datagram QPs and AHs */
 #define VIRTIO_RDMA_F_ATOMIC 2    /* 8-byte atomics on RC QPs */
+/*
+ * The port is RoCE v2 (Ethernet link layer) and belongs to the guest NIC
+ * whose MAC is config.mac; the device offers the GSI QP (QP1, for the
+ * guest's RDMA CM) and the local DMA lkey on it. Offered only when the
+ * operator gave the VM a MAC.
+ */
+#define VIRTIO_RDMA_F_ROCE 3
 
 /* ------------------------------------------------------------------------ */
 /* Virtqueues                                                                */
@@ -111,7 +118,9 @@ struct virtio_rdma_config {
 	__u8 active_width;           /* IB_WIDTH_* encoding */
 	__u8 phys_state;             /* 5 = LinkUp, 3 = Disabled */
 	__u8 num_gids;               /* valid entries in gids[] */
-	__le32 reserved[8];
+	__u8 mac[6];                 /* VIRTIO_RDMA_F_ROCE: the guest NIC's MAC */
+	__le16 reserved0;
+	__le32 reserved[6];
 	__u8 gids[VIRTIO_RDMA_MAX_GIDS][16]; /* RoCEv2 GIDs given to this VM */
 };
 
@@ -315,8 +324,9 @@ struct virtio_rdma_req_notify_cq {
 	__le32 flags;                /* VIRTIO_RDMA_NOTIFY_* */
 };
 
-/* QP types: the values of IBV_QPT_*. */
+/* QP types: the values of IBV_QPT_* (GSI: IB_QPT_GSI, kernel only). */
 enum virtio_rdma_qp_type {
+	VIRTIO_RDMA_QPT_GSI = 1,     /* VIRTIO_RDMA_F_ROCE; one per VM, QPN 1 */
 	VIRTIO_RDMA_QPT_RC = 2,
 	VIRTIO_RDMA_QPT_UC = 3,
 	VIRTIO_RDMA_QPT_UD = 4,
@@ -359,6 +369,16 @@ struct virtio_rdma_req_create_qp {
 	struct virtio_rdma_ring_desc sq;
 	struct virtio_rdma_ring_desc rq;
 };
+
+/* The GSI QP's number, and the only destination QPN of its sends. */
+#define VIRTIO_RDMA_GSI_QPN 1
+/* The Q_Key of every GSI datagram (IB_QP1_QKEY). */
+#define VIRTIO_RDMA_GSI_QKEY 0x80010000u
+/*
+ * The local DMA lkey: on a GSI QP (and only there) every SGE names
+ * guest-physical addresses with this lkey instead of an MR's.
+ */
+#define VIRTIO_RDMA_LOCAL_DMA_LKEY 0u
 
 struct virtio_rdma_resp_create_qp {
 	__le32 qpn;                  /* 24 bits; also the QP's handle */
@@ -584,6 +604,7 @@ VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_config, 256);
 VIRTIO_RDMA_CHECK_OFFSET(virtio_rdma_config, max_mr_size, 40);
 VIRTIO_RDMA_CHECK_OFFSET(virtio_rdma_config, node_guid, 80);
 VIRTIO_RDMA_CHECK_OFFSET(virtio_rdma_config, phys_port_cnt, 88);
+VIRTIO_RDMA_CHECK_OFFSET(virtio_rdma_config, mac, 96);
 VIRTIO_RDMA_CHECK_OFFSET(virtio_rdma_config, gids, 128);
 VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_cmd_hdr, 8);
 VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_resp_hdr, 8);

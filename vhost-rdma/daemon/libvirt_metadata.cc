@@ -112,8 +112,9 @@ bool ReadVrdmaElement(xmlNode* root, bool want_gids, json* request, std::string*
   json gids = json::array();
   for (xmlNode* c : Elements(root)) {
     const std::string name(Name(c));
-    if (!OursOrNone(c) || (name != "gid" && name != "qos" && name != "quotas")) {
-      *error = "metadata: unknown element <" + name + "> in <vrdma> (known: gid, quotas, qos)";
+    if (!OursOrNone(c) ||
+        (name != "gid" && name != "mac" && name != "qos" && name != "quotas")) {
+      *error = "metadata: unknown element <" + name + "> in <vrdma> (known: gid, mac, quotas, qos)";
       return false;
     }
     if (name == "gid") {
@@ -121,6 +122,8 @@ bool ReadVrdmaElement(xmlNode* root, bool want_gids, json* request, std::string*
     } else if (request->contains(name)) {
       *error = "metadata: more than one <" + name + ">";
       return false;
+    } else if (name == "mac") {
+      (*request)["mac"] = Text(c);
     } else {
       (*request)[name] = AttributesJson(c);
     }

@@ -35,6 +35,7 @@ const char kArgs[] = R"(
 const char kMeta[] = R"(<vrdma:vrdma xmlns:vrdma="https://vhost-rdma.org/xmlns/vrdma/1">
       <vrdma:gid>::ffff:192.0.2.10</vrdma:gid>
       <vrdma:gid> fe80::2 </vrdma:gid>
+      <vrdma:mac>52:54:00:12:34:56</vrdma:mac>
       <vrdma:quotas max_qp="64"/>
       <vrdma:qos weight="2" max_rate_bps="10e9" class="latency"/>
     </vrdma:vrdma>)";
@@ -48,6 +49,7 @@ TEST(LibvirtMetadata, DomainBecomesAnAttachRequest) {
   EXPECT_EQ(req["name"], "tenant-a");
   EXPECT_EQ(req["socket"], "/run/vhost-rdma/tenant-a.sock");
   EXPECT_EQ(req["gids"], json({"::ffff:192.0.2.10", "fe80::2"}));
+  EXPECT_EQ(req["mac"], "52:54:00:12:34:56");
   EXPECT_EQ(req["quotas"], json({{"max_qp", 64}}));
   // Numbers stay numbers (10e9 is a JSON number), names stay strings: the
   // control socket's ParseQos judges them.

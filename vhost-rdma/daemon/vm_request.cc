@@ -4,7 +4,9 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 
@@ -98,6 +100,36 @@ std::string GidToString(const Gid& gid) {
   return inet_ntop(AF_INET6, &a, buf, sizeof(buf)) ? buf : "?";
 }
 
+bool ParseMac(const std::string& text, engine::MacAddress* out) {
+  engine::MacAddress m{};
+  unsigned v[6];
+  char tail;
+  if (text.size() != 17 ||
+      std::sscanf(text.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4],
+                  &v[5], &tail) != 6) {
+    return false;
+  }
+  for (int i = 0; i < 6; ++i) {
+    if (!std::isxdigit(static_cast<unsigned char>(text[i * 3])) ||
+        !std::isxdigit(static_cast<unsigned char>(text[i * 3 + 1])) ||
+        (i < 5 && text[i * 3 + 2] != ':')) {
+      return false;
+    }
+    m[i] = static_cast<uint8_t>(v[i]);
+  }
+  // A NIC's own address: unicast and not zero.
+  if ((m[0] & 1) != 0 || m == engine::MacAddress{}) return false;
+  *out = m;
+  return true;
+}
+
+std::string MacToString(const engine::MacAddress& mac) {
+  char buf[18];
+  std::snprintf(buf, sizeof(buf), "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3],
+                mac[4], mac[5]);
+  return buf;
+}
+
 std::string MissingGid(const Gid& gid, const std::string& rnic_name, uint32_t port) {
   return "gid " + GidToString(gid) + " is not in the GID table of " + rnic_name + " port " +
          std::to_string(port) +
@@ -157,6 +189,17 @@ bool ParseAttachRequest(const json& j, const policy::CardProfile& card, AttachRe
       }
     }
     out->config.gids.push_back(gid);
+  }
+
+  out->config.mac.reset();
+  if (auto m = j.find("mac"); m != j.end()) {
+    engine::MacAddress mac{};
+    if (!m->is_string() || !ParseMac(m->get<std::string>(), &mac)) {
+      *error = "mac: the unicast MAC of the VM's NIC (\"52:54:00:12:34:56\") required, not " +
+               m->dump();
+      return false;
+    }
+    out->config.mac = mac;
   }
 
   if (auto q = j.find("quotas"); q != j.end()) {

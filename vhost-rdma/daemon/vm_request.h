@@ -5,6 +5,7 @@
 //
 //   {"cmd":"attach-vm","name":"tenant-a","socket":"/run/vhost-rdma/a.sock",
 //    "gids":["::ffff:192.0.2.10"],
+//    "mac":"52:54:00:12:34:56",   optional: the VM NIC's MAC; RoCE v2 on it
 //    "quotas":{"max_qp":64,"max_pinned_bytes":1073741824,...},   optional
 //    "qos":{"weight":2,"class":"latency","latency_target_ns":0,
 //           "max_rate_bps":0,"max_msgs_per_s":0,"min_rate_bps":0}} optional
@@ -54,6 +55,9 @@ const char* TenantClassName(policy::TenantClass c);
 // IPv6 text (incl. ::ffff:a.b.c.d) to a GID.
 bool ParseGid(const std::string& text, Gid* out);
 std::string GidToString(const Gid& gid);
+// "52:54:00:12:34:56" (hex, either case) to a unicast, non-zero MAC.
+bool ParseMac(const std::string& text, engine::MacAddress* out);
+std::string MacToString(const engine::MacAddress& mac);
 // Why a physical RNIC cannot send from gid, for the operator (attach-vm,
 // --probe-gid).
 std::string MissingGid(const Gid& gid, const std::string& rnic_name, uint32_t port);

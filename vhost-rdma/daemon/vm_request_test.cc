@@ -32,6 +32,27 @@ TEST(VmRequestTest, ParsesFullRequest) {
   EXPECT_EQ(r.config.qos.weight, 3u);
   EXPECT_EQ(r.config.qos.max_rate_bps, 1000u);
   EXPECT_EQ(GidToString(r.config.gids[0]), "::ffff:192.0.2.10");
+  EXPECT_FALSE(r.config.mac.has_value()) << "no mac: the InfiniBand-layer port";
+}
+
+TEST(VmRequestTest, MacOfTheVmsNic) {
+  json j = json::parse(R"({"name":"a","socket":"/run/a.sock","gids":["::ffff:10.0.0.1"],
+                           "mac":"52:54:00:AB:cd:01"})");
+  AttachRequest r;
+  std::string err;
+  ASSERT_TRUE(ParseAttachRequest(j, kCard, &r, &err)) << err;
+  ASSERT_TRUE(r.config.mac.has_value());
+  EXPECT_EQ(MacToString(*r.config.mac), "52:54:00:ab:cd:01");
+  for (const char* bad : {"52:54:00:ab:cd", "52:54:00:ab:cd:01:02", "01:00:5e:00:00:01",
+                          "00:00:00:00:00:00", "52-54-00-ab-cd-01", "52:54:00:ab:cd:0g",
+                          " 2:54:00:ab:cd:01", "52:54:00:ab:cd:+1"}) {
+    j["mac"] = bad;
+    err.clear();
+    EXPECT_FALSE(ParseAttachRequest(j, kCard, &r, &err)) << bad;
+    EXPECT_NE(err.find("mac:"), std::string::npos) << err;
+  }
+  j["mac"] = 5;
+  EXPECT_FALSE(ParseAttachRequest(j, kCard, &r, &err));
 }
 
 // Every quota the daemon knows is read from "quotas" and written back by

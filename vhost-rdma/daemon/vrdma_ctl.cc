@@ -115,6 +115,8 @@ int main(int argc, char** argv) {
   attach->add_option("--name", name, "VM name")->required();
   attach->add_option("--socket", vm_socket, "vhost-user socket path for QEMU")->required();
   attach->add_option("--gid", gids, "RoCEv2 GID (IPv6 text), repeatable")->required();
+  std::string mac;
+  attach->add_option("--mac", mac, "MAC of the VM's NIC: the device is RoCE v2 on it");
   attach->add_option("--max-pd", max_pd);
   attach->add_option("--max-cq", max_cq);
   attach->add_option("--max-qp", max_qp);
@@ -168,6 +170,7 @@ int main(int argc, char** argv) {
 
   if (*attach) {
     request = {{"cmd", "attach-vm"}, {"name", name}, {"socket", vm_socket}, {"gids", gids}};
+    if (!mac.empty()) request["mac"] = mac;
     json quotas = json::object();
     auto put = [](json& j, const char* k, const std::optional<uint64_t>& v) {
       if (v) j[k] = *v;

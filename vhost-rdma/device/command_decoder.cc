@@ -149,7 +149,7 @@ Result<Command> DecodeCreateCq(Reader& r, const DecodeLimits& limits) {
 }
 
 // CREATE_QP:
-//  - qp_type in {RC 2, UC 3, UD 4}; sq_sig_all in {0, 1};
+//  - qp_type in {GSI 1, RC 2, UC 3, UD 4}; sq_sig_all in {0, 1};
 //  - the SQ and RQ ring descriptors (ReadRing);
 //  - exactly (sq.npages + rq.npages) * 8 bytes of page list follow, SQ pages
 //    first. (Capabilities, geometry, RQ pages with an SRQ: CheckCreateQp.)
@@ -163,6 +163,7 @@ Result<Command> DecodeCreateQp(Reader& r, const DecodeLimits& limits) {
   req.recv_cq = le32toh(w.recv_cq_handle);
   req.srq = le32toh(w.srq_handle);
   switch (w.qp_type) {
+    case VIRTIO_RDMA_QPT_GSI: req.type = QpType::kGsi; break;
     case VIRTIO_RDMA_QPT_RC: req.type = QpType::kRc; break;
     case VIRTIO_RDMA_QPT_UC: req.type = QpType::kUc; break;
     case VIRTIO_RDMA_QPT_UD: req.type = QpType::kUd; break;

@@ -198,8 +198,9 @@ virtio_rdma_resp_create_srq EncodeCreateSrq(const engine::CreateSrqResult& s) {
 }
 
 virtio_rdma_config EncodeConfig(const engine::DeviceAttr& a,
-                                std::span<const Gid> gids,
+                                const engine::VmConfig& vm,
                                 uint32_t num_doorbell_queues) {
+  const std::vector<Gid>& gids = vm.gids;
   const RnicLimits& l = a.limits;
   virtio_rdma_config c{};
   c.abi_version = htole32(VIRTIO_RDMA_ABI_VERSION);
@@ -233,6 +234,7 @@ virtio_rdma_config EncodeConfig(const engine::DeviceAttr& a,
   c.num_gids = static_cast<uint8_t>(n);
   for (size_t i = 0; i < n; ++i)
     std::memcpy(c.gids[i], gids[i].data(), sizeof(c.gids[i]));
+  if (vm.mac) std::memcpy(c.mac, vm.mac->data(), sizeof(c.mac));
   return c;
 }
 

@@ -50,9 +50,10 @@ virtio_rdma_resp_create_srq EncodeCreateSrq(const engine::CreateSrqResult& r);
 
 // The config space of a VM (struct virtio_rdma_config): limits from the
 // engine (already reduced to the VM's quotas), the VM's GIDs (at most
-// VIRTIO_RDMA_MAX_GIDS are reported) and the doorbell queue count.
+// VIRTIO_RDMA_MAX_GIDS are reported), its NIC's MAC (zero without one) and
+// the doorbell queue count.
 virtio_rdma_config EncodeConfig(const engine::DeviceAttr& a,
-                                std::span<const Gid> gids,
+                                const engine::VmConfig& vm,
                                 uint32_t num_doorbell_queues);
 
 }  // namespace vrdma::device

@@ -84,10 +84,11 @@ TEST(CommandEncoderTest, QueryDeviceCarriesTheLimits) {
 }
 
 TEST(CommandEncoderTest, ConfigSpace) {
-  std::vector<Gid> gids(2);
-  gids[0][0] = 0xfe;
-  gids[1][15] = 0x42;
-  auto c = EncodeConfig(SampleAttr(), gids, 4);
+  engine::VmConfig vm;
+  vm.gids.resize(2);
+  vm.gids[0][0] = 0xfe;
+  vm.gids[1][15] = 0x42;
+  auto c = EncodeConfig(SampleAttr(), vm, 4);
   EXPECT_EQ(le32toh(c.abi_version), 1u);
   EXPECT_EQ(le32toh(c.num_doorbell_queues), 4u);
   EXPECT_EQ(le32toh(c.max_qp), 1000u);
@@ -102,8 +103,15 @@ TEST(CommandEncoderTest, ConfigSpace) {
   EXPECT_EQ(c.gids[1][15], 0x42);
   EXPECT_EQ(c.gids[2][0], 0);
   for (uint32_t r : c.reserved) EXPECT_EQ(r, 0u);
+  for (uint8_t b : c.mac) EXPECT_EQ(b, 0) << "no MAC given: all zero";
 
-  std::vector<Gid> many(VIRTIO_RDMA_MAX_GIDS + 3);
+  vm.mac = engine::MacAddress{0x52, 0x54, 0, 0x77, 0, 1};
+  c = EncodeConfig(SampleAttr(), vm, 4);
+  EXPECT_EQ(c.mac[0], 0x52);
+  EXPECT_EQ(c.mac[5], 1);
+
+  engine::VmConfig many;
+  many.gids.resize(VIRTIO_RDMA_MAX_GIDS + 3);
   EXPECT_EQ(EncodeConfig(SampleAttr(), many, 1).num_gids,
             VIRTIO_RDMA_MAX_GIDS);
 }

@@ -71,6 +71,8 @@ CommandResponse CommandHandler::Execute(const Command& command) {
         } else if constexpr (std::is_same_v<T, CreateQpCmd>) {
           if (c.req.type == QpType::kUd && !has(VIRTIO_RDMA_F_UD))
             return Done(Status::kUnsupported);
+          if (c.req.type == QpType::kGsi && !has(VIRTIO_RDMA_F_ROCE))
+            return Done(Status::kUnsupported);
           if (c.req.srq != 0 && !has(VIRTIO_RDMA_F_SRQ))
             return Done(Status::kUnsupported);
           auto qp = e.CreateQp(vm_, c.req);

@@ -15,8 +15,12 @@
 namespace vrdma::device {
 namespace {
 
-constexpr uint64_t kOfferedFeatures =
+constexpr uint64_t kBaseFeatures =
     (uint64_t{1} << VIRTIO_RDMA_F_SRQ) | (uint64_t{1} << VIRTIO_RDMA_F_UD);
+// RoCE v2 needs the VM's NIC: offered only when the operator named it.
+uint64_t OfferedFeatures(const engine::VmConfig& vm) {
+  return kBaseFeatures | (vm.mac ? uint64_t{1} << VIRTIO_RDMA_F_ROCE : 0);
+}
 // Virtio reserves feature bits 0..23 for the device type.
 constexpr uint64_t kDeviceFeatureMask = (uint64_t{1} << 24) - 1;
 
@@ -81,7 +85,7 @@ Status RdmaDevice::Attach() {
   vm_ = *vm;
   limits_.max_mr_pages = attr->max_mr_pages;
   limits_.max_ring_pages = options_.max_ring_pages;
-  config_ = EncodeConfig(*attr, vm_config_.gids, options_.num_doorbell_queues);
+  config_ = EncodeConfig(*attr, vm_config_, options_.num_doorbell_queues);
   const uint32_t num_gids = static_cast<uint32_t>(
       std::min<size_t>(vm_config_.gids.size(), VIRTIO_RDMA_MAX_GIDS));
   handler_.emplace(engine_, *vm_, limits_, num_gids);
@@ -97,7 +101,9 @@ void RdmaDevice::Detach() {
   vm_.reset();
 }
 
-uint64_t RdmaDevice::device_features() const { return kOfferedFeatures; }
+uint64_t RdmaDevice::device_features() const {
+  return OfferedFeatures(vm_config_);
+}
 
 uint32_t RdmaDevice::num_queues() const {
   return VIRTIO_RDMA_VQ_DOORBELL0 + options_.num_doorbell_queues;
@@ -110,7 +116,7 @@ std::span<const uint8_t> RdmaDevice::config() const {
 }
 
 Status RdmaDevice::SetFeatures(uint64_t acked) {
-  if ((acked & kDeviceFeatureMask) & ~kOfferedFeatures) return Status::kInvalid;
+  if ((acked & kDeviceFeatureMask) & ~device_features()) return Status::kInvalid;
   acked_features_ = acked & kDeviceFeatureMask;
   if (handler_.has_value()) handler_->set_acked_features(acked_features_);
   return Status::kOk;

@@ -190,8 +190,29 @@ TEST_F(RdmaDeviceTest, ShapeAndConfigSpace) {
   EXPECT_EQ(c.gids[0][0], 0xfe);
   EXPECT_EQ(c.gids[1][15], 0x02);
   EXPECT_EQ(dev_->SetFeatures(1ull << VIRTIO_RDMA_F_ATOMIC), Status::kInvalid);
+  // No MAC given: no RoCE, and a driver cannot take it anyway.
+  EXPECT_EQ(dev_->SetFeatures(1ull << VIRTIO_RDMA_F_ROCE), Status::kInvalid);
+  for (uint8_t b : c.mac) EXPECT_EQ(b, 0);
   // Transport bits above the device range are not the device's business.
   EXPECT_EQ(dev_->SetFeatures((1ull << 32) | 1), Status::kOk);
+}
+
+// With the VM NIC's MAC the device offers RoCE v2 on it (§2.1).
+TEST_F(RdmaDeviceTest, AMacOffersRoceAndNamesTheNic) {
+  engine::VmConfig roce = config_;
+  roce.mac = engine::MacAddress{0x52, 0x54, 0x00, 0x77, 0x00, 0x02};
+  auto dev = RdmaDevice::Create(engine_, roce, control_, datapath_, exec_,
+                                {.num_doorbell_queues = 1});
+  ASSERT_TRUE(dev.ok());
+  EXPECT_EQ((*dev)->device_features(), (1ull << VIRTIO_RDMA_F_SRQ) |
+                                           (1ull << VIRTIO_RDMA_F_UD) |
+                                           (1ull << VIRTIO_RDMA_F_ROCE));
+  virtio_rdma_config c;
+  std::memcpy(&c, (*dev)->config().data(), sizeof(c));
+  EXPECT_EQ(c.mac[0], 0x52);
+  EXPECT_EQ(c.mac[5], 0x02);
+  EXPECT_EQ((*dev)->SetFeatures(1ull << VIRTIO_RDMA_F_ROCE), Status::kOk);
+  EXPECT_CALL(engine_, DetachVm(kVm));
 }
 
 TEST_F(RdmaDeviceTest, RejectsBadOptions) {
