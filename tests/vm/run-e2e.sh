@@ -8,10 +8,16 @@
 # restarted (VMs re-attached, QEMU reconnects) a fresh perftest must pass
 # between the same guests, without a reboot.
 #
-# Usage: tests/vm/run-e2e.sh [--no-victim] [--no-crash] [--rxe]
+# Usage: tests/vm/run-e2e.sh [--no-victim] [--no-crash] [--rxe] [--roce]
 #   --rxe  harness self-test: the guests use the kernel's Soft-RoCE (rdma_rxe)
 #          on their virtio-net link instead of vhost-rdma; no daemon, no
-#          victim, no crash. Shows the harness works and gives a baseline.
+#          victim, no crash. Shows the harness works and gives a baseline,
+#          RoCE tools included (guest/roles/roce.sh).
+#   --roce vm-a and vm-b are attached with their NIC's MAC, so the device
+#          offers VIRTIO_RDMA_F_ROCE: vrdma0 is a RoCE v2 port on eth0, the
+#          perftests run without -x and the RoCE tools of guest/roles/roce.sh
+#          (RDMA CM, UD, ibv_*_pingpong -g) run after them, as on --rxe.
+#          (The victim stays without a MAC: the InfiniBand-layer port.)
 # Env:   VRDMA_CACHE   heavy artifacts (QEMU, image, runs); /var/cache/vhost-rdma
 #        VRDMA_DAEMON  daemon binary; default build/vhost-rdma/daemon/vhost-rdma-daemon
 #                      (built with cmake into build/ when missing)
@@ -25,18 +31,37 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 vm_tag=e2e
 source "$here/tests/vm/lib.sh"
-victim=1 crash=1 rxe=0
+victim=1 crash=1 rxe=0 roce=0
 for a in "$@"; do
   case "$a" in
     --no-victim) victim=0 ;;
     --no-crash) crash=0 ;;
-    --rxe) rxe=1 victim=0 crash=0 ;;
-    *) echo "usage: $0 [--no-victim] [--no-crash] [--rxe]" >&2; exit 2 ;;
+    --rxe) rxe=1 victim=0 crash=0 roce=1 ;;
+    --roce) roce=1 ;;
+    *) echo "usage: $0 [--no-victim] [--no-crash] [--rxe] [--roce]" >&2; exit 2 ;;
   esac
 done
 
 vm_run_dir e2e
 trap vm_cleanup EXIT
+
+declare -A gid=([a]=10.77.0.1 [b]=10.77.0.2 [c]=10.77.0.3)
+declare -A mac=([a]=52:54:00:77:00:01 [b]=52:54:00:77:00:02)
+# attach_vm VM: attach-vm with the VM's GID; with --roce vm-a and vm-b also
+# get their virtio-net MAC (docs/virtio-rdma.md 2.1), the victim none.
+attach_vm() {
+  local vm="$1"
+  if ((roce == 0)) || [ -z "${mac[$vm]:-}" ]; then
+    daemon_attach "vm-$vm" "$run/vm-$vm.sock" "${gid[$vm]}"
+    return
+  fi
+  daemon_request "{\"cmd\":\"attach-vm\",\"name\":\"vm-$vm\",\"socket\":\"$run/vm-$vm.sock\",\"gids\":[\"::ffff:${gid[$vm]}\"],\"mac\":\"${mac[$vm]}\"}" ||
+    return 1
+  grep -q '"error"' "$run/ctl.last" && return 1
+  local i
+  for ((i = 0; i < 50; i++)); do [ -S "$run/vm-$vm.sock" ] && return 0; sleep 0.1; done
+  return 1
+}
 
 # ---------------------------------------------------------------- builds ---
 log "step 1/8: QEMU with vhost-user-rdma-pci (cached)"
@@ -63,11 +88,9 @@ source "$here/tests/vm/daemon_ctl.sh"
 # ---------------------------------------------------------------- daemon ---
 log "step 4/8: start the daemon and attach three VMs"
 daemon_start "$daemon" "$run" || die "daemon did not start (log: $run/daemon.log)"
-declare -A gid=([a]=10.77.0.1 [b]=10.77.0.2 [c]=10.77.0.3)
 vms=(a b); ((victim)) && vms+=(c)
 for vm in "${vms[@]}"; do
-  daemon_attach "vm-$vm" "$run/vm-$vm.sock" "${gid[$vm]}" ||
-    die "attach-vm vm-$vm failed: $(cat "$run/ctl.last" 2>/dev/null)"
+  attach_vm "$vm" || die "attach-vm vm-$vm failed: $(cat "$run/ctl.last" 2>/dev/null)"
 done
 else
   log "steps 3-4/8: --rxe: no daemon, the guests use Soft-RoCE"
@@ -118,9 +141,9 @@ log "step 6/8: boot vm-a (servers) and vm-b (clients), linked by a QEMU socket n
 make_share a server 10.77.0.1 10.77.0.2
 make_share b client 10.77.0.2 10.77.0.1
 boot a -netdev "socket,id=n0,udp=127.0.0.1:$((port_base + 1)),localaddr=127.0.0.1:$port_base" \
-       -device virtio-net-pci,netdev=n0,mac=52:54:00:77:00:01,romfile=
+       -device "virtio-net-pci,netdev=n0,mac=${mac[a]},romfile="
 boot b -netdev "socket,id=n0,udp=127.0.0.1:$port_base,localaddr=127.0.0.1:$((port_base + 1))" \
-       -device virtio-net-pci,netdev=n0,mac=52:54:00:77:00:02,romfile=
+       -device "virtio-net-pci,netdev=n0,mac=${mac[b]},romfile="
 
 killed_during_write_bw=0
 if ((victim)); then
@@ -177,8 +200,7 @@ if ((crash)); then
   # A restarted daemon knows no VM: the operator attaches them again, with
   # the same sockets and GIDs; QEMU reconnects by itself (reconnect-ms).
   for vm in a b; do
-    daemon_attach "vm-$vm" "$run/vm-$vm.sock" "${gid[$vm]}" ||
-      die "re-attach of vm-$vm failed: $(cat "$run/ctl.last" 2>/dev/null)"
+    attach_vm "$vm" || die "re-attach of vm-$vm failed: $(cat "$run/ctl.last" 2>/dev/null)"
   done
   for ((i = 0; i < 60; i++)); do
     daemon_vm_connected vm-a && daemon_vm_connected vm-b && { reconnected=1; break; }
@@ -205,9 +227,18 @@ has_table() { # a perftest header line, then at least one numeric result row
 }
 
 tests=$(awk 'NF >= 2 && $1 !~ /^#/ && $2 ~ /^ib_/ {print $1}' "$here/tests/vm/guest/roles/tests.sh")
+# The RoCE tools (guest/roles/roce.sh) ran after the perftests.
+roce_tests="" roce_perftests=""
+if ((roce)); then
+  roce_tests=$(awk 'NF >= 3 && ($2 == "perftest" || $2 == "cmd") {print $1}' "$here/tests/vm/guest/roles/roce.sh" | tr '\n' ' ')
+  roce_perftests=$(awk 'NF >= 3 && $2 == "perftest" {print $1}' "$here/tests/vm/guest/roles/roce.sh" | tr '\n' ' ')
+  tests="$tests $roce_tests"
+fi
 # The daemon-crash phase (guest/roles/crash.sh): crash_bw is cut by the
 # kill, after_restart_bw runs on the recovered device and must pass.
 ((crash)) && tests="$tests after_restart_bw"
+# A RoCE tool that prints no perftest table (rping, ucmatose, ...).
+is_roce_cmd() { case " $roce_tests " in *" $1 "*) case " $roce_perftests " in *" $1 "*) return 1 ;; esac; return 0 ;; esac; return 1; }
 summary="$run/summary.txt"
 : >"$summary"
 for t in $tests; do
@@ -222,6 +253,7 @@ echo
 echo "Figures printed by the clients (TCG guests and a software RNIC: not hardware figures;"
 echo "-D 10 runs print no peak bandwidth):"
 for t in $tests; do
+  is_roce_cmd "$t" && continue
   b="$run/share-b/results/$t.out"
   hdr=$(grep -m1 "#bytes" "$b" 2>/dev/null) || true
   row=$(awk '/#bytes/ {h = 1; next} h && /^ *[0-9]+ +[0-9]+ +[0-9.]+/ {print; exit}' "$b" 2>/dev/null) || true
@@ -232,8 +264,27 @@ for t in $tests; do
   for vm in a b; do
     check "vm-$vm $t exit code 0" rc_is_zero "$run/share-$vm/results/$t.rc"
   done
-  check "vm-b $t printed a result table" has_table "$run/share-b/results/$t.out"
+  is_roce_cmd "$t" || check "vm-b $t printed a result table" has_table "$run/share-b/results/$t.out"
 done
+if ((roce)); then
+  for vm in a b; do
+    check "vm-$vm: port 1 is RoCE (link_layer Ethernet)" \
+      grep -q "link_layer:[[:space:]]*Ethernet" "$run/share-$vm/results/ibv_devinfo.txt"
+  done
+  # What each tool prints when its exchange went through, not just rc 0.
+  for t in rc_pingpong ud_pingpong; do
+    for vm in a b; do
+      check "$t: vm-$vm printed its iterations" grep -q "iters in" "$run/share-$vm/results/$t.out"
+    done
+  done
+  check "rping: vm-b got 10 pings back" \
+    test "$(grep -c "^ping data" "$run/share-b/results/rping.out" 2>/dev/null)" -ge 10
+  for t in ucmatose udaddy; do
+    for vm in a b; do
+      check "$t: vm-$vm reports 'test complete'" grep -q "test complete" "$run/share-$vm/results/$t.out"
+    done
+  done
+fi
 check "vm-a powered off by itself" test "$rc_a" = 0
 check "vm-b powered off by itself" test "$rc_b" = 0
 if ((victim)); then

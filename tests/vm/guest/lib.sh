@@ -1,23 +1,43 @@
-# Shared by the role scripts (sourced). Runs one perftest and records its
+# Shared by the role scripts (sourced). Runs one test and records its
 # output and exit code in the share: results/<tag>.out and <tag>.rc.
-# stdbuf -oL: a perftest killed by its timeout still leaves what it printed.
+# stdbuf -oL: a test killed by its timeout still leaves what it printed.
 S=/run/vrdma
 R=$S/results
 . $S/env
 DEV=$(ls /sys/class/infiniband 2>/dev/null | head -1)
-# GID index 0 is the first GID the operator gave this VM. Soft-RoCE lists
-# link-local GIDs first: take its RoCE v2 GID of our IPv4 address.
-GIDX=0
-if [ "$RXE" = 1 ] && [ -n "$IP" ]; then
-  want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' $(echo $IP | tr . ' '))
-  for g in /sys/class/infiniband/$DEV/ports/1/gids/*; do
-    n=${g##*/}
-    [ "$(cat $g)" = "$want" ] &&
-      [ "$(cat /sys/class/infiniband/$DEV/ports/1/gid_attrs/types/$n 2>/dev/null)" = "RoCE v2" ] &&
-      GIDX=$n && break
-  done
-fi
-PT_COMMON="-d $DEV -x $GIDX -F"
+
+# ROCE=1 when the port is RoCE (Ethernet link layer): Soft-RoCE, or vrdma0
+# with VIRTIO_RDMA_F_ROCE, bound to eth0. The RDMA core then builds the GID
+# table from eth0's addresses (link-local GIDs first) and RDMA CM works.
+# GIDX: the RoCE v2 GID of our IPv4 address there, the index a user passes
+# to ibv_*_pingpong -g. On an InfiniBand-layer vrdma0 (no RoCE) index 0 is
+# the first GID the operator gave this VM, and perftest needs -x.
+gid_setup() {
+  ROCE=0
+  [ "$(cat /sys/class/infiniband/$DEV/ports/1/link_layer 2>/dev/null)" = Ethernet ] && ROCE=1
+  GIDX=0
+  if [ "$ROCE" = 1 ] && [ -n "$IP" ]; then
+    want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' $(echo $IP | tr . ' '))
+    # The core adds an address's GIDs a moment after the address: wait.
+    i=0
+    while [ $i -lt 40 ]; do
+      for g in /sys/class/infiniband/$DEV/ports/1/gids/*; do
+        n=${g##*/}
+        [ "$(cat $g)" = "$want" ] &&
+          [ "$(cat /sys/class/infiniband/$DEV/ports/1/gid_attrs/types/$n 2>/dev/null)" = "RoCE v2" ] &&
+          GIDX=$n && break 2
+      done
+      sleep 0.5; i=$((i + 1))
+    done
+  fi
+  # On RoCE perftest picks the GID itself, as a user runs it.
+  if [ "$ROCE" = 1 ]; then
+    PT_COMMON="-d $DEV -F"
+  else
+    PT_COMMON="-d $DEV -x $GIDX -F"
+  fi
+}
+gid_setup
 
 run_server() { # tag cmd args...
   tag=$1; shift
@@ -41,5 +61,40 @@ run_client() { # tag cmd args... (connects to PEER_IP, retrying until the server
     fi
     break
   done
+  echo $rc >$R/$tag.rc
+}
+
+# The same for tools that take their whole command line (no PT_COMMON).
+run_cmd_server() { # tag cmd args...
+  tag=$1; shift
+  echo "$(date +%s) server $tag: $*"
+  timeout "${PT_TIMEOUT:-180}" stdbuf -oL "$@" </dev/null >$R/$tag.out 2>&1
+  echo $? >$R/$tag.rc
+}
+
+# A client started before its server listens fails at once (TCP refused,
+# or an RDMA CM REJECT: nobody listens on the port yet). Such quick failures
+# are retried until the server had time to get there (it may still be
+# waiting out the timeout of an earlier test); the last attempt's output and
+# exit code are what is recorded, the attempts counted in <tag>.tries.
+run_cmd_client() { # tag cmd args...
+  tag=$1; shift
+  touch $R/$tag.started
+  first=$(date +%s)
+  n=0
+  while :; do
+    n=$((n + 1))
+    start=$(date +%s)
+    echo "$start client $tag (try $n): $*"
+    timeout "${PT_TIMEOUT:-180}" stdbuf -oL "$@" </dev/null >$R/$tag.out 2>&1
+    rc=$?
+    now=$(date +%s)
+    if [ $rc -ne 0 ] && [ $((now - start)) -lt 10 ] &&
+       [ $((now - first)) -lt $((${PT_TIMEOUT:-180} + 30)) ]; then
+      sleep 2; continue
+    fi
+    break
+  done
+  echo $n >$R/$tag.tries
   echo $rc >$R/$tag.rc
 }

@@ -36,7 +36,7 @@ crash_phase() { # server|client
     sleep 0.5; i=$((i + 1))
   done
   [ -s $R/revived ] || { echo "device not back"; return 1; }
-  PT_COMMON="-d $DEV -x $GIDX -F"
+  gid_setup # the new device: its link layer and GIDs again
   if [ "$1" = server ]; then
     run_server after_restart_bw ib_write_bw -n 1000
   else
