@@ -20,6 +20,9 @@
 #include <linux/completion.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
+#include <linux/list.h>
+#include <linux/refcount.h>
+#include <linux/netdevice.h>
 #include <linux/virtio.h>
 #include <linux/virtio_config.h>
 #include <rdma/ib_verbs.h>
@@ -31,6 +34,13 @@
 
 /* The device's single port. */
 #define VRDMA_PORT 1
+
+/*
+ * RoCE (VIRTIO_RDMA_F_ROCE): the guest kernel's GID table of the port, built
+ * by the RDMA core from the bound netdev's addresses (rxe has 1024; a VM has
+ * a handful of addresses).
+ */
+#define VRDMA_ROCE_GID_TBL_LEN 128
 
 /* Ring geometry limits shared by every ring kind. */
 #define VRDMA_CQE_SIZE (1u << VIRTIO_RDMA_MIN_CQE_LOG2_SIZE)
@@ -111,6 +121,50 @@ struct vrdma_dev {
 	atomic_t db_dropped;      /* doorbells lost: every queue stayed full */
 
 	bool ib_registered;
+
+	/*
+	 * RoCE (VIRTIO_RDMA_F_ROCE, vrdma_netdev.c): the port is bound to the
+	 * netdev whose MAC is cfg.mac. netdev is changed under RTNL only (the
+	 * notifier); netdev_bound is read anywhere.
+	 */
+	bool roce;
+	bool netdev_bound;
+	bool netdev_nb_registered;
+	struct net_device *netdev;
+	unsigned int netdev_mtu;          /* its MTU, for query_port */
+	struct notifier_block netdev_nb;
+	struct work_struct netdev_work;   /* GID rescan, port event */
+
+	/*
+	 * Device commands that kernel verbs in atomic context cannot wait for
+	 * (vrdma_pd_ah.c, vrdma_kverbs.c): AHs to create or destroy, kernel
+	 * QPs whose sends wait for an AH or whose doorbell could not be rung.
+	 */
+	spinlock_t kwork_lock;
+	struct list_head av_create;      /* struct vrdma_av */
+	struct list_head av_destroy;     /* struct vrdma_av_handle */
+	struct list_head kqp_work;       /* struct vrdma_qp, by kwork_link */
+	struct work_struct kwork;
+};
+
+/*
+ * An address handle as the device knows it. Separate from struct vrdma_ah
+ * (which the RDMA core frees when destroy_ah returns) because a deferred
+ * creation, or a send waiting for it, may outlive the ib_ah.
+ */
+struct vrdma_av {
+	refcount_t ref;
+	u32 handle;               /* device handle; valid once done */
+	int err;                  /* CREATE_AH failed (done is set) */
+	bool done;                /* creation finished: read with acquire */
+	struct list_head link;    /* on dev->av_create while waiting */
+	struct virtio_rdma_req_create_ah req;
+};
+
+/* A device AH handle whose DESTROY_AH waits for process context. */
+struct vrdma_av_handle {
+	struct list_head link;
+	u32 handle;
 };
 
 /* A ring buffer shared with user space (mmap) and with the device (pages). */
@@ -140,7 +194,7 @@ struct vrdma_pd {
 
 struct vrdma_ah {
 	struct ib_ah ibah;
-	u32 handle;
+	struct vrdma_av *av;
 };
 
 struct vrdma_mr {
@@ -153,6 +207,10 @@ struct vrdma_cq {
 	struct ib_cq ibcq;
 	struct vrdma_ring ring;
 	u32 handle;
+	/* Kernel CQs: the driver consumes the ring (poll_cq). */
+	bool kernel;
+	spinlock_t lock;          /* consumer index, sw_wcs */
+	struct list_head sw_wcs;  /* completions the driver made itself */
 };
 
 struct vrdma_srq {
@@ -162,6 +220,8 @@ struct vrdma_srq {
 	u32 max_wr;
 	u32 max_sge;
 	u32 srq_limit;
+	bool kernel;
+	spinlock_t lock;          /* kernel SRQs: the producer index */
 };
 
 struct vrdma_qp {
@@ -171,6 +231,17 @@ struct vrdma_qp {
 	struct ib_qp_cap cap;     /* what the rings and the device both allow */
 	bool has_srq;
 	u8 sq_sig_all;
+	u32 qkey;                 /* UD: for a send whose Q_Key has bit 31 set */
+
+	/* Kernel QPs (vrdma_kverbs.c): the driver writes the WQEs. */
+	bool kernel;
+	spinlock_t sq_lock;       /* SQ producer index, pending */
+	spinlock_t rq_lock;       /* RQ producer index */
+	struct list_head pending; /* sends waiting for their AH (vrdma_pending_wqe) */
+	u32 npending;
+	bool db_owed;             /* a doorbell could not be rung in atomic context */
+	bool dying;               /* destroy_qp began: never back on kqp_work */
+	struct list_head kwork_link; /* on dev->kqp_work, under dev->kwork_lock */
 };
 
 static inline struct vrdma_dev *to_vdev(struct ib_device *ib)
@@ -220,7 +291,7 @@ bool vrdma_destroy_or_keep(struct vrdma_dev *dev, u32 cmd, u32 handle);
 /* vrdma_doorbell.c */
 int vrdma_doorbell_init(struct vrdma_dev *dev, struct virtqueue **vqs, u32 n);
 void vrdma_doorbell_cleanup(struct vrdma_dev *dev);
-void vrdma_ring_doorbell(struct vrdma_dev *dev, u32 handle, u8 kind,
+bool vrdma_ring_doorbell(struct vrdma_dev *dev, u32 handle, u8 kind,
 			 bool may_sleep);
 
 /* vrdma_event.c */
@@ -276,8 +347,21 @@ int vrdma_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
 int vrdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 		    struct ib_udata *udata);
 int vrdma_destroy_ah(struct ib_ah *ibah, u32 flags);
-void vrdma_ah_attr_to_dev(const struct rdma_ah_attr *attr,
-			  struct virtio_rdma_ah_attr *dst);
+int vrdma_ah_attr_to_dev(struct vrdma_dev *dev, const struct rdma_ah_attr *attr,
+			 struct virtio_rdma_ah_attr *dst);
+void vrdma_av_get(struct vrdma_av *av);
+void vrdma_av_put(struct vrdma_dev *dev, struct vrdma_av *av, bool may_sleep);
+void vrdma_kwork_init(struct vrdma_dev *dev);
+void vrdma_kwork_flush(struct vrdma_dev *dev);
+
+/* vrdma_netdev.c: the RoCE port (VIRTIO_RDMA_F_ROCE). */
+void vrdma_netdev_init(struct vrdma_dev *dev);
+int vrdma_netdev_start(struct vrdma_dev *dev);
+void vrdma_netdev_stop(struct vrdma_dev *dev);
+bool vrdma_port_usable(struct vrdma_dev *dev);
+int vrdma_sgid_to_dev(struct vrdma_dev *dev, const struct ib_gid_attr *attr,
+		      u8 *index);
+int vrdma_sgid_from_dev(struct vrdma_dev *dev, u8 dev_index, u8 *index);
 
 /* vrdma_mr.c */
 struct ib_mr *vrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
@@ -304,6 +388,19 @@ int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr);
 int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr);
+
+/* vrdma_kverbs.c: kernel QPs, CQs and SRQs (the driver fills the rings). */
+int vrdma_kpost_send(struct vrdma_qp *qp, const struct ib_send_wr *wr,
+		     const struct ib_send_wr **bad_wr);
+int vrdma_kpost_recv(struct vrdma_qp *qp, const struct ib_recv_wr *wr,
+		     const struct ib_recv_wr **bad_wr);
+int vrdma_kpost_srq_recv(struct vrdma_srq *srq, const struct ib_recv_wr *wr,
+			 const struct ib_recv_wr **bad_wr);
+int vrdma_kpoll_cq(struct vrdma_cq *cq, int num_entries, struct ib_wc *wc);
+bool vrdma_kcq_empty(struct vrdma_cq *cq);
+void vrdma_kcq_free(struct vrdma_cq *cq);
+void vrdma_kqp_flush(struct vrdma_dev *dev, struct vrdma_qp *qp);
+void vrdma_kqp_drop_pending(struct vrdma_dev *dev, struct vrdma_qp *qp);
 
 /* vrdma_srq.c */
 int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * Completion queues: a ring of struct ib_uverbs_wc that the device produces
- * and librxe consumes with no system call. Only user CQs exist: the kernel
- * poll_cq path is not implemented (no kernel ULP support).
+ * and librxe consumes with no system call, or, for a kernel CQ (no udata),
+ * the driver's poll_cq (vrdma_kverbs.c).
  */
 #include <linux/slab.h>
 #include <rdma/ib_verbs.h>
@@ -22,14 +22,15 @@ int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	__le64 *pages;
 	int ret;
 
-	if (!udata)
-		return -EOPNOTSUPP;
 	if (attr->flags)
 		return -EOPNOTSUPP;
 	if (attr->cqe < 1 || attr->cqe > le32_to_cpu(dev->cfg.max_cqe))
 		return -EINVAL;
-	if (udata->outlen < sizeof(uresp))
+	if (udata && udata->outlen < sizeof(uresp))
 		return -EINVAL;
+	cq->kernel = !udata;
+	spin_lock_init(&cq->lock);
+	INIT_LIST_HEAD(&cq->sw_wcs);
 
 	ret = vrdma_ring_alloc(&cq->ring, attr->cqe, VRDMA_CQE_SIZE);
 	if (ret)
@@ -52,15 +53,19 @@ int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	ibcq->cqe = min_t(u32, le32_to_cpu(resp.cqe),
 			  (1u << cq->ring.log2_num_elem) - 1);
 
-	ret = vrdma_ring_insert(&cq->ring, udata, &uresp.mi);
-	if (ret)
-		goto err_destroy;
+	if (udata) {
+		ret = vrdma_ring_insert(&cq->ring, udata, &uresp.mi);
+		if (ret)
+			goto err_destroy;
+	}
 	ret = vrdma_publish(dev, &dev->cqs, cq->handle, cq);
 	if (ret)
 		goto err_destroy;
-	ret = ib_copy_to_udata(udata, &uresp, sizeof(uresp));
-	if (ret)
-		goto err_unpublish;
+	if (udata) {
+		ret = ib_copy_to_udata(udata, &uresp, sizeof(uresp));
+		if (ret)
+			goto err_unpublish;
+	}
 	return 0;
 
 err_unpublish:
@@ -81,24 +86,28 @@ int vrdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	vrdma_unpublish(dev, &dev->cqs, cq->handle);
 	if (vrdma_destroy_or_keep(dev, VIRTIO_RDMA_CMD_DESTROY_CQ, cq->handle))
 		vrdma_ring_free(&cq->ring);
+	vrdma_kcq_free(cq);
 	return 0;
 }
 
 /*
  * Arming goes through the control queue when the caller may sleep (always,
- * for uverbs): when the command returns the device is armed, so a
- * completion written after the caller's last poll raises an event. A CQ_ARM
- * doorbell is asynchronous and would leave a window in which such a
- * completion is missed; it is used only from atomic context.
+ * for uverbs; for kernel CQs, e.g. ib_cq_poll_work(), when preemptible):
+ * when the command returns the device is armed, so a completion written
+ * after the caller's last poll raises an event. A CQ_ARM doorbell is
+ * asynchronous and would leave a window in which such a completion is
+ * missed; it is used only from atomic context.
  */
 int vrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 {
 	struct vrdma_dev *dev = to_vdev(ibcq->device);
 	struct vrdma_cq *cq = to_vcq(ibcq);
 	bool solicited = (flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED;
+	bool may_sleep = cq->kernel ? preemptible() :
+				      in_task() && !irqs_disabled();
 	int ret = 0;
 
-	if (in_task() && !irqs_disabled()) {
+	if (may_sleep) {
 		struct virtio_rdma_req_notify_cq req = {
 			.cq_handle = cpu_to_le32(cq->handle),
 			.flags = cpu_to_le32(solicited ?
@@ -110,18 +119,30 @@ int vrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 				 sizeof(req), NULL, 0, NULL, 0);
 		if (ret)
 			return ret;
-	} else {
-		vrdma_ring_doorbell(dev, cq->handle,
-				    solicited ? VIRTIO_RDMA_DB_CQ_ARM_SOLICITED :
-						VIRTIO_RDMA_DB_CQ_ARM, false);
-	}
-	if ((flags & IB_CQ_REPORT_MISSED_EVENTS) && !vrdma_ring_empty(&cq->ring))
+	} else if (!vrdma_ring_doorbell(dev, cq->handle,
+					solicited ? VIRTIO_RDMA_DB_CQ_ARM_SOLICITED :
+						    VIRTIO_RDMA_DB_CQ_ARM,
+					false)) {
+		atomic_inc(&dev->db_dropped);
+		dev_warn_ratelimited(&dev->vdev->dev,
+				     "doorbell queues full: CQ arm dropped\n");
+		/* Make the caller poll again rather than wait forever. */
 		return 1;
+	}
+	if (flags & IB_CQ_REPORT_MISSED_EVENTS) {
+		if (cq->kernel ? !vrdma_kcq_empty(cq) :
+				 !vrdma_ring_empty(&cq->ring))
+			return 1;
+	}
 	return 0;
 }
 
 /* User CQs are polled by librxe from the shared ring, never through here. */
 int vrdma_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 {
-	return -EOPNOTSUPP;
+	struct vrdma_cq *cq = to_vcq(ibcq);
+
+	if (!cq->kernel)
+		return -EOPNOTSUPP;
+	return vrdma_kpoll_cq(cq, num_entries, wc);
 }

@@ -3,16 +3,24 @@
  * The ib_device: attributes, the port, GIDs, user contexts, and
  * registration with the RDMA core.
  *
- * Link layer: the port is presented as an InfiniBand-link-layer port whose
- * GID table is the device's (config space gids[]). The device assigns each
- * VM its own RoCEv2 GIDs and interprets ah_attr.sgid_index as an index into
- * exactly that table, and a VM's peers address it by those GIDs. A RoCE
- * port in Linux cannot carry such a table: the core builds RoCE GID tables
- * itself from a netdev's MAC and IP addresses and ignores query_gid. So no
- * netdev is bound; the core asks query_gid, and sgid_index reaches the
- * device unchanged. Address vectors must carry a GRH (perftest: -x <index>).
- * No MAD/CM/SA capability is announced, so the core creates no QP0/QP1.
+ * Link layer, two ways (docs/virtio-rdma.md 2.1):
+ *
+ * - With VIRTIO_RDMA_F_ROCE the port is RoCE v2, bound to the guest NIC
+ *   whose MAC is config.mac (vrdma_netdev.c), like Soft-RoCE: the core
+ *   builds the GID table from that netdev, creates the GSI QP (QP1) for the
+ *   connection manager, and RDMA CM works. The driver translates the guest's
+ *   source GID to the index of the same GID in the device's table.
+ *
+ * - Without it, the port is presented as an InfiniBand-link-layer port whose
+ *   GID table is the device's (config space gids[]). The device assigns each
+ *   VM its own RoCEv2 GIDs and interprets ah_attr.sgid_index as an index into
+ *   exactly that table. No netdev is bound; the core asks query_gid, and
+ *   sgid_index reaches the device unchanged. Address vectors must carry a
+ *   GRH (perftest: -x <index>). No MAD/CM/SA capability is announced, so the
+ *   core creates no QP0/QP1.
  */
+#include <rdma/ib_addr.h>
+#include <rdma/ib_mad.h>
 #include <rdma/ib_verbs.h>
 
 #include "vrdma.h"
@@ -68,7 +76,25 @@ static int vrdma_query_device(struct ib_device *ibdev,
 	}
 	attr->max_pkeys = 1;
 	attr->local_ca_ack_delay = d->local_ca_ack_delay;
+	/*
+	 * The local DMA lkey names guest-physical memory on the GSI QP, which
+	 * exists with RoCE only (docs/virtio-rdma.md 4.6): the MAD layer's PD
+	 * then needs no DMA MR.
+	 */
+	if (dev->roce)
+		attr->kernel_cap_flags = IBK_LOCAL_DMA_LKEY;
 	return 0;
+}
+
+/* RoCE: the active MTU is also bounded by the bound netdev's MTU. */
+static enum ib_mtu vrdma_roce_mtu(struct vrdma_dev *dev, enum ib_mtu mtu)
+{
+	enum ib_mtu net_mtu;
+
+	if (!READ_ONCE(dev->netdev_bound))
+		return mtu;
+	net_mtu = iboe_get_mtu(READ_ONCE(dev->netdev_mtu));
+	return net_mtu && net_mtu < mtu ? net_mtu : mtu;
 }
 
 static int vrdma_query_port(struct ib_device *ibdev, u32 port,
@@ -80,11 +106,17 @@ static int vrdma_query_port(struct ib_device *ibdev, u32 port,
 
 	/* The core zeroed attr. State, MTU and link come from the config,
 	 * which port events refresh; the rest never changes. */
-	attr->port_cap_flags = le32_to_cpu(p->port_cap_flags);
 	attr->max_msg_sz = le32_to_cpu(p->max_msg_sz);
-	attr->gid_tbl_len = VIRTIO_RDMA_MAX_GIDS;
 	attr->pkey_tbl_len = 1;
-	attr->lid = le16_to_cpu(p->lid);
+	if (dev->roce) {
+		/* As rxe: connection manager, no LID, no subnet manager. */
+		attr->port_cap_flags = IB_PORT_CM_SUP;
+		attr->gid_tbl_len = VRDMA_ROCE_GID_TBL_LEN;
+	} else {
+		attr->port_cap_flags = le32_to_cpu(p->port_cap_flags);
+		attr->gid_tbl_len = VIRTIO_RDMA_MAX_GIDS;
+		attr->lid = le16_to_cpu(p->lid);
+	}
 	spin_lock_irqsave(&dev->cfg_lock, flags);
 	attr->state = dev->cfg.port_state;
 	attr->max_mtu = dev->cfg.max_mtu;
@@ -94,8 +126,13 @@ static int vrdma_query_port(struct ib_device *ibdev, u32 port,
 	attr->active_width = dev->cfg.active_width;
 	attr->phys_state = dev->cfg.phys_state;
 	spin_unlock_irqrestore(&dev->cfg_lock, flags);
-	/* The backend is gone: so is the link, until a new incarnation. */
-	if (vrdma_dead(dev)) {
+	if (dev->roce)
+		attr->active_mtu = vrdma_roce_mtu(dev, attr->active_mtu);
+	/*
+	 * The backend is gone: so is the link, until a new incarnation. A
+	 * RoCE port without its NIC cannot carry traffic either.
+	 */
+	if (vrdma_dead(dev) || !vrdma_port_usable(dev)) {
 		attr->state = IB_PORT_DOWN;
 		attr->phys_state = IB_PORT_PHYS_STATE_DISABLED;
 	}
@@ -105,17 +142,26 @@ static int vrdma_query_port(struct ib_device *ibdev, u32 port,
 static int vrdma_get_port_immutable(struct ib_device *ibdev, u32 port,
 				    struct ib_port_immutable *imm)
 {
+	struct vrdma_dev *dev = to_vdev(ibdev);
+
 	imm->pkey_tbl_len = 1;
-	imm->gid_tbl_len = VIRTIO_RDMA_MAX_GIDS;
-	imm->core_cap_flags = RDMA_CORE_CAP_PROT_IB;
-	imm->max_mad_size = 0;
+	if (dev->roce) {
+		imm->gid_tbl_len = VRDMA_ROCE_GID_TBL_LEN;
+		imm->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+		imm->max_mad_size = IB_MGMT_MAD_SIZE;
+	} else {
+		imm->gid_tbl_len = VIRTIO_RDMA_MAX_GIDS;
+		imm->core_cap_flags = RDMA_CORE_CAP_PROT_IB;
+		imm->max_mad_size = 0;
+	}
 	return 0;
 }
 
 static enum rdma_link_layer vrdma_get_link_layer(struct ib_device *ibdev,
 						 u32 port)
 {
-	return IB_LINK_LAYER_INFINIBAND;
+	return to_vdev(ibdev)->roce ? IB_LINK_LAYER_ETHERNET :
+				      IB_LINK_LAYER_INFINIBAND;
 }
 
 /* Entries past num_gids read as zero, which the core treats as empty. */
@@ -231,7 +277,7 @@ int vrdma_register_ib(struct vrdma_dev *dev)
 	ib->node_type = RDMA_NODE_IB_CA;
 	ib->phys_port_cnt = VRDMA_PORT;
 	ib->num_comp_vectors = 1;
-	ib->local_dma_lkey = 0;
+	ib->local_dma_lkey = VIRTIO_RDMA_LOCAL_DMA_LKEY;
 	ib->node_guid = cpu_to_be64(le64_to_cpu(dev->cfg.node_guid));
 	ib->dev.parent = &dev->vdev->dev;
 	strscpy(ib->node_desc, "virtio-rdma", sizeof(ib->node_desc));
@@ -247,11 +293,19 @@ int vrdma_register_ib(struct vrdma_dev *dev)
 	/*
 	 * No DMA device: user memory is described to the device by physical
 	 * page address (see vrdma_mr.c), so the core needs no DMA mapping.
+	 * Kernel consumers' "DMA addresses" are then kernel virtual addresses
+	 * (ib_uses_virt_dma()); the driver turns those of the GSI QP into
+	 * guest-physical ones (vrdma_kverbs.c).
 	 */
 	ret = ib_register_device(ib, "vrdma%d", NULL);
 	if (ret)
 		return ret;
 	dev->ib_registered = true;
+	ret = vrdma_netdev_start(dev);
+	if (ret) {
+		vrdma_unregister_ib(dev);
+		return ret;
+	}
 	return 0;
 }
 
@@ -260,7 +314,10 @@ void vrdma_unregister_ib(struct vrdma_dev *dev)
 	if (!dev->ib_registered)
 		return;
 	/* No port event may reach the core while it takes the device down. */
+	vrdma_netdev_stop(dev);
 	WRITE_ONCE(dev->ib_registered, false);
 	cancel_work_sync(&dev->port_work);
 	ib_unregister_device(&dev->ib);
+	/* The kernel AHs the core destroyed from atomic context. */
+	vrdma_kwork_flush(dev);
 }

@@ -122,26 +122,31 @@ static bool vrdma_try_doorbell(struct vrdma_dev *dev, u32 handle, u8 kind)
  * A doorbell must not be dropped: the device looks only at the rings that
  * doorbells name, so a lost one can leave posted work unseen (a perftest
  * with four QPs hung that way). When every queue is full the device is busy
- * draining them; a caller that may sleep waits for room.
+ * draining them; a caller that may sleep waits for room. A caller that may
+ * not gets false and must ring again from process context (kernel QPs do,
+ * vrdma_kverbs.c).
  */
-void vrdma_ring_doorbell(struct vrdma_dev *dev, u32 handle, u8 kind,
+bool vrdma_ring_doorbell(struct vrdma_dev *dev, u32 handle, u8 kind,
 			 bool may_sleep)
 {
 	unsigned long deadline = jiffies + VRDMA_DB_WAIT;
 
 	/* A device that needs reset reads no ring: nothing to ring. */
 	if (vrdma_dead(dev))
-		return;
+		return true;
 	while (!vrdma_try_doorbell(dev, handle, kind)) {
 		if (vrdma_dead(dev))
-			return;
-		if (!may_sleep || time_after(jiffies, deadline)) {
+			return true;
+		if (!may_sleep)
+			return false;
+		if (time_after(jiffies, deadline)) {
 			atomic_inc(&dev->db_dropped);
 			dev_warn_ratelimited(&dev->vdev->dev,
 					     "doorbell queues full: %d dropped\n",
 					     atomic_read(&dev->db_dropped));
-			return;
+			return false;
 		}
 		usleep_range(10, 50);
 	}
+	return true;
 }

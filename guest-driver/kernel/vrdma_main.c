@@ -84,6 +84,9 @@ static void vrdma_port_work(struct work_struct *work)
 	for (i = 0; i < ARRAY_SIZE(map); i++) {
 		if (!pending[i])
 			continue;
+		/* A RoCE port without its NIC stays down (vrdma_netdev.c). */
+		if (map[i].ib == IB_EVENT_PORT_ACTIVE && !vrdma_port_usable(dev))
+			continue;
 		ev.event = map[i].ib;
 		ib_dispatch_event(&ev);
 	}
@@ -152,6 +155,7 @@ static void vrdma_teardown(struct vrdma_dev *dev)
 	virtio_reset_device(vdev);
 	smp_store_release(&dev->released, true);
 	cancel_work_sync(&dev->port_work);
+	cancel_work_sync(&dev->kwork);
 	if (vdev->config->del_vqs)
 		vdev->config->del_vqs(vdev);
 	vrdma_doorbell_cleanup(dev);
@@ -180,6 +184,8 @@ static int vrdma_start(struct vrdma_virtio *vv)
 	xa_init(&dev->qps);
 	xa_init(&dev->srqs);
 	INIT_WORK(&dev->port_work, vrdma_port_work);
+	vrdma_kwork_init(dev);
+	vrdma_netdev_init(dev);
 
 	ret = vrdma_read_config(dev);
 	if (ret)
@@ -435,6 +441,7 @@ static const unsigned int vrdma_features[] = {
 	VIRTIO_RDMA_F_SRQ,
 	VIRTIO_RDMA_F_UD,
 	VIRTIO_RDMA_F_ATOMIC,
+	VIRTIO_RDMA_F_ROCE,
 };
 
 static const struct virtio_device_id vrdma_id_table[] = {

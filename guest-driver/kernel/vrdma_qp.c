@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * Queue pairs: an SQ ring and (without SRQ) an RQ ring in librxe's layout,
- * created, modified and queried through the control queue. librxe writes
- * WQEs into the rings itself; its post_send system call with no work
- * requests becomes an SQ doorbell, and receives need no call at all (the
- * device pulls receive WQEs, docs/virtio-rdma.md 7.3).
+ * created, modified and queried through the control queue. For a user QP
+ * librxe writes WQEs into the rings itself; its post_send system call with
+ * no work requests becomes an SQ doorbell, and receives need no call at all
+ * (the device pulls receive WQEs, docs/virtio-rdma.md 7.3). For a kernel QP
+ * (no udata) the driver writes them (vrdma_kverbs.c). The GSI QP (QP1, the
+ * MAD layer's, RoCE only) is a kernel QP of type VIRTIO_RDMA_QPT_GSI.
  */
 #include <linux/log2.h>
 #include <linux/slab.h>
@@ -40,6 +42,11 @@ static int vrdma_qp_chk_init(struct vrdma_dev *dev,
 		break;
 	case IB_QPT_UD:
 		if (!virtio_has_feature(dev->vdev, VIRTIO_RDMA_F_UD))
+			return -EOPNOTSUPP;
+		break;
+	case IB_QPT_GSI:
+		/* The MAD layer's QP1, on a RoCE port only (4.6). */
+		if (!dev->roce || init->srq)
 			return -EOPNOTSUPP;
 		break;
 	default:
@@ -143,7 +150,9 @@ static int vrdma_qp_create_on_dev(struct vrdma_dev *dev, struct vrdma_qp *qp,
 	req.send_cq_handle = cpu_to_le32(to_vcq(init->send_cq)->handle);
 	req.recv_cq_handle = cpu_to_le32(to_vcq(init->recv_cq)->handle);
 	req.srq_handle = cpu_to_le32(init->srq ? to_vsrq(init->srq)->handle : 0);
-	req.qp_type = init->qp_type; /* IB_QPT_* == IBV_QPT_* for RC/UC/UD */
+	/* IB_QPT_* == IBV_QPT_* for RC/UC/UD; IB_QPT_GSI is 1 as in the ABI. */
+	req.qp_type = init->qp_type == IB_QPT_GSI ? VIRTIO_RDMA_QPT_GSI :
+						     init->qp_type;
 	req.sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	vrdma_cap_to_dev(&init->cap, &req.cap);
 	vrdma_ring_desc(&qp->sq, &req.sq);
@@ -162,6 +171,14 @@ static int vrdma_qp_create_on_dev(struct vrdma_dev *dev, struct vrdma_qp *qp,
 	return ret;
 }
 
+/* The device's QPN: 24 bits, never 0; 1 is the GSI QP's and only its. */
+static int vrdma_check_qpn(const struct ib_qp_init_attr *init, u32 qpn)
+{
+	if (init->qp_type == IB_QPT_GSI)
+		return qpn == VIRTIO_RDMA_GSI_QPN ? 0 : -EIO;
+	return qpn && qpn != VIRTIO_RDMA_GSI_QPN && qpn <= 0xffffff ? 0 : -EIO;
+}
+
 int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		    struct ib_udata *udata)
 {
@@ -171,14 +188,19 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct rxe_create_qp_resp uresp = {};
 	int ret;
 
-	/* Kernel QPs would need WQEs built in the kernel: not supported. */
-	if (!udata)
-		return -EOPNOTSUPP;
-	if (udata->outlen < sizeof(uresp))
+	if (udata && udata->outlen < sizeof(uresp))
 		return -EINVAL;
+	/* Only the kernel has a GSI QP. */
+	if (udata && init->qp_type == IB_QPT_GSI)
+		return -EOPNOTSUPP;
 	ret = vrdma_qp_chk_init(dev, init);
 	if (ret)
 		return ret;
+	qp->kernel = !udata;
+	spin_lock_init(&qp->sq_lock);
+	spin_lock_init(&qp->rq_lock);
+	INIT_LIST_HEAD(&qp->pending);
+	INIT_LIST_HEAD(&qp->kwork_link);
 	ret = vrdma_qp_alloc_rings(qp, init);
 	if (ret)
 		return ret;
@@ -187,6 +209,12 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		goto err_rings;
 
 	ibqp->qp_num = le32_to_cpu(resp.qpn);
+	ret = vrdma_check_qpn(init, ibqp->qp_num);
+	if (ret) {
+		dev_err(&dev->vdev->dev, "device answered QPN %#x for a type %d QP\n",
+			ibqp->qp_num, init->qp_type);
+		goto err_destroy;
+	}
 	qp->has_srq = init->srq != NULL;
 	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	vrdma_cap_from_dev(&resp.cap, &qp->cap);
@@ -194,27 +222,31 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	/* uverbs returns init->cap to librxe, which sizes its checks by it. */
 	init->cap = qp->cap;
 
-	ret = vrdma_ring_insert(&qp->sq, udata, &uresp.sq_mi);
-	if (ret)
-		goto err_destroy;
-	if (!init->srq) {
-		ret = vrdma_ring_insert(&qp->rq, udata, &uresp.rq_mi);
+	if (udata) {
+		ret = vrdma_ring_insert(&qp->sq, udata, &uresp.sq_mi);
 		if (ret)
 			goto err_destroy;
+		if (!init->srq) {
+			ret = vrdma_ring_insert(&qp->rq, udata, &uresp.rq_mi);
+			if (ret)
+				goto err_destroy;
+		}
 	}
 	ret = vrdma_publish(dev, &dev->qps, ibqp->qp_num, qp);
 	if (ret)
 		goto err_destroy;
-	ret = ib_copy_to_udata(udata, &uresp, sizeof(uresp));
-	if (ret)
-		goto err_unpublish;
+	if (udata) {
+		ret = ib_copy_to_udata(udata, &uresp, sizeof(uresp));
+		if (ret)
+			goto err_unpublish;
+	}
 	return 0;
 
 err_unpublish:
 	vrdma_unpublish(dev, &dev->qps, ibqp->qp_num);
 err_destroy:
 	if (!vrdma_destroy_or_keep(dev, VIRTIO_RDMA_CMD_DESTROY_QP,
-				   ibqp->qp_num))
+				   le32_to_cpu(resp.qpn)))
 		return ret;
 err_rings:
 	vrdma_qp_free_rings(qp);
@@ -227,15 +259,20 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct vrdma_qp *qp = to_vqp(ibqp);
 
 	vrdma_unpublish(dev, &dev->qps, ibqp->qp_num);
+	if (qp->kernel)
+		vrdma_kqp_drop_pending(dev, qp);
 	if (vrdma_destroy_or_keep(dev, VIRTIO_RDMA_CMD_DESTROY_QP, ibqp->qp_num))
 		vrdma_qp_free_rings(qp);
 	return 0;
 }
 
 /* IB_QP_* attribute bits are the IBV_QP_* values the ABI uses. */
-static void vrdma_qp_attr_to_dev(const struct ib_qp_attr *a, int mask,
-				 struct virtio_rdma_qp_attr *d)
+static int vrdma_qp_attr_to_dev(struct vrdma_dev *dev,
+				const struct ib_qp_attr *a, int mask,
+				struct virtio_rdma_qp_attr *d)
 {
+	int ret;
+
 	d->attr_mask = cpu_to_le32(mask);
 	d->qp_state = a->qp_state;
 	d->cur_qp_state = a->cur_qp_state;
@@ -260,20 +297,29 @@ static void vrdma_qp_attr_to_dev(const struct ib_qp_attr *a, int mask,
 	d->rnr_retry = a->rnr_retry;
 	d->alt_port_num = a->alt_port_num;
 	d->alt_timeout = a->alt_timeout;
-	if (mask & IB_QP_AV)
-		vrdma_ah_attr_to_dev(&a->ah_attr, &d->ah_attr);
-	if (mask & IB_QP_ALT_PATH)
-		vrdma_ah_attr_to_dev(&a->alt_ah_attr, &d->alt_ah_attr);
+	if (mask & IB_QP_AV) {
+		ret = vrdma_ah_attr_to_dev(dev, &a->ah_attr, &d->ah_attr);
+		if (ret)
+			return ret;
+	}
+	if (mask & IB_QP_ALT_PATH) {
+		ret = vrdma_ah_attr_to_dev(dev, &a->alt_ah_attr,
+					   &d->alt_ah_attr);
+		if (ret)
+			return ret;
+	}
 	if (mask & IB_QP_CAP)
 		vrdma_cap_to_dev(&a->cap, &d->cap);
+	return 0;
 }
 
 int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		    struct ib_udata *udata)
 {
-	struct virtio_rdma_req_modify_qp req = {
-		.qpn = cpu_to_le32(ibqp->qp_num),
-	};
+	struct vrdma_dev *dev = to_vdev(ibqp->device);
+	struct vrdma_qp *qp = to_vqp(ibqp);
+	struct virtio_rdma_req_modify_qp *req;
+	int ret;
 
 	if (mask & ~VIRTIO_RDMA_QP_ATTR_MASK_SUPPORTED)
 		return -EOPNOTSUPP;
@@ -281,16 +327,35 @@ int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	if (udata && udata->inlen &&
 	    !ib_is_udata_cleared(udata, 0, udata->inlen))
 		return -EOPNOTSUPP;
-	/* The device enforces the state machine; it is the only authority. */
-	vrdma_qp_attr_to_dev(attr, mask, &req.attr);
-	return vrdma_exec(to_vdev(ibqp->device), VIRTIO_RDMA_CMD_MODIFY_QP,
-			  &req, sizeof(req), NULL, 0, NULL, 0);
+	req = kzalloc(sizeof(*req), GFP_KERNEL);
+	if (!req)
+		return -ENOMEM;
+	req->qpn = cpu_to_le32(ibqp->qp_num);
+	ret = vrdma_qp_attr_to_dev(dev, attr, mask, &req->attr);
+	if (ret)
+		goto out;
+	/*
+	 * The device enforces the state machine; it is the only authority.
+	 * (GSI: the MAD layer's RESET->INIT names PKEY_INDEX and QKEY only,
+	 * which is what the device asks of QP1, docs/virtio-rdma.md 4.6.)
+	 */
+	ret = vrdma_exec(dev, VIRTIO_RDMA_CMD_MODIFY_QP, req, sizeof(*req),
+			 NULL, 0, NULL, 0);
+	if (ret)
+		goto out;
+	if (mask & IB_QP_QKEY)
+		qp->qkey = attr->qkey;
+out:
+	kfree(req);
+	return ret;
 }
 
 static void vrdma_ah_attr_from_dev(struct ib_device *ibdev,
 				   const struct virtio_rdma_ah_attr *s,
 				   struct rdma_ah_attr *a)
 {
+	struct vrdma_dev *dev = to_vdev(ibdev);
+	u8 sgid_index = s->sgid_index;
 	union ib_gid dgid;
 
 	memset(a, 0, sizeof(*a));
@@ -301,9 +366,21 @@ static void vrdma_ah_attr_from_dev(struct ib_device *ibdev,
 	rdma_ah_set_static_rate(a, s->static_rate);
 	rdma_ah_set_dlid(a, le16_to_cpu(s->dlid));
 	if (s->is_global) {
+		/*
+		 * RoCE: back to the guest kernel's index of the same GID. If the
+		 * guest no longer has it (the address left the NIC), the
+		 * device's index is all there is to report.
+		 */
+		if (dev->roce && vrdma_sgid_from_dev(dev, s->sgid_index,
+						     &sgid_index))
+			dev_warn_ratelimited(&dev->vdev->dev,
+					     "query_qp: device GID %u is not in the port's table\n",
+					     s->sgid_index);
 		memcpy(dgid.raw, s->dgid, sizeof(dgid.raw));
 		rdma_ah_set_grh(a, &dgid, le32_to_cpu(s->flow_label),
-				s->sgid_index, s->hop_limit, s->traffic_class);
+				sgid_index, s->hop_limit, s->traffic_class);
+		if (a->type == RDMA_AH_ATTR_TYPE_ROCE)
+			memcpy(a->roce.dmac, s->dmac, ETH_ALEN);
 	}
 }
 
@@ -370,18 +447,21 @@ out:
 }
 
 /*
- * The SQ doorbell. librxe has already written the WQEs into the SQ ring and
- * advanced its producer index; its post_send system call only says "look
- * again". Depending on the rdma-core version that call carries no work
- * requests or a copy of them; like rxe for user QPs, the copy is ignored:
- * the device reads the ring. Every QP here is a user QP (create_qp refuses
- * kernel callers), so no kernel work request ever reaches this function.
+ * User QPs: the SQ doorbell. librxe has already written the WQEs into the
+ * SQ ring and advanced its producer index; its post_send system call only
+ * says "look again". Depending on the rdma-core version that call carries
+ * no work requests or a copy of them; like rxe for user QPs, the copy is
+ * ignored: the device reads the ring. Kernel QPs post here
+ * (vrdma_kverbs.c).
  */
 int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr)
 {
 	struct vrdma_dev *dev = to_vdev(ibqp->device);
+	struct vrdma_qp *qp = to_vqp(ibqp);
 
+	if (qp->kernel)
+		return vrdma_kpost_send(qp, wr, bad_wr);
 	/* The device died (backend lost): the work will never be done. */
 	if (vrdma_dead(dev))
 		return -EIO;
@@ -394,6 +474,10 @@ int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr)
 {
+	struct vrdma_qp *qp = to_vqp(ibqp);
+
+	if (qp->kernel)
+		return vrdma_kpost_recv(qp, wr, bad_wr);
 	if (wr) {
 		*bad_wr = wr;
 		return -EOPNOTSUPP;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * Shared receive queues: one receive ring in librxe's layout. librxe posts
- * to it without a system call; the device pulls WQEs as receives complete.
+ * to it without a system call (the driver, for a kernel SRQ); the device
+ * pulls WQEs as receives complete.
  * Resizing (IB_SRQ_MAX_WR) is not offered by the device.
  */
 #include <linux/log2.h>
@@ -25,10 +26,12 @@ int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 
 	if (!virtio_has_feature(dev->vdev, VIRTIO_RDMA_F_SRQ))
 		return -EOPNOTSUPP;
-	if (!udata || init->srq_type != IB_SRQT_BASIC)
+	if (init->srq_type != IB_SRQT_BASIC)
 		return -EOPNOTSUPP;
-	if (udata->outlen < sizeof(uresp))
+	if (udata && udata->outlen < sizeof(uresp))
 		return -EINVAL;
+	srq->kernel = !udata;
+	spin_lock_init(&srq->lock);
 	if (a->max_wr < 1 || a->max_wr > le32_to_cpu(dev->cfg.max_srq_wr) ||
 	    a->max_sge > le32_to_cpu(dev->cfg.max_srq_sge) ||
 	    a->srq_limit > a->max_wr)
@@ -67,16 +70,20 @@ int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	a->max_wr = srq->max_wr;
 	a->max_sge = srq->max_sge;
 
-	ret = vrdma_ring_insert(&srq->ring, udata, &uresp.mi);
-	if (ret)
-		goto err_destroy;
+	if (udata) {
+		ret = vrdma_ring_insert(&srq->ring, udata, &uresp.mi);
+		if (ret)
+			goto err_destroy;
+	}
 	uresp.srq_num = srq->handle;
 	ret = vrdma_publish(dev, &dev->srqs, srq->handle, srq);
 	if (ret)
 		goto err_destroy;
-	ret = ib_copy_to_udata(udata, &uresp, sizeof(uresp));
-	if (ret)
-		goto err_unpublish;
+	if (udata) {
+		ret = ib_copy_to_udata(udata, &uresp, sizeof(uresp));
+		if (ret)
+			goto err_unpublish;
+	}
 	return 0;
 
 err_unpublish:
@@ -136,10 +143,14 @@ int vrdma_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 	return 0;
 }
 
-/* librxe writes SRQ WQEs into the ring; kernel receive WRs are unsupported. */
+/* librxe writes SRQ WQEs into the ring; the driver does for kernel SRQs. */
 int vrdma_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 			const struct ib_recv_wr **bad_wr)
 {
+	struct vrdma_srq *srq = to_vsrq(ibsrq);
+
+	if (srq->kernel)
+		return vrdma_kpost_srq_recv(srq, wr, bad_wr);
 	if (wr) {
 		*bad_wr = wr;
 		return -EOPNOTSUPP;
