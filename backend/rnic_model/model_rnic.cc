@@ -95,8 +95,9 @@ Result<RnicQp> ModelRnic::CreateQp(const QpInit& init) {
   e.model = world_.sim().CreateQp(host_, c);
   e.type = init.type;
   qps_.push_back(e);
-  // QPN = model QP id + 1: unique across every card of the world.
-  return RnicQp{static_cast<uint32_t>(qps_.size()), e.model + 1};
+  // QPN = model QP id + kFirstQpn: unique across every card of the world,
+  // and never 0 or 1 (SMI and GSI, as on every RNIC).
+  return RnicQp{static_cast<uint32_t>(qps_.size()), e.model + kFirstQpn};
 }
 
 ModelRnic::QpEntry* ModelRnic::Find(RnicQp qp) {
@@ -120,8 +121,8 @@ Status ModelRnic::ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) {
                     (from == QpState::kRts && to == QpState::kRts);
     if (!ok) return Status::kBadState;
     if (to == QpState::kRtr && e->type != QpType::kUd) {  // UD: no peer
-      if (!(mask & kQpDestQpn) || attr.dest_qpn == 0) return Status::kInvalid;
-      if (!world_.sim().Connect(e->model, attr.dest_qpn - 1)) return Status::kInvalid;
+      if (!(mask & kQpDestQpn) || attr.dest_qpn < kFirstQpn) return Status::kInvalid;
+      if (!world_.sim().Connect(e->model, SimQp(attr.dest_qpn))) return Status::kInvalid;
     }
   }
   if (mask & (kQpRetryCnt | kQpRnrRetry | kQpMinRnrTimer)) {
@@ -199,9 +200,9 @@ bool ModelRnic::ToModelWr(const SendWr& in, Wr* out) const {
     if (w.remote_mr != kNoMr) w.remote_offset = in.remote_addr - iova;
   }
   if (in.ah.id != 0) {  // UD: the AH's card and a QP of the world
-    if (in.ah.id > ahs_.size() || !ahs_[in.ah.id - 1].live || in.remote_qpn == 0) return false;
+    if (in.ah.id > ahs_.size() || !ahs_[in.ah.id - 1].live || in.remote_qpn < kFirstQpn) return false;
     w.ah_host = ahs_[in.ah.id - 1].host;
-    w.ah_qp = in.remote_qpn - 1;
+    w.ah_qp = SimQp(in.remote_qpn);
   }
   switch (in.opcode) {
     case WrOpcode::kRdmaWrite: w.op = Op::kWrite; break;
@@ -314,8 +315,8 @@ Completion ModelRnic::ToCompletion(const Cqe& c) {
     case CqeStatus::kRnrRetryExceeded: o.status = WcStatus::kRnrRetryExcErr; break;
   }
   o.byte_len = c.bytes;
-  o.qpn = c.qp + 1;
-  if (c.src_qp != kNoQp) o.src_qpn = c.src_qp + 1;
+  o.qpn = c.qp + kFirstQpn;
+  if (c.src_qp != kNoQp) o.src_qpn = c.src_qp + kFirstQpn;
   o.timestamp_ns = c.time / kPicosPerNano;
   if (c.recv) {
     o.opcode = c.op == Op::kWriteImm ? WcOpcode::kRecvRdmaWithImm : WcOpcode::kRecv;

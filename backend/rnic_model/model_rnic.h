@@ -86,6 +86,11 @@ WrOpcode WrOpcodeOf(Op op);
 
 class ModelRnic final : public Rnic {
  public:
+  // QPN = the simulator's QP id + kFirstQpn: QPNs 0 and 1 are the SMI's
+  // and the GSI's on every port.
+  static constexpr uint32_t kFirstQpn = 2;
+  static uint32_t SimQp(uint32_t qpn) { return qpn - kFirstQpn; }
+
   ModelRnic(ModelWorld& world, const NicParams& nic);
 
   HostId host() const { return host_; }

@@ -167,7 +167,8 @@ TEST(ModelRnic, UdSendThroughAddressHandle) {
   Wr mw;
   ASSERT_TRUE(c.a.ToModelWr(w, &mw));
   EXPECT_EQ(mw.ah_host, c.b.host());
-  EXPECT_EQ(mw.ah_qp + 1, c.qb.qpn);
+  EXPECT_EQ(mw.ah_qp, ModelRnic::SimQp(c.qb.qpn));
+  EXPECT_GE(c.qa.qpn, ModelRnic::kFirstQpn) << "QPNs 0 and 1 are SMI's and GSI's";
   Status err = Status::kOk;
   ASSERT_EQ(c.a.PostSend(c.qa, {&w, 1}, &err), 1);
   Completion out[4];

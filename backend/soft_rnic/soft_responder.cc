@@ -7,12 +7,12 @@
 // into ERR); UC and UD drop the message silently.
 #include <cstring>
 
+#include "backend/rnic/roce_grh.h"
 #include "backend/soft_rnic/soft_rnic.h"
 
 namespace vrdma {
 namespace {
 
-constexpr uint32_t kGrhBytes = 40;
 
 bool Receiving(QpState s) {
   return s == QpState::kRtr || s == QpState::kRts || s == QpState::kSqd ||
@@ -38,21 +38,6 @@ uint32_t RemoteAccessFor(WrOpcode op) {
   return 0;
 }
 
-// The 40-byte GRH (IPv6 layout, as RoCE delivers it) of a UD message.
-void BuildGrh(const AddressVector& av, uint32_t payload_len, uint8_t* g) {
-  std::memset(g, 0, kGrhBytes);
-  g[0] = static_cast<uint8_t>(0x60 | (av.traffic_class >> 4));
-  g[1] = static_cast<uint8_t>((av.traffic_class << 4) |
-                              ((av.flow_label >> 16) & 0xf));
-  g[2] = static_cast<uint8_t>(av.flow_label >> 8);
-  g[3] = static_cast<uint8_t>(av.flow_label);
-  g[4] = static_cast<uint8_t>(payload_len >> 8);
-  g[5] = static_cast<uint8_t>(payload_len);
-  g[6] = 0x1b;  // next header: IB transport
-  g[7] = av.hop_limit;
-  std::memcpy(g + 8, av.sgid.data(), 16);
-  std::memcpy(g + 24, av.dgid.data(), 16);
-}
 
 }  // namespace
 
@@ -177,7 +162,7 @@ SoftRnic::ExecResult SoftRnic::Respond(soft::Qp* q, const soft::SqSlot& slot,
       uint64_t off = 0;
       if (ud) {
         uint8_t grh[kGrhBytes];
-        BuildGrh(slot.ud_av, static_cast<uint32_t>(len), grh);
+        BuildRoceGrh(slot.ud_av, static_cast<uint32_t>(len), grh);
         CopyInto(rsegs, 0, grh, kGrhBytes);
         off = kGrhBytes;
       }

@@ -67,7 +67,8 @@ TEST_F(Ud, SendDeliversGrhAndPayload) {
   EXPECT_EQ(g[1], 0xaa);  // traffic class low nibble a, flow label 0xa....
   EXPECT_EQ(g[2], 0xbc);
   EXPECT_EQ(g[3], 0xde);
-  EXPECT_EQ((g[4] << 8) | g[5], 1000);
+  EXPECT_EQ((g[4] << 8) | g[5], 8 + 12 + 8 + 1000 + 4);  // UDP, BTH, DETH, ICRC
+  EXPECT_EQ(g[6], 17);  // RoCE v2: UDP
   EXPECT_EQ(g[7], 17);
   EXPECT_EQ(0, std::memcmp(g + 8, a_.gid.data(), 16));
   EXPECT_EQ(0, std::memcmp(g + 24, b_.gid.data(), 16));

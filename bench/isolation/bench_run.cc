@@ -288,7 +288,7 @@ class Runner final : public model::TimerSink {
 
   // Goodput: bytes the responder (or, for READ, the requester) accepted.
   uint64_t WireBytes(const QpCtx& q) const {
-    return world_.sim().qp_delivered_bytes(q.qp.qpn - 1);
+    return world_.sim().qp_delivered_bytes(model::ModelRnic::SimQp(q.qp.qpn));
   }
 
   static uint32_t Depth(const TenantSpec& s) {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <thread>
 
+#include "backend/rnic/roce_grh.h"
 #include "guest-driver/perftest/pattern.h"
 #include "tests/integration/two_vm_fixture.h"
 
@@ -196,10 +197,14 @@ TEST_F(TwoVmTest, UdSendCarriesGrhWithTheSendersGid) {
   EXPECT_EQ(rwc->src_qp, ua->qpn());
   EXPECT_EQ(rwc->byte_len, 40 + kUd);
   EXPECT_TRUE(rwc->wc_flags & kWcFlagGrh);
-  // The GRH is IPv6-shaped: source GID at byte 8, destination at 24. The
-  // source must be the sending VM's own GID (it cannot spoof another's).
-  EXPECT_EQ(std::memcmp(b_.mr->data() + 8, a_.gid.data(), 16), 0);
-  EXPECT_EQ(std::memcmp(b_.mr->data() + 24, b_.gid.data(), 16), 0);
+  // The network header as RoCE v2 delivers it (roce_grh.h): the fixture's
+  // GIDs are IPv4-mapped, so an IPv4 header at byte 20 with the source
+  // address at 32 and the destination at 36. The source must be the
+  // sending VM's own GID (it cannot spoof another's).
+  ASSERT_TRUE(IsV4MappedGid(a_.gid) && IsV4MappedGid(b_.gid));
+  EXPECT_EQ(b_.mr->data()[20], 0x45);
+  EXPECT_EQ(std::memcmp(b_.mr->data() + 32, a_.gid.data() + 12, 4), 0);
+  EXPECT_EQ(std::memcmp(b_.mr->data() + 36, b_.gid.data() + 12, 4), 0);
   EXPECT_EQ(CheckPattern(b_.mr->data() + 40, kUd, 6, 0), kUd);
   auto swc = PollOne(*a_.cq);
   ASSERT_TRUE(swc);
