@@ -171,6 +171,12 @@ struct VmStats {
   // receive posted for them (receive credits, docs/scheduler.md): under a
   // policy that holds sends, they wait instead of meeting RNR on the RNIC.
   uint64_t sends_held_for_receive = 0;
+  // GSI datagrams (QP1, the guest's RDMA CM) the engine carried for the
+  // VM: sent; and of those, delivered to a VM of this engine, or dropped
+  // (no such GID here, its QP1 not ready or without a posted receive).
+  uint64_t gsi_sent = 0;
+  uint64_t gsi_delivered = 0;
+  uint64_t gsi_dropped = 0;
   // The scheduler stage's accounting of the VM's send work (bytes and
   // messages in and out, what it holds, time held, completion latency).
   policy::TenantAccount sched;

@@ -48,10 +48,11 @@ EngineImpl::EngineImpl(Rnic& rnic, Executor& executor,
       peer_(rnic, stage_, options_.probe_gid),
       resources_(rnic, executor, stage_, vms_, completions_, recv_,
                  {options_.mapping_budget, options_.pinned_budget}, peer_.gid()),
+      gsi_(executor, vms_, resources_, completions_),
       qps_(rnic, executor, stage_, vms_,
            {resources_, send_, recv_, errors_, completions_}, options_.clock),
       teardown_(rnic, executor, stage_, vms_,
-                {resources_, send_, recv_, completions_}, options_.clock) {
+                {resources_, send_, recv_, completions_, gsi_}, options_.clock) {
   peer_.OpenAtStart();  // the data path does not run this engine yet
 }
 
@@ -67,6 +68,10 @@ void EngineImpl::Doorbell(VmId id, uint8_t kind, uint32_t handle) {
   if (vm == nullptr) return;
   switch (kind) {
     case VIRTIO_RDMA_DB_SQ:
+      if (handle == VIRTIO_RDMA_GSI_QPN && vm->gsi != nullptr) {
+        gsi_.Schedule(*vm);
+        return;
+      }
       if (QpObj* qp = VmTable::FindQp(*vm, handle)) {
         send_.Schedule(*qp);
         return;
@@ -118,6 +123,7 @@ bool EngineImpl::PollOnce() {
   did |= completions_.PollRnicEvents();
   // Receive queues that had completions or errors: refill or flush.
   did |= recv_.RunReady();
+  did |= gsi_.Run();  // QP1 datagrams, in software
   completions_.FlushEvents();  // one guest notification per VM this turn
   turn_.End();  // work between turns (doorbells, RunSync) reads afresh
   // Work the stage can do now is work only this loop can release, and the

@@ -32,6 +32,7 @@
 #include "backend/engine/completions.h"
 #include "backend/engine/engine.h"
 #include "backend/engine/error_flush.h"
+#include "backend/engine/gsi.h"
 #include "backend/engine/host_peer.h"
 #include "backend/engine/objects.h"
 #include "backend/engine/qp_control.h"
@@ -94,17 +95,21 @@ class EngineImpl final : public Engine,
   Status ReqNotifyCq(VmId vm, uint32_t cq, bool solicited_only) override {
     return resources_.ReqNotifyCq(vm, cq, solicited_only);
   }
+  // QPN 1 is the VM's GSI QP, which the engine carries itself (gsi.h).
   Result<CreateQpResult> CreateQp(VmId vm,
                                   const CreateQpRequest& req) override {
-    return qps_.CreateQp(vm, req);
+    return req.type == QpType::kGsi ? gsi_.Create(vm, req)
+                                    : qps_.CreateQp(vm, req);
   }
   Status ModifyQp(VmId vm, const ModifyQpRequest& req) override {
-    return qps_.ModifyQp(vm, req);
+    return req.qpn == VIRTIO_RDMA_GSI_QPN ? gsi_.Modify(vm, req)
+                                          : qps_.ModifyQp(vm, req);
   }
   Result<QueryQpResult> QueryQp(VmId vm, uint32_t qpn) const override {
-    return qps_.QueryQp(vm, qpn);
+    return qpn == VIRTIO_RDMA_GSI_QPN ? gsi_.Query(vm) : qps_.QueryQp(vm, qpn);
   }
   Status DestroyQp(VmId vm, uint32_t qpn) override {
+    if (qpn == VIRTIO_RDMA_GSI_QPN) return gsi_.Destroy(vm);
     return teardown_.DestroyQp(vm, qpn);
   }
   Result<uint32_t> CreateAh(VmId vm, uint32_t pd, const GuestAh& ah) override {
@@ -176,6 +181,7 @@ class EngineImpl final : public Engine,
   SendPath send_;
   HostPeer peer_;
   Resources resources_;
+  Gsi gsi_;
   QpControl qps_;
   Teardown teardown_;
 };

@@ -244,6 +244,31 @@ struct QpObj {
   RecvQueue rq;
 };
 
+// A VM's GSI QP (QP1), which the engine carries itself (gsi.h,
+// docs/virtio-rdma.md §4.6): never an RNIC QP. Written by Gsi, on the
+// data-path thread after it is published.
+struct GsiQp {
+  VmContext* vm = nullptr;
+  uint32_t pd = 0;
+  CqObj* send_cq = nullptr;
+  CqObj* recv_cq = nullptr;
+  QpCaps caps;
+  bool sq_sig_all = false;
+  QpState state = QpState::kReset;
+  ModifyQpRequest attrs;  // last set (QUERY_QP)
+  GuestPageView sq_view;
+  GuestPageView rq_view;
+  GuestRing sq;
+  GuestRing rq;
+  SendQueueLimits sq_limits;
+  RecvQueueLimits rq_limits;
+  // The host's consumer index of each ring (the next WQE to take).
+  uint32_t sq_head = 0;
+  uint32_t rq_head = 0;
+  Charge charge;  // ring pages and mappings, the object
+  ListHook<GsiQp> pending_hook;  // Gsi::Run has sends or flushes to do
+};
+
 struct VmContext {
   explicit VmContext(const Quotas& q)
       : pds(q.max_pd),
@@ -260,6 +285,9 @@ struct VmContext {
   VmConfig config;
   VmEventSink* sink = nullptr;
   std::shared_ptr<const GuestMemory> memory;  // control thread only
+  // The same memory table for the data path (GSI's guest-physical SGEs):
+  // replaced only inside RunSync, so a turn never sees it unmapped.
+  std::shared_ptr<const GuestMemory> datapath_memory;
   ResourceTable<PdObj> pds;
   ResourceTable<MrObj> mrs;
   ResourceTable<CqObj> cqs;
@@ -268,6 +296,7 @@ struct VmContext {
   ResourceTable<SrqObj> srqs;
   KeyMap qpn_to_qp;   // guest-visible qpn -> QP handle
   KeyMap lkey_to_mr;  // lkey -> MR handle
+  std::unique_ptr<GsiQp> gsi;  // its QP1, if it made one (Gsi)
   // Counts and charges: Resources, QpControl, Teardown; wqes_posted and
   // wqes_rejected: SendPath, RecvPath; cqes_written: Completions;
   // rnic_cq_errors, flush_deferred: ErrorFlush.

@@ -159,6 +159,27 @@ Status CheckAh(const GuestAh& ah, uint32_t num_gids) {
   return Status::kOk;
 }
 
+void RecordQpAttrs(const ModifyQpRequest& req, ModifyQpRequest* attrs) {
+  ModifyQpRequest& a = *attrs;
+  const uint32_t m = req.mask;
+  if (m & kAccess) a.access_flags = req.access_flags;
+  if (m & kPkey) a.pkey_index = req.pkey_index;
+  if (m & kPort) a.port_num = req.port_num;
+  if (m & kQkey) a.qkey = req.qkey;
+  if (m & kAv) a.ah = req.ah;
+  if (m & kMtu) a.path_mtu_bytes = req.path_mtu_bytes;
+  if (m & kTimeout) a.timeout = req.timeout;
+  if (m & kRetry) a.retry_cnt = req.retry_cnt;
+  if (m & kRnrRetry) a.rnr_retry = req.rnr_retry;
+  if (m & kMinRnr) a.min_rnr_timer = req.min_rnr_timer;
+  if (m & kMaxRd) a.max_rd_atomic = req.max_rd_atomic;
+  if (m & kMaxDestRd) a.max_dest_rd_atomic = req.max_dest_rd_atomic;
+  if (m & kRqPsn) a.rq_psn = req.rq_psn;
+  if (m & kSqPsn) a.sq_psn = req.sq_psn;
+  if (m & kDestQpn) a.dest_qpn = req.dest_qpn;
+  a.mask |= m & ~(kCur | kSqdNotify);
+}
+
 bool IsValidMtu(uint32_t bytes) {
   return bytes == 256 || bytes == 512 || bytes == 1024 || bytes == 2048 ||
          bytes == 4096;

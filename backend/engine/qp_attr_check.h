@@ -40,6 +40,10 @@ Status CheckModifyQp(const ModifyQpRequest& req, const QpCheckContext& ctx,
 // other than 1, flow label beyond 20 bits, SL beyond 4 bits.
 Status CheckAh(const GuestAh& ah, uint32_t num_gids);
 
+// Keeps in *attrs the attributes req sets (QUERY_QP answers from them);
+// req has passed CheckModifyQp.
+void RecordQpAttrs(const ModifyQpRequest& req, ModifyQpRequest* attrs);
+
 // True when a path MTU in bytes is one of 256, 512, 1024, 2048, 4096.
 bool IsValidMtu(uint32_t bytes);
 

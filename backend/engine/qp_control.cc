@@ -225,9 +225,11 @@ Result<CreateQpResult> QpControl::CreateQp(VmId id,
       return;
     }
     Result<uint32_t> h = vm->qps.PeekNextHandle();
-    if (!h.ok()) return;
-    if (!vm->qpn_to_qp.Insert(r->qpn, *h)) {
-      out = Status::kIoError;  // the RNIC reused a live QPN
+    // Its QP1 (gsi.h) is one of its max_qp QPs too.
+    if (!h.ok() || vm->stats.qps >= vm->config.quotas.max_qp) return;
+    // QPN 1 is the VM's GSI QP (gsi.h); RNICs keep 0 and 1 for SMI and GSI.
+    if (r->qpn == VIRTIO_RDMA_GSI_QPN || !vm->qpn_to_qp.Insert(r->qpn, *h)) {
+      out = Status::kIoError;  // the RNIC reused a live or reserved QPN
       return;
     }
     (void)vms_.qpn_owner.Insert(r->qpn, vm->id);  // best effort: an optimisation
@@ -343,25 +345,7 @@ Status QpControl::ModifyQpLocked(VmContext& vm, QpObj& qp,
   VRDMA_RETURN_IF_ERROR(rnic_.ModifyQp(qp.rnic, attr, req.mask & kRnicBits));
 
   // 3. Apply on our side.
-  ModifyQpRequest& a = qp.attrs;
-  const uint32_t m = req.mask;
-  if (m & kQpAccessFlags) a.access_flags = req.access_flags;
-  if (m & kQpPkeyIndex) a.pkey_index = req.pkey_index;
-  if (m & kQpPort) a.port_num = req.port_num;
-  if (m & kQpQkey) a.qkey = req.qkey;
-  if (m & kQpAv) a.ah = req.ah;
-  if (m & kQpPathMtu) a.path_mtu_bytes = req.path_mtu_bytes;
-  if (m & kQpTimeout) a.timeout = req.timeout;
-  if (m & kQpRetryCnt) a.retry_cnt = req.retry_cnt;
-  if (m & kQpRnrRetry) a.rnr_retry = req.rnr_retry;
-  if (m & kQpMinRnrTimer) a.min_rnr_timer = req.min_rnr_timer;
-  if (m & kQpMaxQpRdAtomic) a.max_rd_atomic = req.max_rd_atomic;
-  if (m & kQpMaxDestRdAtomic) a.max_dest_rd_atomic = req.max_dest_rd_atomic;
-  if (m & kQpRqPsn) a.rq_psn = req.rq_psn;
-  if (m & kQpSqPsn) a.sq_psn = req.sq_psn;
-  if (m & kQpDestQpn) a.dest_qpn = req.dest_qpn;
-  a.mask |= m & ~uint32_t{VIRTIO_RDMA_QP_CUR_STATE |
-                          VIRTIO_RDMA_QP_EN_SQD_ASYNC_NOTIFY};
+  RecordQpAttrs(req, &qp.attrs);
 
   const QpState prev = qp.state;
   if (next == prev) return Status::kOk;

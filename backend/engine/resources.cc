@@ -89,8 +89,14 @@ void Resources::Release(const VmConfig& config) {
 void Resources::SetGuestMemory(VmId id,
                                 std::shared_ptr<const GuestMemory> memory) {
   // Only the control thread maps pages; published views map the backing
-  // files, so they stay valid across memory tables.
-  if (VmContext* vm = vms_.Find(id)) vm->memory = std::move(memory);
+  // files, so they stay valid across memory tables. The data path's copy
+  // (GSI's guest-physical SGEs) changes between its turns; the table it
+  // held is unmapped here, after the closure, if nothing else holds it.
+  VmContext* vm = vms_.Find(id);
+  if (vm == nullptr) return;
+  std::shared_ptr<const GuestMemory> old = memory;
+  executor_.RunSync([&] { vm->datapath_memory.swap(old); });
+  vm->memory = std::move(memory);
 }
 
 Result<VmStats> Resources::Stats(VmId id) const {

@@ -56,7 +56,7 @@ Status CheckCreateCq(const CreateCqRequest& req, const RnicLimits& lim) {
 
 Status CheckCreateQp(const CreateQpRequest& req, const RnicLimits& lim) {
   if (req.type != QpType::kRc && req.type != QpType::kUc &&
-      req.type != QpType::kUd) {
+      req.type != QpType::kUd && req.type != QpType::kGsi) {
     return Status::kInvalid;
   }
   const QpCaps& c = req.caps;

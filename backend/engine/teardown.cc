@@ -22,6 +22,7 @@ void Teardown::DetachVm(VmId id) {
   slow.mrs.reserve(mrs);
   std::vector<std::unique_ptr<QpObj>> dead_qps;
   std::vector<std::unique_ptr<MrObj>> dead_mrs;
+  std::unique_ptr<GsiQp> dead_gsi;
   dead_qps.reserve(qps);
   dead_mrs.reserve(mrs);
   // 1. Off the data path and out of the VM's tables (a completion still in
@@ -37,6 +38,7 @@ void Teardown::DetachVm(VmId id) {
       DestroyMrLocked(*vm, h, &slow);
       dead_mrs.push_back(vm->mrs.Remove(h));
     }
+    dead_gsi = gsi_.Unpublish(*vm);
   });
   slow.Release(rnic_, executor_);
   // 2. The rest, dependents first (SRQs, AHs, CQs, PDs), and the VM.

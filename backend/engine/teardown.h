@@ -20,6 +20,7 @@
 
 #include "backend/base/executor.h"
 #include "backend/engine/completions.h"
+#include "backend/engine/gsi.h"
 #include "backend/engine/engine.h"
 #include "backend/engine/objects.h"
 #include "backend/engine/recv_path.h"
@@ -39,12 +40,13 @@ class Teardown {
     SendPath& send;
     RecvPath& recv;
     Completions& completions;
+    Gsi& gsi;
   };
   Teardown(Rnic& rnic, Executor& executor, sched::Stage& stage, VmTable& vms,
            const Parts& parts, const std::function<policy::Nanos()>& clock)
       : rnic_(rnic), executor_(executor), stage_(stage), vms_(vms),
         resources_(parts.resources), send_(parts.send), recv_(parts.recv),
-        completions_(parts.completions), clock_(clock) {}
+        completions_(parts.completions), gsi_(parts.gsi), clock_(clock) {}
   Teardown(const Teardown&) = delete;
   Teardown& operator=(const Teardown&) = delete;
 
@@ -115,6 +117,7 @@ class Teardown {
   SendPath& send_;
   RecvPath& recv_;
   Completions& completions_;
+  Gsi& gsi_;
   const std::function<policy::Nanos()>& clock_;
 };
 

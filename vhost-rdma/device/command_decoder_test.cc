@@ -613,7 +613,6 @@ TEST(CommandDecoderTest, HostileCreateQp) {
       {"page list short", with([](auto&) {}, -1)},
       {"page list long", with([](auto&) {}, +1)},
       {"qp_type 0", with([](auto& r) { r.qp_type = 0; })},
-      {"qp_type 1", with([](auto& r) { r.qp_type = 1; })},
       {"qp_type 5", with([](auto& r) { r.qp_type = 5; })},
       {"qp_type 255", with([](auto& r) { r.qp_type = 255; })},
       {"sq_sig_all 2", with([](auto& r) { r.sq_sig_all = 2; })},

@@ -474,7 +474,11 @@ void Driver::CheckAccounting(const char* step) {
     want.ahs += m.ahs;
     want.mrs += m.mrs;
     want.cqs += m.cqs;
-    want.qps += m.qps;
+    // QP1 is the engine's own, never the RNIC's (gsi.h).
+    want.qps += m.qps - static_cast<uint32_t>(std::count_if(
+                            vm.qps.begin(), vm.qps.end(), [](const QpRec& x) {
+                              return !x.dead && x.type == QpType::kGsi;
+                            }));
     want.srqs += m.srqs;
     want.gids += static_cast<uint32_t>(vm.gids.size());
   }
