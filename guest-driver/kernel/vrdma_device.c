@@ -228,7 +228,9 @@ static const struct ib_device_ops vrdma_dev_ops = {
 
 	.alloc_pd = vrdma_alloc_pd,
 	.alloc_ucontext = vrdma_alloc_ucontext,
+	/* ibv_create_ah (uverbs CREATE_AH) needs create_user_ah. */
 	.create_ah = vrdma_create_ah,
+	.create_user_ah = vrdma_create_ah,
 	.create_cq = vrdma_create_cq,
 	.create_qp = vrdma_create_qp,
 	.create_srq = vrdma_create_srq,
