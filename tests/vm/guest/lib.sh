@@ -72,29 +72,35 @@ run_cmd_server() { # tag cmd args...
   echo $? >$R/$tag.rc
 }
 
-# A client started before its server listens fails at once (TCP refused,
-# or an RDMA CM REJECT: nobody listens on the port yet). Such quick failures
-# are retried until the server had time to get there (it may still be
-# waiting out the timeout of an earlier test); the last attempt's output and
-# exit code are what is recorded, the attempts counted in <tag>.tries.
+# A client started before its server listens fails at once: TCP refused
+# (perftest's and ibv_*_pingpong's exchange) or an RDMA CM REJECT (nobody
+# listens on the port yet). Such failures are retried until the server had
+# time to get there (it may still be waiting out the timeout of an earlier
+# test); any other failure is final. Every attempt's output is kept in
+# <tag>.out, the exit code is the last attempt's, the attempts are counted
+# in <tag>.tries.
 run_cmd_client() { # tag cmd args...
   tag=$1; shift
   touch $R/$tag.started
+  : >$R/$tag.out
   first=$(date +%s)
   n=0
   while :; do
     n=$((n + 1))
     start=$(date +%s)
-    echo "$start client $tag (try $n): $*"
-    timeout "${PT_TIMEOUT:-180}" stdbuf -oL "$@" </dev/null >$R/$tag.out 2>&1
+    echo "$start client $tag (try $n): $*" | tee -a $R/$tag.out
+    timeout "${PT_TIMEOUT:-180}" stdbuf -oL "$@" </dev/null >$R/$tag.try 2>&1
     rc=$?
+    cat $R/$tag.try >>$R/$tag.out
     now=$(date +%s)
     if [ $rc -ne 0 ] && [ $((now - start)) -lt 10 ] &&
-       [ $((now - first)) -lt $((${PT_TIMEOUT:-180} + 30)) ]; then
+       [ $((now - first)) -lt $((${PT_TIMEOUT:-180} + 30)) ] &&
+       grep -q "Couldn't connect\|Unable to init the socket connection\|REJECTED" $R/$tag.try; then
       sleep 2; continue
     fi
     break
   done
+  rm -f $R/$tag.try
   echo $n >$R/$tag.tries
   echo $rc >$R/$tag.rc
 }
