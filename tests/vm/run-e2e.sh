@@ -284,6 +284,16 @@ if ((roce)); then
       check "$t: vm-$vm reports 'test complete'" grep -q "test complete" "$run/share-$vm/results/$t.out"
     done
   done
+  if ((rxe == 0)); then
+    # guest/roles/roce.sh's roce_rebind: eth0 unregistered and back on vm-b.
+    rb="$run/share-b/results/rebind.out"
+    echo "===== vm-b: the port follows eth0 (rebind.out) ====="
+    cat "$rb" 2>/dev/null
+    check "vm-b: eth0 unregistered (rmmod virtio_net returned)" grep -q "rmmod virtio_net rc=0" "$rb"
+    check "vm-b: port DOWN without eth0" grep -q "without eth0: PORT_DOWN" "$rb"
+    check "vm-b: port ACTIVE with eth0 again" grep -q "with eth0 again: PORT_ACTIVE" "$rb"
+    check "vm-b: traffic on the rebound port (loopback ibv_rc_pingpong)" grep -q "loopback rc=0" "$rb"
+  fi
 fi
 check "vm-a powered off by itself" test "$rc_a" = 0
 check "vm-b powered off by itself" test "$rc_b" = 0

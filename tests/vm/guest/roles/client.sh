@@ -9,6 +9,7 @@ done
 if [ "$ROCE" = 1 ]; then
   . /run/vrdma/roles/roce.sh
   roce_phase client
+  roce_rebind
 fi
 if [ "${CRASH:-0}" = 1 ]; then
   . /run/vrdma/roles/crash.sh

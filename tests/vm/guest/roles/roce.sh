@@ -41,3 +41,35 @@ roce_phase() { # server|client
     if [ "$1" = server ]; then run_cmd_server $tag $srv; else run_cmd_client $tag $cli; fi
   done
 }
+
+# vrdma0 only (Soft-RoCE goes away with its netdev): the port follows the
+# guest NIC. eth0 is unregistered (rmmod virtio_net: the driver must unbind
+# it, or unregister_netdevice waits for its references forever) and comes
+# back: the port must read DOWN without it, ACTIVE with it, get its IPv4 GID
+# again, and carry traffic (ibv_rc_pingpong on this VM's own GID, loopback).
+# Results: results/rebind.out, checked by the host.
+roce_rebind() {
+  [ "$RXE" = 1 ] && return 0
+  {
+    echo "before: $(port_state)"
+    timeout 60 rmmod virtio_net; echo "rmmod virtio_net rc=$?"
+    sleep 1
+    echo "without eth0: $(port_state)"
+    modprobe virtio_net
+    ip link set eth0 up && ip addr add "$IP/24" dev eth0
+    i=0
+    while [ $i -lt 40 ] && [ "$(port_state)" != PORT_ACTIVE ]; do sleep 0.5; i=$((i + 1)); done
+    echo "with eth0 again: $(port_state)"
+    gid_setup
+    echo "IPv4 GID index $GIDX: $(cat /sys/class/infiniband/$DEV/ports/1/gids/$GIDX)"
+    ibv_rc_pingpong -d $DEV -g $GIDX -n 50 -p 18620 &
+    sleep 2
+    timeout 60 ibv_rc_pingpong -d $DEV -g $GIDX -n 50 -p 18620 127.0.0.1
+    echo "loopback rc=$?"
+    wait
+  } </dev/null >$R/rebind.out 2>&1
+}
+
+port_state() {
+  ibv_devinfo -d $DEV 2>/dev/null | awk '$1 == "state:" {print $2; exit}'
+}
