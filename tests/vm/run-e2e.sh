@@ -168,6 +168,25 @@ if ((victim)); then
   log "  daemon after the kill: $(daemon_vm_summary vm-c)"
 fi
 
+# After the RoCE tools: every AH the guests made (perftest/pingpong UD,
+# udaddy, and the kernel CM's, destroyed from atomic context) must be gone
+# from the device, or a VM's AH quota would run out connection by connection.
+vm_ahs() { daemon_vm_summary "$1" | python3 -c 'import json, sys; print(json.load(sys.stdin)["ahs"])' 2>/dev/null; }
+ahs_released="" ahs_seen=""
+if ((roce && !rxe)); then
+  for ((i = 0; i < 2400; i++)); do
+    [ -e "$run/share-a/results/roce.done" ] && [ -e "$run/share-b/results/roce.done" ] && break
+    kill -0 "$pid_a" 2>/dev/null && kill -0 "$pid_b" 2>/dev/null || break
+    sleep 0.5
+  done
+  for ((i = 0; i < 20; i++)); do
+    ahs_seen="vm-a $(vm_ahs vm-a), vm-b $(vm_ahs vm-b)"
+    [ "$ahs_seen" = "vm-a 0, vm-b 0" ] && { ahs_released=1; break; }
+    sleep 0.5
+  done
+  log "  device AHs after the RoCE tools: $ahs_seen"
+fi
+
 qemu_alive() { # vm: its QEMU process (not the timeout wrapper) still runs
   local p; p="$(cat "$run/qemu-$1.pid" 2>/dev/null)" && [ -n "$p" ] && kill -0 "$p" 2>/dev/null
 }
@@ -279,12 +298,14 @@ if ((roce)); then
   done
   check "rping: vm-b got 10 pings back" \
     test "$(grep -c "^ping data" "$run/share-b/results/rping.out" 2>/dev/null)" -ge 10
-  for t in ucmatose udaddy; do
+  for t in ucmatose udaddy ucmatose_c8; do
     for vm in a b; do
       check "$t: vm-$vm reports 'test complete'" grep -q "test complete" "$run/share-$vm/results/$t.out"
     done
   done
   if ((rxe == 0)); then
+    check "the device holds no AH of vm-a and vm-b after the RoCE tools ($ahs_seen)" \
+      test -n "$ahs_released"
     # guest/roles/roce.sh's roce_rebind: eth0 unregistered and back on vm-b.
     rb="$run/share-b/results/rebind.out"
     echo "===== vm-b: the port follows eth0 (rebind.out) ====="

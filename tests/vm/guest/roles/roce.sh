@@ -10,7 +10,9 @@
 # added) or "cmd" (the whole command; the roles add -s/-c and the peer).
 # Every client retries "not listening yet" failures (lib.sh's
 # run_cmd_client): it may start before its server listens.
-# Verbs-only tools first, then the ones that need RDMA CM (the GSI QP).
+# Verbs-only tools first, then the ones that need RDMA CM (the GSI QP);
+# ucmatose -c 8: eight connections at once, so the CM's AHs (made and
+# destroyed in atomic context) overlap.
 ROCE_TESTS="
 send_bw_ud    perftest ib_send_bw -c UD -n 1000
 send_lat_ud   perftest ib_send_lat -c UD -n 200
@@ -20,6 +22,7 @@ write_lat_cm  perftest ib_write_lat -R -n 200
 rping         cmd      rping -v -C 10
 ucmatose      cmd      ucmatose
 udaddy        cmd      udaddy
+ucmatose_c8   cmd      ucmatose -c 8
 "
 
 roce_phase() { # server|client
@@ -34,12 +37,14 @@ roce_phase() { # server|client
     case "$kind:$tag" in
       perftest:*) srv="$cmd $PT_COMMON -p $port"; cli="$cmd $PT_COMMON -p $port $PEER_IP" ;;
       *:rping) srv="$cmd -p $port -s"; cli="$cmd -p $port -c -a $PEER_IP" ;;
-      *:ucmatose) srv="$cmd -p $port"; cli="$cmd -p $port -s $PEER_IP" ;;
+      *:ucmatose*) srv="$cmd -p $port"; cli="$cmd -p $port -s $PEER_IP" ;;
       *:udaddy) srv="$cmd"; cli="$cmd -s $PEER_IP" ;;
       *) srv="$cmd -p $port"; cli="$cmd -p $port $PEER_IP" ;;
     esac
     if [ "$1" = server ]; then run_cmd_server $tag $srv; else run_cmd_client $tag $cli; fi
   done
+  # The host checks now that the device holds no AH of ours any more.
+  touch $R/roce.done
 }
 
 # vrdma0 only (Soft-RoCE goes away with its netdev): the port follows the
