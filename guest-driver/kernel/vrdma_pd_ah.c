@@ -34,8 +34,16 @@ int vrdma_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 
 int vrdma_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
+	struct vrdma_dev *dev = to_vdev(ibpd->device);
+
+	/*
+	 * AHs of this PD destroyed in atomic context may still be on the
+	 * device (dev->kwork): the device refuses a PD that AHs use.
+	 */
+	if (!udata)
+		flush_work(&dev->kwork);
 	/* Nothing of the guest's hangs on a PD: a failure only leaks a handle. */
-	vrdma_destroy_or_keep(to_vdev(ibpd->device), VIRTIO_RDMA_CMD_DESTROY_PD,
+	vrdma_destroy_or_keep(dev, VIRTIO_RDMA_CMD_DESTROY_PD,
 			      to_vpd(ibpd)->handle);
 	return 0;
 }
