@@ -185,6 +185,20 @@ if ((roce && !rxe)); then
     sleep 0.5
   done
   log "  device AHs after the RoCE tools: $ahs_seen"
+  # guest/roles/roce.sh's roce_reload: vm-b removes the module.
+  unload_clean="" unload_seen=""
+  wait_file "$run/share-b/results/unloaded" 600 "$pid_b" &&
+    for ((i = 0; i < 20; i++)); do
+      unload_seen="$(daemon_vm_summary vm-b)"
+      if echo "$unload_seen" | python3 -c 'import json, sys
+d = json.load(sys.stdin)
+sys.exit(any(d[k] for k in ("pds", "cqs", "qps", "mrs", "ahs", "srqs")))' 2>/dev/null; then
+        unload_clean=1; break
+      fi
+      sleep 0.5
+    done
+  touch "$run/share-b/results/host.checked"
+  log "  daemon for vm-b after rmmod virtio_rdma: $unload_seen"
 fi
 
 qemu_alive() { # vm: its QEMU process (not the timeout wrapper) still runs
@@ -314,6 +328,12 @@ if ((roce)); then
     check "vm-b: port DOWN without eth0" grep -q "without eth0: PORT_DOWN" "$rb"
     check "vm-b: port ACTIVE with eth0 again" grep -q "with eth0 again: PORT_ACTIVE" "$rb"
     check "vm-b: traffic on the rebound port (loopback ibv_rc_pingpong)" grep -q "loopback rc=0" "$rb"
+    echo "===== vm-b: rmmod and insmod virtio_rdma (reload.out) ====="
+    cat "$run/share-b/results/reload.out" 2>/dev/null
+    check "vm-b: rmmod virtio_rdma returned" grep -q "rmmod virtio_rdma rc=0" "$run/share-b/results/reload.out"
+    check "vm-b: the device held nothing of vm-b after rmmod ($unload_seen)" test -n "$unload_clean"
+    check "vm-b: vrdma0 back after insmod (PORT_ACTIVE)" \
+      grep -q "after reload: vrdma0 PORT_ACTIVE" "$run/share-b/results/reload.out"
   fi
 fi
 check "vm-a powered off by itself" test "$rc_a" = 0

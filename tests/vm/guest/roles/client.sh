@@ -10,6 +10,7 @@ if [ "$ROCE" = 1 ]; then
   . /run/vrdma/roles/roce.sh
   roce_phase client
   roce_rebind
+  roce_reload
 fi
 if [ "${CRASH:-0}" = 1 ]; then
   . /run/vrdma/roles/crash.sh

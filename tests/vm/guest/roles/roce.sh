@@ -78,3 +78,27 @@ roce_rebind() {
 port_state() {
   ibv_devinfo -d $DEV 2>/dev/null | awk '$1 == "state:" {print $2; exit}'
 }
+
+# vrdma0 only: rmmod virtio_rdma with the RoCE port bound and the kernel's
+# objects on the device (the MAD layer's QP1, CQ and PD, its AHs), then
+# insmod. The host reads the daemon's counts for this VM between the two
+# (results/unloaded, then it creates results/host.checked): everything must
+# be gone. Results: results/reload.out.
+roce_reload() {
+  [ "$RXE" = 1 ] && return 0
+  {
+    timeout 60 rmmod virtio_rdma; echo "rmmod virtio_rdma rc=$?"
+    touch $R/unloaded
+    i=0
+    while [ $i -lt 120 ] && [ ! -e $R/host.checked ]; do sleep 0.5; i=$((i + 1)); done
+    insmod $S/vrdma.ko; echo "insmod rc=$?"
+    i=0
+    while [ $i -lt 40 ]; do
+      DEV=$(ls /sys/class/infiniband 2>/dev/null | head -1)
+      [ -n "$DEV" ] && [ "$(port_state)" = PORT_ACTIVE ] && break
+      sleep 0.5; i=$((i + 1))
+    done
+    echo "after reload: $DEV $(port_state)"
+  } </dev/null >$R/reload.out 2>&1
+  gid_setup
+}
