@@ -104,7 +104,8 @@ make_share() { # vm role ip peer_ip
   mkdir -p "$d/results"
   cp -r "$here/tests/vm/guest/." "$d/"
   ((rxe)) || cp "$MODULE" "$d/vrdma.ko"
-  printf 'NAME=vm-%s\nROLE=%s\nIP=%s\nPEER_IP=%s\nPT_TIMEOUT=%s\nRXE=%s\nCRASH=%s\n' \
+  # PT_GID=auto: on a RoCE port perftest runs without -x (guest/lib.sh).
+  printf 'NAME=vm-%s\nROLE=%s\nIP=%s\nPEER_IP=%s\nPT_TIMEOUT=%s\nRXE=%s\nCRASH=%s\nPT_GID=auto\n' \
     "$1" "$2" "$3" "$4" "${VRDMA_PT_TIMEOUT:-240}" "$rxe" "$crash" >"$d/env"
 }
 

@@ -30,8 +30,10 @@ gid_setup() {
       sleep 0.5; i=$((i + 1))
     done
   fi
-  # On RoCE perftest picks the GID itself, as a user runs it.
-  if [ "$ROCE" = 1 ]; then
+  # On RoCE perftest picks the GID itself, as a user runs it (run-e2e.sh
+  # asks for that with PT_GID=auto; run-verbs.sh's hosts, with several
+  # addresses on rxe0, keep -x).
+  if [ "$ROCE" = 1 ] && [ "${PT_GID:-}" = auto ]; then
     PT_COMMON="-d $DEV -F"
   else
     PT_COMMON="-d $DEV -x $GIDX -F"
