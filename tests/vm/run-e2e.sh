@@ -69,6 +69,12 @@ vm_qemu
 
 log "step 2/8: guest image, kernel, initrd and guest module (cached)"
 vm_image
+if ((roce)); then
+  # guest/roles/roce.sh runs it: ibv_query_qp must return the AV it was given.
+  cc -O2 -Wall -o "$run/verbs_smoke" "$here/guest-driver/kernel/testing/verbs_smoke.c" -libverbs \
+    >"$run/verbs_smoke.build.log" 2>&1 ||
+    log "  verbs_smoke did not build (libibverbs-dev?): $run/verbs_smoke.build.log"
+fi
 if ((rxe == 0)); then
 [ -n "$MODULE" ] && [ -f "$MODULE" ] ||
   die "no guest module: guest-driver/kernel did not build (see $cache/module-$KABI/build.log)"
@@ -104,6 +110,7 @@ make_share() { # vm role ip peer_ip
   mkdir -p "$d/results"
   cp -r "$here/tests/vm/guest/." "$d/"
   ((rxe)) || cp "$MODULE" "$d/vrdma.ko"
+  [ -x "$run/verbs_smoke" ] && cp "$run/verbs_smoke" "$d/"
   # PT_GID=auto: on a RoCE port perftest runs without -x (guest/lib.sh).
   printf 'NAME=vm-%s\nROLE=%s\nIP=%s\nPEER_IP=%s\nPT_TIMEOUT=%s\nRXE=%s\nCRASH=%s\nPT_GID=auto\n' \
     "$1" "$2" "$3" "$4" "${VRDMA_PT_TIMEOUT:-240}" "$rxe" "$crash" >"$d/env"
@@ -311,6 +318,8 @@ if ((roce)); then
       check "$t: vm-$vm printed its iterations" grep -q "iters in" "$run/share-$vm/results/$t.out"
     done
   done
+  check "vm-b: verbs_smoke (RC loopback on the IPv4 GID; ibv_query_qp returns the AV given)" \
+    rc_is_zero "$run/share-b/results/verbs_smoke.rc"
   check "rping: vm-b got 10 pings back" \
     test "$(grep -c "^ping data" "$run/share-b/results/rping.out" 2>/dev/null)" -ge 10
   for t in ucmatose udaddy ucmatose_c8; do

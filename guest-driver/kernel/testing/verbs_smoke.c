@@ -8,7 +8,11 @@
  *
  * Build on the host (same Debian release as the guest):
  *   cc -O2 -Wall -o verbs_smoke verbs_smoke.c -libverbs
- * Run in the guest: verbs_smoke [device] [gid_index]
+ * Run in the guest: verbs_smoke [device] [gid_index] [av]
+ * With "av" it also checks that ibv_query_qp returns the address vector it
+ * was given (source GID index and destination GID): on a RoCE port the
+ * driver maps the guest's GID index to the device's and back. (The fake
+ * backend answers QUERY_QP with zeros: no "av" there.)
  */
 #include <errno.h>
 #include <poll.h>
@@ -62,6 +66,7 @@ int main(int argc, char **argv)
 {
 	const char *name = argc > 1 ? argv[1] : "vrdma0";
 	int gid_index = argc > 2 ? atoi(argv[2]) : 0;
+	int check_av = argc > 3 && !strcmp(argv[3], "av");
 	struct ibv_device **list = ibv_get_device_list(NULL);
 	struct ibv_context *ctx = NULL;
 	struct ibv_comp_channel *ch = NULL;
@@ -145,6 +150,19 @@ int main(int argc, char **argv)
 
 	struct ibv_qp_init_attr qia;
 	CHECK(!ibv_query_qp(qp, &a, IBV_QP_STATE, &qia), "query qp");
+	if (check_av) {
+		memset(&a, 0, sizeof(a));
+		CHECK(!ibv_query_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV, &qia),
+		      "query qp AV");
+		printf("     state %d, sgid_index %d (given %d), dgid %s\n",
+		       a.qp_state, a.ah_attr.grh.sgid_index, gid_index,
+		       memcmp(&a.ah_attr.grh.dgid, &gid, sizeof(gid)) ?
+		       "differs" : "as given");
+		CHECK(a.qp_state == IBV_QPS_RTS && a.ah_attr.is_global &&
+		      a.ah_attr.grh.sgid_index == gid_index &&
+		      !memcmp(&a.ah_attr.grh.dgid, &gid, sizeof(gid)),
+		      "query qp: RTS and the address vector it was given");
+	}
 out:
 	if (qp)
 		ibv_destroy_qp(qp);

@@ -43,6 +43,16 @@ roce_phase() { # server|client
     esac
     if [ "$1" = server ]; then run_cmd_server $tag $srv; else run_cmd_client $tag $cli; fi
   done
+  # One RC QP looped back on our IPv4 GID, and ibv_query_qp's AV
+  # (guest-driver/kernel/testing/verbs_smoke.c, built by the host).
+  if [ "$1" = client ]; then
+    if [ -x $S/verbs_smoke ]; then
+      timeout 120 $S/verbs_smoke $DEV $GIDX av </dev/null >$R/verbs_smoke.out 2>&1
+      echo $? >$R/verbs_smoke.rc
+    else
+      echo "no verbs_smoke in the share" >$R/verbs_smoke.out
+    fi
+  fi
   # The host checks now that the device holds no AH of ours any more.
   touch $R/roce.done
 }
