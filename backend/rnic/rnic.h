@@ -307,6 +307,9 @@ struct RnicLimits {
   uint32_t active_mtu_bytes = 0;
   uint64_t node_guid = 0;
   bool cross_channel = false;  // kWait, kEnable and managed QPs
+  // 8-byte compare-and-swap and fetch-and-add on RC QPs, atomic among the
+  // RNIC's own operations (IBV_ATOMIC_HCA).
+  bool atomics = false;
   // The port's line rate in bits per second (ibv_port_attr's active speed
   // times width); 0: unknown (a SoftRnic: unlimited).
   uint64_t link_rate_bps = 0;

@@ -40,6 +40,7 @@ RnicLimits ModelRnic::limits() const {
   l.active_mtu_bytes = world_.sim().nic(host_).mtu_bytes;
   l.node_guid = 0x5a00000000000000ull | host_;
   l.cross_channel = true;
+  l.atomics = true;
   return l;
 }
 

@@ -53,6 +53,7 @@ RnicLimits DefaultSoftRnicLimits() {
   l.max_msg_sz = uint32_t{1} << 31;
   l.active_mtu_bytes = 4096;
   l.node_guid = 0x02005e'fffe'000001ull;
+  l.atomics = true;  // one data-path thread executes them all
   return l;
 }
 

@@ -148,6 +148,7 @@ Status VerbsRnic::Init(std::string* error) {
   l.active_mtu_bytes = MtuBytes(port.active_mtu);
   l.node_guid = be64toh(dev.node_guid);
   l.cross_channel = false;
+  l.atomics = dev.atomic_cap != IBV_ATOMIC_NONE;
   l.link_rate_bps = static_cast<uint64_t>(LaneGbps(port.active_speed) *
                                           Lanes(port.active_width) * 1e9);
   pds_.Init(l.max_pd);

@@ -66,7 +66,9 @@ virtio_rdma_resp_query_device EncodeQueryDevice(const engine::DeviceAttr& a) {
   r.max_srq_sge = htole32(l.max_sge);
   r.max_inline_data = htole32(l.max_inline_data);
   r.max_pkeys = htole32(1);
-  r.atomic_cap = 0;  // IBV_ATOMIC_NONE: VIRTIO_RDMA_F_ATOMIC is not offered
+  // IBV_ATOMIC_HCA when the RNIC has atomics (then VIRTIO_RDMA_F_ATOMIC is
+  // offered), IBV_ATOMIC_NONE otherwise.
+  r.atomic_cap = l.atomics ? 1 : 0;
   r.local_ca_ack_delay = 15;
   r.phys_port_cnt = 1;
   return r;

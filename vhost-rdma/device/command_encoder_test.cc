@@ -78,9 +78,12 @@ TEST(CommandEncoderTest, QueryDeviceCarriesTheLimits) {
   EXPECT_EQ(le32toh(r.max_srq_wr), 1023u);
   EXPECT_EQ(le32toh(r.max_qp_rd_atom), 16u);
   EXPECT_EQ(le32toh(r.max_inline_data), 256u);
-  EXPECT_EQ(r.atomic_cap, 0);
+  EXPECT_EQ(r.atomic_cap, 0) << "the RNIC has no atomics";
   EXPECT_EQ(r.phys_port_cnt, 1);
   EXPECT_EQ(r.reserved, 0);
+  engine::DeviceAttr with = SampleAttr();
+  with.limits.atomics = true;
+  EXPECT_EQ(EncodeQueryDevice(with).atomic_cap, 1) << "IBV_ATOMIC_HCA";
 }
 
 TEST(CommandEncoderTest, ConfigSpace) {

@@ -18,8 +18,10 @@ namespace {
 constexpr uint64_t kBaseFeatures =
     (uint64_t{1} << VIRTIO_RDMA_F_SRQ) | (uint64_t{1} << VIRTIO_RDMA_F_UD);
 // RoCE v2 needs the VM's NIC: offered only when the operator named it.
-uint64_t OfferedFeatures(const engine::VmConfig& vm) {
-  return kBaseFeatures | (vm.mac ? uint64_t{1} << VIRTIO_RDMA_F_ROCE : 0);
+// Atomics: when the RNIC has them.
+uint64_t OfferedFeatures(const engine::VmConfig& vm, bool atomics) {
+  return kBaseFeatures | (vm.mac ? uint64_t{1} << VIRTIO_RDMA_F_ROCE : 0) |
+         (atomics ? uint64_t{1} << VIRTIO_RDMA_F_ATOMIC : 0);
 }
 // Virtio reserves feature bits 0..23 for the device type.
 constexpr uint64_t kDeviceFeatureMask = (uint64_t{1} << 24) - 1;
@@ -83,6 +85,7 @@ Status RdmaDevice::Attach() {
     return attr.status();
   }
   vm_ = *vm;
+  rnic_atomics_ = attr->limits.atomics;
   limits_.max_mr_pages = attr->max_mr_pages;
   limits_.max_ring_pages = options_.max_ring_pages;
   config_ = EncodeConfig(*attr, vm_config_, options_.num_doorbell_queues);
@@ -102,7 +105,7 @@ void RdmaDevice::Detach() {
 }
 
 uint64_t RdmaDevice::device_features() const {
-  return OfferedFeatures(vm_config_);
+  return OfferedFeatures(vm_config_, rnic_atomics_);
 }
 
 uint32_t RdmaDevice::num_queues() const {

@@ -137,6 +137,7 @@ class RdmaDevice final : public vhost::VhostUserDevice,
   const RdmaDeviceOptions options_;
   DecodeLimits limits_{};
   virtio_rdma_config config_{};
+  bool rnic_atomics_ = false;  // the engine's RNIC has atomics (F_ATOMIC)
 
   std::optional<engine::VmId> vm_;
   std::optional<CommandHandler> handler_;

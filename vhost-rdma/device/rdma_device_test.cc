@@ -215,6 +215,19 @@ TEST_F(RdmaDeviceTest, AMacOffersRoceAndNamesTheNic) {
   EXPECT_CALL(engine_, DetachVm(kVm));
 }
 
+// Atomics are offered when the RNIC has them.
+TEST_F(RdmaDeviceTest, AtomicsFollowTheRnic) {
+  engine::DeviceAttr a = Attr();
+  a.limits.atomics = true;
+  EXPECT_CALL(engine_, QueryDevice(_)).WillOnce(Return(a));
+  auto dev = RdmaDevice::Create(engine_, config_, control_, datapath_, exec_,
+                                {.num_doorbell_queues = 1});
+  ASSERT_TRUE(dev.ok());
+  EXPECT_TRUE((*dev)->device_features() & (1ull << VIRTIO_RDMA_F_ATOMIC));
+  EXPECT_EQ((*dev)->SetFeatures(1ull << VIRTIO_RDMA_F_ATOMIC), Status::kOk);
+  EXPECT_CALL(engine_, DetachVm(kVm));
+}
+
 TEST_F(RdmaDeviceTest, RejectsBadOptions) {
   EXPECT_FALSE(RdmaDevice::Create(engine_, config_, control_, datapath_, exec_,
                                   {.num_doorbell_queues = 0})
