@@ -353,6 +353,9 @@ json Daemon::Stats() const {
     entry["rnic_cq_errors"] = s.rnic_cq_errors;  // host CQs the RNIC put in error
     entry["flush_deferred"] = s.flush_deferred;  // flushes postponed by the budget
     entry["sends_held_for_receive"] = s.sends_held_for_receive;  // receive credits
+    entry["gsi_sent"] = s.gsi_sent;  // QP1 datagrams (RDMA CM), in software
+    entry["gsi_delivered"] = s.gsi_delivered;
+    entry["gsi_dropped"] = s.gsi_dropped;
     entry["control_ns"] = vm->device->control_ns();          // control-thread time used
     entry["control_yields"] = vm->device->control_yields();  // slices used up
     entry["control_throttles"] = vm->device->control_throttles();  // quota spent
