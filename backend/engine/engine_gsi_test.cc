@@ -229,6 +229,32 @@ TEST_F(GsiTest, AVmsDatagramsPerTurnAreBounded) {
   EXPECT_EQ(StatsOf(a).gsi_sent, 40u);
 }
 
+// Beyond the burst, a VM's datagrams go at Gsi::kRatePerSec, and the
+// engine says when to look again instead of spinning.
+class GsiRateTest : public GsiTest {
+ protected:
+  GsiRateTest() { options_.clock = [this] { return now_; }; }
+  policy::Nanos now_ = 1'000'000;
+};
+
+TEST_F(GsiRateTest, AVmsDatagramsGoAtItsRateAfterTheBurst) {
+  GsiVm a(this), b(this);
+  Make(a, 1);
+  Make(b, 2);
+  const uint32_t ah = AhTo(a, V4(2));
+  for (uint64_t i = 0; i < 100; ++i) SendMad(a, ah, i);
+  Poll(20);
+  EXPECT_EQ(a.sq.consumer(), static_cast<uint32_t>(Gsi::kBurst));
+  const policy::Nanos wait = engine_->NextDeadline() - now_;
+  EXPECT_GT(wait, 0);
+  EXPECT_LE(wait, static_cast<policy::Nanos>(1e9 / Gsi::kRatePerSec) + 1);
+  now_ += 1'000'000;  // 1 ms: kRatePerSec / 1000 more
+  Poll(20);
+  EXPECT_EQ(a.sq.consumer(),
+            static_cast<uint32_t>(Gsi::kBurst + Gsi::kRatePerSec / 1000));
+  EXPECT_EQ(StatsOf(a).gsi_sent, a.sq.consumer());
+}
+
 TEST_F(GsiTest, OnePerVmHoldsItsCqsAndLeavesWithTheVm) {
   GsiVm a(this);
   Make(a, 1);

@@ -5,6 +5,7 @@
 // reports.
 #include "backend/engine/engine_impl.h"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -48,7 +49,7 @@ EngineImpl::EngineImpl(Rnic& rnic, Executor& executor,
       peer_(rnic, stage_, options_.probe_gid),
       resources_(rnic, executor, stage_, vms_, completions_, recv_,
                  {options_.mapping_budget, options_.pinned_budget}, peer_.gid()),
-      gsi_(executor, vms_, resources_, completions_),
+      gsi_(executor, vms_, resources_, completions_, turn_),
       qps_(rnic, executor, stage_, vms_,
            {resources_, send_, recv_, errors_, completions_}, options_.clock),
       teardown_(rnic, executor, stage_, vms_,
@@ -138,7 +139,7 @@ bool EngineImpl::PollOnce() {
 
 policy::Nanos EngineImpl::NextDeadline() const {
   const sched::Nanos t = stage_.next_deadline();
-  return t == sched::kNoExpiry ? policy::kNever : t;
+  return std::min(t == sched::kNoExpiry ? policy::kNever : t, gsi_.NextDeadline());
 }
 
 Status EngineImpl::SetQos(VmId id, const policy::TenantQos& qos) {

@@ -125,6 +125,7 @@ Result<CreateQpResult> Gsi::Create(VmId id, const CreateQpRequest& req) {
     qp->recv_cq = rcq;
     qp->sq.StoreConsumer(0);  // the host owns the consumer indices
     qp->rq.StoreConsumer(0);
+    qp->tokens = kBurst;
     ++pd->refs;
     ++scq->refs;
     ++rcq->refs;
@@ -215,11 +216,24 @@ void Gsi::Schedule(VmContext& vm) {
   if (vm.gsi != nullptr) pending_.PushBack(vm.gsi.get());
 }
 
+uint32_t Gsi::Budget(GsiQp& qp, policy::Nanos now) {
+  if (now > qp.refilled_at) {
+    qp.tokens = std::min(kBurst, qp.tokens + static_cast<double>(now - qp.refilled_at) *
+                                                 kRatePerSec * 1e-9);
+    qp.refilled_at = now;
+  }
+  return std::min(kTurnBudget, static_cast<uint32_t>(qp.tokens));
+}
+
 bool Gsi::Run() {
+  next_deadline_ = policy::kNever;
+  if (pending_.empty()) return false;
   bool did = false;
+  const policy::Nanos now = turn_.Now();
   for (GsiQp* qp = pending_.front(); qp != nullptr;) {
     GsiQp* next = decltype(pending_)::next(qp);
-    uint32_t budget = kTurnBudget;
+    const uint32_t allowed = Budget(*qp, now);
+    uint32_t budget = allowed;
     bool more = false;
     if (qp->state == QpState::kRts) {
       while (budget > 0 && qp->state == QpState::kRts && SendOne(*qp)) --budget;
@@ -227,8 +241,14 @@ bool Gsi::Run() {
     }
     // In ERR from the start or after a failed send: its flush.
     if (qp->state == QpState::kErr) more = FlushSome(*qp, &budget);
-    did |= budget < kTurnBudget;
-    if (!more) pending_.Remove(qp);
+    qp->tokens -= allowed - budget;
+    did |= budget < allowed;
+    if (!more) {
+      pending_.Remove(qp);
+    } else if (qp->tokens < 1) {  // its rate: when the next token is in
+      const auto wait = static_cast<policy::Nanos>((1 - qp->tokens) / kRatePerSec * 1e9) + 1;
+      next_deadline_ = std::min(next_deadline_, now + wait);
+    }
     qp = next;
   }
   return did;

@@ -16,7 +16,10 @@
 //    RTR/RTS or without a posted receive, is dropped and counted
 //    (VmStats::gsi_dropped), as a fabric drops UD; the send still succeeds;
 //  - the CPU time is the sender's: at most kTurnBudget datagrams (or
-//    flushed WQEs) of a VM per data-path turn, the rest in later turns.
+//    flushed WQEs) of a VM per data-path turn, and kRatePerSec per second
+//    after a burst of kBurst (a token bucket; the RDMA CM needs three
+//    MADs a connection); the rest waits, on the guest's ring, for later
+//    turns (NextDeadline says when).
 //
 // Threads: Create/Modify/Query/Destroy on the control thread (their state
 // changes in RunSync closures); Schedule, Run and Unpublish on the data
@@ -31,6 +34,7 @@
 #include "backend/engine/completions.h"
 #include "backend/engine/objects.h"
 #include "backend/engine/resources.h"
+#include "backend/engine/turn.h"
 #include "backend/engine/vm_table.h"
 
 namespace vrdma::engine {
@@ -40,11 +44,13 @@ class Gsi {
   static constexpr uint32_t kMaxMad = 256;        // IB_MGMT_MAD_SIZE
   static constexpr uint32_t kTurnBudget = 16;     // per VM per turn
   static constexpr uint32_t kMaxDepth = 4096;     // send or receive WRs
+  static constexpr double kRatePerSec = 20000;    // datagrams per VM
+  static constexpr double kBurst = 64;
 
   Gsi(Executor& executor, VmTable& vms, Resources& resources,
-      Completions& completions)
+      Completions& completions, Turn& turn)
       : executor_(executor), vms_(vms), resources_(resources),
-        completions_(completions) {}
+        completions_(completions), turn_(turn) {}
   Gsi(const Gsi&) = delete;
   Gsi& operator=(const Gsi&) = delete;
 
@@ -57,6 +63,9 @@ class Gsi {
   // Data path (or a RunSync closure).
   void Schedule(VmContext& vm);  // its SQ doorbell
   bool Run();                    // the turn's sends and flushes
+  // When a QP1 that waits for its rate has a datagram's budget again
+  // (policy::kNever: none waits).
+  policy::Nanos NextDeadline() const { return next_deadline_; }
   // Takes vm's GSI QP off the data path and gives its references back;
   // the caller frees the object (its views) on the control thread.
   std::unique_ptr<GsiQp> Unpublish(VmContext& vm);
@@ -68,6 +77,8 @@ class Gsi {
   // Delivers len bytes from av's sender to the VM owning av.dgid.
   void Deliver(const AddressVector& av, const uint8_t* data, uint32_t len,
                bool has_imm, uint32_t imm, bool solicited, VmContext& from);
+  // Refills qp's tokens; the WQEs it may take this turn.
+  uint32_t Budget(GsiQp& qp, policy::Nanos now);
   // Flushes up to *budget WQEs of a QP in ERR; true when any was left.
   bool FlushSome(GsiQp& qp, uint32_t* budget);
   // A WQE failed: its error CQE, then the QP goes to ERR (QP_FATAL for a
@@ -79,7 +90,9 @@ class Gsi {
   VmTable& vms_;
   Resources& resources_;
   Completions& completions_;
+  Turn& turn_;
   IntrusiveList<GsiQp, &GsiQp::pending_hook> pending_;
+  policy::Nanos next_deadline_ = policy::kNever;
 };
 
 }  // namespace vrdma::engine

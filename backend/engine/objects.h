@@ -267,6 +267,10 @@ struct GsiQp {
   uint32_t rq_head = 0;
   Charge charge;  // ring pages and mappings, the object
   ListHook<GsiQp> pending_hook;  // Gsi::Run has sends or flushes to do
+  // The VM's datagram budget (Gsi::kRatePerSec, kBurst), refilled when
+  // Run looks at it.
+  double tokens = 0;
+  policy::Nanos refilled_at = 0;
 };
 
 struct VmContext {
