@@ -177,15 +177,7 @@ Result<QueryQpResult> Gsi::Query(VmId id) const {
   Result<QueryQpResult> out = Status::kBadHandle;
   executor_.RunSync([&] {
     const GsiQp* qp = vm->gsi.get();
-    if (qp == nullptr) return;
-    QueryQpResult res;
-    res.attr = qp->attrs;
-    res.attr.qpn = kQpn;
-    res.attr.state = qp->state;
-    res.attr.cur_state = qp->state;
-    res.attr.mask = qp->attrs.mask | VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_CAP;
-    res.cap = qp->caps;
-    out = res;
+    if (qp != nullptr) out = QueryQpAnswer(qp->attrs, kQpn, qp->state, qp->caps);
   });
   return out;
 }

@@ -180,6 +180,18 @@ void RecordQpAttrs(const ModifyQpRequest& req, ModifyQpRequest* attrs) {
   a.mask |= m & ~(kCur | kSqdNotify);
 }
 
+QueryQpResult QueryQpAnswer(const ModifyQpRequest& attrs, uint32_t qpn,
+                            QpState state, const QpCaps& caps) {
+  QueryQpResult res;
+  res.attr = attrs;
+  res.attr.qpn = qpn;
+  res.attr.state = state;
+  res.attr.cur_state = state;
+  res.attr.mask = attrs.mask | kState | kCap;
+  res.cap = caps;
+  return res;
+}
+
 bool IsValidMtu(uint32_t bytes) {
   return bytes == 256 || bytes == 512 || bytes == 1024 || bytes == 2048 ||
          bytes == 4096;

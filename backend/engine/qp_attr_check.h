@@ -43,6 +43,9 @@ Status CheckAh(const GuestAh& ah, uint32_t num_gids);
 // Keeps in *attrs the attributes req sets (QUERY_QP answers from them);
 // req has passed CheckModifyQp.
 void RecordQpAttrs(const ModifyQpRequest& req, ModifyQpRequest* attrs);
+// QUERY_QP's answer: the attributes in force, the QP's state and caps.
+QueryQpResult QueryQpAnswer(const ModifyQpRequest& attrs, uint32_t qpn,
+                            QpState state, const QpCaps& caps);
 
 // True when a path MTU in bytes is one of 256, 512, 1024, 2048, 4096.
 bool IsValidMtu(uint32_t bytes);

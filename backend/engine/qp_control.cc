@@ -391,14 +391,7 @@ Result<QueryQpResult> QpControl::QueryQp(VmId id, uint32_t qpn) const {
       out = r.status();
       return;
     }
-    QueryQpResult res;
-    res.attr = qp->attrs;
-    res.attr.qpn = qp->qpn;
-    res.attr.state = r->state;
-    res.attr.cur_state = r->state;
-    res.attr.mask = qp->attrs.mask | VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_CAP;
-    res.cap = qp->caps;
-    out = res;
+    out = QueryQpAnswer(qp->attrs, qp->qpn, r->state, qp->caps);
   });
   return out;
 }
