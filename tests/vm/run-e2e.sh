@@ -278,6 +278,20 @@ fi
 # The daemon-crash phase (guest/roles/crash.sh): crash_bw is cut by the
 # kill, after_restart_bw runs on the recovered device and must pass.
 ((crash)) && tests="$tests after_restart_bw"
+# cm_early's client output (guest/lib.sh run_cmd_client): an end line per
+# try, "<time> client <tag> (try <n>): rc <rc> after <s> s"; rping prints
+# "cma event RDMA_CM_EVENT_REJECTED, error 8" (perftest 4.5 names the event
+# by number: "Unexpected CM event bl blka 8").
+cm_early_ok() {
+  awk '$4 == "(try" && $6 == "rc" { if ($5 == "1):") { rc1 = $7; s1 = $9 }; n++; next }
+       n == 0 && (/REJECTED/ || /Unexpected CM event bl blka 8$/) { rej = 1 }
+       END { exit !(rej && rc1 != 0 && s1 != "" && s1 <= 5 && n >= 2) }' "$1" 2>/dev/null
+}
+cm_early_first() { # what the first try did, for the check's line
+  [ -f "$1" ] || { echo "no output"; return 0; }
+  awk '$4 == "(try" && $5 == "1):" && $6 == "rc" { print "rc " $7 " after " $9 " s"; f = 1; exit }
+       END { if (!f) print "no try recorded" }' "$1" 2>/dev/null
+}
 # A RoCE tool that prints no perftest table (rping, ucmatose, ...).
 is_roce_cmd() { case " $roce_tests " in *" $1 "*) case " $roce_perftests " in *" $1 "*) return 1 ;; esac; return 0 ;; esac; return 1; }
 summary="$run/summary.txt"
@@ -320,13 +334,21 @@ if ((roce)); then
   done
   check "vm-b: verbs_smoke (RC loopback on the IPv4 GID; ibv_query_qp returns the AV given)" \
     rc_is_zero "$run/share-b/results/verbs_smoke.rc"
-  check "rping: vm-b got 10 pings back" \
-    test "$(grep -c "^ping data" "$run/share-b/results/rping.out" 2>/dev/null)" -ge 10
+  for t in rping cm_early; do
+    check "$t: vm-b got 10 pings back" \
+      test "$(grep -c "^ping data" "$run/share-b/results/$t.out" 2>/dev/null)" -ge 10
+  done
   for t in ucmatose udaddy ucmatose_c8; do
     for vm in a b; do
       check "$t: vm-$vm reports 'test complete'" grep -q "test complete" "$run/share-$vm/results/$t.out"
     done
   done
+  # cm_early (roles/roce.sh): vm-b's client started before vm-a's server
+  # listened. Its first try must end within 5 s with the REJ of vm-a's CM
+  # (a REQ nobody answers is retried by the CM for many seconds instead), and
+  # a later try must connect (rc 0 and 10 pings: checked with the others).
+  check "cm_early: vm-b's first try REJECTED within 5 s ($(cm_early_first "$run/share-b/results/cm_early.out")), a later try connected" \
+    cm_early_ok "$run/share-b/results/cm_early.out"
   if ((rxe == 0)); then
     check "the device holds no AH of vm-a and vm-b after the RoCE tools ($ahs_seen)" \
       test -n "$ahs_released"

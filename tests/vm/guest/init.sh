@@ -18,7 +18,13 @@ if [ -n "$IP" ]; then
 fi
 
 # RDMA core, then the device driver (built on the host for this kernel).
-modprobe -a ib_core ib_uverbs
+# rdma_ucm (with rdma_cm and ib_cm) as on any Debian system, where udev's
+# rdma-hw.target loads /etc/rdma/modules/rdma.conf when an RDMA device
+# appears. This guest has no udev: without it ib_cm came only with the
+# first RDMA CM program, and until then the MAD layer dropped CM REQs (no
+# agent for the CM class), so a client that started before its server sent
+# REQs that nobody answered, not even with a REJ (roles/roce.sh, cm_early).
+modprobe -a ib_core ib_uverbs rdma_ucm
 if [ "$RXE" = 1 ]; then
   # Harness self-test: Soft-RoCE on the virtio-net link instead of vhost-rdma.
   modprobe rdma_rxe && rdma link add rxe0 type rxe netdev eth0; echo "rxe rc=$?"

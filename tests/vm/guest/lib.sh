@@ -78,7 +78,10 @@ run_cmd_server() { # tag cmd args...
 # (perftest's and ibv_*_pingpong's exchange) or an RDMA CM REJECT (nobody
 # listens on the port yet). Such failures are retried until the server had
 # time to get there (it may still be waiting out the timeout of an earlier
-# test); any other failure is final. Every attempt's output is kept in
+# test); any other failure is final, and so is a REJ of perftest -R's second
+# connection ("Failed to connect RDMA CM events": its server got past the
+# first one and waits for the second, so a new client would pair its first
+# connection with that listener and both would hang). Every attempt's output is kept in
 # <tag>.out, the exit code is the last attempt's, the attempts are counted
 # in <tag>.tries.
 run_cmd_client() { # tag cmd args...
@@ -95,9 +98,12 @@ run_cmd_client() { # tag cmd args...
     rc=$?
     cat $R/$tag.try >>$R/$tag.out
     now=$(date +%s)
+    # Read by run-e2e.sh (cm_early: how long the first try took).
+    echo "$now client $tag (try $n): rc $rc after $((now - start)) s" >>$R/$tag.out
     if [ $rc -ne 0 ] && [ $((now - start)) -lt 10 ] &&
        [ $((now - first)) -lt $((${PT_TIMEOUT:-180} + 30)) ] &&
-       grep -q "Couldn't connect\|Unable to init the socket connection\|REJECTED" $R/$tag.try; then
+       grep -q "Couldn't connect\|Unable to init the socket connection\|REJECTED" $R/$tag.try &&
+       ! grep -q "Failed to connect RDMA CM events" $R/$tag.try; then
       sleep 2; continue
     fi
     break

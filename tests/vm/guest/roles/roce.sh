@@ -3,7 +3,8 @@
 # tools a user runs on Soft-RoCE, unmodified and with no extra flags: RDMA CM
 # (perftest -R, rping, ucmatose, udaddy: address and route resolution over
 # eth0, CM MADs on QP1), UD with address handles (perftest -c UD,
-# ibv_ud_pingpong) and ibv_*_pingpong on the IPv4 GID's index.
+# ibv_ud_pingpong), ibv_*_pingpong on the IPv4 GID's index, and RC
+# atomics (perftest's ib_atomic_*: compare-and-swap and fetch-and-add).
 # vm-a (server) and vm-b (client) run the list in the same order; results
 # land in results/<tag>.{out,rc}, the host checks them (run-e2e.sh).
 # Tag, then "perftest" (lib.sh's PT_COMMON and, on the client, the peer are
@@ -13,17 +14,36 @@
 # Verbs-only tools first, then the ones that need RDMA CM (the GSI QP);
 # ucmatose -c 8: eight connections at once, so the CM's AHs (made and
 # destroyed in atomic context) overlap.
+# cm_early, the first RDMA CM test (rping): its server starts
+# CM_EARLY_DELAY seconds late, so the client's first REQ finds nobody
+# listening: the server's CM must answer it at once with a REJ (invalid
+# service ID), the client retries and connects (run-e2e.sh checks the first
+# try's REJ and its duration). rping, not perftest -R: perftest 4.5 makes
+# two RDMA CM connections, the second to a listener its server creates only
+# after both sides synchronised on the first; a client whose second REQ
+# comes first gets a REJ there, crashes (exit 139) and leaves the server
+# waiting (newer perftest retries that connect). Seen on Soft-RoCE with a
+# client retrying against a server that had just started, so
+# write_lat_cm's client starts PT_CM_CLIENT_DELAY seconds after its server.
 ROCE_TESTS="
+atomic_bw     perftest ib_atomic_bw -n 1000
+atomic_lat    perftest ib_atomic_lat -n 200
 send_bw_ud    perftest ib_send_bw -c UD -n 1000
 send_lat_ud   perftest ib_send_lat -c UD -n 200
 rc_pingpong   cmd      ibv_rc_pingpong -d @DEV@ -g @GIDX@ -n 200
 ud_pingpong   cmd      ibv_ud_pingpong -d @DEV@ -g @GIDX@ -n 200
+cm_early      cmd      rping -v -C 10
 write_lat_cm  perftest ib_write_lat -R -n 200
 rping         cmd      rping -v -C 10
 ucmatose      cmd      ucmatose
 udaddy        cmd      udaddy
 ucmatose_c8   cmd      ucmatose -c 8
 "
+# Long enough for the client to start first (both sides begin a test when
+# the previous one ended) and get its REJ; short enough to stay within the
+# client's retries (lib.sh's run_cmd_client).
+CM_EARLY_DELAY=8
+PT_CM_CLIENT_DELAY=4
 
 roce_phase() { # server|client
   port=18600
@@ -36,11 +56,13 @@ roce_phase() { # server|client
     port=$((port + 1))
     case "$kind:$tag" in
       perftest:*) srv="$cmd $PT_COMMON -p $port"; cli="$cmd $PT_COMMON -p $port $PEER_IP" ;;
-      *:rping) srv="$cmd -p $port -s"; cli="$cmd -p $port -c -a $PEER_IP" ;;
+      *:rping|*:cm_early) srv="$cmd -p $port -s"; cli="$cmd -p $port -c -a $PEER_IP" ;;
       *:ucmatose*) srv="$cmd -p $port"; cli="$cmd -p $port -s $PEER_IP" ;;
       *:udaddy) srv="$cmd"; cli="$cmd -s $PEER_IP" ;;
       *) srv="$cmd -p $port"; cli="$cmd -p $port $PEER_IP" ;;
     esac
+    [ "$1" = server ] && [ $tag = cm_early ] && sleep $CM_EARLY_DELAY
+    [ "$1" = client ] && [ $tag = write_lat_cm ] && sleep $PT_CM_CLIENT_DELAY
     if [ "$1" = server ]; then run_cmd_server $tag $srv; else run_cmd_client $tag $cli; fi
   done
   # One RC QP looped back on our IPv4 GID, and ibv_query_qp's AV
