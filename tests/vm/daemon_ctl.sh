@@ -22,8 +22,12 @@ daemon_request() { # json; reply in $run/ctl.last
   timeout 20 /usr/bin/python3 "$_ctl_py" "$ctl_sock" request "$1" >"$run/ctl.last" 2>&1
 }
 
-daemon_attach() { # name vhost-user-socket ipv4 (the VM's RoCEv2 GID is ::ffff:ipv4)
-  daemon_request "{\"cmd\":\"attach-vm\",\"name\":\"$1\",\"socket\":\"$2\",\"gids\":[\"::ffff:$3\"]}" ||
+# name vhost-user-socket ipv4 [mac]: the VM's RoCEv2 GID is ::ffff:ipv4; with
+# the MAC of its NIC the device is a RoCE v2 port on that NIC.
+daemon_attach() {
+  local mac=""
+  [ -n "${4:-}" ] && mac=",\"mac\":\"$4\""
+  daemon_request "{\"cmd\":\"attach-vm\",\"name\":\"$1\",\"socket\":\"$2\",\"gids\":[\"::ffff:$3\"]$mac}" ||
     return 1
   grep -q '"error"' "$run/ctl.last" && return 1
   # QEMU connects as the client: the daemon must be listening already.

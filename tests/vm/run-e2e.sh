@@ -50,17 +50,9 @@ declare -A mac=([a]=52:54:00:77:00:01 [b]=52:54:00:77:00:02)
 # attach_vm VM: attach-vm with the VM's GID; with --roce vm-a and vm-b also
 # get their virtio-net MAC (docs/virtio-rdma.md 2.1), the victim none.
 attach_vm() {
-  local vm="$1"
-  if ((roce == 0)) || [ -z "${mac[$vm]:-}" ]; then
-    daemon_attach "vm-$vm" "$run/vm-$vm.sock" "${gid[$vm]}"
-    return
-  fi
-  daemon_request "{\"cmd\":\"attach-vm\",\"name\":\"vm-$vm\",\"socket\":\"$run/vm-$vm.sock\",\"gids\":[\"::ffff:${gid[$vm]}\"],\"mac\":\"${mac[$vm]}\"}" ||
-    return 1
-  grep -q '"error"' "$run/ctl.last" && return 1
-  local i
-  for ((i = 0; i < 50; i++)); do [ -S "$run/vm-$vm.sock" ] && return 0; sleep 0.1; done
-  return 1
+  local vm="$1" m=""
+  ((roce)) && m="${mac[$vm]:-}"
+  daemon_attach "vm-$vm" "$run/vm-$vm.sock" "${gid[$vm]}" "$m"
 }
 
 # ---------------------------------------------------------------- builds ---
