@@ -2,9 +2,10 @@
 # RoCE (lib.sh's ROCE=1: Soft-RoCE, or vrdma0 with VIRTIO_RDMA_F_ROCE): the
 # tools a user runs on Soft-RoCE, unmodified and with no extra flags: RDMA CM
 # (perftest -R, rping, ucmatose, udaddy: address and route resolution over
-# eth0, CM MADs on QP1), UD with address handles (perftest -c UD,
-# ibv_ud_pingpong), ibv_*_pingpong on the IPv4 GID's index, and RC
-# atomics (perftest's ib_atomic_*: compare-and-swap and fetch-and-add).
+# eth0, CM MADs on QP1), UD with address handles (perftest -c UD, also
+# sleeping on CQ events with -e; ibv_ud_pingpong), ibv_*_pingpong on the
+# IPv4 GID's index, and RC atomics (perftest's ib_atomic_*:
+# compare-and-swap and fetch-and-add).
 # vm-a (server) and vm-b (client) run the list in the same order; results
 # land in results/<tag>.{out,rc}, the host checks them (run-e2e.sh).
 # Tag, then "perftest" (lib.sh's PT_COMMON and, on the client, the peer are
@@ -30,6 +31,7 @@ atomic_bw     perftest ib_atomic_bw -n 1000
 atomic_lat    perftest ib_atomic_lat -n 200
 send_bw_ud    perftest ib_send_bw -c UD -n 1000
 send_lat_ud   perftest ib_send_lat -c UD -n 200
+send_bw_ud_ev perftest ib_send_bw -c UD -e -n 1000
 rc_pingpong   cmd      ibv_rc_pingpong -d @DEV@ -g @GIDX@ -n 200
 ud_pingpong   cmd      ibv_ud_pingpong -d @DEV@ -g @GIDX@ -n 200
 cm_early      cmd      rping -v -C 10
