@@ -269,6 +269,7 @@ for a in d.iter(f"{{{Q}}}arg"):
 md = d.find("metadata")
 meta = md.find(f"{{{NS}}}vrdma")
 for g in meta.findall(f"{{{NS}}}gid"): g.text = f"::ffff:{ip}"
+for m in meta.findall(f"{{{NS}}}mac"): m.text = mac  # RoCE v2 on this NIC
 qos = meta.find(f"{{{NS}}}qos")
 qos.attrib.clear()
 qos.set("weight", "2")  # and no cap: the first run is uncapped
@@ -491,6 +492,10 @@ check "QEMU's credentials reach its VM socket but not the control socket" \
   test "$qemu_vm_sock/$qemu_control" = "yes/no"
 check "user nobody reaches neither socket" test "$nobody_vm_sock/$nobody_control" = "no/no"
 check "vm-b's initial QoS came from its metadata (weight 2)" grep -q '"weight": 2' <<<"$initial_qos"
+for v in a b; do
+  check "vm-$v: <vrdma:mac> made vrdma0 a RoCE v2 port on its NIC (link layer Ethernet)" \
+    grep -q "link_layer:.*Ethernet" "$run/share-$v/results/ibv_devinfo.txt"
+done
 for t in bw1 bw2; do
   for v in a b; do check "vm-$v $t (ib_write_bw) exit code 0" test "$(cat "$run/share-$v/results/$t.rc" 2>/dev/null)" = 0; done
 done
