@@ -232,6 +232,12 @@ struct vrdma_qp {
 	bool has_srq;
 	u8 sq_sig_all;
 	u32 qkey;                 /* UD: for a send whose Q_Key has bit 31 set */
+	/*
+	 * The last state the driver set was RTS or later (SQD, SQE, ERR): the
+	 * send queue takes work, as rxe's req.state >= READY. The device only
+	 * moves a QP onward (to SQE or ERR) by itself, never back.
+	 */
+	bool sq_open;
 
 	/* Kernel QPs (vrdma_kverbs.c): the driver writes the WQEs. */
 	bool kernel;

@@ -345,6 +345,8 @@ int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		goto out;
 	if (mask & IB_QP_QKEY)
 		qp->qkey = attr->qkey;
+	if (mask & IB_QP_STATE)
+		WRITE_ONCE(qp->sq_open, attr->qp_state >= IB_QPS_RTS);
 out:
 	kfree(req);
 	return ret;
@@ -465,6 +467,13 @@ int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	/* The device died (backend lost): the work will never be done. */
 	if (vrdma_dead(dev))
 		return -EIO;
+	/*
+	 * Before RTS the send is refused as rxe refuses it: EINVAL from this
+	 * doorbell call (librxe has already put the WQE in the ring; the device
+	 * takes it once the QP is in RTS, as rxe would).
+	 */
+	if (!READ_ONCE(qp->sq_open))
+		return -EINVAL;
 	/* Called from the uverbs write() path: process context. */
 	vrdma_ring_doorbell(dev, ibqp->qp_num, VIRTIO_RDMA_DB_SQ, true);
 	return 0;

@@ -55,6 +55,26 @@ attach_vm() {
   daemon_attach "vm-$vm" "$run/vm-$vm.sock" "${gid[$vm]}" "$m"
 }
 
+# verbs_errors_match OUT: every case's line in OUT is Soft-RoCE's
+# (guest-driver/kernel/testing/verbs_errors.expected) or, on vrdma0, one
+# of verbs_errors.differences; every case ran. Prints what did not match.
+verbs_errors_match() {
+  local t="$here/guest-driver/kernel/testing"
+  python3 - "$1" "$t/verbs_errors.expected" "$t/verbs_errors.differences" "$rxe" <<'PY'
+import sys
+out, expected, differences, rxe = sys.argv[1:]
+case = lambda line: line.split(":", 1)[0]
+want = {case(l): l for l in open(expected).read().splitlines() if l.strip()}
+allowed = set() if rxe == "1" else {
+    l for l in open(differences).read().splitlines() if l.strip() and not l.startswith("#")}
+got = {case(l): l for l in open(out).read().splitlines() if ":" in l}
+bad = [f"  {c}: got {got.get(c, '(nothing)')!r}, Soft-RoCE {w!r}"
+       for c, w in want.items() if got.get(c) != w and got.get(c) not in allowed]
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+}
+
 # ---------------------------------------------------------------- builds ---
 log "step 1/8: QEMU with vhost-user-rdma-pci (cached)"
 vm_qemu
@@ -62,10 +82,13 @@ vm_qemu
 log "step 2/8: guest image, kernel, initrd and guest module (cached)"
 vm_image
 if ((roce)); then
-  # guest/roles/roce.sh runs it: ibv_query_qp must return the AV it was given.
-  cc -O2 -Wall -o "$run/verbs_smoke" "$here/guest-driver/kernel/testing/verbs_smoke.c" -libverbs \
-    >"$run/verbs_smoke.build.log" 2>&1 ||
-    log "  verbs_smoke did not build (libibverbs-dev?): $run/verbs_smoke.build.log"
+  # guest/roles/roce.sh runs them: ibv_query_qp must return the AV it was
+  # given; the error flows must end as on Soft-RoCE (verbs_errors.expected).
+  for prog in verbs_smoke verbs_errors; do
+    cc -O2 -Wall -o "$run/$prog" "$here/guest-driver/kernel/testing/$prog.c" -libverbs \
+      >"$run/$prog.build.log" 2>&1 ||
+      log "  $prog did not build (libibverbs-dev?): $run/$prog.build.log"
+  done
 fi
 if ((rxe == 0)); then
 [ -n "$MODULE" ] && [ -f "$MODULE" ] ||
@@ -102,7 +125,9 @@ make_share() { # vm role ip peer_ip
   mkdir -p "$d/results"
   cp -r "$here/tests/vm/guest/." "$d/"
   ((rxe)) || cp "$MODULE" "$d/vrdma.ko"
-  [ -x "$run/verbs_smoke" ] && cp "$run/verbs_smoke" "$d/"
+  for prog in verbs_smoke verbs_errors; do
+    if [ -x "$run/$prog" ]; then cp "$run/$prog" "$d/"; fi
+  done
   # PT_GID=auto: on a RoCE port perftest runs without -x (guest/lib.sh).
   printf 'NAME=vm-%s\nROLE=%s\nIP=%s\nPEER_IP=%s\nPT_TIMEOUT=%s\nRXE=%s\nCRASH=%s\nPT_GID=auto\n' \
     "$1" "$2" "$3" "$4" "${VRDMA_PT_TIMEOUT:-240}" "$rxe" "$crash" >"$d/env"
@@ -326,6 +351,10 @@ if ((roce)); then
   done
   check "vm-b: verbs_smoke (RC loopback on the IPv4 GID; ibv_query_qp returns the AV given)" \
     rc_is_zero "$run/share-b/results/verbs_smoke.rc"
+  # The differential run: each error flow ends as on Soft-RoCE (its lines
+  # are verbs_errors.expected), or, on vrdma0, as a written-down difference.
+  check "vm-b: verbs_errors' error flows end as on Soft-RoCE (or a listed difference)" \
+    verbs_errors_match "$run/share-b/results/verbs_errors.out"
   for t in rping cm_early; do
     check "$t: vm-b got 10 pings back" \
       test "$(grep -c "^ping data" "$run/share-b/results/$t.out" 2>/dev/null)" -ge 10

@@ -76,6 +76,12 @@ roce_phase() { # server|client
     else
       echo "no verbs_smoke in the share" >$R/verbs_smoke.out
     fi
+    # Error flows, one line per case (verbs_errors.c): the host compares
+    # them with Soft-RoCE's.
+    if [ -x $S/verbs_errors ]; then
+      timeout 120 $S/verbs_errors $DEV $GIDX </dev/null >$R/verbs_errors.out 2>&1
+      echo $? >$R/verbs_errors.rc
+    fi
   fi
   # The host checks now that the device holds no AH of ours any more.
   touch $R/roce.done
