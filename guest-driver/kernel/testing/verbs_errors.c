@@ -21,6 +21,8 @@
 #include <time.h>
 #include <infiniband/verbs.h>
 
+#include "loopback.h"
+
 struct env {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
@@ -53,21 +55,7 @@ static struct ibv_qp *make_qp(struct env *e, struct ibv_cq *cq,
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
 		goto fail;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = qp->qp_num;
-	a.rq_psn = 1;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = e->gid;
-	a.ah_attr.grh.sgid_index = e->gid_index;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+	if (loopback_to_rtr(qp, &e->gid, e->gid_index, 1))
 		goto fail;
 	if (state == IBV_QPS_RTR)
 		return qp;
