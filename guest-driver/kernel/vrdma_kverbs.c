@@ -75,9 +75,10 @@ static int vrdma_kva_to_phys(u64 addr, u32 len, u64 *phys)
 	return 0;
 }
 
+/* qp is NULL for an SRQ, which serves no GSI QP. */
 static bool vrdma_is_gsi(const struct vrdma_qp *qp)
 {
-	return qp->ibqp.qp_type == IB_QPT_GSI;
+	return qp && qp->ibqp.qp_type == IB_QPT_GSI;
 }
 
 static int vrdma_fill_sges(struct vrdma_qp *qp, struct rxe_sge *dst,
@@ -431,20 +432,26 @@ static int vrdma_build_recv_wqe(struct vrdma_qp *qp, u32 max_sge, u32 elem,
 	return 0;
 }
 
-/* Receives need no doorbell, but an RQ doorbell makes the device look now. */
-static int vrdma_post_recv_ring(struct vrdma_qp *qp, struct vrdma_ring *ring,
-				spinlock_t *lock, u32 max_wr, u32 max_sge,
-				u32 handle, u8 kind,
+/*
+ * An RQ's or (qp NULL) an SRQ's receives. They need no doorbell, but one
+ * makes the device look now.
+ */
+static int vrdma_post_recv_ring(struct vrdma_dev *dev, struct vrdma_qp *qp,
+				struct vrdma_ring *ring, spinlock_t *lock,
+				u32 max_wr, u32 max_sge, u32 handle, u8 kind,
 				const struct ib_recv_wr *wr,
 				const struct ib_recv_wr **bad_wr)
 {
-	struct vrdma_dev *dev = to_vdev(qp->ibqp.device);
 	u32 mask = vrdma_ring_mask(ring), elem = 1u << ring->log2_elem_size;
 	unsigned long flags;
 	bool posted = false;
 	u32 prod;
 	int ret = 0;
 
+	if (vrdma_dead(dev)) {
+		*bad_wr = wr;
+		return -EIO;
+	}
 	spin_lock_irqsave(lock, flags);
 	prod = ring->buf->producer_index & mask;
 	for (; wr; wr = wr->next) {
@@ -471,66 +478,23 @@ static int vrdma_post_recv_ring(struct vrdma_qp *qp, struct vrdma_ring *ring,
 int vrdma_kpost_recv(struct vrdma_qp *qp, const struct ib_recv_wr *wr,
 		     const struct ib_recv_wr **bad_wr)
 {
-	if (qp->has_srq || vrdma_dead(to_vdev(qp->ibqp.device))) {
+	if (qp->has_srq) {
 		*bad_wr = wr;
-		return qp->has_srq ? -EINVAL : -EIO;
+		return -EINVAL;
 	}
-	return vrdma_post_recv_ring(qp, &qp->rq, &qp->rq_lock,
-				    qp->cap.max_recv_wr, qp->cap.max_recv_sge,
-				    qp->ibqp.qp_num, VIRTIO_RDMA_DB_RQ, wr,
-				    bad_wr);
+	return vrdma_post_recv_ring(to_vdev(qp->ibqp.device), qp, &qp->rq,
+				    &qp->rq_lock, qp->cap.max_recv_wr,
+				    qp->cap.max_recv_sge, qp->ibqp.qp_num,
+				    VIRTIO_RDMA_DB_RQ, wr, bad_wr);
 }
 
 int vrdma_kpost_srq_recv(struct vrdma_srq *srq, const struct ib_recv_wr *wr,
 			 const struct ib_recv_wr **bad_wr)
 {
-	struct vrdma_dev *dev = to_vdev(srq->ibsrq.device);
-	u32 mask = vrdma_ring_mask(&srq->ring);
-	u32 elem = 1u << srq->ring.log2_elem_size;
-	unsigned long flags;
-	bool posted = false;
-	u32 prod, total, i;
-	int ret = 0;
-
-	if (vrdma_dead(dev)) {
-		*bad_wr = wr;
-		return -EIO;
-	}
-	spin_lock_irqsave(&srq->lock, flags);
-	prod = srq->ring.buf->producer_index & mask;
-	for (; wr; wr = wr->next) {
-		struct rxe_recv_wqe *wqe = vrdma_ring_slot(&srq->ring, prod);
-
-		if (vrdma_ring_used(&srq->ring) + 1 >
-		    min_t(u32, mask, srq->max_wr) ||
-		    wr->num_sge < 0 || wr->num_sge > srq->max_sge ||
-		    VIRTIO_RDMA_RECV_WQE_SGE_OFFSET +
-		    wr->num_sge * sizeof(struct rxe_sge) > elem) {
-			ret = wr->num_sge > srq->max_sge ? -EINVAL : -ENOMEM;
-			break;
-		}
-		/* An SRQ serves no GSI QP: SGEs name MRs, as given. */
-		memset(wqe, 0, VIRTIO_RDMA_RECV_WQE_SGE_OFFSET);
-		wqe->wr_id = wr->wr_id;
-		for (i = 0, total = 0; i < wr->num_sge; i++) {
-			wqe->dma.sge[i].addr = wr->sg_list[i].addr;
-			wqe->dma.sge[i].length = wr->sg_list[i].length;
-			wqe->dma.sge[i].lkey = wr->sg_list[i].lkey;
-			total += wr->sg_list[i].length;
-		}
-		wqe->dma.length = total;
-		wqe->dma.resid = total;
-		wqe->dma.num_sge = wr->num_sge;
-		prod = (prod + 1) & mask;
-		smp_store_release(&srq->ring.buf->producer_index, prod);
-		posted = true;
-	}
-	spin_unlock_irqrestore(&srq->lock, flags);
-	if (ret)
-		*bad_wr = wr;
-	if (posted)
-		vrdma_ring_doorbell(dev, srq->handle, VIRTIO_RDMA_DB_SRQ, false);
-	return ret;
+	return vrdma_post_recv_ring(to_vdev(srq->ibsrq.device), NULL,
+				    &srq->ring, &srq->lock, srq->max_wr,
+				    srq->max_sge, srq->handle,
+				    VIRTIO_RDMA_DB_SRQ, wr, bad_wr);
 }
 
 /* IBV_WC_* (what the device writes) -> IB_WC_*: same numbers, checked. */
