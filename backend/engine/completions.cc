@@ -9,6 +9,7 @@
 // and hands it to ErrorFlush::FailHostCq (through CompletionListener).
 #include "backend/engine/completions.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "backend/engine/recv_queue.h"
@@ -95,6 +96,7 @@ bool Completions::WriteCqe(CqObj& cq, const ib_uverbs_wc& wc, bool solicited) {
   // per CQE moved its cache line between the cores once per CQE.
   unpublished_.PushBack(&cq);
   ++cq.vm->stats.cqes_written;
+  ++cq.vm->stats.cqes_by_status[std::min(wc.status, kWcStatusCount)];
   if (cq.armed == CqObj::kArmNext ||
       (cq.armed == CqObj::kArmSolicited && solicited)) {
     cq.armed = 0;

@@ -161,6 +161,9 @@ struct VmStats {
   uint64_t wqes_posted = 0;
   uint64_t wqes_rejected = 0;              // failed validation
   uint64_t cqes_written = 0;
+  // Of those, by status (IB_WC_*, WcStatusName); the last slot counts
+  // statuses outside the IB range.
+  std::array<uint64_t, kWcStatusCount + 1> cqes_by_status{};
   // The RNIC reported one of the VM's host CQs in error (an overflow the
   // sizing rule should make impossible): its QPs went to ERR (QP_FATAL).
   uint64_t rnic_cq_errors = 0;

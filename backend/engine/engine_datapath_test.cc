@@ -101,6 +101,7 @@ TEST_F(DoorbellOnlyEngineTest, SendPathEndToEnd) {
   VmStats s = *engine_->Stats(vm);
   EXPECT_EQ(s.wqes_posted, 3u);
   EXPECT_EQ(s.cqes_written, 4u);
+  EXPECT_EQ(s.cqes_by_status[static_cast<uint32_t>(WcStatus::kSuccess)], 4u);
   EXPECT_EQ(s.wqes_rejected, 0u);
   EXPECT_EQ(s.sched.wrs_completed, 3u);
 }
@@ -264,6 +265,11 @@ TEST_F(EngineTest, MaliciousSendWqesCompleteWithErrors) {
     EXPECT_TRUE(rnic_.qps.at(r.qpn).sends.empty()) << c.name;
     EXPECT_EQ(r.sq.consumer(), 2u) << c.name;
     EXPECT_EQ(engine_->Stats(vm)->wqes_rejected, 1u) << c.name;
+    // The CQEs counted under their statuses (metrics, stats).
+    const auto by_status = engine_->Stats(vm)->cqes_by_status;
+    EXPECT_EQ(by_status[static_cast<uint32_t>(c.want)], 1u) << c.name;
+    EXPECT_EQ(by_status[static_cast<uint32_t>(WcStatus::kWrFlushErr)], 1u) << c.name;
+    EXPECT_EQ(by_status[static_cast<uint32_t>(WcStatus::kSuccess)], 0u) << c.name;
     // Later WQEs are flushed too.
     testing::PostSend(r.sq,
                       GuestSend{.wr_id = 9, .sges = {{r.iova, 8, r.lkey}}});

@@ -99,6 +99,37 @@ enum class WcStatus : uint8_t {
   kGeneralErr = 21,
 };
 
+// The IB_WC_* statuses there are (0..kWcStatusCount-1), and each one's name
+// as metrics and stats show it: ibv_wc_status_str()'s words in snake case.
+// A status from outside that range (an RNIC's) is counted under "unknown".
+inline constexpr uint32_t kWcStatusCount = 22;
+constexpr const char* WcStatusName(uint32_t status) {
+  constexpr const char* kNames[kWcStatusCount] = {
+      "success",
+      "local_length_error",
+      "local_qp_operation_error",
+      "local_eec_operation_error",
+      "local_protection_error",
+      "wr_flushed_error",
+      "memory_bind_operation_error",
+      "bad_response_error",
+      "local_access_error",
+      "remote_invalid_request_error",
+      "remote_access_error",
+      "remote_operation_error",
+      "transport_retry_counter_exceeded",
+      "rnr_retry_counter_exceeded",
+      "local_rdd_violation_error",
+      "remote_invalid_rd_request",
+      "operation_aborted",
+      "invalid_eecn",
+      "invalid_eec_state",
+      "fatal_error",
+      "response_timeout_error",
+      "general_error"};
+  return status < kWcStatusCount ? kNames[status] : "unknown";
+}
+
 // IB_UVERBS_WC_* opcode values.
 enum class WcOpcode : uint8_t {
   kSend = 0,

@@ -430,7 +430,10 @@ m_bytes="$(metric 'vrdma_vm_completed_bytes_total{vm="vrdma-lv-b"}')"
 m_rej="$(metric 'vrdma_vm_qos_rejections_total{vm="vrdma-lv-b"}')"
 m_hist="$(metric 'vrdma_vm_completion_latency_seconds_count{vm="vrdma-lv-b"}')"
 m_wrs="$(metric 'vrdma_vm_wrs_completed_total{vm="vrdma-lv-b"}')"
-log "  $(wc -l <"$run/metrics.prom") lines; promtool: $promtool_ok; vrdma-lv-b cap $m_cap, completed bytes $m_bytes, QoS refusals $m_rej, latency histogram count $m_hist of $m_wrs WRs"
+m_cqes="$(metric 'vrdma_vm_cqes_written_total{vm="vrdma-lv-b"}')"
+m_ok="$(metric 'vrdma_vm_completions_total{vm="vrdma-lv-b",status="success"}')"
+m_by_status="$(awk 'index($0, "vrdma_vm_completions_total{vm=\"vrdma-lv-b\",") == 1 {s += $2} END {print s + 0}' "$run/metrics.prom")"
+log "  $(wc -l <"$run/metrics.prom") lines; promtool: $promtool_ok; vrdma-lv-b cap $m_cap, completed bytes $m_bytes, QoS refusals $m_rej, latency histogram count $m_hist of $m_wrs WRs, completions $m_by_status by status ($m_ok success) of $m_cqes CQEs"
 grep 'vrdma_vm_completion_latency_seconds_bucket{vm="vrdma-lv-b"' "$run/metrics.prom" |
   awk '{print $2}' | paste -sd' ' | sed 's/^/    cumulative buckets (<1us, <2us, ... <4.19s, +Inf): /' >&2
 ctl vms | tee "$run/ctl-vms.txt" >&2
@@ -521,6 +524,8 @@ check "metrics: vrdma-lv-b's cap and its completed bytes" \
 check "metrics: vrdma-lv-b's refused QoS counted" test "${m_rej:-}" = 1
 check "metrics: the latency histogram counts every completed WR of vrdma-lv-b" \
   test -n "$m_hist" -a "${m_hist:-x}" = "${m_wrs:-y}" -a "${m_hist:-0}" != 0
+check "metrics: vrdma-lv-b's completions by status add up to its CQEs, successes among them" \
+  test -n "$m_ok" -a "${m_ok:-0}" != 0 -a "$m_by_status" = "${m_cqes:-x}"
 check "a plot of throughput over time was made from the metrics ($run/qos-change.png)" \
   test "$(stat -c %s "$run/qos-change.png" 2>/dev/null || echo 0)" -gt 10000
 check "vrdma-ctl top saw vrdma-lv-b's capped traffic (peak 1 s interval within 0-125% of the cap)" \

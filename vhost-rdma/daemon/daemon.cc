@@ -66,6 +66,16 @@ json SchedulerJson(const policy::TenantAccount& a) {
               {"latency_hist", a.latency_hist}};
 }
 
+// The VM's completions by status name (WcStatusName): "success" always,
+// every other status once it has happened.
+json CqesByStatus(const engine::VmStats& s) {
+  json out = json::object();
+  for (uint32_t i = 0; i < s.cqes_by_status.size(); ++i) {
+    if (i == 0 || s.cqes_by_status[i] != 0) out[WcStatusName(i)] = s.cqes_by_status[i];
+  }
+  return out;
+}
+
 }  // namespace
 
 Daemon::Daemon(const DaemonDeps& deps) : deps_(deps) {}
@@ -350,6 +360,7 @@ json Daemon::Stats() const {
     entry["wqes_posted"] = s.wqes_posted;
     entry["wqes_rejected"] = s.wqes_rejected;
     entry["cqes_written"] = s.cqes_written;
+    entry["cqes_by_status"] = CqesByStatus(s);
     entry["rnic_cq_errors"] = s.rnic_cq_errors;  // host CQs the RNIC put in error
     entry["flush_deferred"] = s.flush_deferred;  // flushes postponed by the budget
     entry["sends_held_for_receive"] = s.sends_held_for_receive;  // receive credits

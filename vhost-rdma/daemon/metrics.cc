@@ -222,6 +222,23 @@ std::string StatsToPrometheus(const json& stats) {
       w.Sample(m.name, fmt::format("vm=\"{}\"", Escape(vm.value("name", ""))), Number(*v, m.scale));
     }
   }
+  // Completions by status (cqes_by_status: a name per IB_WC_* status).
+  bool status_family = false;
+  for (const json& vm : vms) {
+    const json by_status = vm.value("cqes_by_status", json::object());
+    for (const auto& [status, n] : by_status.items()) {
+      if (!n.is_number()) continue;
+      if (!status_family) {
+        w.Family("vrdma_vm_completions_total", "counter",
+                 "completions written to the guest, by status (label status)");
+        status_family = true;
+      }
+      w.Sample("vrdma_vm_completions_total",
+               fmt::format("vm=\"{}\",status=\"{}\"", Escape(vm.value("name", "")),
+                           Escape(status)),
+               Number(n, 1));
+    }
+  }
   // The completion-latency histogram (scheduler.latency_hist: bucket i
   // below 2^i us, the last unbounded), cumulative as Prometheus wants.
   bool hist_family = false;

@@ -30,6 +30,8 @@ json SampleStats() {
          {"mrs", 1},
          {"pinned_bytes", 1 << 20},
          {"wqes_posted", 10},
+         {"cqes_written", 12},
+         {"cqes_by_status", {{"success", 9}, {"wr_flushed_error", 3}}},
          {"control_ns", 2500},
          {"qos_rejections", 1},
          {"qos", {{"weight", 2}, {"class", "bandwidth"}, {"max_rate_bps", 2000000000}}},
@@ -62,6 +64,12 @@ TEST(Metrics, StatsBecomePrometheusText) {
   EXPECT_TRUE(has("vrdma_vm_policy_latency_target_seconds{vm=\"tenant-a\",policy=\"fair-share\"} "
                   "5e-05\n")) << text;
   EXPECT_TRUE(has("vrdma_vms 2\n"));
+  // Completions by status: one family, a sample per VM and status.
+  EXPECT_TRUE(has("# TYPE vrdma_vm_completions_total counter\n"));
+  EXPECT_TRUE(has("vrdma_vm_completions_total{vm=\"tenant-a\",status=\"success\"} 9\n"));
+  EXPECT_TRUE(has("vrdma_vm_completions_total{vm=\"tenant-a\",status=\"wr_flushed_error\"} 3\n"));
+  EXPECT_EQ(text.find("# TYPE vrdma_vm_completions_total"),
+            text.rfind("# TYPE vrdma_vm_completions_total"));
   EXPECT_FALSE(has("gated"));  // texts are not samples
   // The histogram: cumulative buckets in seconds, +Inf = count.
   EXPECT_TRUE(has("# TYPE vrdma_vm_completion_latency_seconds histogram\n"));
