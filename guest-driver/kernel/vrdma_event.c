@@ -102,7 +102,15 @@ static void vrdma_srq_event(struct vrdma_dev *dev, u32 handle)
 	struct ib_event ev = { .device = &dev->ib,
 			       .event = IB_EVENT_SRQ_LIMIT_REACHED };
 
-	if (!srq || !srq->ibsrq.event_handler)
+	if (!srq)
+		return;
+	/*
+	 * The event disarms the limit (the device set its own to 0, as rxe
+	 * and the InfiniBand specification do): ibv_query_srq must say 0
+	 * until the application arms it again.
+	 */
+	WRITE_ONCE(srq->srq_limit, 0);
+	if (!srq->ibsrq.event_handler)
 		return;
 	ev.element.srq = &srq->ibsrq;
 	srq->ibsrq.event_handler(&ev, srq->ibsrq.srq_context);

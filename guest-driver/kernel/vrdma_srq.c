@@ -118,7 +118,7 @@ int vrdma_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 	ret = vrdma_exec(to_vdev(ibsrq->device), VIRTIO_RDMA_CMD_MODIFY_SRQ,
 			 &req, sizeof(req), NULL, 0, NULL, 0);
 	if (!ret)
-		srq->srq_limit = attr->srq_limit;
+		WRITE_ONCE(srq->srq_limit, attr->srq_limit);
 	return ret;
 }
 
@@ -128,7 +128,8 @@ int vrdma_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
 
 	attr->max_wr = srq->max_wr;
 	attr->max_sge = srq->max_sge;
-	attr->srq_limit = srq->srq_limit;
+	/* 0 once the limit event disarmed it (vrdma_event.c). */
+	attr->srq_limit = READ_ONCE(srq->srq_limit);
 	return 0;
 }
 
