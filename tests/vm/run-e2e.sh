@@ -55,12 +55,13 @@ attach_vm() {
   daemon_attach "vm-$vm" "$run/vm-$vm.sock" "${gid[$vm]}" "$m"
 }
 
-# verbs_errors_match OUT: every case's line in OUT is Soft-RoCE's
-# (guest-driver/kernel/testing/verbs_errors.expected) or, on vrdma0, one
-# of verbs_errors.differences; every case ran. Prints what did not match.
-verbs_errors_match() {
+# verbs_match PROG OUT: every case's line in OUT (PROG's output, e.g.
+# verbs_errors or verbs_ex) is Soft-RoCE's
+# (guest-driver/kernel/testing/PROG.expected) or, on vrdma0, one of
+# PROG.differences; every case ran. Prints what did not match.
+verbs_match() {
   local t="$here/guest-driver/kernel/testing"
-  python3 - "$1" "$t/verbs_errors.expected" "$t/verbs_errors.differences" "$rxe" <<'PY'
+  python3 - "$2" "$t/$1.expected" "$t/$1.differences" "$rxe" <<'PY'
 import sys
 out, expected, differences, rxe = sys.argv[1:]
 case = lambda line: line.split(":", 1)[0]
@@ -70,6 +71,7 @@ allowed = set() if rxe == "1" else {
 got = {case(l): l for l in open(out).read().splitlines() if ":" in l}
 bad = [f"  {c}: got {got.get(c, '(nothing)')!r}, Soft-RoCE {w!r}"
        for c, w in want.items() if got.get(c) != w and got.get(c) not in allowed]
+bad += [f"  {c}: not in the expected lines: {l!r}" for c, l in got.items() if c not in want]
 print("\n".join(bad), file=sys.stderr)
 sys.exit(1 if bad else 0)
 PY
@@ -83,8 +85,9 @@ log "step 2/8: guest image, kernel, initrd and guest module (cached)"
 vm_image
 if ((roce)); then
   # guest/roles/roce.sh runs them: ibv_query_qp must return the AV it was
-  # given; the error flows must end as on Soft-RoCE (verbs_errors.expected).
-  for prog in verbs_smoke verbs_errors; do
+  # given; the error flows and the extended verbs must end as on Soft-RoCE
+  # (verbs_errors.expected, verbs_ex.expected).
+  for prog in verbs_smoke verbs_errors verbs_ex; do
     cc -O2 -Wall -o "$run/$prog" "$here/guest-driver/kernel/testing/$prog.c" -libverbs \
       >"$run/$prog.build.log" 2>&1 ||
       log "  $prog did not build (libibverbs-dev?): $run/$prog.build.log"
@@ -125,7 +128,7 @@ make_share() { # vm role ip peer_ip
   mkdir -p "$d/results"
   cp -r "$here/tests/vm/guest/." "$d/"
   ((rxe)) || cp "$MODULE" "$d/vrdma.ko"
-  for prog in verbs_smoke verbs_errors; do
+  for prog in verbs_smoke verbs_errors verbs_ex; do
     if [ -x "$run/$prog" ]; then cp "$run/$prog" "$d/"; fi
   done
   # PT_GID=auto: on a RoCE port perftest runs without -x (guest/lib.sh).
@@ -354,7 +357,10 @@ if ((roce)); then
   # The differential run: each error flow ends as on Soft-RoCE (its lines
   # are verbs_errors.expected), or, on vrdma0, as a written-down difference.
   check "vm-b: verbs_errors' error flows end as on Soft-RoCE (or a listed difference)" \
-    verbs_errors_match "$run/share-b/results/verbs_errors.out"
+    verbs_match verbs_errors "$run/share-b/results/verbs_errors.out"
+  # The same for the extended verbs (ibv_create_cq_ex, ibv_wr_*, ibv_start_poll).
+  check "vm-b: verbs_ex's extended verbs end as on Soft-RoCE (or a listed difference)" \
+    verbs_match verbs_ex "$run/share-b/results/verbs_ex.out"
   for t in rping cm_early; do
     check "$t: vm-b got 10 pings back" \
       test "$(grep -c "^ping data" "$run/share-b/results/$t.out" 2>/dev/null)" -ge 10

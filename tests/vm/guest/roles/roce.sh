@@ -78,10 +78,13 @@ roce_phase() { # server|client
     fi
     # Error flows, one line per case (verbs_errors.c): the host compares
     # them with Soft-RoCE's.
-    if [ -x $S/verbs_errors ]; then
-      timeout 120 $S/verbs_errors $DEV $GIDX </dev/null >$R/verbs_errors.out 2>&1
-      echo $? >$R/verbs_errors.rc
-    fi
+    # The same for the extended verbs librxe offers (verbs_ex.c).
+    for prog in verbs_errors verbs_ex; do
+      if [ -x $S/$prog ]; then
+        timeout 180 $S/$prog $DEV $GIDX </dev/null >$R/$prog.out 2>&1
+        echo $? >$R/$prog.rc
+      fi
+    done
   fi
   # The host checks now that the device holds no AH of ours any more.
   touch $R/roce.done
