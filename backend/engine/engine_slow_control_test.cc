@@ -1,7 +1,8 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 //
 // Where the engine makes the RNIC's slow control calls (rnic_calls.h):
-// RegMr, CreateQp, DestroyQp and DeregMr run beside the data path when the
+// every control call but the CQs' and GIDs' (RegMr, CreateQp, ModifyQp,
+// PDs, AHs, SRQs and their destroys) runs beside the data path when the
 // RNIC allows it, and on the data path when it does not.
 //
 // The test thread is the data-path thread: it polls the engine and runs the
@@ -19,6 +20,7 @@
 #include <thread>
 
 #include "backend/engine/testing/engine_fixture.h"
+#include "backend/engine/testing/qp_bring_up.h"
 
 namespace vrdma::engine {
 namespace {
@@ -201,6 +203,53 @@ TEST_F(SlowControlTest, BesideTheDataPathWhenTheRnicAllowsIt) {
       << "DeregMr";
   EXPECT_EQ(dereg, Status::kOk);
 
+  // ModifyQp: VM C brings its QP up (INIT, RTR, RTS), then back to RESET,
+  // which the data path lets go of first.
+  EXPECT_TRUE(HeldWhileASends(a_, [&] {
+    testing::BringUpQp(*engine_, c_, rc_.qpn, QpType::kRc, testing::kAll, MakeGid(0x99), 0x77);
+  })) << "ModifyQp";
+  EXPECT_EQ(rnic_.qps.at(rc_.qpn).attr.state, QpState::kRts);
+  ModifyQpRequest reset;
+  reset.qpn = rc_.qpn;
+  reset.state = QpState::kReset;
+  reset.mask = VIRTIO_RDMA_QP_STATE;
+  Status to_reset = Status::kIoError;
+  EXPECT_TRUE(HeldWhileASends(a_, [&] { to_reset = engine_->ModifyQp(c_, reset); }))
+      << "ModifyQp to RESET";
+  EXPECT_EQ(to_reset, Status::kOk);
+  EXPECT_EQ(rnic_.qps.at(rc_.qpn).attr.state, QpState::kReset);
+  EXPECT_EQ(engine_->QueryQp(c_, rc_.qpn)->attr.state, QpState::kReset);
+
+  // A PD, an AH and an SRQ made and destroyed.
+  Result<uint32_t> pd = Status::kIoError;
+  EXPECT_TRUE(HeldWhileASends(a_, [&] { pd = engine_->CreatePd(c_); })) << "CreatePd";
+  ASSERT_TRUE(pd.ok());
+  GuestAh ah;
+  ah.dgid = MakeGid(1);
+  ah.sgid_index = 0;
+  Result<uint32_t> ah_h = Status::kIoError;
+  EXPECT_TRUE(HeldWhileASends(a_, [&] { ah_h = engine_->CreateAh(c_, *pd, ah); }))
+      << "CreateAh";
+  ASSERT_TRUE(ah_h.ok());
+  testing::GuestRingRef ring(env_c_, 4, 7);
+  const CreateSrqRequest sreq{*pd, 15, 4, 0, ring.spec};
+  Result<CreateSrqResult> srq = Status::kIoError;
+  EXPECT_TRUE(HeldWhileASends(a_, [&] { srq = engine_->CreateSrq(c_, sreq); })) << "CreateSrq";
+  ASSERT_TRUE(srq.ok());
+  EXPECT_EQ(engine_->Stats(c_)->srqs, 1u);
+  Status gone = Status::kIoError;
+  EXPECT_TRUE(HeldWhileASends(a_, [&] { gone = engine_->DestroySrq(c_, srq->handle); }))
+      << "DestroySrq";
+  EXPECT_EQ(gone, Status::kOk);
+  EXPECT_TRUE(HeldWhileASends(a_, [&] { gone = engine_->DestroyAh(c_, *ah_h); }))
+      << "DestroyAh";
+  EXPECT_EQ(gone, Status::kOk);
+  EXPECT_TRUE(HeldWhileASends(a_, [&] { gone = engine_->DestroyPd(c_, *pd); })) << "DestroyPd";
+  EXPECT_EQ(gone, Status::kOk);
+  EXPECT_TRUE(rnic_.srqs.empty());
+  EXPECT_TRUE(rnic_.ahs.empty());
+  EXPECT_EQ(engine_->Stats(c_)->pds, 1u);
+
   EXPECT_EQ(on_data_path_.load(), 0) << "no slow call ran on the data-path thread";
   EXPECT_EQ(rnic_.qps.count(qp->qpn), 0u);
   EXPECT_EQ(rnic_.mrs.count(mr->lkey), 0u);
@@ -219,8 +268,9 @@ TEST_F(SlowControlTest, OnTheDataPathWhenTheRnicDoesNot) {
   ASSERT_TRUE(mr.ok());
   EXPECT_FALSE(HeldWhileASends(a_, [&] { (void)engine_->DeregMr(c_, mr->handle); }));
   EXPECT_FALSE(HeldWhileASends(a_, [&] { engine_->DetachVm(c_); }));
-  // RegMr, DeregMr; the detach's DestroyQp and its MR's DeregMr.
-  EXPECT_EQ(on_data_path_.load(), 4);
+  // RegMr, DeregMr; the detach's DestroyQp, its MR's DeregMr and its PD's
+  // DeallocPd.
+  EXPECT_EQ(on_data_path_.load(), 5);
   EXPECT_TRUE(SendsComplete(a_, 8));
   rnic_.slow_call = nullptr;
 }

@@ -2,8 +2,9 @@
 //
 // QpControl (qp_control.h): QPs on the control path: checks and ring
 // mapping on the control thread; the CQs grown in a RunSync closure; the
-// RNIC's QP created where the slow RNIC calls run (rnic_calls.h); the
-// stage's flow and publication in a closure after it.
+// RNIC's QP created and modified where the slow RNIC calls run
+// (rnic_calls.h); the stage's flow and publication, and a transition's
+// effect on the engine's side, in closures after it.
 #include "backend/engine/qp_control.h"
 
 #include <algorithm>
@@ -291,22 +292,42 @@ Result<CreateQpResult> QpControl::CreateQp(VmId id,
 Status QpControl::ModifyQp(VmId id, const ModifyQpRequest& req) {
   VmContext* vm = vms_.Find(id);
   if (vm == nullptr) return Status::kBadHandle;
+  auto find = [&]() -> QpObj* {
+    std::optional<uint32_t> h = vm->qpn_to_qp.Find(req.qpn);
+    return h ? vm->qps.Lookup(*h) : nullptr;
+  };
+  // Where the RNIC allows it, its ModifyQp (a firmware command on a
+  // physical RNIC) runs beside the data path, between two closures; else
+  // all in one.
+  const bool beside = rnic_.control_beside_data_path();
+  QpTransition t;
+  RnicQp rnic_qp{};
   Status s = Status::kOk;
   executor_.RunSync([&] {
-    std::optional<uint32_t> h = vm->qpn_to_qp.Find(req.qpn);
-    QpObj* qp = h ? vm->qps.Lookup(*h) : nullptr;
+    QpObj* qp = find();
     if (qp == nullptr) {
       s = Status::kBadHandle;
       return;
     }
-    s = ModifyQpLocked(*vm, *qp, req);
+    s = PlanModifyQp(*vm, *qp, req, &t);
+    if (s != Status::kOk) return;
+    if (t.next == QpState::kReset) QuiesceForReset(*qp);
+    rnic_qp = qp->rnic;
+    if (beside) return;
+    s = rnic_.ModifyQp(rnic_qp, t.attr, t.mask);
+    if (s == Status::kOk) ApplyModifyQp(*qp, req, t);
   });
-  return s;
+  if (!beside || s != Status::kOk) return s;
+  // Only this thread destroys QPs: the RNIC's QP outlives the call.
+  VRDMA_RETURN_IF_ERROR(rnic_.ModifyQp(rnic_qp, t.attr, t.mask));
+  executor_.RunSync([&] {
+    if (QpObj* qp = find()) ApplyModifyQp(*qp, req, t);
+  });
+  return Status::kOk;
 }
 
-Status QpControl::ModifyQpLocked(VmContext& vm, QpObj& qp,
-                                  const ModifyQpRequest& req) {
-  // 1. Check without side effects.
+Status QpControl::PlanModifyQp(const VmContext& vm, const QpObj& qp,
+                               const ModifyQpRequest& req, QpTransition* t) const {
   QpCheckContext ctx;
   ctx.type = qp.type;
   ctx.current = qp.state;
@@ -320,14 +341,13 @@ Status QpControl::ModifyQpLocked(VmContext& vm, QpObj& qp,
       next != QpState::kErr && next != QpState::kReset) {
     return Status::kBadState;
   }
-
-  // 2. Translate and let the RNIC apply (it enforces its own rules too).
+  // Translated for the RNIC (it enforces its own rules too).
   constexpr uint32_t kRnicBits = kQpState | kQpAccessFlags | kQpPkeyIndex |
                                  kQpPort | kQpQkey | kQpAv | kQpPathMtu |
                                  kQpTimeout | kQpRetryCnt | kQpRnrRetry |
                                  kQpRqPsn | kQpMaxQpRdAtomic | kQpMinRnrTimer |
                                  kQpSqPsn | kQpMaxDestRdAtomic | kQpDestQpn;
-  QpAttr attr;
+  QpAttr& attr = t->attr;
   attr.state = next;
   attr.access_flags = req.access_flags;
   attr.qkey = req.qkey;
@@ -342,40 +362,41 @@ Status QpControl::ModifyQpLocked(VmContext& vm, QpObj& qp,
   attr.rq_psn = req.rq_psn;
   attr.sq_psn = req.sq_psn;
   attr.dest_qpn = req.dest_qpn;
-  VRDMA_RETURN_IF_ERROR(rnic_.ModifyQp(qp.rnic, attr, req.mask & kRnicBits));
-
-  // 3. Apply on our side.
-  RecordQpAttrs(req, &qp.attrs);
-
-  const QpState prev = qp.state;
-  if (next == prev) return Status::kOk;
-  switch (next) {
-    case QpState::kReset:
-      // The RNIC discarded outstanding work without completions.
-      send_.Unschedule(qp);
-      stage_.EndFlowWork(qp.flow, policy::FlowEnd::kReset, clock_());
-      send_.CloseSendWindow(qp);
-      recv_.Reset(qp);
-      qp.state = next;
-      break;
-    case QpState::kErr:
-      qp.state = next;
-      errors_.EnterError(qp);  // RNIC already in ERR: drain, flush our side
-      break;
-    default:
-      qp.state = next;
-      if (next == QpState::kRtr) {
-        if (!qp.srq) {
-          recv_.ChooseReceiveMode(qp);
-          recv_.Replenish(qp.rq);
-        }
-        recv_.UpdateReassembly(qp);
-      }
-      if (next == QpState::kRts)
-        send_.Schedule(qp);  // WQEs posted early
-      break;
-  }
+  t->mask = req.mask & kRnicBits;
+  t->from = qp.state;
+  t->next = next;
   return Status::kOk;
+}
+
+void QpControl::QuiesceForReset(QpObj& qp) {
+  if (qp.state == QpState::kReset) return;
+  // The RNIC discards outstanding work without completions.
+  send_.Unschedule(qp);
+  stage_.EndFlowWork(qp.flow, policy::FlowEnd::kReset, clock_());
+  send_.CloseSendWindow(qp);
+  recv_.Reset(qp);
+  qp.state = QpState::kReset;
+}
+
+void QpControl::ApplyModifyQp(QpObj& qp, const ModifyQpRequest& req,
+                              const QpTransition& t) {
+  RecordQpAttrs(req, &qp.attrs);
+  // Between the closures the data path may have moved the QP on (to ERR,
+  // on an RNIC error): that state stands.
+  if (t.next == t.from || qp.state != t.from) return;
+  qp.state = t.next;
+  if (t.next == QpState::kErr) {
+    errors_.EnterError(qp);  // RNIC already in ERR: drain, flush our side
+    return;
+  }
+  if (t.next == QpState::kRtr) {
+    if (!qp.srq) {
+      recv_.ChooseReceiveMode(qp);
+      recv_.Replenish(qp.rq);
+    }
+    recv_.UpdateReassembly(qp);
+  }
+  if (t.next == QpState::kRts) send_.Schedule(qp);  // WQEs posted early
 }
 
 Result<QueryQpResult> QpControl::QueryQp(VmId id, uint32_t qpn) const {

@@ -5,7 +5,8 @@
 // applies it to the RNIC, then to the send and receive paths), the QP's
 // flow in the scheduler stage, and the host CQ sizing rule (cq_sizing.h)
 // applied at creation. A part of the engine (README.md, "Parts"); control
-// thread, then one Executor::RunSync closure (as Resources).
+// thread and Executor::RunSync closures, the RNIC's QP calls where the slow
+// RNIC calls run (rnic_calls.h).
 #ifndef VRDMA_BACKEND_ENGINE_QP_CONTROL_H_
 #define VRDMA_BACKEND_ENGINE_QP_CONTROL_H_
 
@@ -25,6 +26,15 @@
 #include "backend/scheduler/stage.h"
 
 namespace vrdma::engine {
+
+// A QP transition as decided on the data-path thread: what the RNIC is
+// asked, from which state to which.
+struct QpTransition {
+  QpAttr attr;
+  uint32_t mask = 0;
+  QpState from = QpState::kReset;
+  QpState next = QpState::kReset;
+};
 
 // Guest WRs the scheduler stage holds per QP before the engine stops
 // consuming its ring (backpressure).
@@ -54,9 +64,17 @@ class QpControl {
   Result<QueryQpResult> QueryQp(VmId id, uint32_t qpn) const;
 
  private:
-  // On the data-path thread: check, let the RNIC apply, then apply to the
-  // engine's side.
-  Status ModifyQpLocked(VmContext& vm, QpObj& qp, const ModifyQpRequest& req);
+  // The steps of ModifyQp, each on the data-path thread; the RNIC's
+  // ModifyQp runs between the first two and the last, where the slow RNIC
+  // calls run (rnic_calls.h).
+  // 1. Checks req without side effects and fills *t.
+  Status PlanModifyQp(const VmContext& vm, const QpObj& qp, const ModifyQpRequest& req,
+                      QpTransition* t) const;
+  // 2. Before a transition to RESET, whose RNIC call discards the QP's
+  // outstanding work: the data path lets go of the QP first.
+  void QuiesceForReset(QpObj& qp);
+  // 3. After the RNIC applied t: the engine's side.
+  void ApplyModifyQp(QpObj& qp, const ModifyQpRequest& req, const QpTransition& t);
 
   Rnic& rnic_;
   Executor& executor_;

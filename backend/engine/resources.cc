@@ -1,9 +1,9 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 //
 // Resources (resources.h): VM admission, PDs, MRs, AHs, CQs, SRQs, queries
-// and stats. Checks and page mapping on the control thread, RNIC calls and
-// publication in one RunSync closure; an MR's registration where the slow
-// RNIC calls run (rnic_calls.h), publication in a closure after it.
+// and stats. Checks and page mapping on the control thread; the RNIC's
+// object made where the slow RNIC calls run (rnic_calls.h), published in a
+// RunSync closure after it; a CQ's made and published in one closure.
 #include "backend/engine/resources.h"
 
 #include <algorithm>
@@ -171,19 +171,18 @@ Status Resources::MapPages(const VmContext& vm,
 Result<uint32_t> Resources::CreatePd(VmId id) {
   VmContext* vm = vms_.Find(id);
   if (vm == nullptr) return Status::kBadHandle;
+  if (vm->pds.full()) return Status::kNoResource;
+  const Result<RnicPd> pd = RunRnicControl(rnic_, executor_, [&] { return rnic_.AllocPd(); });
+  if (!pd.ok()) return pd.status();
   Result<uint32_t> out = Status::kNoResource;
   executor_.RunSync([&] {
     if (vm->pds.full()) return;
-    Result<RnicPd> pd = rnic_.AllocPd();
-    if (!pd.ok()) {
-      out = pd.status();
-      return;
-    }
     auto obj = std::make_unique<PdObj>();
     obj->rnic = *pd;
     out = vm->pds.Insert(std::move(obj));
     ++vm->stats.pds;
   });
+  if (!out.ok()) RunRnicControl(rnic_, executor_, [&] { return rnic_.DeallocPd(*pd); });
   return out;
 }
 
@@ -253,25 +252,29 @@ Result<RegMrResult> Resources::RegMr(VmId id, const RegMrRequest& req) {
 Result<uint32_t> Resources::CreateAh(VmId id, uint32_t pd, const GuestAh& ah) {
   VmContext* vm = vms_.Find(id);
   if (vm == nullptr) return Status::kBadHandle;
-  if (vm->pds.Lookup(pd) == nullptr) return Status::kBadHandle;
+  const PdObj* p = vm->pds.Lookup(pd);
+  if (p == nullptr) return Status::kBadHandle;
   VRDMA_RETURN_IF_ERROR(CheckAh(ah, static_cast<uint32_t>(vm->config.gids.size())));
+  if (vm->ahs.full()) return Status::kNoResource;
+  // Created where the slow RNIC calls run: a physical RoCE RNIC may resolve
+  // the destination's neighbour meanwhile. Only this thread destroys PDs.
+  const RnicPd pd_rnic = p->rnic;
+  const Result<RnicAh> r =
+      RunRnicControl(rnic_, executor_, [&] { return rnic_.CreateAh(pd_rnic, MakeAv(*vm, ah)); });
+  if (!r.ok()) return r.status();
   Result<uint32_t> out = Status::kNoResource;
   executor_.RunSync([&] {
-    PdObj* p = vm->pds.Lookup(pd);
-    if (p == nullptr || vm->ahs.full()) return;
-    Result<RnicAh> r = rnic_.CreateAh(p->rnic, MakeAv(*vm, ah));
-    if (!r.ok()) {
-      out = r.status();
-      return;
-    }
+    PdObj* owner = vm->pds.Lookup(pd);
+    if (owner == nullptr || vm->ahs.full()) return;
     auto obj = std::make_unique<AhObj>();
     obj->pd = pd;
     obj->rnic = *r;
     obj->guest = ah;
     out = vm->ahs.Insert(std::move(obj));
-    ++p->refs;
+    ++owner->refs;
     ++vm->stats.ahs;
   });
+  if (!out.ok()) RunRnicControl(rnic_, executor_, [&] { return rnic_.DestroyAh(*r); });
   return out;
 }
 // ---------------------------------------------------------------- CQs
@@ -364,17 +367,18 @@ Result<CreateSrqResult> Resources::CreateSrq(VmId id,
   if (!Fits(vm->config.quotas, vm->stats, charge)) return Status::kNoResource;
   rnic_.PrepareSrq(srq->rq.depth, req.max_sge);
 
+  // Created where the slow RNIC calls run (a physical RNIC pins its
+  // queue); only this thread destroys PDs, so the PD outlives the call.
+  const RnicPd pd_rnic = vm->pds.Lookup(req.pd)->rnic;
+  const Result<RnicSrq> r = RunRnicControl(
+      rnic_, executor_, [&] { return rnic_.CreateSrq(pd_rnic, srq->rq.depth, req.max_sge); });
+  if (!r.ok()) return r.status();
   Result<CreateSrqResult> out = Status::kNoResource;
   executor_.RunSync([&] {
     PdObj* pd = vm->pds.Lookup(req.pd);
     Result<uint32_t> h = vm->srqs.PeekNextHandle();
     if (pd == nullptr || !h.ok() || !Fits(vm->config.quotas, vm->stats, charge)) {
       return;  // kNoResource
-    }
-    Result<RnicSrq> r = rnic_.CreateSrq(pd->rnic, srq->rq.depth, req.max_sge);
-    if (!r.ok()) {
-      out = r.status();
-      return;
     }
     srq->rnic = *r;
     srq->vm = vm;
@@ -389,6 +393,7 @@ Result<CreateSrqResult> Resources::CreateSrq(VmId id,
     recv_.Replenish(raw->rq);  // WQEs the guest posted before creation returned
     out = CreateSrqResult{*h, req.max_wr, req.max_sge};
   });
+  if (!out.ok()) RunRnicControl(rnic_, executor_, [&] { return rnic_.DestroySrq(*r); });
   rnic_.Reclaim();  // queue memory the RNIC let go of on the data-path thread
   return out;
 }

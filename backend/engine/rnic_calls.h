@@ -1,18 +1,19 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 //
-// Where the engine runs the RNIC control calls that may be slow: RegMr,
-// DeregMr, CreateQp, DestroyQp (a physical RNIC pins a region's pages,
-// runs a firmware command). Where the RNIC allows it
-// (Rnic::control_beside_data_path) they run on the calling control thread,
-// beside the data path, so that one VM's registration of a large MR delays
-// no VM's data; otherwise on the data-path thread through RunSync (a
-// software RNIC's tables belong to that thread, and its calls are cheap).
-// The object is published to the data path in a closure after its create,
-// and unpublished in one before its destroy (SlowReleases). Control thread
-// only, never inside a RunSync closure.
+// Where the engine runs the RNIC control calls that may be slow: every
+// create, modify and destroy but the CQs' (a physical RNIC pins a region's
+// or a queue's pages, runs a firmware command, resolves an AH's neighbour).
+// Where the RNIC allows it (Rnic::control_beside_data_path) they run on the
+// calling control thread, beside the data path, so that one VM's control
+// calls delay no VM's data; otherwise on the data-path thread through
+// RunSync (a software RNIC's tables belong to that thread, and its calls
+// are cheap). The object is published to the data path in a closure after
+// its create, and unpublished in one before its destroy (SlowReleases).
+// Control thread only, never inside a RunSync closure.
 #ifndef VRDMA_BACKEND_ENGINE_RNIC_CALLS_H_
 #define VRDMA_BACKEND_ENGINE_RNIC_CALLS_H_
 
+#include <cstddef>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -37,22 +38,43 @@ auto RunRnicControl(Rnic& rnic, Executor& executor, F&& f) {
   }
 }
 
-// RNIC QPs and MRs a closure unpublished (the data path no longer reaches
-// them), destroyed after it by Release, where the slow calls run: QPs
-// first, then MRs (an MR may still be the target of a QP's work). Their
-// guest page views must outlive Release.
+// RNIC objects a closure unpublished (the data path no longer reaches
+// them), destroyed after it by Release, where the slow calls run, users
+// before what they use: QPs, then SRQs and AHs, then MRs (an MR may still
+// be the target of a QP's work), then PDs. Their guest page views must
+// outlive Release.
 struct SlowReleases {
   std::vector<RnicQp> qps;
+  std::vector<RnicSrq> srqs;
+  std::vector<RnicAh> ahs;
   std::vector<RnicMr> mrs;
+  std::vector<RnicPd> pds;
 
+  // Room for n of each, so that the closure filling them allocates nothing.
+  void Reserve(size_t n_qps, size_t n_srqs, size_t n_ahs, size_t n_mrs, size_t n_pds) {
+    qps.reserve(n_qps);
+    srqs.reserve(n_srqs);
+    ahs.reserve(n_ahs);
+    mrs.reserve(n_mrs);
+    pds.reserve(n_pds);
+  }
+  bool empty() const {
+    return qps.empty() && srqs.empty() && ahs.empty() && mrs.empty() && pds.empty();
+  }
   void Release(Rnic& rnic, Executor& executor) {
-    if (qps.empty() && mrs.empty()) return;
+    if (empty()) return;
     RunRnicControl(rnic, executor, [&] {
       for (const RnicQp& qp : qps) (void)rnic.DestroyQp(qp);
+      for (const RnicSrq& srq : srqs) (void)rnic.DestroySrq(srq);
+      for (const RnicAh& ah : ahs) (void)rnic.DestroyAh(ah);
       for (const RnicMr& mr : mrs) (void)rnic.DeregMr(mr);
+      for (const RnicPd& pd : pds) (void)rnic.DeallocPd(pd);
     });
     qps.clear();
+    srqs.clear();
+    ahs.clear();
     mrs.clear();
+    pds.clear();
   }
 };
 

@@ -1,8 +1,9 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 //
 // Teardown (teardown.h): objects destroyed and VMs detached: unpublished in
-// one RunSync closure, freed on the control thread afterwards; RNIC QPs and
-// MRs destroyed in between, where the slow RNIC calls run (rnic_calls.h).
+// one RunSync closure, freed on the control thread afterwards; their RNIC
+// objects (a CQ's excepted) destroyed in between, where the slow RNIC calls
+// run (rnic_calls.h).
 #include "backend/engine/teardown.h"
 
 #include <algorithm>
@@ -18,8 +19,7 @@ void Teardown::DetachVm(VmId id) {
   // Sized here: the closure allocates nothing for them.
   const size_t qps = vm->qps.size(), mrs = vm->mrs.size();
   SlowReleases slow;
-  slow.qps.reserve(qps);
-  slow.mrs.reserve(mrs);
+  slow.Reserve(qps, vm->srqs.size(), vm->ahs.size(), mrs, vm->pds.size());
   std::vector<std::unique_ptr<QpObj>> dead_qps;
   std::vector<std::unique_ptr<MrObj>> dead_mrs;
   std::unique_ptr<GsiQp> dead_gsi;
@@ -27,30 +27,28 @@ void Teardown::DetachVm(VmId id) {
   dead_mrs.reserve(mrs);
   // 1. Off the data path and out of the VM's tables (a completion still in
   // an RNIC CQ finds no QP): the VM's QPs, with their flows and receive
-  // queues, and its MRs. Their RNIC objects are destroyed after, where the
-  // slow RNIC calls run, and their page views after that.
+  // queues, its SRQs, MRs and AHs. Their RNIC objects, and its PDs', are
+  // destroyed after, where the slow RNIC calls run, and their page views
+  // after that.
   executor_.RunSync([&] {
     for (uint32_t h : vm->qps.Handles()) {
       DestroyQpLocked(*vm, h, &slow);
       dead_qps.push_back(vm->qps.Remove(h));
     }
+    for (uint32_t h : vm->srqs.Handles()) DestroySrqLocked(*vm, h, &slow);
     for (uint32_t h : vm->mrs.Handles()) {
       DestroyMrLocked(*vm, h, &slow);
       dead_mrs.push_back(vm->mrs.Remove(h));
     }
+    for (uint32_t h : vm->ahs.Handles()) DestroyAhLocked(*vm, h, &slow);
+    for (uint32_t h : vm->pds.Handles()) slow.pds.push_back(vm->pds.Lookup(h)->rnic);
     dead_gsi = gsi_.Unpublish(*vm);
   });
   slow.Release(rnic_, executor_);
-  // 2. The rest, dependents first (SRQs, AHs, CQs, PDs), and the VM.
+  // 2. Its CQs (the data path may arm any live one), its GIDs, and the VM.
   std::unique_ptr<VmContext> dead;
   executor_.RunSync([&] {
-    for (uint32_t h : vm->srqs.Handles()) DestroySrqLocked(*vm, h);
-    for (uint32_t h : vm->ahs.Handles()) {
-      (void)rnic_.DestroyAh(vm->ahs.Lookup(h)->rnic);
-    }
     for (uint32_t h : vm->cqs.Handles()) DestroyCqLocked(*vm, h);
-    for (uint32_t h : vm->pds.Handles())
-      (void)rnic_.DeallocPd(vm->pds.Lookup(h)->rnic);
     for (const Gid& g : vm->config.gids) (void)rnic_.RemoveGid(g);
     stage_.RemoveTenant(id);
     completions_.ForgetVm(*vm);
@@ -64,10 +62,11 @@ void Teardown::DetachVm(VmId id) {
 // ---------------------------------------------------------------- PDs, MRs, AHs
 
 Status Teardown::DestroyPd(VmId id, uint32_t pd) {
-  return DestroyObject(id, &VmContext::pds, pd, [&](VmContext& vm, PdObj& obj) {
-    (void)rnic_.DeallocPd(obj.rnic);
-    --vm.stats.pds;
-  });
+  return DestroyObject(id, &VmContext::pds, pd,
+                       [&](VmContext& vm, PdObj& obj, SlowReleases* slow) {
+                         slow->pds.push_back(obj.rnic);
+                         --vm.stats.pds;
+                       });
 }
 
 void Teardown::DestroyMrLocked(VmContext& vm, uint32_t handle, SlowReleases* slow) {
@@ -88,12 +87,19 @@ Status Teardown::DeregMr(VmId id, uint32_t mr) {
                        });
 }
 
+void Teardown::DestroyAhLocked(VmContext& vm, uint32_t handle, SlowReleases* slow) {
+  AhObj* ah = vm.ahs.Lookup(handle);
+  if (ah == nullptr) return;
+  slow->ahs.push_back(ah->rnic);
+  if (PdObj* pd = vm.pds.Lookup(ah->pd)) --pd->refs;
+  --vm.stats.ahs;
+}
+
 Status Teardown::DestroyAh(VmId id, uint32_t ah) {
-  return DestroyObject(id, &VmContext::ahs, ah, [&](VmContext& vm, AhObj& obj) {
-    (void)rnic_.DestroyAh(obj.rnic);
-    if (PdObj* pd = vm.pds.Lookup(obj.pd)) --pd->refs;
-    --vm.stats.ahs;
-  });
+  return DestroyObject(id, &VmContext::ahs, ah,
+                       [&](VmContext& vm, AhObj&, SlowReleases* slow) {
+                         DestroyAhLocked(vm, ah, slow);
+                       });
 }
 // ---------------------------------------------------------------- CQs, QPs, SRQs
 
@@ -154,7 +160,7 @@ Status Teardown::DestroyQp(VmId id, uint32_t qpn) {
   Status s = Status::kOk;
   std::unique_ptr<QpObj> dead;
   SlowReleases slow;
-  slow.qps.reserve(1);
+  slow.Reserve(1, 0, 0, 0, 0);
   executor_.RunSync([&] {
     std::optional<uint32_t> h = vm->qpn_to_qp.Find(qpn);
     if (!h || vm->qps.Lookup(*h) == nullptr) {
@@ -169,20 +175,21 @@ Status Teardown::DestroyQp(VmId id, uint32_t qpn) {
   return s;  // ring views unmapped here, and the RNIC's queues freed
 }
 
-void Teardown::DestroySrqLocked(VmContext& vm, uint32_t handle) {
+void Teardown::DestroySrqLocked(VmContext& vm, uint32_t handle, SlowReleases* slow) {
   SrqObj* srq = vm.srqs.Lookup(handle);
   if (srq == nullptr) return;
   recv_.Unlink(srq->rq);
-  (void)rnic_.DestroySrq(srq->rnic);
+  slow->srqs.push_back(srq->rnic);
   if (PdObj* pd = vm.pds.Lookup(srq->pd)) --pd->refs;
   GiveBack(vm.stats, srq->charge);
   --vm.stats.srqs;
 }
 
 Status Teardown::DestroySrq(VmId id, uint32_t srq) {
-  return DestroyObject(id, &VmContext::srqs, srq, [&](VmContext& vm, SrqObj&) {
-    DestroySrqLocked(vm, srq);
-  });
+  return DestroyObject(id, &VmContext::srqs, srq,
+                       [&](VmContext& vm, SrqObj&, SlowReleases* slow) {
+                         DestroySrqLocked(vm, srq, slow);
+                       });
 }
 
 }  // namespace vrdma::engine

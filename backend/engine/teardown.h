@@ -3,11 +3,10 @@
 // Teardown: destroying a VM's objects and detaching the VM. A part of the
 // engine (README.md, "Parts"). Each verb unpublishes in one
 // Executor::RunSync closure (the object leaves the data path's work lists
-// and its VM's tables, its RNIC object is destroyed, its charge given
-// back; a QP's or an MR's RNIC object after the closure, where the slow
-// RNIC calls run: rnic_calls.h); the object, with its page views, is freed
-// after that,
-// on the calling (control) thread, and so is the RNIC's queue memory
+// and its VM's tables, its charge is given back; a CQ's RNIC object is
+// destroyed there, every other after the closure, where the slow RNIC
+// calls run: rnic_calls.h); the object, with its page views, is freed
+// after that, on the calling (control) thread, and so is the RNIC's queue memory
 // (Rnic::Reclaim). A referenced object (a PD with MRs, a CQ with QPs, ...)
 // is kBusy; DetachVm destroys dependents first.
 #ifndef VRDMA_BACKEND_ENGINE_TEARDOWN_H_
@@ -75,10 +74,7 @@ class Teardown {
     std::unique_ptr<T> dead;
     constexpr bool kSlow = std::is_invocable_v<Release, VmContext&, T&, SlowReleases*>;
     SlowReleases slow;
-    if constexpr (kSlow) {  // sized here: the closure allocates nothing
-      slow.qps.reserve(1);
-      slow.mrs.reserve(1);
-    }
+    if constexpr (kSlow) slow.Reserve(1, 1, 1, 1, 1);  // the closure allocates nothing
     executor_.RunSync([&] {
       T* obj = (vm->*table).Lookup(handle);
       if (obj == nullptr) {
@@ -102,12 +98,13 @@ class Teardown {
     rnic_.Reclaim();  // the RNIC's queue memory, freed here too
     return s;
   }
-  // Teardown of single objects, on the data-path thread. A QP's and an
-  // MR's RNIC object go to *slow (reserved by the caller).
+  // Teardown of single objects, on the data-path thread. Their RNIC
+  // objects go to *slow (reserved by the caller), a CQ's excepted.
   void DestroyQpLocked(VmContext& vm, uint32_t handle, SlowReleases* slow);
   void DestroyMrLocked(VmContext& vm, uint32_t handle, SlowReleases* slow);
+  void DestroyAhLocked(VmContext& vm, uint32_t handle, SlowReleases* slow);
+  void DestroySrqLocked(VmContext& vm, uint32_t handle, SlowReleases* slow);
   void DestroyCqLocked(VmContext& vm, uint32_t handle);
-  void DestroySrqLocked(VmContext& vm, uint32_t handle);
 
   Rnic& rnic_;
   Executor& executor_;

@@ -398,14 +398,18 @@ class Rnic {
     return 0;
   }
 
-  // Whether RegMr, DeregMr, CreateQp and DestroyQp may run on the engine's
-  // control thread while the data-path thread makes data calls. Never two
-  // control calls at once, and never on an object the data path reaches:
-  // the engine publishes an object to its data path after the create
-  // returned and unpublishes it before the destroy. A physical RNIC pins
-  // and maps a region inside its registration and runs a firmware command
-  // per QP; the data path must not wait behind them (libibverbs allows
-  // it). false: software RNICs, whose tables belong to the data-path thread.
+  // Whether the control calls other than the CQs' and the GIDs' (PDs, MRs,
+  // SRQs, QPs, ModifyQp, AHs) may run on the engine's control thread while
+  // the data-path thread makes data calls. Never two control calls at once,
+  // and never a create or destroy of an object the data path reaches: the
+  // engine publishes an object to its data path after the create returned
+  // and unpublishes it before the destroy. ModifyQp may meet the data
+  // path's posts to and completions of that QP, except a transition to
+  // RESET, before which the engine stops using the QP. A physical RNIC pins
+  // and maps a region inside its registration, pins a queue, runs a
+  // firmware command per QP transition, may resolve an AH's neighbour; the
+  // data path must not wait behind them (libibverbs allows it). false:
+  // software RNICs, whose tables belong to the data-path thread.
   virtual bool control_beside_data_path() const { return false; }
 
   // The engine runs the other control calls on the data-path thread (one

@@ -10,8 +10,8 @@
 // verbs call succeeded, so a failed call leaves nothing behind.
 //
 // Threading: rnic.h's contract (one thread at a time for control and data
-// calls, except that RegMr, DeregMr, CreateQp and DestroyQp may run beside
-// the data path: control_beside_data_path). HasGid only reads the device
+// calls, except that the control calls but the CQs' and GIDs' may run
+// beside the data path: control_beside_data_path). HasGid only reads the device
 // and may run on any thread. The data
 // path (Post*, PollCq, PollAsyncEvent, ArmCompletions, DrainCompletionFd)
 // allocates nothing; it builds verbs work requests in preallocated arrays.
@@ -106,9 +106,10 @@ class VerbsRnic final : public Rnic {
   uint32_t live_objects() const;
 
   RnicLimits limits() const override { return limits_; }
-  // RegMr, DeregMr, CreateQp and DestroyQp touch only their own tables'
+  // The calls it allows beside the data path touch only their own tables'
   // slots (the data path reads others' slots) and libibverbs, which is
-  // thread-safe.
+  // thread-safe. The CQs' stay on the data path, which arms every live CQ
+  // (live_cqs_); AddGid and RemoveGid only edit a table.
   bool control_beside_data_path() const override { return true; }
   Status AddGid(const Gid& gid) override;
   Status RemoveGid(const Gid& gid) override;

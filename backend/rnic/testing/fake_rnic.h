@@ -98,8 +98,8 @@ class FakeRnic final : public Rnic {
   uint32_t sq_capacity = 1u << 20;  // PostSend says kNoResource beyond
   bool resize_supported = true;
   // Slow control calls (rnic.h): `beside` is what control_beside_data_path
-  // says. With slow_call set, RegMr, DeregMr, CreateQp and DestroyQp hand
-  // their bookkeeping to slow_call(work) on the calling thread: a test may
+  // says. With slow_call set, every control call but the CQs' and GIDs'
+  // hands its bookkeeping to slow_call(work) on the calling thread: a test may
   // hold that thread there, as a physical RNIC's registration does, then
   // run `work` on the thread that owns this fake (it is not thread-safe).
   bool beside = false;
@@ -145,11 +145,17 @@ class FakeRnic final : public Rnic {
     return gids.erase(g) ? Status::kOk : Status::kInvalid;
   }
   Result<RnicPd> AllocPd() override {
-    pds.insert(next_);
-    return RnicPd{next_++};
+    Result<RnicPd> out = Status::kIoError;
+    Slow([&] {
+      pds.insert(next_);
+      out = RnicPd{next_++};
+    });
+    return out;
   }
   Status DeallocPd(RnicPd pd) override {
-    return pds.erase(pd.id) ? Status::kOk : Status::kBadHandle;
+    Status out = Status::kIoError;
+    Slow([&] { out = pds.erase(pd.id) ? Status::kOk : Status::kBadHandle; });
+    return out;
   }
   Result<RnicMr> RegMr(RnicPd pd, uint8_t* addr, uint64_t length, uint64_t iova,
                        uint32_t access) override {
@@ -183,11 +189,17 @@ class FakeRnic final : public Rnic {
     return cqs.erase(cq.id) ? Status::kOk : Status::kBadHandle;
   }
   Result<RnicSrq> CreateSrq(RnicPd, uint32_t, uint32_t) override {
-    srqs[next_];
-    return RnicSrq{next_++};
+    Result<RnicSrq> out = Status::kIoError;
+    Slow([&] {
+      srqs[next_];
+      out = RnicSrq{next_++};
+    });
+    return out;
   }
   Status DestroySrq(RnicSrq s) override {
-    return srqs.erase(s.id) ? Status::kOk : Status::kBadHandle;
+    Status out = Status::kIoError;
+    Slow([&] { out = srqs.erase(s.id) ? Status::kOk : Status::kBadHandle; });
+    return out;
   }
   Result<RnicQp> CreateQp(const QpInit& init) override {
     Result<RnicQp> out = Status::kIoError;
@@ -199,6 +211,11 @@ class FakeRnic final : public Rnic {
     return out;
   }
   Status ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) override {
+    Status out = Status::kIoError;
+    Slow([&] { out = ModifyQpNow(qp, attr, mask); });
+    return out;
+  }
+  Status ModifyQpNow(RnicQp qp, const QpAttr& attr, uint32_t mask) {
     auto it = qps.find(qp.id);
     if (it == qps.end()) return Status::kBadHandle;
     Qp& q = it->second;
@@ -226,12 +243,18 @@ class FakeRnic final : public Rnic {
     return out;
   }
   Result<RnicAh> CreateAh(RnicPd, const AddressVector& av) override {
-    ahs.insert(next_);
-    ah_avs[next_] = av;
-    return RnicAh{next_++};
+    Result<RnicAh> out = Status::kIoError;
+    Slow([&] {
+      ahs.insert(next_);
+      ah_avs[next_] = av;
+      out = RnicAh{next_++};
+    });
+    return out;
   }
   Status DestroyAh(RnicAh ah) override {
-    return ahs.erase(ah.id) ? Status::kOk : Status::kBadHandle;
+    Status out = Status::kIoError;
+    Slow([&] { out = ahs.erase(ah.id) ? Status::kOk : Status::kBadHandle; });
+    return out;
   }
 
   int PostSend(RnicQp qp, std::span<const SendWr> wrs, Status* err) override {
