@@ -75,10 +75,13 @@ run_cmd_server() { # tag cmd args...
 }
 
 # A client started before its server listens fails at once: TCP refused
-# (perftest's and ibv_*_pingpong's exchange) or an RDMA CM REJECT (nobody
-# listens on the port yet). Such failures are retried until the server had
-# time to get there (it may still be waiting out the timeout of an earlier
-# test); any other failure is final, and so is a REJ of perftest -R's second
+# (perftest's and ibv_*_pingpong's exchange), an RDMA CM REJECT (nobody
+# listens on the port yet), or, for udaddy's UD service, the SIDR REP that
+# says so (RDMA_CM_EVENT_UNREACHABLE at once: seen when both guests started
+# udaddy in the same second and the client's SIDR REQ came first). Such
+# failures are retried until the server had time to get there (it may
+# still be waiting out the timeout of an earlier test); any other failure
+# is final, and so is a REJ of perftest -R's second
 # connection ("Failed to connect RDMA CM events": its server got past the
 # first one and waits for the second, so a new client would pair its first
 # connection with that listener and both would hang). Every attempt's output is kept in
@@ -102,7 +105,7 @@ run_cmd_client() { # tag cmd args...
     echo "$now client $tag (try $n): rc $rc after $((now - start)) s" >>$R/$tag.out
     if [ $rc -ne 0 ] && [ $((now - start)) -lt 10 ] &&
        [ $((now - first)) -lt $((${PT_TIMEOUT:-180} + 30)) ] &&
-       grep -q "Couldn't connect\|Unable to init the socket connection\|REJECTED" $R/$tag.try &&
+       grep -q "Couldn't connect\|Unable to init the socket connection\|REJECTED\|RDMA_CM_EVENT_UNREACHABLE" $R/$tag.try &&
        ! grep -q "Failed to connect RDMA CM events" $R/$tag.try; then
       sleep 2; continue
     fi
