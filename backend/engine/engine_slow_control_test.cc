@@ -1,9 +1,9 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 //
 // Where the engine makes the RNIC's slow control calls (rnic_calls.h):
-// every control call but the CQs' and GIDs' (RegMr, CreateQp, ModifyQp,
-// PDs, AHs, SRQs and their destroys) runs beside the data path when the
-// RNIC allows it, and on the data path when it does not.
+// every control call but the GIDs' (RegMr, CreateQp, ModifyQp, PDs, CQs
+// and their growth, AHs, SRQs, and their destroys) runs beside the data
+// path when the RNIC allows it, and on the data path when it does not.
 //
 // The test thread is the data-path thread: it polls the engine and runs the
 // closures RunSync hands it. A second thread is the control thread making
@@ -16,6 +16,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -187,12 +188,15 @@ TEST_F(SlowControlTest, BesideTheDataPathWhenTheRnicAllowsIt) {
   EXPECT_TRUE(HeldWhileASends(a_, [&] { mr = engine_->RegMr(c_, req); })) << "RegMr";
   ASSERT_TRUE(mr.ok());
 
+  // A second QP on the same CQs: they grow (ResizeCq) before it is made.
   Rig second = rc_;
   Result<CreateQpResult> qp = Status::kIoError;
   const CreateQpRequest qreq = QpReq(second, env_c_, QpType::kRc);
+  const std::map<uint32_t, uint32_t> depths_before = rnic_.cq_depths;
   EXPECT_TRUE(HeldWhileASends(a_, [&] { qp = engine_->CreateQp(c_, qreq); })) << "CreateQp";
   ASSERT_TRUE(qp.ok());
   EXPECT_EQ(engine_->Stats(c_)->qps, 2u);
+  EXPECT_NE(rnic_.cq_depths, depths_before) << "a CQ of VM C grew";
 
   Status destroyed = Status::kIoError;
   EXPECT_TRUE(HeldWhileASends(a_, [&] { destroyed = engine_->DestroyQp(c_, qp->qpn); }))
@@ -219,6 +223,20 @@ TEST_F(SlowControlTest, BesideTheDataPathWhenTheRnicAllowsIt) {
   EXPECT_EQ(to_reset, Status::kOk);
   EXPECT_EQ(rnic_.qps.at(rc_.qpn).attr.state, QpState::kReset);
   EXPECT_EQ(engine_->QueryQp(c_, rc_.qpn)->attr.state, QpState::kReset);
+
+  // A CQ made and destroyed.
+  testing::GuestRingRef cq_ring(env_c_, 4, 6);
+  const CreateCqRequest cq_req = Cq(cq_ring, env_c_);
+  Result<CreateCqResult> cq = Status::kIoError;
+  EXPECT_TRUE(HeldWhileASends(a_, [&] { cq = engine_->CreateCq(c_, cq_req); }))
+      << "CreateCq";
+  ASSERT_TRUE(cq.ok());
+  EXPECT_EQ(engine_->Stats(c_)->cqs, 3u);
+  Status cq_gone = Status::kIoError;
+  EXPECT_TRUE(HeldWhileASends(a_, [&] { cq_gone = engine_->DestroyCq(c_, cq->handle); }))
+      << "DestroyCq";
+  EXPECT_EQ(cq_gone, Status::kOk);
+  EXPECT_EQ(engine_->Stats(c_)->cqs, 2u);
 
   // A PD, an AH and an SRQ made and destroyed.
   Result<uint32_t> pd = Status::kIoError;
@@ -268,9 +286,9 @@ TEST_F(SlowControlTest, OnTheDataPathWhenTheRnicDoesNot) {
   ASSERT_TRUE(mr.ok());
   EXPECT_FALSE(HeldWhileASends(a_, [&] { (void)engine_->DeregMr(c_, mr->handle); }));
   EXPECT_FALSE(HeldWhileASends(a_, [&] { engine_->DetachVm(c_); }));
-  // RegMr, DeregMr; the detach's DestroyQp, its MR's DeregMr and its PD's
-  // DeallocPd.
-  EXPECT_EQ(on_data_path_.load(), 5);
+  // RegMr, DeregMr; the detach's DestroyQp, its MR's DeregMr, its two CQs'
+  // DestroyCq and its PD's DeallocPd.
+  EXPECT_EQ(on_data_path_.load(), 7);
   EXPECT_TRUE(SendsComplete(a_, 8));
   rnic_.slow_call = nullptr;
 }

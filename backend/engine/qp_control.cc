@@ -149,12 +149,20 @@ Result<CreateQpResult> QpControl::CreateQp(VmId id,
     }
   }
 
-  // 1. On the data-path thread: the host CQs grown to hold this QP's worst
-  // case too (cq_sizing.h: they cannot overflow), or the QP is refused.
+  // 1. On the data-path thread: the host CQs' growth to hold this QP's
+  // worst case too (cq_sizing.h: they cannot overflow) planned and charged,
+  // or the QP is refused.
   Result<CreateQpResult> out = Status::kNoResource;
   QpInit init;
   CqPlan plan;
   bool planned = false;
+  struct Growth {
+    CqObj* cq;
+    uint32_t from;
+    Charge charge;
+  };
+  std::array<Growth, 2> growth{};
+  int n_growth = 0;
   executor_.RunSync([&] {
     PdObj* pd = vm->pds.Lookup(req.pd);
     CqObj* scq = vm->cqs.Lookup(req.send_cq);
@@ -186,10 +194,10 @@ Result<CreateQpResult> QpControl::CreateQp(VmId id,
     for (int i = 0; i < 2; ++i) {
       CqObj* cq = plan.cqs[i];
       if (cq == nullptr || plan.need[i] <= cq->host_depth) continue;
-      if (rnic_.ResizeCq(cq->rnic, plan.need[i]) != Status::kOk) return;
       const Charge grown{0, rnic_.CqHostBytes(plan.need[i]) -
                                 rnic_.CqHostBytes(cq->host_depth), 0};
-      cq->host_depth = plan.need[i];
+      growth[n_growth++] = Growth{cq, cq->host_depth, grown};
+      cq->host_depth = plan.need[i];  // read on the control path only
       cq->charge.host_bytes += grown.host_bytes;
       Take(vm->stats, grown);
     }
@@ -207,8 +215,29 @@ Result<CreateQpResult> QpControl::CreateQp(VmId id,
     rnic_.Reclaim();
     return out;
   }
-  // 2. The RNIC's QP, where the slow RNIC calls run (rnic_calls.h): a
-  // firmware command on a physical RNIC, beside the data path.
+  // 2. The CQs grown and the RNIC's QP made where the slow RNIC calls run
+  // (rnic_calls.h): firmware commands on a physical RNIC, beside the data
+  // path, which may poll those CQs meanwhile (the QP is not yet theirs).
+  // Only this thread destroys CQs.
+  int grown = 0;
+  const Status resized = RunRnicControl(rnic_, executor_, [&] {
+    for (; grown < n_growth; ++grown) {
+      const Status s = rnic_.ResizeCq(growth[grown].cq->rnic, growth[grown].cq->host_depth);
+      if (s != Status::kOk) return s;
+    }
+    return Status::kOk;
+  });
+  if (resized != Status::kOk) {
+    executor_.RunSync([&] {  // the CQs the RNIC did not grow
+      for (int i = grown; i < n_growth; ++i) {
+        growth[i].cq->host_depth = growth[i].from;
+        growth[i].cq->charge.host_bytes -= growth[i].charge.host_bytes;
+        GiveBack(vm->stats, growth[i].charge);
+      }
+    });
+    rnic_.Reclaim();
+    return Status::kNoResource;
+  }
   const Result<RnicQp> r = RunRnicControl(rnic_, executor_, [&] { return rnic_.CreateQp(init); });
   if (!r.ok()) {
     rnic_.Reclaim();

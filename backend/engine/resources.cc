@@ -3,7 +3,7 @@
 // Resources (resources.h): VM admission, PDs, MRs, AHs, CQs, SRQs, queries
 // and stats. Checks and page mapping on the control thread; the RNIC's
 // object made where the slow RNIC calls run (rnic_calls.h), published in a
-// RunSync closure after it; a CQ's made and published in one closure.
+// RunSync closure after it.
 #include "backend/engine/resources.h"
 
 #include <algorithm>
@@ -300,16 +300,16 @@ Result<CreateCqResult> Resources::CreateCq(VmId id,
   cq->depth = cq->ring.capacity();
   cq->charge = charge;
   rnic_.PrepareCq(host_depth);
+  if (!Fits(vm->config.quotas, vm->stats, charge)) return Status::kNoResource;
+  // Created where the slow RNIC calls run (a physical RNIC pins its queue).
+  const Result<RnicCq> r =
+      RunRnicControl(rnic_, executor_, [&] { return rnic_.CreateCq(host_depth); });
+  if (!r.ok()) return r.status();
 
   Result<CreateCqResult> out = Status::kNoResource;
   executor_.RunSync([&] {
     Result<uint32_t> h = vm->cqs.PeekNextHandle();
     if (!h.ok() || !Fits(vm->config.quotas, vm->stats, charge)) return;
-    Result<RnicCq> r = rnic_.CreateCq(host_depth);
-    if (!r.ok()) {
-      out = r.status();
-      return;
-    }
     cq->rnic = *r;
     cq->host_depth = host_depth;
     cq->vm = vm;
@@ -321,6 +321,7 @@ Result<CreateCqResult> Resources::CreateCq(VmId id,
     Take(vm->stats, charge);
     out = CreateCqResult{*h, depth};
   });
+  if (!out.ok()) RunRnicControl(rnic_, executor_, [&] { return rnic_.DestroyCq(*r); });
   rnic_.Reclaim();  // queue memory the RNIC let go of on the data-path thread
   return out;
 }

@@ -1,8 +1,8 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 //
 // Where the engine runs the RNIC control calls that may be slow: every
-// create, modify and destroy but the CQs' (a physical RNIC pins a region's
-// or a queue's pages, runs a firmware command, resolves an AH's neighbour).
+// create, modify, resize and destroy (a physical RNIC pins a region's or a
+// queue's pages, runs a firmware command, resolves an AH's neighbour).
 // Where the RNIC allows it (Rnic::control_beside_data_path) they run on the
 // calling control thread, beside the data path, so that one VM's control
 // calls delay no VM's data; otherwise on the data-path thread through
@@ -41,25 +41,29 @@ auto RunRnicControl(Rnic& rnic, Executor& executor, F&& f) {
 // RNIC objects a closure unpublished (the data path no longer reaches
 // them), destroyed after it by Release, where the slow calls run, users
 // before what they use: QPs, then SRQs and AHs, then MRs (an MR may still
-// be the target of a QP's work), then PDs. Their guest page views must
-// outlive Release.
+// be the target of a QP's work), then CQs, then PDs. Their guest page
+// views must outlive Release.
 struct SlowReleases {
   std::vector<RnicQp> qps;
   std::vector<RnicSrq> srqs;
   std::vector<RnicAh> ahs;
   std::vector<RnicMr> mrs;
+  std::vector<RnicCq> cqs;
   std::vector<RnicPd> pds;
 
   // Room for n of each, so that the closure filling them allocates nothing.
-  void Reserve(size_t n_qps, size_t n_srqs, size_t n_ahs, size_t n_mrs, size_t n_pds) {
+  void Reserve(size_t n_qps, size_t n_srqs, size_t n_ahs, size_t n_mrs, size_t n_cqs,
+               size_t n_pds) {
     qps.reserve(n_qps);
     srqs.reserve(n_srqs);
     ahs.reserve(n_ahs);
     mrs.reserve(n_mrs);
+    cqs.reserve(n_cqs);
     pds.reserve(n_pds);
   }
   bool empty() const {
-    return qps.empty() && srqs.empty() && ahs.empty() && mrs.empty() && pds.empty();
+    return qps.empty() && srqs.empty() && ahs.empty() && mrs.empty() && cqs.empty() &&
+           pds.empty();
   }
   void Release(Rnic& rnic, Executor& executor) {
     if (empty()) return;
@@ -68,12 +72,14 @@ struct SlowReleases {
       for (const RnicSrq& srq : srqs) (void)rnic.DestroySrq(srq);
       for (const RnicAh& ah : ahs) (void)rnic.DestroyAh(ah);
       for (const RnicMr& mr : mrs) (void)rnic.DeregMr(mr);
+      for (const RnicCq& cq : cqs) (void)rnic.DestroyCq(cq);
       for (const RnicPd& pd : pds) (void)rnic.DeallocPd(pd);
     });
     qps.clear();
     srqs.clear();
     ahs.clear();
     mrs.clear();
+    cqs.clear();
     pds.clear();
   }
 };

@@ -2,8 +2,8 @@
 //
 // Teardown (teardown.h): objects destroyed and VMs detached: unpublished in
 // one RunSync closure, freed on the control thread afterwards; their RNIC
-// objects (a CQ's excepted) destroyed in between, where the slow RNIC calls
-// run (rnic_calls.h).
+// objects destroyed in between, where the slow RNIC calls run
+// (rnic_calls.h).
 #include "backend/engine/teardown.h"
 
 #include <algorithm>
@@ -19,7 +19,7 @@ void Teardown::DetachVm(VmId id) {
   // Sized here: the closure allocates nothing for them.
   const size_t qps = vm->qps.size(), mrs = vm->mrs.size();
   SlowReleases slow;
-  slow.Reserve(qps, vm->srqs.size(), vm->ahs.size(), mrs, vm->pds.size());
+  slow.Reserve(qps, vm->srqs.size(), vm->ahs.size(), mrs, vm->cqs.size(), vm->pds.size());
   std::vector<std::unique_ptr<QpObj>> dead_qps;
   std::vector<std::unique_ptr<MrObj>> dead_mrs;
   std::unique_ptr<GsiQp> dead_gsi;
@@ -27,9 +27,9 @@ void Teardown::DetachVm(VmId id) {
   dead_mrs.reserve(mrs);
   // 1. Off the data path and out of the VM's tables (a completion still in
   // an RNIC CQ finds no QP): the VM's QPs, with their flows and receive
-  // queues, its SRQs, MRs and AHs. Their RNIC objects, and its PDs', are
-  // destroyed after, where the slow RNIC calls run, and their page views
-  // after that.
+  // queues, its SRQs, MRs, AHs and CQs. Their RNIC objects, and its PDs',
+  // are destroyed after, where the slow RNIC calls run, and their page
+  // views after that.
   executor_.RunSync([&] {
     for (uint32_t h : vm->qps.Handles()) {
       DestroyQpLocked(*vm, h, &slow);
@@ -41,14 +41,14 @@ void Teardown::DetachVm(VmId id) {
       dead_mrs.push_back(vm->mrs.Remove(h));
     }
     for (uint32_t h : vm->ahs.Handles()) DestroyAhLocked(*vm, h, &slow);
+    for (uint32_t h : vm->cqs.Handles()) DestroyCqLocked(*vm, h, &slow);
     for (uint32_t h : vm->pds.Handles()) slow.pds.push_back(vm->pds.Lookup(h)->rnic);
     dead_gsi = gsi_.Unpublish(*vm);
   });
   slow.Release(rnic_, executor_);
-  // 2. Its CQs (the data path may arm any live one), its GIDs, and the VM.
+  // 2. Its GIDs, and the VM.
   std::unique_ptr<VmContext> dead;
   executor_.RunSync([&] {
-    for (uint32_t h : vm->cqs.Handles()) DestroyCqLocked(*vm, h);
     for (const Gid& g : vm->config.gids) (void)rnic_.RemoveGid(g);
     stage_.RemoveTenant(id);
     completions_.ForgetVm(*vm);
@@ -103,19 +103,20 @@ Status Teardown::DestroyAh(VmId id, uint32_t ah) {
 }
 // ---------------------------------------------------------------- CQs, QPs, SRQs
 
-void Teardown::DestroyCqLocked(VmContext& vm, uint32_t handle) {
+void Teardown::DestroyCqLocked(VmContext& vm, uint32_t handle, SlowReleases* slow) {
   CqObj* cq = vm.cqs.Lookup(handle);
   if (cq == nullptr) return;
   completions_.Forget(*cq);
-  (void)rnic_.DestroyCq(cq->rnic);
+  slow->cqs.push_back(cq->rnic);
   GiveBack(vm.stats, cq->charge);
   --vm.stats.cqs;
 }
 
 Status Teardown::DestroyCq(VmId id, uint32_t cq) {
-  return DestroyObject(id, &VmContext::cqs, cq, [&](VmContext& vm, CqObj&) {
-    DestroyCqLocked(vm, cq);
-  });
+  return DestroyObject(id, &VmContext::cqs, cq,
+                       [&](VmContext& vm, CqObj&, SlowReleases* slow) {
+                         DestroyCqLocked(vm, cq, slow);
+                       });
 }
 
 void Teardown::DestroyQpLocked(VmContext& vm, uint32_t handle, SlowReleases* slow) {
@@ -160,7 +161,7 @@ Status Teardown::DestroyQp(VmId id, uint32_t qpn) {
   Status s = Status::kOk;
   std::unique_ptr<QpObj> dead;
   SlowReleases slow;
-  slow.Reserve(1, 0, 0, 0, 0);
+  slow.Reserve(1, 0, 0, 0, 0, 0);
   executor_.RunSync([&] {
     std::optional<uint32_t> h = vm->qpn_to_qp.Find(qpn);
     if (!h || vm->qps.Lookup(*h) == nullptr) {

@@ -3,9 +3,9 @@
 // Teardown: destroying a VM's objects and detaching the VM. A part of the
 // engine (README.md, "Parts"). Each verb unpublishes in one
 // Executor::RunSync closure (the object leaves the data path's work lists
-// and its VM's tables, its charge is given back; a CQ's RNIC object is
-// destroyed there, every other after the closure, where the slow RNIC
-// calls run: rnic_calls.h); the object, with its page views, is freed
+// and its VM's tables, its charge is given back; its RNIC object is
+// destroyed after the closure, where the slow RNIC calls run:
+// rnic_calls.h); the object, with its page views, is freed
 // after that, on the calling (control) thread, and so is the RNIC's queue memory
 // (Rnic::Reclaim). A referenced object (a PD with MRs, a CQ with QPs, ...)
 // is kBusy; DetachVm destroys dependents first.
@@ -15,7 +15,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <type_traits>
 
 #include "backend/base/executor.h"
 #include "backend/engine/completions.h"
@@ -62,9 +61,9 @@ class Teardown {
   // Destroys object `handle` of one of the VM's tables on the data-path
   // thread: kBadHandle when it is not there, kBusy while other objects
   // still refer to it (for objects that count references), otherwise
-  // `release` undoes its RNIC object and accounting (or leaves a slow one
-  // in its SlowReleases, released after the closure). The object, with its
-  // page views, is freed after that, on the calling thread.
+  // `release` undoes its accounting and leaves its RNIC object in the
+  // SlowReleases, released after the closure. The object, with its page
+  // views, is freed after that, on the calling thread.
   template <typename T, typename Release>
   Status DestroyObject(VmId id, ResourceTable<T> VmContext::*table,
                        uint32_t handle, Release release) {
@@ -72,9 +71,8 @@ class Teardown {
     if (vm == nullptr) return Status::kBadHandle;
     Status s = Status::kOk;
     std::unique_ptr<T> dead;
-    constexpr bool kSlow = std::is_invocable_v<Release, VmContext&, T&, SlowReleases*>;
     SlowReleases slow;
-    if constexpr (kSlow) slow.Reserve(1, 1, 1, 1, 1);  // the closure allocates nothing
+    slow.Reserve(1, 1, 1, 1, 1, 1);  // the closure allocates nothing
     executor_.RunSync([&] {
       T* obj = (vm->*table).Lookup(handle);
       if (obj == nullptr) {
@@ -87,11 +85,7 @@ class Teardown {
           return;
         }
       }
-      if constexpr (kSlow) {
-        release(*vm, *obj, &slow);
-      } else {
-        release(*vm, *obj);
-      }
+      release(*vm, *obj, &slow);
       dead = (vm->*table).Remove(handle);
     });
     slow.Release(rnic_, executor_);  // before dead's page views go
@@ -99,12 +93,12 @@ class Teardown {
     return s;
   }
   // Teardown of single objects, on the data-path thread. Their RNIC
-  // objects go to *slow (reserved by the caller), a CQ's excepted.
+  // objects go to *slow (reserved by the caller).
   void DestroyQpLocked(VmContext& vm, uint32_t handle, SlowReleases* slow);
   void DestroyMrLocked(VmContext& vm, uint32_t handle, SlowReleases* slow);
   void DestroyAhLocked(VmContext& vm, uint32_t handle, SlowReleases* slow);
   void DestroySrqLocked(VmContext& vm, uint32_t handle, SlowReleases* slow);
-  void DestroyCqLocked(VmContext& vm, uint32_t handle);
+  void DestroyCqLocked(VmContext& vm, uint32_t handle, SlowReleases* slow);
 
   Rnic& rnic_;
   Executor& executor_;

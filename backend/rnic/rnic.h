@@ -398,23 +398,26 @@ class Rnic {
     return 0;
   }
 
-  // Whether the control calls other than the CQs' and the GIDs' (PDs, MRs,
-  // SRQs, QPs, ModifyQp, AHs) may run on the engine's control thread while
-  // the data-path thread makes data calls. Never two control calls at once,
-  // and never a create or destroy of an object the data path reaches: the
-  // engine publishes an object to its data path after the create returned
-  // and unpublishes it before the destroy. ModifyQp may meet the data
-  // path's posts to and completions of that QP, except a transition to
-  // RESET, before which the engine stops using the QP. A physical RNIC pins
-  // and maps a region inside its registration, pins a queue, runs a
-  // firmware command per QP transition, may resolve an AH's neighbour; the
-  // data path must not wait behind them (libibverbs allows it). false:
-  // software RNICs, whose tables belong to the data-path thread.
+  // Whether the control calls other than the GIDs' (PDs, MRs, CQs, SRQs,
+  // QPs, ModifyQp, AHs) may run on the engine's control thread while the
+  // data-path thread makes data calls. Never two control calls at once, and
+  // never a create or destroy of an object the engine's data path reaches:
+  // the engine publishes an object to its data path after the create
+  // returned and unpublishes it before the destroy (ArmCompletions is the
+  // RNIC's own: it must not arm a CQ that DestroyCq has begun to destroy).
+  // ModifyQp and ResizeCq may meet the data path's posts to and polls of
+  // that object, except a QP transition to RESET, before which the engine
+  // stops using the QP. A physical RNIC pins and maps a region inside its
+  // registration, pins a queue, runs a firmware command per QP transition,
+  // may resolve an AH's neighbour; the data path must not wait behind them
+  // (libibverbs allows it). false: software RNICs, whose tables belong to
+  // the data-path thread.
   virtual bool control_beside_data_path() const { return false; }
 
-  // The engine runs the other control calls on the data-path thread (one
-  // thread at a time); these let an RNIC keep allocation and freeing of
-  // queue memory off that thread. Called on the engine's control thread, never
+  // Where control calls run on the data-path thread (one thread at a time:
+  // every call of an RNIC whose control_beside_data_path() is false, the
+  // GIDs' of any), these let an RNIC keep allocation and freeing of queue
+  // memory off that thread. Called on the engine's control thread, never
   // concurrently with each other: Prepare* allocates (and touches) now the
   // queue memory the next CreateQp / CreateCq or ResizeCq / CreateSrq of
   // that shape will take, so that call only installs it; Reclaim frees what

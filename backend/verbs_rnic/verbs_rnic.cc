@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 namespace vrdma {
 namespace {
@@ -154,7 +155,8 @@ Status VerbsRnic::Init(std::string* error) {
   pds_.Init(l.max_pd);
   mrs_.Init(l.max_mr);
   cqs_.Init(l.max_cq);
-  live_cqs_.reserve(l.max_cq);
+  arm_cqs_ = std::make_unique<std::atomic<ibv_cq*>[]>(l.max_cq);
+  for (uint32_t i = 0; i < l.max_cq; ++i) arm_cqs_[i].store(nullptr);
   srqs_.Init(l.max_srq);
   qps_.Init(l.max_qp);
   ahs_.Init(lim(dev.max_ah));
@@ -299,9 +301,10 @@ Result<RnicCq> VerbsRnic::CreateCq(uint32_t depth) {
   ibv_cq* cq = ibv_create_cq(ctx_, static_cast<int>(depth), nullptr, channel_, 0);
   if (cq == nullptr) return StatusFromErrno(errno);
   const uint32_t id = cqs_.Insert({cq});
-  live_cqs_.push_back(cq);  // capacity reserved: no allocation
   // PollAsyncEvent names a failed CQ by its id.
   cq->cq_context = reinterpret_cast<void*>(static_cast<uintptr_t>(id));
+  arm_cqs_[id - 1].store(cq);
+  if (arm_slots_.load() < id) arm_slots_.store(id);
   return RnicCq{id};
 }
 
@@ -316,14 +319,19 @@ Status VerbsRnic::ResizeCq(RnicCq cq, uint32_t depth) {
 Status VerbsRnic::DestroyCq(RnicCq cq) {
   Slot<ibv_cq>* s = cqs_.Get(cq.id);
   if (s == nullptr) return Status::kBadHandle;
-  ibv_cq* obj = s->obj;
-  if (int e = ibv_destroy_cq(obj); e != 0) return StatusFromErrno(e);
-  cqs_.Erase(cq.id);
-  auto it = std::find(live_cqs_.begin(), live_cqs_.end(), obj);
-  if (it != live_cqs_.end()) {
-    *it = live_cqs_.back();
-    live_cqs_.pop_back();
+  // Out of the data path's arming first, and any pass of ArmCompletions
+  // that may have read the CQ before is over (sequentially consistent:
+  // a pass that read it had made arm_passes_ odd before).
+  arm_cqs_[cq.id - 1].store(nullptr);
+  const uint64_t pass = arm_passes_.load();
+  if (pass & 1) {
+    while (arm_passes_.load() == pass) std::this_thread::yield();
   }
+  if (int e = ibv_destroy_cq(s->obj); e != 0) {
+    arm_cqs_[cq.id - 1].store(s->obj);
+    return StatusFromErrno(e);
+  }
+  cqs_.Erase(cq.id);
   return Status::kOk;
 }
 

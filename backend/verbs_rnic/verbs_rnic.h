@@ -10,8 +10,8 @@
 // verbs call succeeded, so a failed call leaves nothing behind.
 //
 // Threading: rnic.h's contract (one thread at a time for control and data
-// calls, except that the control calls but the CQs' and GIDs' may run
-// beside the data path: control_beside_data_path). HasGid only reads the device
+// calls, except that the control calls but the GIDs' run beside the data
+// path: control_beside_data_path). HasGid only reads the device
 // and may run on any thread. The data
 // path (Post*, PollCq, PollAsyncEvent, ArmCompletions, DrainCompletionFd)
 // allocates nothing; it builds verbs work requests in preallocated arrays.
@@ -21,6 +21,7 @@
 #include <infiniband/verbs.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -108,8 +109,8 @@ class VerbsRnic final : public Rnic {
   RnicLimits limits() const override { return limits_; }
   // The calls it allows beside the data path touch only their own tables'
   // slots (the data path reads others' slots) and libibverbs, which is
-  // thread-safe. The CQs' stay on the data path, which arms every live CQ
-  // (live_cqs_); AddGid and RemoveGid only edit a table.
+  // thread-safe; a CQ's also its arming slot (arm_cqs_), with a grace
+  // period before a destroy. AddGid and RemoveGid only edit a table.
   bool control_beside_data_path() const override { return true; }
   Status AddGid(const Gid& gid) override;
   Status RemoveGid(const Gid& gid) override;
@@ -196,8 +197,13 @@ class VerbsRnic final : public Rnic {
   VerbsSlots<Slot<ibv_srq>> srqs_;
   VerbsSlots<QpSlot> qps_;
   VerbsSlots<Slot<ibv_ah>> ahs_;
-  // Every live CQ, for ArmCompletions (capacity reserved at Open).
-  std::vector<ibv_cq*> live_cqs_;
+  // Every live CQ by its slot, for ArmCompletions on the data path:
+  // CreateCq and DestroyCq (beside it) set and clear their slot. A pass of
+  // ArmCompletions makes arm_passes_ odd while it runs, and DestroyCq waits
+  // out a pass that may still hold the CQ it cleared (a grace period).
+  std::unique_ptr<std::atomic<ibv_cq*>[]> arm_cqs_;
+  std::atomic<uint32_t> arm_slots_{0};  // slots ever used: the passes' bound
+  std::atomic<uint64_t> arm_passes_{0};
   std::array<GidEntry, kMaxGids> gids_{};
   int num_gids_ = 0;
 

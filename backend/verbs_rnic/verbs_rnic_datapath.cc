@@ -303,12 +303,18 @@ int VerbsRnic::completion_fd() const {
 }
 
 void VerbsRnic::ArmCompletions() {
-  for (ibv_cq* cq : live_cqs_) (void)ibv_req_notify_cq(cq, 0);
+  arm_passes_.fetch_add(1);  // odd: DestroyCq waits for the pass to end
+  const uint32_t slots = arm_slots_.load();
+  for (uint32_t i = 0; i < slots; ++i) {
+    if (ibv_cq* cq = arm_cqs_[i].load()) (void)ibv_req_notify_cq(cq, 0);
+  }
+  arm_passes_.fetch_add(1);
 }
 
 void VerbsRnic::DrainCompletionFd() {
   // Bounded: the fd is non-blocking and each CQ fires once per arming.
-  for (uint32_t i = 0; i <= live_cqs_.size(); ++i) {
+  const uint32_t slots = arm_slots_.load();
+  for (uint32_t i = 0; i <= slots; ++i) {
     ibv_cq* cq = nullptr;
     void* context = nullptr;
     if (ibv_get_cq_event(channel_, &cq, &context) != 0) return;

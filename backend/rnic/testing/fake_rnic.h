@@ -98,7 +98,7 @@ class FakeRnic final : public Rnic {
   uint32_t sq_capacity = 1u << 20;  // PostSend says kNoResource beyond
   bool resize_supported = true;
   // Slow control calls (rnic.h): `beside` is what control_beside_data_path
-  // says. With slow_call set, every control call but the CQs' and GIDs'
+  // says. With slow_call set, every control call but the GIDs'
   // hands its bookkeeping to slow_call(work) on the calling thread: a test may
   // hold that thread there, as a physical RNIC's registration does, then
   // run `work` on the thread that owns this fake (it is not thread-safe).
@@ -173,11 +173,20 @@ class FakeRnic final : public Rnic {
     return out;
   }
   Result<RnicCq> CreateCq(uint32_t depth) override {
-    cqs[next_];
-    cq_depths[next_] = depth;
-    return RnicCq{next_++};
+    Result<RnicCq> out = Status::kIoError;
+    Slow([&] {
+      cqs[next_];
+      cq_depths[next_] = depth;
+      out = RnicCq{next_++};
+    });
+    return out;
   }
   Status ResizeCq(RnicCq cq, uint32_t depth) override {
+    Status out = Status::kIoError;
+    Slow([&] { out = ResizeCqNow(cq, depth); });
+    return out;
+  }
+  Status ResizeCqNow(RnicCq cq, uint32_t depth) {
     if (!resize_supported) return Status::kUnsupported;
     if (depth > lim.max_cqe) return Status::kInvalid;
     auto it = cq_depths.find(cq.id);
@@ -186,7 +195,9 @@ class FakeRnic final : public Rnic {
     return Status::kOk;
   }
   Status DestroyCq(RnicCq cq) override {
-    return cqs.erase(cq.id) ? Status::kOk : Status::kBadHandle;
+    Status out = Status::kIoError;
+    Slow([&] { out = cqs.erase(cq.id) ? Status::kOk : Status::kBadHandle; });
+    return out;
   }
   Result<RnicSrq> CreateSrq(RnicPd, uint32_t, uint32_t) override {
     Result<RnicSrq> out = Status::kIoError;
