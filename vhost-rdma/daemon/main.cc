@@ -177,6 +177,8 @@ int main(int argc, char** argv) {
   std::string log_level = "info";
   uint32_t doorbell_queues = 1;
   uint16_t queue_size = 256;
+  // A VM's share of the control thread over time (ControlQuota).
+  double control_share = vrdma::device::RdmaDeviceOptions{}.control_share;
   // Idle policy of the data-path thread. The defaults suit VMs sharing
   // cores with the daemon: spin briefly, then sleep on the kick eventfds, so
   // vCPUs get the CPU back. Measured with two TCG guests on 2 cores
@@ -223,6 +225,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 64));
   app.add_option("--queue-size", queue_size, "largest virtqueue size accepted")
       ->check(CLI::Range(2, 1024));
+  app.add_option("--control-share", control_share,
+                 "the share of the control thread's time one VM's commands may take "
+                 "over time (past it they wait; 0: no limit)")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--idle-spin-us", idle_spin_us,
                  "data-path busy-poll time without work before it sleeps in epoll "
                  "(0: sleep at once; the CPU cost of an idle VM is this spin)")
@@ -415,6 +421,7 @@ int main(int argc, char** argv) {
     deps.datapath_executor = executor.get();
     deps.device_options.num_doorbell_queues = doorbell_queues;
     deps.device_options.max_queue_size = queue_size;
+    deps.device_options.control_share = control_share;
     deps.connection_options.memory.allow_unsealed = allow_unsealed_memory;
     deps.card = card;
     deps.rnic = &rnic;
