@@ -33,6 +33,9 @@ struct RnicCq { uint32_t id = 0; };
 struct RnicAh { uint32_t id = 0; };
 struct RnicSrq { uint32_t id = 0; };
 struct RnicMr { uint32_t id = 0; uint32_t lkey = 0; uint32_t rkey = 0; };
+// A memory window: id names it for DeallocMw and never changes; rkey is the
+// rkey it was allocated with (a bind replaces its low 8 bits).
+struct RnicMw { uint32_t id = 0; uint32_t rkey = 0; };
 struct RnicQp { uint32_t id = 0; uint32_t qpn = 0; };  // qpn: 24 bits
 
 // kGsi is the engine's own QP1 (backend/engine/gsi.h, docs/virtio-rdma.md
@@ -42,19 +45,24 @@ enum class QpState : uint8_t {
   kReset = 0, kInit = 1, kRtr = 2, kRts = 3, kSqd = 4, kSqe = 5, kErr = 6,
 };
 
-// IBV_ACCESS_* values.
+// IBV_ACCESS_* values. kAccessMwBind is an MR's: windows may be bound to
+// it. kAccessZeroBased is named only to be refused: no RNIC here binds a
+// zero-based window (docs/virtio-rdma.md §4.7).
 enum AccessFlags : uint32_t {
   kAccessLocalWrite = 0x1,
   kAccessRemoteWrite = 0x2,
   kAccessRemoteRead = 0x4,
   kAccessRemoteAtomic = 0x8,
+  kAccessMwBind = 0x10,
+  kAccessZeroBased = 0x20,
 };
 
 // IB_UVERBS_WR_* values (the subset the device offers), and the host-only
 // cross-channel operations of RNICs that have them (RnicLimits::
 // cross_channel; MLNX_OFED's IBV_EXP_WR_CQE_WAIT / SEND_ENABLE, the RNIC
 // model). A guest never names the host-only ones: the WQE decoder accepts
-// guest opcodes only up to kAtomicFetchAdd.
+// guest opcodes only up to kAtomicFetchAdd (and, with VIRTIO_RDMA_F_MW,
+// the three window opcodes, docs/virtio-rdma.md §4.7).
 enum class WrOpcode : uint8_t {
   kRdmaWrite = 0,
   kRdmaWriteWithImm = 1,
@@ -63,6 +71,17 @@ enum class WrOpcode : uint8_t {
   kRdmaRead = 4,
   kAtomicCmpSwp = 5,
   kAtomicFetchAdd = 6,
+  // Memory windows (RnicLimits::max_mw > 0; RC and UC QPs). kLocalInv and
+  // kBindMw are local operations: executed in SQ order by the requester,
+  // no message. kSendWithInv is a SEND whose receiver then invalidates the
+  // window SendWr::invalidate_rkey names. An RDMA READ, WRITE or atomic
+  // whose rkey is a window's passes the responder's RNIC only if the window
+  // is valid, bound, of the responder QP's PD, bound to that QP (type 2),
+  // allows the access and holds the range; else the MR rkey's remote access
+  // error. RNIC checks all: the engine cannot see remote keys.
+  kLocalInv = 7,
+  kBindMw = 8,
+  kSendWithInv = 9,
   // The QP processes nothing after this WR until wait_cq has produced
   // wait_index completions in all (absolute count since the CQ was
   // created); a wait_index already reached completes at once and, like
@@ -88,6 +107,7 @@ enum class WcStatus : uint8_t {
   kLocQpOpErr = 2,
   kLocProtErr = 4,
   kWrFlushErr = 5,
+  kMwBindErr = 6,
   kBadRespErr = 7,
   kLocAccessErr = 8,
   kRemInvReqErr = 9,
@@ -137,6 +157,8 @@ enum class WcOpcode : uint8_t {
   kRdmaRead = 2,
   kCompSwap = 3,
   kFetchAdd = 4,
+  kBindMw = 5,
+  kLocalInv = 6,
   kRecv = 128,
   kRecvRdmaWithImm = 129,
 };
@@ -152,7 +174,12 @@ constexpr WcOpcode SendCompletionOpcode(WrOpcode op) {
       return WcOpcode::kRdmaWrite;
     case WrOpcode::kSend:
     case WrOpcode::kSendWithImm:
+    case WrOpcode::kSendWithInv:
       return WcOpcode::kSend;
+    case WrOpcode::kLocalInv:
+      return WcOpcode::kLocalInv;
+    case WrOpcode::kBindMw:
+      return WcOpcode::kBindMw;
     case WrOpcode::kRdmaRead:
       return WcOpcode::kRdmaRead;
     case WrOpcode::kAtomicCmpSwp:
@@ -166,8 +193,9 @@ constexpr WcOpcode SendCompletionOpcode(WrOpcode op) {
   return WcOpcode::kSend;
 }
 
-// IBV_WC_* flag values.
-enum WcFlags : uint32_t { kWcGrh = 0x1, kWcWithImm = 0x2 };
+// IBV_WC_* flag values. kWcWithInv: the receive (a SEND_WITH_INV) invalidated
+// the window whose rkey Completion::imm_data holds.
+enum WcFlags : uint32_t { kWcGrh = 0x1, kWcWithImm = 0x2, kWcWithInv = 0x4 };
 
 // A scatter/gather element in host terms: addr is an iova inside the MR
 // named by lkey (MRs are registered with the guest's iova).
@@ -179,6 +207,25 @@ struct Sge {
 
 inline constexpr int kMaxSge = 32;       // per work request, host side
 inline constexpr int kMaxInline = 512;   // bytes of inline data
+
+// What a kBindMw binds (ibv_mw_bind_info with the window, as rxe's WQE
+// carries it). The RNIC checks it as rxe does (rxe_mw.c) and fails the WR
+// with kMwBindErr, QP to ERR, on any violation: mw_rkey is the current rkey
+// of a window; access holds only kAccessRemote{Read,Write,Atomic}; a type 1
+// window is valid, a type 2 window is free and of the QP's PD; with
+// length > 0, mr_lkey names an MR with kAccessMwBind, [addr, addr + length)
+// lies inside it and write or atomic access needs its kAccessLocalWrite; a
+// type 2 bind needs length > 0 (a type 1 bind of length 0 unbinds). The
+// RNIC does not know whose window or MR it is: the engine checks that both
+// belong to the VM that posts the bind (engine/mr_check) before posting.
+struct MwBind {
+  uint32_t mw_rkey = 0;   // the window's current rkey
+  uint32_t mr_lkey = 0;   // the MR it is bound to (unused when length is 0)
+  uint64_t addr = 0;      // iova in that MR
+  uint64_t length = 0;
+  uint32_t rkey = 0;      // the new rkey: only its low 8 bits are used
+  uint32_t access = 0;    // kAccessRemote* granted through the window
+};
 
 struct SendWr {
   uint64_t wr_id = 0;                    // the engine's cookie, opaque here
@@ -203,6 +250,14 @@ struct SendWr {
   uint64_t wait_index = 0;
   RnicQp enable_qp{};
   uint32_t enable_count = 0;
+  // Memory windows. kLocalInv: invalidate_rkey is a valid (bound) type 2
+  // window's current rkey, else kLocQpOpErr and the QP to ERR; the engine
+  // checks that the window is the posting VM's. kSendWithInv: the
+  // receiver's RNIC invalidates it after placing the data (a valid type 2
+  // window of the receiving QP's PD, else the receive completes
+  // kRemInvReqErr and the receiving QP goes to ERR, as on rxe).
+  uint32_t invalidate_rkey = 0;
+  MwBind bind{};                         // kBindMw
 
   uint64_t total_length() const {
     if (send_flags & kSendInline) return inline_len;
@@ -223,7 +278,9 @@ struct Completion {
   WcStatus status = WcStatus::kSuccess;
   WcOpcode opcode = WcOpcode::kSend;
   uint32_t byte_len = 0;
-  uint32_t imm_data = 0;                 // network order
+  // With kWcWithImm the immediate data (network order); with kWcWithInv the
+  // rkey the receive invalidated (host order): ibv_wc's union of the two.
+  uint32_t imm_data = 0;
   uint32_t qpn = 0;                      // local QP
   uint32_t src_qpn = 0;                  // UD: sender's QP
   uint32_t wc_flags = 0;                 // WcFlags
@@ -329,6 +386,9 @@ struct RnicLimits {
   uint32_t max_cq = 0;
   uint32_t max_cqe = 0;
   uint32_t max_mr = 0;
+  // Memory windows (types 1 and 2B): 0 when the RNIC has none; AllocMw and
+  // the window opcodes are then refused.
+  uint32_t max_mw = 0;
   uint64_t max_mr_size = 0;
   uint32_t max_pd = 0;
   uint32_t max_srq = 0;
@@ -368,7 +428,18 @@ class Rnic {
   // [iova, iova + length).
   virtual Result<RnicMr> RegMr(RnicPd pd, uint8_t* addr, uint64_t length,
                                uint64_t iova, uint32_t access) = 0;
+  // kInvalid while windows are bound to the MR (rxe: EINVAL, IBA
+  // 10.6.7.2.6).
   virtual Status DeregMr(RnicMr mr) = 0;
+  // Memory windows of pd: type 1 (valid, unbound) or 2 (free); kInvalid for
+  // another type, kNoResource beyond max_mw. A window holds its PD
+  // (DeallocPd is kBusy while it lives). DeallocMw of a bound window
+  // unbinds it first. kUnsupported where the RNIC has no windows (max_mw 0).
+  // Control calls, like RegMr.
+  virtual Result<RnicMw> AllocMw(RnicPd /*pd*/, uint8_t /*type*/) {
+    return Status::kUnsupported;
+  }
+  virtual Status DeallocMw(RnicMw) { return Status::kUnsupported; }
   virtual Result<RnicCq> CreateCq(uint32_t depth) = 0;
   // Grows cq to hold depth completions, keeping those it holds
   // (ibv_resize_cq). kUnsupported where the RNIC cannot; kInvalid above
@@ -398,7 +469,7 @@ class Rnic {
     return 0;
   }
 
-  // Whether the control calls other than the GIDs' (PDs, MRs, CQs, SRQs,
+  // Whether the control calls other than the GIDs' (PDs, MRs, MWs, CQs, SRQs,
   // QPs, ModifyQp, AHs) may run on the engine's control thread while the
   // data-path thread makes data calls. Never two control calls at once, and
   // never a create or destroy of an object the engine's data path reaches:

@@ -37,6 +37,9 @@ constexpr policy::WrKind WrKindOf(WrOpcode op) {
       return policy::WrKind::kAtomic;
     case WrOpcode::kSend:
     case WrOpcode::kSendWithImm:
+    case WrOpcode::kSendWithInv:
+    case WrOpcode::kLocalInv:  // windows (§4.7): not posted by the engine yet
+    case WrOpcode::kBindMw:
     case WrOpcode::kWait:
     case WrOpcode::kEnable:
       break;
