@@ -5,7 +5,10 @@
 // changes every time a slot is reused and free slots are recycled oldest
 // first, so a stale handle (a deregistered MR's key, a destroyed QP's QPN)
 // does not name a new object for a long time. Index 0 is never used, so no
-// handle is 0 (rkey 0 is free to mean "no remote access").
+// handle is 0 (rkey 0 is free to mean "no remote access"). A table built
+// with an index base numbers its slots base + 1 .. base + capacity, so two
+// tables can share one key space (MRs and memory windows: an rkey names
+// one or the other by its index alone, as in rxe).
 //
 // Create and Destroy run on the control path (they allocate the object);
 // Get is O(1) and allocation-free for the data path.
@@ -23,7 +26,8 @@ namespace vrdma::soft {
 template <typename T>
 class ObjectTable {
  public:
-  explicit ObjectTable(uint32_t capacity) : slots_(capacity + 1) {
+  explicit ObjectTable(uint32_t capacity, uint32_t index_base = 0)
+      : slots_(capacity + 1), base_(index_base) {
     free_.Init(capacity);
     for (uint32_t i = 1; i <= capacity; ++i) *free_.Push() = i;
   }
@@ -38,22 +42,28 @@ class ObjectTable {
     Slot& s = slots_[index];
     s.tag = static_cast<uint8_t>(s.tag % 255 + 1);
     s.obj = std::make_unique<T>();
-    *handle = index << 8 | s.tag;
+    *handle = (base_ + index) << 8 | s.tag;
     ++live_;
     return s.obj.get();
   }
 
   T* Get(uint32_t handle) const {
-    uint32_t index = IndexOf(handle);
-    if (index == 0 || index >= slots_.size()) return nullptr;
-    const Slot& s = slots_[index];
-    if (!s.obj || s.tag != (handle & 0xff)) return nullptr;
-    return s.obj.get();
+    const Slot* s = SlotOf(handle);
+    if (s == nullptr || s->tag != (handle & 0xff)) return nullptr;
+    return s->obj.get();
+  }
+
+  // The object in handle's slot whatever its tag: for objects whose key's
+  // low byte their owner changes (a memory window's rkey), which compare
+  // the whole key themselves.
+  T* GetAnyTag(uint32_t handle) const {
+    const Slot* s = SlotOf(handle);
+    return s == nullptr ? nullptr : s->obj.get();
   }
 
   bool Destroy(uint32_t handle) {
     if (Get(handle) == nullptr) return false;
-    uint32_t index = IndexOf(handle);
+    uint32_t index = IndexOf(handle) - base_;
     slots_[index].obj.reset();
     *free_.Push() = index;  // cannot fail: at most capacity indices exist
     --live_;
@@ -67,7 +77,15 @@ class ObjectTable {
     std::unique_ptr<T> obj;
     uint8_t tag = 0;
   };
+  const Slot* SlotOf(uint32_t handle) const {
+    uint32_t index = IndexOf(handle);
+    if (index <= base_ || index - base_ >= slots_.size()) return nullptr;
+    const Slot& s = slots_[index - base_];
+    return s.obj ? &s : nullptr;
+  }
+
   std::vector<Slot> slots_;
+  uint32_t base_ = 0;
   FixedRing<uint32_t> free_;
   uint32_t live_ = 0;
 };

@@ -11,17 +11,17 @@ namespace vrdma {
 namespace {
 
 constexpr uint32_t kKnownAccess = kAccessLocalWrite | kAccessRemoteWrite |
-                                  kAccessRemoteRead | kAccessRemoteAtomic;
+                                  kAccessRemoteRead | kAccessRemoteAtomic |
+                                  kAccessMwBind;
 
-// Host pointer of [addr, addr + len) when it lies inside mr, else nullptr.
-uint8_t* InRange(const soft::Mr& mr, uint64_t addr, uint64_t len) {
+}  // namespace
+
+uint8_t* SoftRnic::InRange(const soft::Mr& mr, uint64_t addr, uint64_t len) {
   if (addr < mr.iova) return nullptr;
   uint64_t off = addr - mr.iova;
   if (off > mr.length || len > mr.length - off) return nullptr;
   return mr.host + off;
 }
-
-}  // namespace
 
 Result<RnicMr> SoftRnic::RegMr(RnicPd pd, uint8_t* addr, uint64_t length,
                                uint64_t iova, uint32_t access) {
@@ -55,6 +55,8 @@ Result<RnicMr> SoftRnic::RegMr(RnicPd pd, uint8_t* addr, uint64_t length,
 Status SoftRnic::DeregMr(RnicMr mr) {
   soft::Mr* m = mrs_.Get(mr.id);
   if (m == nullptr) return Status::kBadHandle;
+  // IBA 10.6.7.2.6 (rxe: EINVAL): not while windows are bound to it.
+  if (m->num_mw != 0) return Status::kInvalid;
   // Outstanding WRs that name this MR fail their key check when they run.
   --m->pd->refs;
   mrs_.Destroy(mr.id);
@@ -81,12 +83,13 @@ WcStatus SoftRnic::ResolveLocal(const soft::Pd* pd, const Sge* sges, int n,
   return WcStatus::kSuccess;
 }
 
-uint8_t* SoftRnic::ResolveRemote(const soft::Pd* pd, uint32_t rkey,
+uint8_t* SoftRnic::ResolveRemote(const soft::Qp* resp, uint32_t rkey,
                                  uint64_t addr, uint64_t len,
                                  uint32_t need_access) const {
   if (rkey == 0) return nullptr;
+  if (IsMwKey(rkey)) return ResolveWindow(resp, rkey, addr, len, need_access);
   const soft::Mr* mr = mrs_.Get(rkey);
-  if (mr == nullptr || mr->rkey != rkey || mr->pd != pd ||
+  if (mr == nullptr || mr->rkey != rkey || mr->pd != resp->pd ||
       (mr->access & need_access) != need_access) {
     return nullptr;
   }

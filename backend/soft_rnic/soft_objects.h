@@ -28,6 +28,22 @@ struct Mr {
   uint32_t access = 0;
   uint32_t lkey = 0;
   uint32_t rkey = 0;  // 0 when no remote access was granted
+  uint32_t num_mw = 0;  // windows bound to it (DeregMr refuses while > 0)
+};
+
+// A memory window (rxe_mw.c's states): type 1 is always valid and bound
+// when length > 0; type 2 is free or valid (bound, to the QP bound_qpn).
+struct Mw {
+  enum class State : uint8_t { kFree, kValid };
+  Pd* pd = nullptr;
+  uint8_t type = 1;
+  State state = State::kValid;
+  uint32_t rkey = 0;       // index << 8 | the last bind's key byte
+  Mr* mr = nullptr;        // while bound (length > 0)
+  uint64_t addr = 0;       // iova, inside mr
+  uint64_t length = 0;
+  uint32_t access = 0;     // kAccessRemote*
+  uint32_t bound_qpn = 0;  // type 2: the only QP remote access may use
 };
 
 struct Cq {

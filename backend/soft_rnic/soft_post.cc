@@ -24,11 +24,25 @@ bool OpcodeAllowed(QpType type, WrOpcode op) {
     case WrOpcode::kAtomicCmpSwp:
     case WrOpcode::kAtomicFetchAdd:
       return type == QpType::kRc;
+    // Memory windows (§4.7): connected QPs (rxe binds on RC and UC; LOCAL_INV
+    // is local to the QP and goes with it).
+    case WrOpcode::kLocalInv:
+    case WrOpcode::kBindMw:
+    case WrOpcode::kSendWithInv:
+      return type == QpType::kRc || type == QpType::kUc;
     case WrOpcode::kWait:
     case WrOpcode::kEnable:
       return false;  // cross-channel: RnicLimits::cross_channel is false here
   }
   return false;
+}
+
+bool IsLocalOp(WrOpcode op) {
+  return op == WrOpcode::kLocalInv || op == WrOpcode::kBindMw;
+}
+
+bool IsWindowOp(WrOpcode op) {
+  return IsLocalOp(op) || op == WrOpcode::kSendWithInv;
 }
 
 bool IsAtomic(WrOpcode op) {
@@ -76,7 +90,13 @@ int SoftRnic::PostSend(RnicQp qp, std::span<const SendWr> wrs,
     const SendWr& wr = wrs[posted];
     bool is_inline = (wr.send_flags & kSendInline) != 0;
     if (!OpcodeAllowed(q->type, wr.opcode) ||
-        wr.num_sge > q->caps.max_send_sge) {
+        wr.num_sge > q->caps.max_send_sge ||
+        (IsWindowOp(wr.opcode) && limits_.max_mw == 0)) {
+      err = Status::kInvalid;
+      break;
+    }
+    // A bind or an invalidation moves no bytes.
+    if (IsLocalOp(wr.opcode) && (wr.num_sge != 0 || is_inline)) {
       err = Status::kInvalid;
       break;
     }

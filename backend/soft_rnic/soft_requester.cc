@@ -216,6 +216,21 @@ bool SoftRnic::ExecuteHead(soft::Qp* q, uint64_t now, bool* did_work) {
   *did_work = true;
 
   const SendWr& wr = slot.wr;
+  if (wr.opcode == WrOpcode::kBindMw || wr.opcode == WrOpcode::kLocalInv) {
+    // Local operations (rxe's do_local_ops): no message, in SQ order. A
+    // failure takes the QP to ERR whatever its type, as on rxe.
+    WcStatus st = wr.opcode == WrOpcode::kBindMw
+                      ? BindMw(q, wr.bind)
+                      : (InvalidateMw(wr.invalidate_rkey, nullptr)
+                             ? WcStatus::kSuccess
+                             : WcStatus::kLocQpOpErr);
+    RetireHead(q, st, now);
+    if (st != WcStatus::kSuccess) {
+      EnterError(q);
+      return false;
+    }
+    return true;
+  }
   const uint64_t len = wr.total_length();
   if (len > limits_.max_msg_sz ||
       (q->type == QpType::kUd && len > limits_.active_mtu_bytes)) {
@@ -259,6 +274,11 @@ bool SoftRnic::ExecuteHead(soft::Qp* q, uint64_t now, bool* did_work) {
   switch (r.reply) {
     case Reply::kAck:
       RetireHead(q, WcStatus::kSuccess, now);
+      // Acknowledged, yet the responder failed after executing (a
+      // SEND_WITH_INV whose rkey it could not invalidate: rxe's class J).
+      if (r.responder_error && d->state != QpState::kErr) {
+        EnterError(d);
+      }
       return true;
     case Reply::kRnr:
       if (q->attr.rnr_retry != soft::kInfiniteRnrRetry) {

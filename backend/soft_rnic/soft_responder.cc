@@ -31,6 +31,9 @@ uint32_t RemoteAccessFor(WrOpcode op) {
       return kAccessRemoteAtomic;
     case WrOpcode::kSend:
     case WrOpcode::kSendWithImm:
+    case WrOpcode::kSendWithInv:
+    case WrOpcode::kLocalInv:  // local: the requester executes them
+    case WrOpcode::kBindMw:
     case WrOpcode::kWait:    // never posted: PostSend refuses cross-channel
     case WrOpcode::kEnable:  // opcodes (soft_post.cc)
       return 0;
@@ -78,7 +81,8 @@ SoftRnic::ExecResult SoftRnic::Respond(soft::Qp* q, const soft::SqSlot& slot,
   const bool rc = q->type == QpType::kRc;
   const bool ud = q->type == QpType::kUd;
   const WrOpcode op = wr.opcode;
-  const bool is_send = op == WrOpcode::kSend || op == WrOpcode::kSendWithImm;
+  const bool is_send = op == WrOpcode::kSend || op == WrOpcode::kSendWithImm ||
+                       op == WrOpcode::kSendWithInv;
   const bool is_atomic =
       op == WrOpcode::kAtomicCmpSwp || op == WrOpcode::kAtomicFetchAdd;
   const bool has_imm =
@@ -123,7 +127,7 @@ SoftRnic::ExecResult SoftRnic::Respond(soft::Qp* q, const soft::SqSlot& slot,
     uint64_t rlen = is_atomic ? 8 : len;
     if (rlen > 0) {
       remote =
-          ResolveRemote(d->pd, wr.rkey, wr.remote_addr, rlen, remote_access);
+          ResolveRemote(d, wr.rkey, wr.remote_addr, rlen, remote_access);
       if (remote == nullptr) {
         return rc ? ExecResult{Reply::kNakAccess, true} : drop;
       }
@@ -158,7 +162,8 @@ SoftRnic::ExecResult SoftRnic::Respond(soft::Qp* q, const soft::SqSlot& slot,
   // 7. Execute.
   switch (op) {
     case WrOpcode::kSend:
-    case WrOpcode::kSendWithImm: {
+    case WrOpcode::kSendWithImm:
+    case WrOpcode::kSendWithInv: {
       uint64_t off = 0;
       if (ud) {
         uint8_t grh[kGrhBytes];
@@ -173,9 +178,21 @@ SoftRnic::ExecResult SoftRnic::Respond(soft::Qp* q, const soft::SqSlot& slot,
       PopReceive(d);
       uint32_t flags =
           (ud ? uint32_t{kWcGrh} : 0u) | (has_imm ? uint32_t{kWcWithImm} : 0u);
+      uint32_t imm = has_imm ? wr.imm_data : 0;
+      if (op == WrOpcode::kSendWithInv) {
+        // After placing the data (rxe's execute): a bound type 2 window of
+        // this QP's PD, else the receive fails and the QP breaks (class J:
+        // the requester was acknowledged).
+        if (!InvalidateMw(wr.invalidate_rkey, d->pd)) {
+          CompleteRecv(d, recv_wr_id, WcStatus::kRemInvReqErr, WcOpcode::kRecv,
+                       0, 0, 0, q->qpn, now);
+          return ExecResult{Reply::kAck, true};
+        }
+        flags |= kWcWithInv;
+        imm = wr.invalidate_rkey;
+      }
       CompleteRecv(d, recv_wr_id, WcStatus::kSuccess, WcOpcode::kRecv,
-                   static_cast<uint32_t>(off), flags, has_imm ? wr.imm_data : 0,
-                   q->qpn, now);
+                   static_cast<uint32_t>(off), flags, imm, q->qpn, now);
       break;
     }
     case WrOpcode::kRdmaWrite:
@@ -202,6 +219,8 @@ SoftRnic::ExecResult SoftRnic::Respond(soft::Qp* q, const soft::SqSlot& slot,
       CopyInto(local, 0, reinterpret_cast<const uint8_t*>(&orig), 8);
       break;
     }
+    case WrOpcode::kLocalInv:  // executed by the requester
+    case WrOpcode::kBindMw:
     case WrOpcode::kWait:  // never posted (soft_post.cc)
     case WrOpcode::kEnable:
       break;

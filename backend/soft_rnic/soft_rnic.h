@@ -62,7 +62,8 @@ struct SoftCqStats {
 
 // Live objects in each table, and GIDs registered (tests: nothing leaks).
 struct SoftRnicCounts {
-  uint32_t pds = 0, mrs = 0, cqs = 0, srqs = 0, qps = 0, ahs = 0, gids = 0;
+  uint32_t pds = 0, mrs = 0, cqs = 0, srqs = 0, qps = 0, ahs = 0, gids = 0,
+           mws = 0;
   bool operator==(const SoftRnicCounts&) const = default;
 };
 
@@ -90,6 +91,8 @@ class SoftRnic final : public Rnic {
   Result<RnicMr> RegMr(RnicPd pd, uint8_t* addr, uint64_t length, uint64_t iova,
                        uint32_t access) override;
   Status DeregMr(RnicMr mr) override;
+  Result<RnicMw> AllocMw(RnicPd pd, uint8_t type) override;
+  Status DeallocMw(RnicMw mw) override;
   Result<RnicCq> CreateCq(uint32_t depth) override;
   Status ResizeCq(RnicCq cq, uint32_t depth) override;
   Status DestroyCq(RnicCq cq) override;
@@ -126,7 +129,8 @@ class SoftRnic final : public Rnic {
   // Not part of Rnic: how many objects are alive (leak checks).
   SoftRnicCounts ObjectCounts() const {
     return {pds_.live(), mrs_.live(), cqs_.live(), srqs_.live(),
-            qps_.live(), ahs_.live(), static_cast<uint32_t>(num_gids_)};
+            qps_.live(), ahs_.live(), static_cast<uint32_t>(num_gids_),
+            mws_.live()};
   }
 
  private:
@@ -161,9 +165,26 @@ class SoftRnic final : public Rnic {
   // soft_mr.cc: key checks and copies.
   WcStatus ResolveLocal(const soft::Pd* pd, const Sge* sges, int n,
                         uint32_t need_access, SegList* out) const;
-  // nullptr when rkey/pd/access/range do not allow [addr, addr + len).
-  uint8_t* ResolveRemote(const soft::Pd* pd, uint32_t rkey, uint64_t addr,
+  // nullptr when rkey (an MR's or a window's) does not allow the
+  // responder QP resp [addr, addr + len) with need_access.
+  uint8_t* ResolveRemote(const soft::Qp* resp, uint32_t rkey, uint64_t addr,
                          uint64_t len, uint32_t need_access) const;
+
+  // soft_mw.cc: memory windows. Window rkeys have an index above
+  // kMwIndexBase, MR keys below it, so a key names one table or the other.
+  static constexpr uint32_t kMwIndexBase = 0x800000;
+  static bool IsMwKey(uint32_t key) { return (key >> 8) > kMwIndexBase; }
+  // Executes a kBindMw WQE of q: kSuccess or kMwBindErr (rxe_bind_mw).
+  WcStatus BindMw(const soft::Qp* q, const MwBind& b);
+  // Invalidates the bound type 2 window rkey names (kLocalInv; with pd,
+  // a SEND_WITH_INV's, which must also be of that PD). False: no such
+  // window, nothing changed.
+  bool InvalidateMw(uint32_t rkey, const soft::Pd* pd);
+  uint8_t* ResolveWindow(const soft::Qp* resp, uint32_t rkey, uint64_t addr,
+                         uint64_t len, uint32_t need_access) const;
+  static void Unbind(soft::Mw* mw);
+  // Host pointer of [addr, addr + len) when it lies inside mr, else nullptr.
+  static uint8_t* InRange(const soft::Mr& mr, uint64_t addr, uint64_t len);
   static void CopyInto(const SegList& dst, uint64_t dst_offset,
                        const uint8_t* src, uint64_t len);
   static void CopyOut(const SegList& src, uint8_t* dst, uint64_t len);
@@ -224,6 +245,7 @@ class SoftRnic final : public Rnic {
 
   soft::ObjectTable<soft::Pd> pds_;
   soft::ObjectTable<soft::Mr> mrs_;
+  soft::ObjectTable<soft::Mw> mws_;  // indices above kMwIndexBase
   soft::ObjectTable<soft::Cq> cqs_;
   soft::ObjectTable<soft::Srq> srqs_;
   soft::ObjectTable<soft::Qp> qps_;

@@ -82,6 +82,68 @@ class NoAllocOnALine : public NoAlloc {
 TEST_F(NoAlloc, DataPathNeverAllocates) { MixedWorkload(); }
 TEST_F(NoAllocOnALine, DataPathNeverAllocates) { MixedWorkload(); }
 
+// Memory windows on the data path: binds, accesses through them, LOCAL_INV,
+// SEND_WITH_INV and a failing bind change preallocated windows only.
+TEST_F(NoAlloc, WindowsNeverAllocate) {
+  Connect(QpType::kRc);
+  auto mr = rnic_.RegMr(b_.pd, b_.buf.data(), b_.buf.size(), b_.iova,
+                        kAllAccess | kAccessMwBind);
+  auto t1 = rnic_.AllocMw(b_.pd, 1);
+  auto t2 = rnic_.AllocMw(b_.pd, 2);
+  ASSERT_TRUE(mr.ok() && t1.ok() && t2.ok());
+  constexpr uint32_t kRw = kAccessRemoteRead | kAccessRemoteWrite;
+  auto bind = [&](uint32_t mw_rkey, uint8_t key) {
+    SendWr w;
+    w.opcode = WrOpcode::kBindMw;
+    w.send_flags = kSendSignaled;
+    w.bind = MwBind{mw_rkey, mr->lkey, b_.at(0), 4096, key, kRw};
+    return w;
+  };
+  auto write = [&](uint32_t rkey) {
+    SendWr w = Wr(WrOpcode::kRdmaWrite, 1, a_, 0, 64, 0);
+    w.remote_addr = b_.at(0);
+    w.rkey = rkey;
+    return w;
+  };
+  const uint32_t r1 = (t1->rkey & ~0xffu) | 1, r2 = (t2->rkey & ~0xffu) | 2;
+  SendWr inv;
+  inv.opcode = WrOpcode::kLocalInv;
+  inv.send_flags = kSendSignaled;
+  SendWr swi = Wr(WrOpcode::kSendWithInv, 2, a_, 0, 32);
+  swi.invalidate_rkey = r2;
+  Counted([&] {
+    Status st;
+    const SendWr b_ops[] = {bind(t1->rkey, 1), bind(t2->rkey, 2)};
+    EXPECT_EQ(rnic_.PostSend(qb_, b_ops, &st), 2);
+    const RecvWr r = Rwr(3, b_, 8192, 64);
+    EXPECT_EQ(rnic_.PostRecv(qb_, std::span<const RecvWr>(&r, 1), &st), 1);
+    Turn();
+    const SendWr a_ops[] = {write(r1), write(r2), swi};
+    EXPECT_EQ(rnic_.PostSend(qa_, a_ops, &st), 3);
+    Turn();
+    // Bind t2 again (free after the SEND_WITH_INV), invalidate it, then a
+    // bind that fails (t2 is free: length 0) and breaks qb_.
+    inv.invalidate_rkey = (r2 & ~0xffu) | 4;
+    const SendWr more[] = {bind(r2, 4), inv};
+    EXPECT_EQ(rnic_.PostSend(qb_, more, &st), 2);
+    Turn();
+    SendWr bad = bind((t2->rkey & ~0xffu) | 4, 5);
+    bad.bind.length = 0;
+    EXPECT_EQ(rnic_.PostSend(qb_, std::span<const SendWr>(&bad, 1), &st), 1);
+    Turn();
+    int n = rnic_.PollCq(b_.scq, out_);
+    EXPECT_EQ(n, 5);  // three binds, LOCAL_INV, the failed bind
+    EXPECT_EQ(out_[3].opcode, WcOpcode::kLocalInv);
+    EXPECT_EQ(out_[3].status, WcStatus::kSuccess);
+    EXPECT_EQ(out_[4].status, WcStatus::kMwBindErr);
+    while (rnic_.PollCq(a_.scq, out_) > 0 || rnic_.PollCq(b_.rcq, out_) > 0) {
+    }
+  });
+  EXPECT_EQ(g_allocs, 0);
+  EXPECT_EQ(StateOf(qb_), QpState::kErr);
+  EXPECT_EQ(StateOf(qa_), QpState::kRts);
+}
+
 void NoAlloc::MixedWorkload() {
   Connect(QpType::kRc);
   auto srq = rnic_.CreateSrq(b_.pd, 64, 2);
