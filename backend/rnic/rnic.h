@@ -195,7 +195,7 @@ constexpr WcOpcode SendCompletionOpcode(WrOpcode op) {
 
 // IBV_WC_* flag values. kWcWithInv: the receive (a SEND_WITH_INV) invalidated
 // the window whose rkey Completion::imm_data holds.
-enum WcFlags : uint32_t { kWcGrh = 0x1, kWcWithImm = 0x2, kWcWithInv = 0x4 };
+enum WcFlags : uint32_t { kWcGrh = 0x1, kWcWithImm = 0x2, kWcWithInv = 0x8 };
 
 // A scatter/gather element in host terms: addr is an iova inside the MR
 // named by lkey (MRs are registered with the guest's iova).
@@ -225,6 +225,12 @@ struct MwBind {
   uint64_t length = 0;
   uint32_t rkey = 0;      // the new rkey: only its low 8 bits are used
   uint32_t access = 0;    // kAccessRemote* granted through the window
+  // RnicMw::id and RnicMr::id of the two, which the engine knows from its
+  // checks: an RNIC that posts to a device object (VerbsRnic) finds them
+  // in O(1) and checks them against the keys; SoftRnic goes by the keys
+  // alone, as rxe does.
+  uint32_t mw_id = 0;
+  uint32_t mr_id = 0;
 };
 
 struct SendWr {

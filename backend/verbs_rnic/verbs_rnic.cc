@@ -142,6 +142,7 @@ Status VerbsRnic::Init(std::string* error) {
   l.max_cqe = static_cast<uint32_t>(std::max(dev.max_cqe, 0));
   l.max_mr = lim(dev.max_mr);
   l.max_mr_size = dev.max_mr_size;
+  l.max_mw = lim(dev.max_mw);
   l.max_pd = lim(dev.max_pd);
   l.max_srq = lim(dev.max_srq);
   l.max_srq_wr = static_cast<uint32_t>(std::max(dev.max_srq_wr, 0));
@@ -154,6 +155,7 @@ Status VerbsRnic::Init(std::string* error) {
                                           Lanes(port.active_width) * 1e9);
   pds_.Init(l.max_pd);
   mrs_.Init(l.max_mr);
+  mws_.Init(l.max_mw);
   cqs_.Init(l.max_cq);
   arm_cqs_ = std::make_unique<std::atomic<ibv_cq*>[]>(l.max_cq);
   for (uint32_t i = 0; i < l.max_cq; ++i) arm_cqs_[i].store(nullptr);
@@ -188,6 +190,7 @@ VerbsRnic::~VerbsRnic() {
   ahs_.ForEach([](uint32_t, Slot<ibv_ah>& s) { ibv_destroy_ah(s.obj); });
   srqs_.ForEach([](uint32_t, Slot<ibv_srq>& s) { ibv_destroy_srq(s.obj); });
   cqs_.ForEach([](uint32_t, Slot<ibv_cq>& s) { ibv_destroy_cq(s.obj); });
+  mws_.ForEach([](uint32_t, Slot<ibv_mw>& s) { ibv_dealloc_mw(s.obj); });
   mrs_.ForEach([](uint32_t, Slot<ibv_mr>& s) { ibv_dereg_mr(s.obj); });
   pds_.ForEach([](uint32_t, Slot<ibv_pd>& s) { ibv_dealloc_pd(s.obj); });
   if (channel_ != nullptr) ibv_destroy_comp_channel(channel_);
@@ -195,8 +198,8 @@ VerbsRnic::~VerbsRnic() {
 }
 
 uint32_t VerbsRnic::live_objects() const {
-  return pds_.live() + mrs_.live() + cqs_.live() + srqs_.live() + qps_.live() +
-         ahs_.live();
+  return pds_.live() + mrs_.live() + mws_.live() + cqs_.live() + srqs_.live() +
+         qps_.live() + ahs_.live();
 }
 
 // ------------------------------------------------------------------ GIDs --
@@ -276,7 +279,9 @@ Result<RnicMr> VerbsRnic::RegMr(RnicPd pd, uint8_t* addr, uint64_t length,
   if (p == nullptr) return Status::kBadHandle;
   // Only the guest's own IB access bits, never more (docs/verbs-rnic.md).
   constexpr uint32_t kIbAccess = kAccessLocalWrite | kAccessRemoteWrite |
-                                 kAccessRemoteRead | kAccessRemoteAtomic;
+                                 kAccessRemoteRead | kAccessRemoteAtomic |
+                                 kAccessMwBind;
+  static_assert(uint32_t{kAccessMwBind} == uint32_t{IBV_ACCESS_MW_BIND});
   if ((access & ~kIbAccess) != 0 || length == 0) return Status::kInvalid;
   if (mrs_.full()) return Status::kNoResource;
   ibv_mr* mr = ibv_reg_mr_iova2(p->obj, addr, length, iova, access);
@@ -290,6 +295,27 @@ Status VerbsRnic::DeregMr(RnicMr mr) {
   if (s == nullptr) return Status::kBadHandle;
   if (int e = ibv_dereg_mr(s->obj); e != 0) return StatusFromErrno(e);
   mrs_.Erase(mr.id);
+  return Status::kOk;
+}
+
+// --------------------------------------------------------------- MW --
+
+Result<RnicMw> VerbsRnic::AllocMw(RnicPd pd, uint8_t type) {
+  if (limits_.max_mw == 0) return Status::kUnsupported;
+  Slot<ibv_pd>* p = pds_.Get(pd.id);
+  if (p == nullptr) return Status::kBadHandle;
+  if (type != 1 && type != 2) return Status::kInvalid;
+  if (mws_.full()) return Status::kNoResource;
+  ibv_mw* mw = ibv_alloc_mw(p->obj, type == 1 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2);
+  if (mw == nullptr) return StatusFromErrno(errno);
+  return RnicMw{mws_.Insert({mw}), mw->rkey};
+}
+
+Status VerbsRnic::DeallocMw(RnicMw mw) {
+  Slot<ibv_mw>* s = mws_.Get(mw.id);
+  if (s == nullptr) return Status::kBadHandle;
+  if (int e = ibv_dealloc_mw(s->obj); e != 0) return StatusFromErrno(e);
+  mws_.Erase(mw.id);
   return Status::kOk;
 }
 

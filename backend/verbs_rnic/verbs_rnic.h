@@ -121,6 +121,9 @@ class VerbsRnic final : public Rnic {
   Result<RnicMr> RegMr(RnicPd pd, uint8_t* addr, uint64_t length, uint64_t iova,
                        uint32_t access) override;
   Status DeregMr(RnicMr mr) override;
+  // ibv_alloc_mw / ibv_dealloc_mw (max_mw from ibv_query_device).
+  Result<RnicMw> AllocMw(RnicPd pd, uint8_t type) override;
+  Status DeallocMw(RnicMw mw) override;
   Result<RnicCq> CreateCq(uint32_t depth) override;
   Status ResizeCq(RnicCq cq, uint32_t depth) override;
   Status DestroyCq(RnicCq cq) override;
@@ -193,6 +196,7 @@ class VerbsRnic final : public Rnic {
   int gid_table_len_ = 0;
   VerbsSlots<Slot<ibv_pd>> pds_;
   VerbsSlots<Slot<ibv_mr>> mrs_;
+  VerbsSlots<Slot<ibv_mw>> mws_;
   VerbsSlots<Slot<ibv_cq>> cqs_;
   VerbsSlots<Slot<ibv_srq>> srqs_;
   VerbsSlots<QpSlot> qps_;

@@ -27,10 +27,14 @@ static_assert(static_cast<int>(WrOpcode::kRdmaWrite) == IBV_WR_RDMA_WRITE &&
               static_cast<int>(WrOpcode::kAtomicCmpSwp) ==
                   IBV_WR_ATOMIC_CMP_AND_SWP &&
               static_cast<int>(WrOpcode::kAtomicFetchAdd) ==
-                  IBV_WR_ATOMIC_FETCH_AND_ADD);
+                  IBV_WR_ATOMIC_FETCH_AND_ADD &&
+              static_cast<int>(WrOpcode::kLocalInv) == IBV_WR_LOCAL_INV &&
+              static_cast<int>(WrOpcode::kBindMw) == IBV_WR_BIND_MW &&
+              static_cast<int>(WrOpcode::kSendWithInv) == IBV_WR_SEND_WITH_INV);
 static_assert(Same(kSendFence, IBV_SEND_FENCE) && Same(kSendSignaled, IBV_SEND_SIGNALED) &&
               Same(kSendSolicited, IBV_SEND_SOLICITED) && Same(kSendInline, IBV_SEND_INLINE));
-static_assert(Same(kWcGrh, IBV_WC_GRH) && Same(kWcWithImm, IBV_WC_WITH_IMM));
+static_assert(Same(kWcGrh, IBV_WC_GRH) && Same(kWcWithImm, IBV_WC_WITH_IMM) &&
+              Same(kWcWithInv, IBV_WC_WITH_INV));
 
 WcStatus MapWcStatus(ibv_wc_status s) {
   switch (s) {
@@ -39,6 +43,7 @@ WcStatus MapWcStatus(ibv_wc_status s) {
     case IBV_WC_LOC_QP_OP_ERR: return WcStatus::kLocQpOpErr;
     case IBV_WC_LOC_PROT_ERR: return WcStatus::kLocProtErr;
     case IBV_WC_WR_FLUSH_ERR: return WcStatus::kWrFlushErr;
+    case IBV_WC_MW_BIND_ERR: return WcStatus::kMwBindErr;
     case IBV_WC_BAD_RESP_ERR: return WcStatus::kBadRespErr;
     case IBV_WC_LOC_ACCESS_ERR: return WcStatus::kLocAccessErr;
     case IBV_WC_REM_INV_REQ_ERR: return WcStatus::kRemInvReqErr;
@@ -58,6 +63,8 @@ WcOpcode MapWcOpcode(ibv_wc_opcode op) {
     case IBV_WC_RDMA_READ: return WcOpcode::kRdmaRead;
     case IBV_WC_COMP_SWAP: return WcOpcode::kCompSwap;
     case IBV_WC_FETCH_ADD: return WcOpcode::kFetchAdd;
+    case IBV_WC_BIND_MW: return WcOpcode::kBindMw;
+    case IBV_WC_LOCAL_INV: return WcOpcode::kLocalInv;
     case IBV_WC_RECV: return WcOpcode::kRecv;
     case IBV_WC_RECV_RDMA_WITH_IMM: return WcOpcode::kRecvRdmaWithImm;
     default: return WcOpcode::kSend;
@@ -83,7 +90,7 @@ void Note(Status* out, Status s) {
 
 Status VerbsRnic::ToSendWr(const SendWr& in, QpType type, ibv_send_wr* wr,
                            ibv_sge* sge) const {
-  if (in.opcode > WrOpcode::kAtomicFetchAdd) return Status::kUnsupported;
+  if (in.opcode > WrOpcode::kSendWithInv) return Status::kUnsupported;
   *wr = {};
   wr->wr_id = in.wr_id;
   wr->opcode = static_cast<ibv_wr_opcode>(in.opcode);
@@ -117,6 +124,35 @@ Status VerbsRnic::ToSendWr(const SendWr& in, QpType type, ibv_send_wr* wr,
       wr->wr.atomic.compare_add = in.compare_add;
       wr->wr.atomic.swap = in.swap;
       break;
+    case WrOpcode::kLocalInv:
+    case WrOpcode::kSendWithInv:
+      wr->invalidate_rkey = in.invalidate_rkey;  // shares imm_data's union
+      break;
+    case WrOpcode::kBindMw: {
+      // The window and the MR by their ids (O(1) slot reads), checked
+      // against the keys the engine resolved them from.
+      const MwBind& b = in.bind;
+      const Slot<ibv_mw>* mw = mws_.Get(b.mw_id);
+      if (mw == nullptr || (mw->obj->rkey >> 8) != (b.mw_rkey >> 8)) {
+        return Status::kInvalid;
+      }
+      ibv_mr* mr = nullptr;
+      if (b.length > 0) {
+        const Slot<ibv_mr>* m = mrs_.Get(b.mr_id);
+        if (m == nullptr || m->obj->lkey != b.mr_lkey) return Status::kInvalid;
+        mr = m->obj;
+      }
+      // Providers (librxe) read the window's current rkey from the ibv_mw:
+      // the engine's is the truth after binds posted as WRs.
+      mw->obj->rkey = b.mw_rkey;
+      wr->bind_mw.mw = mw->obj;
+      wr->bind_mw.rkey = (b.mw_rkey & ~0xffu) | (b.rkey & 0xffu);
+      wr->bind_mw.bind_info.mr = mr;
+      wr->bind_mw.bind_info.addr = b.addr;
+      wr->bind_mw.bind_info.length = b.length;
+      wr->bind_mw.bind_info.mw_access_flags = b.access;
+      break;
+    }
     default:
       break;
   }
@@ -245,10 +281,12 @@ int VerbsRnic::PollCq(RnicCq cq, std::span<Completion> out) {
       c.status = MapWcStatus(w.status);
       c.opcode = MapWcOpcode(w.opcode);
       c.byte_len = w.byte_len;
-      c.imm_data = (w.wc_flags & IBV_WC_WITH_IMM) ? w.imm_data : 0;
+      // One union in ibv_wc as in Completion: the immediate or the
+      // invalidated rkey, as the flag says.
+      c.imm_data = (w.wc_flags & (IBV_WC_WITH_IMM | IBV_WC_WITH_INV)) ? w.imm_data : 0;
       c.qpn = w.qp_num;
       c.src_qpn = w.src_qp;
-      c.wc_flags = w.wc_flags & (IBV_WC_GRH | IBV_WC_WITH_IMM);
+      c.wc_flags = w.wc_flags & (IBV_WC_GRH | IBV_WC_WITH_IMM | IBV_WC_WITH_INV);
       c.timestamp_ns = now;
     }
     got += n;

@@ -217,5 +217,85 @@ TEST_F(VerbsRnicTest, LoopbackWriteAndSend) {
   EXPECT_EQ(rnic_->live_objects(), 0u);
 }
 
+// A type 2 window (docs/virtio-rdma.md §4.7): bound by a BIND_MW WR, a
+// WRITE through it lands in the MR, LOCAL_INV frees it and the next WRITE
+// through its rkey fails. Skipped where the device has no windows.
+TEST_F(VerbsRnicTest, Type2WindowBindWriteAndLocalInvalidate) {
+  if (rnic_->limits().max_mw == 0) GTEST_SKIP() << "the device has no memory windows";
+  Result<RnicPd> pd = rnic_->AllocPd();
+  Result<RnicCq> cq = rnic_->CreateCq(64);
+  ASSERT_TRUE(pd.ok() && cq.ok());
+  std::span<uint8_t> a = Pages(1), b = Pages(2);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<uint8_t>(i * 13 + 1);
+  Result<RnicMr> ma = rnic_->RegMr(*pd, a.data(), a.size(), 0xa0000000, kAll);
+  Result<RnicMr> mb =
+      rnic_->RegMr(*pd, b.data(), b.size(), 0xb0000000, kAll | kAccessMwBind);
+  ASSERT_TRUE(ma.ok() && mb.ok()) << StatusName(mb.status());
+  Result<RnicMw> mw = rnic_->AllocMw(*pd, 2);
+  ASSERT_TRUE(mw.ok()) << StatusName(mw.status());
+  auto [qa, qb] = ConnectedPair(*pd, *cq);
+  ASSERT_NE(qa.id, 0u);
+
+  Status err = Status::kOk;
+  auto run = [&](RnicQp qp, const SendWr& w) {
+    EXPECT_EQ(rnic_->PostSend(qp, std::span<const SendWr>(&w, 1), &err), 1)
+        << StatusName(err);
+    Completion c[4];
+    for (int i = 0; i < 20'000'000; ++i) {
+      if (rnic_->PollCq(*cq, c) > 0) return c[0];
+    }
+    ADD_FAILURE() << "no completion";
+    return Completion{};
+  };
+  // The window over [4096, 4096 + 1024) of b, on qb (the responder).
+  const uint8_t key = static_cast<uint8_t>(mw->rkey + 1);
+  SendWr bind;
+  bind.wr_id = 1;
+  bind.opcode = WrOpcode::kBindMw;
+  bind.send_flags = kSendSignaled;
+  bind.bind = MwBind{mw->rkey, mb->lkey, 0xb0000000 + 4096, 1024, key,
+                     kAccessRemoteWrite | kAccessRemoteRead, mw->id, mb->id};
+  Completion c = run(qb, bind);
+  ASSERT_EQ(c.status, WcStatus::kSuccess);
+  EXPECT_EQ(c.opcode, WcOpcode::kBindMw);
+  const uint32_t rkey = (mw->rkey & ~0xffu) | key;
+
+  SendWr w;
+  w.wr_id = 2;
+  w.opcode = WrOpcode::kRdmaWrite;
+  w.send_flags = kSendSignaled;
+  w.num_sge = 1;
+  w.sge[0] = {0xa0000000, 512, ma->lkey};
+  w.remote_addr = 0xb0000000 + 4096 + 100;
+  w.rkey = rkey;
+  c = run(qa, w);
+  EXPECT_EQ(c.status, WcStatus::kSuccess);
+  EXPECT_EQ(std::memcmp(b.data() + 4096 + 100, a.data(), 512), 0);
+  EXPECT_EQ(rnic_->DeregMr(*mb), Status::kInvalid);  // a window is bound
+
+  SendWr inv;
+  inv.wr_id = 3;
+  inv.opcode = WrOpcode::kLocalInv;
+  inv.send_flags = kSendSignaled;
+  inv.invalidate_rkey = rkey;
+  c = run(qb, inv);
+  EXPECT_EQ(c.status, WcStatus::kSuccess);
+  EXPECT_EQ(c.opcode, WcOpcode::kLocalInv);
+  w.wr_id = 4;
+  c = run(qa, w);
+  EXPECT_EQ(c.status, WcStatus::kRemAccessErr);
+
+  AsyncEvent ev;
+  while (rnic_->PollAsyncEvent(&ev)) {
+  }
+  for (RnicQp q : {qa, qb}) EXPECT_EQ(rnic_->DestroyQp(q), Status::kOk);
+  EXPECT_EQ(rnic_->DeallocMw(*mw), Status::kOk);
+  EXPECT_EQ(rnic_->DeregMr(*ma), Status::kOk);
+  EXPECT_EQ(rnic_->DeregMr(*mb), Status::kOk);
+  EXPECT_EQ(rnic_->DestroyCq(*cq), Status::kOk);
+  EXPECT_EQ(rnic_->DeallocPd(*pd), Status::kOk);
+  EXPECT_EQ(rnic_->live_objects(), 0u);
+}
+
 }  // namespace
 }  // namespace vrdma
