@@ -89,6 +89,10 @@ class FakeRnic final : public Rnic {
   struct Srq {
     Fifo<RecvWr> recvs;
   };
+  struct Mw {
+    uint32_t pd;
+    uint8_t type;
+  };
 
   // The script (see the top of the file).
   RnicLimits lim;
@@ -108,6 +112,7 @@ class FakeRnic final : public Rnic {
   // What it recorded.
   std::set<Gid> gids;
   std::map<uint32_t, Mr> mrs;  // by lkey
+  std::map<uint32_t, Mw> mws;  // by id; rkey: id | 0x400000
   std::map<uint32_t, Qp> qps;  // by qpn (== id)
   std::map<uint32_t, Fifo<Completion>> cqs;
   std::map<uint32_t, uint32_t> cq_depths;  // by CQ id: created or resized
@@ -128,6 +133,7 @@ class FakeRnic final : public Rnic {
     lim.max_cqe = 65535;
     lim.max_mr = 4096;
     lim.max_mr_size = 1ull << 32;
+    lim.max_mw = 1024;
     lim.max_pd = 1024;
     lim.max_srq = 64;
     lim.max_srq_wr = 4096;
@@ -170,6 +176,30 @@ class FakeRnic final : public Rnic {
   Status DeregMr(RnicMr mr) override {
     Status out = Status::kIoError;
     Slow([&] { out = mrs.erase(mr.lkey) ? Status::kOk : Status::kBadHandle; });
+    return out;
+  }
+  Result<RnicMw> AllocMw(RnicPd pd, uint8_t type) override {
+    Result<RnicMw> out = Status::kIoError;
+    Slow([&] {
+      if (lim.max_mw == 0) {
+        out = Status::kUnsupported;
+      } else if (!pds.count(pd.id)) {
+        out = Status::kBadHandle;
+      } else if (type != 1 && type != 2) {
+        out = Status::kInvalid;
+      } else if (mws.size() >= lim.max_mw) {
+        out = Status::kNoResource;
+      } else {
+        uint32_t id = next_++;
+        mws[id] = Mw{pd.id, type};
+        out = RnicMw{id, id | 0x400000};
+      }
+    });
+    return out;
+  }
+  Status DeallocMw(RnicMw mw) override {
+    Status out = Status::kIoError;
+    Slow([&] { out = mws.erase(mw.id) ? Status::kOk : Status::kBadHandle; });
     return out;
   }
   Result<RnicCq> CreateCq(uint32_t depth) override {

@@ -182,5 +182,27 @@ TEST_F(FakeRnicTest, UdDeliversToTheRemoteQpnAndItsSrq) {
   EXPECT_EQ(c[0].src_qpn, sender.qpn);
 }
 
+TEST(FakeRnicMwTest, RecordsWindowsAndRefusesWhatSoftRnicRefuses) {
+  FakeRnic rnic;
+  auto pd = rnic.AllocPd();
+  ASSERT_TRUE(pd.ok());
+  auto t1 = rnic.AllocMw(*pd, 1);
+  auto t2 = rnic.AllocMw(*pd, 2);
+  ASSERT_TRUE(t1.ok() && t2.ok());
+  EXPECT_NE(t1->rkey, t2->rkey);
+  ASSERT_EQ(rnic.mws.size(), 2u);
+  EXPECT_EQ(rnic.mws[t2->id].type, 2);
+  EXPECT_EQ(rnic.mws[t2->id].pd, pd->id);
+  EXPECT_EQ(rnic.AllocMw(*pd, 3).status(), Status::kInvalid);
+  EXPECT_EQ(rnic.AllocMw(RnicPd{999}, 1).status(), Status::kBadHandle);
+  EXPECT_EQ(rnic.DeallocMw(*t1), Status::kOk);
+  EXPECT_EQ(rnic.DeallocMw(*t1), Status::kBadHandle);
+  EXPECT_EQ(rnic.mws.size(), 1u);
+  rnic.lim.max_mw = 1;
+  EXPECT_EQ(rnic.AllocMw(*pd, 1).status(), Status::kNoResource);
+  rnic.lim.max_mw = 0;
+  EXPECT_EQ(rnic.AllocMw(*pd, 1).status(), Status::kUnsupported);
+}
+
 }  // namespace
 }  // namespace vrdma::testing
