@@ -120,6 +120,17 @@ TEST(ModelRnic, StateMachineAndUnsupported) {
   EXPECT_FALSE(c.a.CreateSrq(RnicPd{1}, 16, 1).ok());
   EXPECT_EQ(c.a.PostSend(RnicQp{99, 99}, {&w, 1}, &err), 0);
   EXPECT_EQ(err, Status::kBadHandle);
+  // No memory windows (docs/virtio-rdma.md §4.7): none to allocate, and
+  // the window opcodes are refused at post.
+  EXPECT_EQ(c.a.limits().max_mw, 0u);
+  EXPECT_EQ(c.a.AllocMw(RnicPd{1}, 2).status(), Status::kUnsupported);
+  EXPECT_EQ(c.a.DeallocMw(RnicMw{1, 1}), Status::kUnsupported);
+  for (WrOpcode op : {WrOpcode::kBindMw, WrOpcode::kLocalInv, WrOpcode::kSendWithInv}) {
+    SendWr mw = MakeWr(3, op, 0);
+    err = Status::kOk;
+    EXPECT_EQ(c.a.PostSend(c.qa, {&mw, 1}, &err), 0);
+    EXPECT_NE(err, Status::kOk);
+  }
 }
 
 Gid GidOf(uint8_t host) {
