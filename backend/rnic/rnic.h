@@ -227,8 +227,8 @@ struct MwBind {
   uint32_t access = 0;    // kAccessRemote* granted through the window
   // RnicMw::id and RnicMr::id of the two, which the engine knows from its
   // checks: an RNIC that posts to a device object (VerbsRnic) finds them
-  // in O(1) and checks them against the keys; SoftRnic goes by the keys
-  // alone, as rxe does.
+  // in O(1) and refuses the post (kInvalid) when they disagree with the
+  // keys; SoftRnic goes by the keys alone, as rxe does.
   uint32_t mw_id = 0;
   uint32_t mr_id = 0;
 };
