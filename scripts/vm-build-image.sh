@@ -172,19 +172,32 @@ make_image() {
   mv "$tmp" "$out"
 }
 
-# Builds guest-driver/kernel (its own Makefile, KVER=<ABI>) in a copy outside
-# the checkout, so no object file lands in the tree. The copy mirrors the
-# repository layout because the module includes vhost-rdma/abi relatively.
+# build_module KABI OUT_DIR builds guest-driver/kernel (its own Makefile,
+# KVER=<ABI>) in a copy outside the checkout, so no object file lands in the
+# tree. The copy mirrors the repository layout because the module includes
+# vhost-rdma/abi relatively. One build at a time per kernel (a subshell
+# holding a lock): concurrent VM tests share this cache, and one's rm -rf
+# must not pull the module from under another.
 build_module() {
+  mkdir -p "$(dirname "$2")"
+  (
+    flock 9
+    build_module_unlocked "$@"
+  ) 9>"$2.lock"
+}
+
+build_module_unlocked() {
   local kabi="$1" out_dir="$2"
   local srcdir="$here/guest-driver/kernel"
   if [ ! -f "$srcdir/Makefile" ]; then
     log "guest-driver/kernel has no Makefile yet: no module"
     return 0
   fi
-  # Rebuild only when the sources, the ABI header or the kernel changed.
+  # Rebuild only when the module's sources (not testing/, the guest test
+  # programs), the ABI header or the kernel changed.
   local key
-  key="$( { echo "$kabi"; cd "$here" && find guest-driver/kernel vhost-rdma/abi -type f \
+  key="$( { echo "$kabi"; cd "$here" && find guest-driver/kernel vhost-rdma/abi \
+          -path guest-driver/kernel/testing -prune -o -type f \
           \( -name '*.[ch]' -o -name Makefile -o -name Kbuild -o -name KERNEL_VERSION \) \
           -print0 | sort -z | xargs -0 sha256sum; } | sha256sum | cut -c1-16)"
   if [ "$(cat "$out_dir/.key" 2>/dev/null)" = "$key" ] &&
