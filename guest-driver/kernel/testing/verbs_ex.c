@@ -19,7 +19,9 @@
  *       ibv_wr_complete: the data must still arrive), and four work
  *       requests (one unsignalled) in one start/complete batch;
  *   ud_*: the same on a UD QP sending to itself through an address handle
- *       (ibv_wr_set_ud_addr): send, send with immediate, zero length.
+ *       (ibv_wr_set_ud_addr): send, send with immediate, zero length;
+ *   rereg_mr_access, mw_alloc_type_*: whether ibv_rereg_mr and
+ *       ibv_alloc_mw work or fail as on rxe.
  * Completions are read with ibv_start_poll / ibv_next_poll / ibv_end_poll
  * and the ibv_wc_read_* getters, on a CQ made by ibv_create_cq_ex.
  *
@@ -104,6 +106,32 @@ static void cq_ex_cases(struct env *e, const char *name)
 	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++)
 		if (!strcmp(name, c[i].name))
 			cq_ex_case(e, name, c[i].wc_flags, c[i].flags);
+}
+
+/* ------------------------------------------------ MRs and windows --- */
+
+/* ibv_rereg_mr (access change only) and ibv_alloc_mw of each type: what
+ * the device answers, so that a verb either works or fails as on rxe. */
+static void mr_mw_cases(struct env *e, const char *name)
+{
+	struct ibv_mw *mw;
+	int rc;
+
+	errno = 0;
+	if (!strcmp(name, "rereg_mr_access")) {
+		rc = ibv_rereg_mr(e->mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL,
+				  0, IBV_ACCESS_LOCAL_WRITE);
+		printf("%s: rc %d errno %d\n", name, rc, rc ? errno : 0);
+		return;
+	}
+	mw = ibv_alloc_mw(e->pd, !strcmp(name, "mw_alloc_type_1") ?
+			  IBV_MW_TYPE_1 : IBV_MW_TYPE_2);
+	if (mw) {
+		printf("%s: allocated\n", name);
+		ibv_dealloc_mw(mw);
+	} else {
+		printf("%s: failed errno %d\n", name, errno);
+	}
 }
 
 /* ------------------------------------------------------ QPs and polls --- */
@@ -611,6 +639,9 @@ int main(int argc, char **argv)
 		{ "ud_send", data_case },
 		{ "ud_send_with_imm", data_case },
 		{ "ud_send_zero_length", data_case },
+		{ "rereg_mr_access", mr_mw_cases },
+		{ "mw_alloc_type_1", mr_mw_cases },
+		{ "mw_alloc_type_2", mr_mw_cases },
 	};
 	const char *name = argc > 1 ? argv[1] : "vrdma0";
 	const char *only = argc > 3 ? argv[3] : NULL;
