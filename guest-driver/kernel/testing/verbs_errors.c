@@ -38,18 +38,8 @@
 #include <time.h>
 #include <infiniband/verbs.h>
 
+#include "case_env.h"
 #include "loopback.h"
-
-struct env {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_mr *mr;
-	char *buf; /* 8 KiB: the MR */
-	union ibv_gid gid;
-	int gid_index;
-};
-
-enum { BUF = 8192 };
 
 /*
  * An RC QP on send CQ scq and receive CQ rcq (receives from srq when not
@@ -563,39 +553,9 @@ out:
 
 /* -------------------------------------------------------------- main --- */
 
-/* A context, PD and MR of its own for each case. */
-static int env_open(struct env *e, struct ibv_device *dev)
-{
-	e->ctx = ibv_open_device(dev);
-	memset(e->buf, 0, BUF);
-	if (!e->ctx || ibv_query_gid(e->ctx, 1, e->gid_index, &e->gid) ||
-	    !(e->pd = ibv_alloc_pd(e->ctx)) ||
-	    !(e->mr = ibv_reg_mr(e->pd, e->buf, BUF, IBV_ACCESS_LOCAL_WRITE |
-				 IBV_ACCESS_REMOTE_WRITE |
-				 IBV_ACCESS_REMOTE_ATOMIC)))
-		return -1;
-	return 0;
-}
-
-static void env_close(struct env *e)
-{
-	if (e->mr)
-		ibv_dereg_mr(e->mr);
-	if (e->pd)
-		ibv_dealloc_pd(e->pd);
-	if (e->ctx)
-		ibv_close_device(e->ctx);
-	e->mr = NULL;
-	e->pd = NULL;
-	e->ctx = NULL;
-}
-
 int main(int argc, char **argv)
 {
-	static const struct {
-		const char *name;
-		void (*run)(struct env *e, const char *name);
-	} cases[] = {
+	static const struct env_case cases[] = {
 		{ "post_send_in_reset", run_case },
 		{ "post_send_in_rtr", run_case },
 		{ "receive_queue_full", run_case },
@@ -617,33 +577,6 @@ int main(int argc, char **argv)
 		{ "srq_send_larger_than_the_receive", srq_cases },
 		{ "cq_overflow", cq_overflow },
 	};
-	const char *name = argc > 1 ? argv[1] : "vrdma0";
-	const char *only = argc > 3 ? argv[3] : NULL;
-	struct ibv_device **list = ibv_get_device_list(NULL), *dev = NULL;
-	struct env e = { .gid_index = argc > 2 ? atoi(argv[2]) : 0 };
-	unsigned int i;
 
-	for (i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			dev = list[i];
-	e.buf = aligned_alloc(4096, BUF);
-	if (!dev || !e.buf) {
-		printf("set-up failed: no device %s\n", name);
-		return 1;
-	}
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		if (only && strcmp(only, cases[i].name))
-			continue;
-		if (env_open(&e, dev)) {
-			printf("%s: set-up failed on %s (errno %d)\n",
-			       cases[i].name, name, errno);
-			env_close(&e);
-			continue;
-		}
-		cases[i].run(&e, cases[i].name);
-		fflush(stdout);
-		env_close(&e);
-	}
-	ibv_free_device_list(list);
-	return 0;
+	return run_cases(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

@@ -39,18 +39,10 @@
 #include <time.h>
 #include <infiniband/verbs.h>
 
+#include "case_env.h"
 #include "loopback.h"
 
-struct env {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_mr *mr;
-	char *buf; /* the MR: sources at 0, destinations at DST */
-	union ibv_gid gid;
-	int gid_index;
-};
-
-enum { BUF = 8192, DST = 4096, QKEY = 0x11111111, GRH = 40, RECV_ID = 100 };
+enum { DST = 4096, QKEY = 0x11111111, GRH = 40, RECV_ID = 100 };
 
 #define WC_FLAGS (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | \
 		  IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP)
@@ -579,39 +571,9 @@ out:
 
 /* -------------------------------------------------------------- main --- */
 
-static int env_open(struct env *e, struct ibv_device *dev)
-{
-	e->ctx = ibv_open_device(dev);
-	memset(e->buf, 0, BUF);
-	if (!e->ctx || ibv_query_gid(e->ctx, 1, e->gid_index, &e->gid) ||
-	    !(e->pd = ibv_alloc_pd(e->ctx)) ||
-	    !(e->mr = ibv_reg_mr(e->pd, e->buf, BUF, IBV_ACCESS_LOCAL_WRITE |
-				 IBV_ACCESS_REMOTE_WRITE |
-				 IBV_ACCESS_REMOTE_READ |
-				 IBV_ACCESS_REMOTE_ATOMIC)))
-		return -1;
-	return 0;
-}
-
-static void env_close(struct env *e)
-{
-	if (e->mr)
-		ibv_dereg_mr(e->mr);
-	if (e->pd)
-		ibv_dealloc_pd(e->pd);
-	if (e->ctx)
-		ibv_close_device(e->ctx);
-	e->mr = NULL;
-	e->pd = NULL;
-	e->ctx = NULL;
-}
-
 int main(int argc, char **argv)
 {
-	static const struct {
-		const char *name;
-		void (*run)(struct env *e, const char *name);
-	} cases[] = {
+	static const struct env_case cases[] = {
 		{ "cq_ex_no_wc_flags", cq_ex_cases },
 		{ "cq_ex_byte_len", cq_ex_cases },
 		{ "cq_ex_imm", cq_ex_cases },
@@ -643,33 +605,6 @@ int main(int argc, char **argv)
 		{ "mw_alloc_type_1", mr_mw_cases },
 		{ "mw_alloc_type_2", mr_mw_cases },
 	};
-	const char *name = argc > 1 ? argv[1] : "vrdma0";
-	const char *only = argc > 3 ? argv[3] : NULL;
-	struct ibv_device **list = ibv_get_device_list(NULL), *dev = NULL;
-	struct env e = { .gid_index = argc > 2 ? atoi(argv[2]) : 0 };
-	unsigned int i;
 
-	for (i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			dev = list[i];
-	e.buf = aligned_alloc(4096, BUF);
-	if (!dev || !e.buf) {
-		printf("set-up failed: no device %s\n", name);
-		return 1;
-	}
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		if (only && strcmp(only, cases[i].name))
-			continue;
-		if (env_open(&e, dev)) {
-			printf("%s: set-up failed on %s (errno %d)\n",
-			       cases[i].name, name, errno);
-			env_close(&e);
-			continue;
-		}
-		cases[i].run(&e, cases[i].name);
-		fflush(stdout);
-		env_close(&e);
-	}
-	ibv_free_device_list(list);
-	return 0;
+	return run_cases(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }
