@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * The guest test programs' RC QP connected to itself (verbs_smoke.c,
- * verbs_errors.c): INIT -> RTR toward its own QPN on the port's GID.
+ * verbs_errors.c, verbs_ex.c): INIT -> RTR toward its own QPN on the port's
+ * GID.
  */
 #ifndef VRDMA_TESTING_LOOPBACK_H_
 #define VRDMA_TESTING_LOOPBACK_H_
