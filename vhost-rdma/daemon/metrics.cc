@@ -170,6 +170,28 @@ class Writer {
   std::string out_;
 };
 
+// One family from an object of numbers in each VM's stats (stats key `key`):
+// a sample per VM and member, the member's name in label `label`; no family
+// when no VM has a numeric member.
+void MemberFamily(Writer& w, const json& vms, const char* key, const std::string& name,
+                  const char* type, const std::string& help, const char* label) {
+  bool family = false;
+  for (const json& vm : vms) {
+    const json members = vm.value(key, json::object());  // items() must not outlive it
+    for (const auto& [member, value] : members.items()) {
+      if (!value.is_number()) continue;
+      if (!family) {
+        w.Family(name, type, help);
+        family = true;
+      }
+      w.Sample(name,
+               fmt::format("vm=\"{}\",{}=\"{}\"", Escape(vm.value("name", "")), label,
+                           Escape(member)),
+               Number(value, 1));
+    }
+  }
+}
+
 int HandleMetrics(mg_connection* conn, void* cbdata) {
   const auto* server = static_cast<const MetricsServer*>(cbdata);
   json stats;
@@ -223,22 +245,8 @@ std::string StatsToPrometheus(const json& stats) {
     }
   }
   // Completions by status (cqes_by_status: a name per IB_WC_* status).
-  bool status_family = false;
-  for (const json& vm : vms) {
-    const json by_status = vm.value("cqes_by_status", json::object());
-    for (const auto& [status, n] : by_status.items()) {
-      if (!n.is_number()) continue;
-      if (!status_family) {
-        w.Family("vrdma_vm_completions_total", "counter",
-                 "completions written to the guest, by status (label status)");
-        status_family = true;
-      }
-      w.Sample("vrdma_vm_completions_total",
-               fmt::format("vm=\"{}\",status=\"{}\"", Escape(vm.value("name", "")),
-                           Escape(status)),
-               Number(n, 1));
-    }
-  }
+  MemberFamily(w, vms, "cqes_by_status", "vrdma_vm_completions_total", "counter",
+               "completions written to the guest, by status (label status)", "status");
   // The completion-latency histogram (scheduler.latency_hist: bucket i
   // below 2^i us, the last unbounded), cumulative as Prometheus wants.
   bool hist_family = false;
@@ -266,26 +274,10 @@ std::string StatsToPrometheus(const json& stats) {
     w.Sample("vrdma_vm_completion_latency_seconds_count", vm_label, std::to_string(cum));
   }
   // QoS as asked and as the policy applies it: one sample per numeric field.
-  for (const auto& [key, help] :
-       {std::pair<const char*, const char*>{"qos", "the VM's QoS as asked, per field"},
-        {"effective_qos", "the VM's QoS as the policy applies it, per field"}}) {
-    const std::string name = std::string("vrdma_vm_") + key;
-    bool family = false;
-    for (const json& vm : vms) {
-      const json fields = vm.value(key, json::object());  // items() must not outlive it
-      for (const auto& [field, value] : fields.items()) {
-        if (!value.is_number()) continue;
-        if (!family) {
-          w.Family(name, "gauge", help);
-          family = true;
-        }
-        w.Sample(name,
-                 fmt::format("vm=\"{}\",field=\"{}\"", Escape(vm.value("name", "")),
-                             Escape(field)),
-                 Number(value, 1));
-      }
-    }
-  }
+  MemberFamily(w, vms, "qos", "vrdma_vm_qos", "gauge", "the VM's QoS as asked, per field",
+               "field");
+  MemberFamily(w, vms, "effective_qos", "vrdma_vm_effective_qos", "gauge",
+               "the VM's QoS as the policy applies it, per field", "field");
   // The policy's per-VM report (numbers only), one family per key.
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> per_key;
   for (const json& vm : vms) {
