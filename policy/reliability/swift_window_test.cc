@@ -1,0 +1,196 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// SwiftWindow (docs/reliability.md §4.5): one unit per round trip below
+// target, the multiplicative decrease and its 0.5 bound, at most once per
+// round trip, the bounds, the loss rules (congestive -> min, random ->
+// unchanged, two RTOs without an ACK -> min) and the pacing interval.
+#include "policy/reliability/swift_window.h"
+
+#include <cstdint>
+#include <optional>
+
+#include "gtest/gtest.h"
+
+namespace vrdma::policy::reliability {
+namespace {
+
+constexpr uint64_t kUs = 1'000;
+constexpr uint64_t kKiB = 1024;
+constexpr uint64_t kBase = 10 * kUs;    // base RTT of these tests
+constexpr uint64_t kTarget = 20 * kUs;  // base + 10 us
+constexpr uint64_t kBelow = 15 * kUs;   // a sample below target
+constexpr uint64_t kSrtt = 15 * kUs;
+
+TEST(SwiftWindowTest, DefaultsAreTheDocs) {
+  SwiftWindow w;
+  EXPECT_EQ(w.cwnd(), 64 * kKiB);
+  EXPECT_EQ(w.TargetNs(kBase), kTarget);
+  EXPECT_EQ(w.params().min_cwnd, 512u);
+  EXPECT_EQ(w.params().max_cwnd, 4096 * kKiB);
+}
+
+TEST(SwiftWindowTest, OneAckAddsUnitTimesAckedOverCwnd) {
+  SwiftWindow w;
+  w.OnAck(0, 8 * kKiB, kBelow, kSrtt, kBase);
+  // 4096 x 8192 / 65536 = 512.
+  EXPECT_EQ(w.cwnd(), 64 * kKiB + 512);
+}
+
+TEST(SwiftWindowTest, OneUnitPerRoundTripBelowTarget) {
+  SwiftWindow w;
+  uint64_t now = 0;
+  for (int round = 1; round <= 20; ++round) {
+    const uint64_t start = w.cwnd();
+    // One round trip: the window's bytes come back in one-unit ACKs.
+    for (uint64_t acked = 0; acked < start; acked += 4 * kKiB) {
+      w.OnAck(now++, 4 * kKiB, kBelow, kSrtt, kBase);
+    }
+    const uint64_t grew = w.cwnd() - start;
+    // Each ACK adds 4096 x 4096 / cwnd with cwnd in [start, start + 4096]:
+    // the round adds between 4096 x start / (start + 4096) and 4096.
+    EXPECT_LE(grew, 4 * kKiB) << round;
+    EXPECT_GE(grew, 4 * kKiB * start / (start + 4 * kKiB) - 1) << round;
+  }
+  // 20 round trips: about 20 units more than 64 KiB.
+  EXPECT_NEAR(static_cast<double>(w.cwnd()), 64.0 * kKiB + 20 * 4 * kKiB,
+              4.0 * kKiB);
+}
+
+TEST(SwiftWindowTest, UnderOneUnitEachUnitAckedAddsAUnit) {
+  SwiftWindowParams p;
+  p.initial_cwnd = 512;
+  SwiftWindow w(p);
+  ASSERT_EQ(w.cwnd(), 512u);
+  // The paced unit's ACK: + 4096 x 4096 / max(512, 4096) = + 4096, not the
+  // 8 units 4096 x 4096 / 512 would add.
+  w.OnAck(0, 4 * kKiB, kBelow, kSrtt, kBase);
+  EXPECT_EQ(w.cwnd(), 512 + 4 * kKiB);
+}
+
+TEST(SwiftWindowTest, DecreaseByDelayAboveTarget) {
+  SwiftWindow w;
+  // rtt 40 us, target 20 us: x (1 - 0.8 x 20 / 40) = x 0.6.
+  w.OnAck(0, 4 * kKiB, 40 * kUs, kSrtt, kBase);
+  EXPECT_EQ(w.cwnd(), 39321u);  // floor(65536 x 0.6)
+}
+
+TEST(SwiftWindowTest, DecreaseBoundedByHalf) {
+  SwiftWindow w;
+  // rtt 200 us: 1 - 0.8 x 180 / 200 = 0.28, bounded to 0.5.
+  w.OnAck(0, 4 * kKiB, 200 * kUs, kSrtt, kBase);
+  EXPECT_EQ(w.cwnd(), 32 * kKiB);
+}
+
+TEST(SwiftWindowTest, AtTargetNeitherGrowsNorShrinks) {
+  SwiftWindow w;
+  w.OnAck(0, 4 * kKiB, kTarget, kSrtt, kBase);
+  EXPECT_EQ(w.cwnd(), 64 * kKiB);
+}
+
+TEST(SwiftWindowTest, DecreaseAtMostOncePerRoundTrip) {
+  SwiftWindow w;
+  w.OnAck(1000, 4 * kKiB, 200 * kUs, kSrtt, kBase);
+  ASSERT_EQ(w.cwnd(), 32 * kKiB);
+  // Within srtt of the decrease: no second one.
+  w.OnAck(1000 + kSrtt - 1, 4 * kKiB, 200 * kUs, kSrtt, kBase);
+  EXPECT_EQ(w.cwnd(), 32 * kKiB);
+  // One srtt later: the next.
+  w.OnAck(1000 + kSrtt, 4 * kKiB, 200 * kUs, kSrtt, kBase);
+  EXPECT_EQ(w.cwnd(), 16 * kKiB);
+}
+
+TEST(SwiftWindowTest, AckWithoutSampleLeavesTheWindow) {
+  SwiftWindow w;
+  w.OnAck(0, 64 * kKiB, std::nullopt, kSrtt, kBase);
+  EXPECT_EQ(w.cwnd(), 64 * kKiB);
+}
+
+TEST(SwiftWindowTest, StaysWithinMinAndMax) {
+  SwiftWindowParams p;
+  p.initial_cwnd = 1024;
+  SwiftWindow low(p);
+  for (uint64_t t = 0; t < 10; ++t) {
+    low.OnAck(t * kSrtt, 4 * kKiB, 200 * kUs, kSrtt, kBase);
+  }
+  EXPECT_EQ(low.cwnd(), 512u);
+  p.initial_cwnd = 4096 * kKiB - 100;
+  SwiftWindow high(p);
+  high.OnAck(0, 4096 * kKiB, kBelow, kSrtt, kBase);
+  EXPECT_EQ(high.cwnd(), 4096 * kKiB);
+  p.initial_cwnd = 100 * 4096 * kKiB;  // an initial above max is clamped
+  EXPECT_EQ(SwiftWindow(p).cwnd(), 4096 * kKiB);
+}
+
+TEST(SwiftWindowTest, CongestiveLossGoesToMin) {
+  SwiftWindow w;
+  w.OnAck(0, 4 * kKiB, kTarget, kSrtt, kBase);  // newest sample at target
+  EXPECT_TRUE(w.OnLoss(1));
+  EXPECT_EQ(w.cwnd(), 512u);
+}
+
+TEST(SwiftWindowTest, RandomLossLeavesTheWindow) {
+  SwiftWindow w;
+  w.OnAck(0, 4 * kKiB, kBelow, kSrtt, kBase);
+  const uint64_t before = w.cwnd();
+  EXPECT_FALSE(w.OnLoss(1));
+  EXPECT_EQ(w.cwnd(), before);
+  // No sample yet at all: nothing says the loss was congestive.
+  SwiftWindow fresh;
+  EXPECT_FALSE(fresh.OnLoss(0));
+  EXPECT_EQ(fresh.cwnd(), 64 * kKiB);
+}
+
+TEST(SwiftWindowTest, TheNewestSampleDecides) {
+  SwiftWindow w;
+  w.OnAck(0, 4 * kKiB, 200 * kUs, kSrtt, kBase);  // above: decrease
+  w.OnAck(1, 4 * kKiB, kBelow, kSrtt, kBase);     // then below
+  const uint64_t before = w.cwnd();
+  EXPECT_FALSE(w.OnLoss(2));
+  EXPECT_EQ(w.cwnd(), before);
+}
+
+TEST(SwiftWindowTest, TwoRtosWithoutAckGoToMin) {
+  SwiftWindow w;
+  w.OnAck(0, 4 * kKiB, kBelow, kSrtt, kBase);
+  const uint64_t before = w.cwnd();
+  EXPECT_FALSE(w.OnRto(1'000'000));  // one RTO, delay below target
+  EXPECT_EQ(w.cwnd(), before);
+  EXPECT_TRUE(w.OnRto(2'000'000));  // the second without an ACK between
+  EXPECT_EQ(w.cwnd(), 512u);
+}
+
+TEST(SwiftWindowTest, AnAckBetweenRtosRestartsTheCount) {
+  SwiftWindow w;
+  w.OnAck(0, 4 * kKiB, kBelow, kSrtt, kBase);
+  EXPECT_FALSE(w.OnRto(1'000'000));
+  w.OnAck(1'500'000, 4 * kKiB, std::nullopt, kSrtt, kBase);  // no sample
+  const uint64_t before = w.cwnd();
+  EXPECT_FALSE(w.OnRto(2'000'000));
+  EXPECT_EQ(w.cwnd(), before);
+}
+
+TEST(SwiftWindowTest, ResetCountsAsTheRoundTripsDecrease) {
+  SwiftWindow w;
+  w.OnAck(0, 4 * kKiB, kTarget, kSrtt, kBase);
+  ASSERT_TRUE(w.OnLoss(100));
+  // Growth below target resumes at once...
+  w.OnAck(101, 4 * kKiB, kBelow, kSrtt, kBase);
+  EXPECT_EQ(w.cwnd(), 512u + 4 * kKiB);
+  // ...but no delay decrease within srtt of the reset.
+  w.OnAck(102, 4 * kKiB, 200 * kUs, kSrtt, kBase);
+  EXPECT_EQ(w.cwnd(), 512u + 4 * kKiB);
+}
+
+TEST(SwiftWindowTest, PacingIntervalOnlyUnderOneUnit) {
+  SwiftWindowParams p;
+  p.initial_cwnd = 512;
+  EXPECT_EQ(SwiftWindow(p).PacingIntervalNs(20 * kUs), 160 * kUs);  // x 8
+  p.initial_cwnd = 2048;
+  EXPECT_EQ(SwiftWindow(p).PacingIntervalNs(20 * kUs), 40 * kUs);  // x 2
+  p.initial_cwnd = 4096;
+  EXPECT_EQ(SwiftWindow(p).PacingIntervalNs(20 * kUs), 0u);
+  EXPECT_EQ(SwiftWindow().PacingIntervalNs(20 * kUs), 0u);
+}
+
+}  // namespace
+}  // namespace vrdma::policy::reliability
