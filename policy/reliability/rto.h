@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "policy/reliability/ack_trigger.h"
 #include "policy/reliability/rtt_estimator.h"
 
 namespace vrdma::policy::reliability {
@@ -21,7 +22,8 @@ struct RtoParams {
   uint64_t min_ns = 200'000;        // §4.4: clamp(..., 200 us, 20 ms)
   uint64_t max_ns = 20'000'000;     // also the bound of the doubling
   uint64_t initial_ns = 1'000'000;  // before the first sample
-  uint64_t ack_timer_ns = 32'000;   // §4.3's ACK timer
+  // §4.3's ACK timer: the receiver's, one default for both.
+  uint64_t ack_timer_ns = AckTriggerParams{}.timer_ns;
 };
 
 class Rto {

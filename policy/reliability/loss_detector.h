@@ -1,0 +1,169 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// Which transmissions of one direction of a virtual QP are lost
+// (docs/reliability.md §4.4), RACK-like so that reordering is not loss: a
+// transmission is lost when one sent after it (a larger gseq) was
+// acknowledged and now - t_sent > srtt + srtt / 4 (no srtt yet: only the
+// RTO), or when its own RTO expired (now >= t_sent + rto, the rto given at
+// OnSent, Rto::TimeoutNs with its chunk's consecutive expiries). Entries
+// live in a ring sized at construction (the chunk table's 256), in gseq
+// order: gseqs are given consecutively, one per transmission (§3.4), so an
+// ACK finds its entry in O(1); an entry leaves the ring once it and every
+// older one were acknowledged or reported lost. Each lost entry is reported
+// once; its retransmission is a new entry. Pure: no clock, no allocation
+// after construction.
+#ifndef VRDMA_POLICY_RELIABILITY_LOSS_DETECTOR_H_
+#define VRDMA_POLICY_RELIABILITY_LOSS_DETECTOR_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace vrdma::policy::reliability {
+
+struct LossDetectorParams {
+  uint32_t capacity = 256;       // §4.1: chunks_in_flight
+  uint32_t reorder_divisor = 4;  // reordering window srtt / 4
+};
+
+enum class LossReason : uint8_t { kRack, kRto };
+
+struct Lost {
+  uint64_t gseq = 0;
+  LossReason reason = LossReason::kRack;
+  uint32_t expiries = 0;  // consecutive RTO expiries before this one
+  // The expiries its retransmissions carry: one more after an RTO, none
+  // after a loss detected by a later ACK (§4.4's doubling).
+  [[nodiscard]] uint32_t next_expiries() const {
+    return reason == LossReason::kRto ? expiries + 1 : 0;
+  }
+};
+
+enum class SentResult : uint8_t { kOk, kFull, kNotNext };
+
+enum class AckedResult : uint8_t {
+  kAcked,        // was in flight
+  kNotInFlight,  // already acknowledged or reported lost (a late ACK)
+  kNeverSent,    // beyond every gseq sent
+};
+
+class LossDetector {
+ public:
+  // first_gseq: the gseq of this direction's first transmission.
+  explicit LossDetector(uint64_t first_gseq,
+                        const LossDetectorParams& params = {})
+      : p_(params),
+        ring_(std::max<uint32_t>(params.capacity, 1)),
+        head_(first_gseq),
+        next_(first_gseq) {}
+
+  // A transmission posted at t_sent_ns whose timeout is rto_ns; expiries:
+  // consecutive RTO expiries of the chunk it retransmits (0: first
+  // transmission). gseq must be the next one; kFull when the ring is.
+  [[nodiscard]] SentResult OnSent(uint64_t gseq, uint64_t t_sent_ns,
+                                  uint64_t rto_ns, uint32_t expiries) {
+    if (gseq != next_) return SentResult::kNotNext;
+    if (next_ - head_ >= ring_.size()) return SentResult::kFull;
+    ring_[Slot(gseq)] = Entry{t_sent_ns, rto_ns, expiries, State::kInFlight};
+    ++next_;
+    return SentResult::kOk;
+  }
+
+  // One ACK entry naming gseq. Only an entry in flight counts: an ACK of
+  // one already reported lost changes nothing here (its retransmission is
+  // in flight; the caller's chunk table knows its units arrived).
+  [[nodiscard]] AckedResult OnAcked(uint64_t gseq) {
+    if (gseq >= next_) return AckedResult::kNeverSent;
+    if (gseq < head_) return AckedResult::kNotInFlight;
+    Entry& e = ring_[Slot(gseq)];
+    if (e.state != State::kInFlight) return AckedResult::kNotInFlight;
+    e.state = State::kAcked;
+    if (!any_acked_ || gseq > highest_acked_) highest_acked_ = gseq;
+    any_acked_ = true;
+    Pop();
+    return AckedResult::kAcked;
+  }
+
+  // The transmissions lost at now_ns, oldest first, at most out.size() of
+  // them (the rest on the next call); returns how many were written.
+  [[nodiscard]] size_t DetectLost(uint64_t now_ns, uint64_t srtt_ns,
+                                  std::span<Lost> out) {
+    size_t n = 0;
+    for (uint64_t g = head_; g < next_ && n < out.size(); ++g) {
+      Entry& e = ring_[Slot(g)];
+      if (e.state != State::kInFlight) continue;
+      std::optional<LossReason> why;
+      if (now_ns >= e.t_sent_ns + e.rto_ns) {
+        why = LossReason::kRto;
+      } else if (RackLost(g, e, now_ns, srtt_ns)) {
+        why = LossReason::kRack;
+      }
+      if (!why) continue;
+      e.state = State::kLost;
+      out[n++] = Lost{g, *why, e.expiries};
+    }
+    Pop();
+    return n;
+  }
+
+  // When DetectLost will next find something if no ACK comes first: the
+  // earliest RTO, or reordering window end; nullopt with nothing in flight.
+  [[nodiscard]] std::optional<uint64_t> NextDeadlineNs(uint64_t srtt_ns) const {
+    std::optional<uint64_t> at;
+    for (uint64_t g = head_; g < next_; ++g) {
+      const Entry& e = ring_[Slot(g)];
+      if (e.state != State::kInFlight) continue;
+      uint64_t t = e.t_sent_ns + e.rto_ns;
+      if (srtt_ns > 0 && any_acked_ && g < highest_acked_) {
+        t = std::min(t, e.t_sent_ns + ReorderWindowNs(srtt_ns) + 1);
+      }
+      at = std::min(at.value_or(t), t);
+    }
+    return at;
+  }
+
+  // srtt + srtt / 4: how long past its send a reordered entry may arrive.
+  [[nodiscard]] uint64_t ReorderWindowNs(uint64_t srtt_ns) const {
+    return srtt_ns + srtt_ns / std::max<uint32_t>(p_.reorder_divisor, 1);
+  }
+
+  // Entries in the ring (from the oldest not yet done to the newest sent).
+  [[nodiscard]] uint64_t occupied() const { return next_ - head_; }
+  [[nodiscard]] uint64_t next_gseq() const { return next_; }
+
+ private:
+  enum class State : uint8_t { kInFlight, kAcked, kLost };
+  struct Entry {
+    uint64_t t_sent_ns = 0;
+    uint64_t rto_ns = 0;
+    uint32_t expiries = 0;
+    State state = State::kAcked;
+  };
+
+  size_t Slot(uint64_t gseq) const { return gseq % ring_.size(); }
+  bool RackLost(uint64_t g, const Entry& e, uint64_t now_ns,
+                uint64_t srtt_ns) const {
+    return srtt_ns > 0 && any_acked_ && g < highest_acked_ &&
+           now_ns > e.t_sent_ns &&
+           now_ns - e.t_sent_ns > ReorderWindowNs(srtt_ns);
+  }
+  void Pop() {
+    while (head_ < next_ && ring_[Slot(head_)].state != State::kInFlight) {
+      ++head_;
+    }
+  }
+
+  LossDetectorParams p_;
+  std::vector<Entry> ring_;  // sized once, at construction
+  uint64_t head_;            // oldest gseq not yet acked or lost
+  uint64_t next_;            // the next gseq to be sent
+  bool any_acked_ = false;
+  uint64_t highest_acked_ = 0;
+};
+
+}  // namespace vrdma::policy::reliability
+
+#endif  // VRDMA_POLICY_RELIABILITY_LOSS_DETECTOR_H_
