@@ -94,7 +94,7 @@ class AckTrigger {
 
  private:
   bool TimerDue(uint64_t now_ns) const {
-    return chunks_ > 0 && now_ns - oldest_ns_ >= p_.timer_ns;
+    return chunks_ > 0 && now_ns >= oldest_ns_ + p_.timer_ns;
   }
   // Whether a is the next expected piece; moves the expectation past it
   // when a is at or beyond it.

@@ -140,6 +140,13 @@ TEST(AckTriggerTest, TimerSinceTheOldestUnacknowledgedArrival) {
   EXPECT_EQ(t.DeadlineNs(), std::optional<uint64_t>(232 * kUs));
 }
 
+TEST(AckTriggerTest, AClockGoingBackIsNotATimer) {
+  AckTrigger t(4096, 0);
+  EXPECT_EQ(t.OnArrival(1000, Unit(0)), AckReason::kNone);
+  EXPECT_EQ(t.OnArrival(999, Unit(1)), AckReason::kNone);
+  EXPECT_EQ(t.OnTimer(0), AckReason::kNone);
+}
+
 TEST(AckTriggerTest, ANakOrAWaitingMessage) {
   AckTrigger t(4096, 0);
   Arrival a = Unit(0);

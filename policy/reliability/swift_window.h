@@ -97,7 +97,7 @@ class SwiftWindow {
 
  private:
   bool CanDecrease(uint64_t now_ns, uint64_t srtt_ns) const {
-    return !decreased_ || now_ns - last_decrease_ns_ >= srtt_ns;
+    return !decreased_ || now_ns >= last_decrease_ns_ + srtt_ns;
   }
   void Decreased(uint64_t now_ns) {
     decreased_ = true;

@@ -99,6 +99,14 @@ TEST(SwiftWindowTest, DecreaseAtMostOncePerRoundTrip) {
   EXPECT_EQ(w.cwnd(), 16 * kKiB);
 }
 
+TEST(SwiftWindowTest, AClockGoingBackDoesNotAllowADecrease) {
+  SwiftWindow w;
+  w.OnAck(1000, 4 * kKiB, 200 * kUs, kSrtt, kBase);
+  ASSERT_EQ(w.cwnd(), 32 * kKiB);
+  w.OnAck(999, 4 * kKiB, 200 * kUs, kSrtt, kBase);
+  EXPECT_EQ(w.cwnd(), 32 * kKiB);
+}
+
 TEST(SwiftWindowTest, AckWithoutSampleLeavesTheWindow) {
   SwiftWindow w;
   w.OnAck(0, 64 * kKiB, std::nullopt, kSrtt, kBase);
