@@ -7,6 +7,10 @@
 // same bytes; and whatever the checks of §3.6 accept must satisfy the
 // invariants the layer relies on (abort on violation). The receiver's
 // context is taken from the input too, so contexts vary with it.
+//
+// Seeds (testing/fuzz_reliable_wire_corpus/): a SEND of each header type
+// whose gseq (0x10100f3f0000007f) selects a context that accepts it, the
+// two ACKs of the golden vectors' shape, and a chunk immediate.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
