@@ -36,6 +36,13 @@ uint64_t AckTimeoutNs(uint8_t timeout);
 
 inline constexpr uint8_t kInfiniteRnrRetry = 7;
 
+// A QP in these states accepts incoming messages (IBA 10.3: from RTR on,
+// until ERR).
+inline bool Receiving(QpState s) {
+  return s == QpState::kRtr || s == QpState::kRts || s == QpState::kSqd ||
+         s == QpState::kSqe;
+}
+
 }  // namespace vrdma::soft
 
 #endif  // VRDMA_BACKEND_SOFT_RNIC_QP_STATE_H_

@@ -6,6 +6,7 @@
 #ifndef VRDMA_BACKEND_SOFT_RNIC_SOFT_OBJECTS_H_
 #define VRDMA_BACKEND_SOFT_RNIC_SOFT_OBJECTS_H_
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -89,6 +90,26 @@ struct RequesterState {
   uint64_t wait_until_ns = 0;
 };
 
+// The fabric responder's place in a UC message (net/net_responder.cc):
+// packets arrive one at a time, so what a message's first packet set up
+// (its receive WQE, a WRITE's RETH) waits here for the rest.
+struct NetRespState {
+  enum class Kind : uint8_t { kNone, kSend, kWrite };
+  Kind in_msg = Kind::kNone;  // a message in progress
+  uint64_t offset = 0;        // its bytes placed so far
+  // A WRITE's RETH, from its first packet.
+  uint64_t remote_addr = 0;
+  uint32_t rkey = 0;
+  uint32_t dma_len = 0;
+  // A receive WQE a SEND's first packet took from the RQ or SRQ. A UC
+  // message that is dropped does not consume it (IBA 9.7.5.1): it stays
+  // here for the QP's next message, and is flushed with the RQ.
+  bool has_wqe = false;
+  uint8_t wqe_num_sge = 0;
+  uint64_t wqe_id = 0;
+  std::array<Sge, kMaxSge> wqe_sge{};
+};
+
 struct Qp {
   uint32_t qpn = 0;  // also the handle
   QpType type = QpType::kRc;
@@ -106,6 +127,7 @@ struct Qp {
   std::vector<uint8_t> inline_pool;  // caps.max_inline_data per SQ slot
   RecvRing rq;
   RequesterState req{};
+  NetRespState net{};  // with a fabric: the UC responder's message
 
   // Which scheduling list of the SoftRnic the QP is on (at most one).
   enum class List : uint8_t { kNone, kActive, kTimer };

@@ -103,6 +103,7 @@ Status SoftRnic::ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) {
       q->sq.Clear();
       q->rq.Clear();
       q->req = {};
+      q->net = {};
       q->state = next;
       Deactivate(q);
       break;
@@ -167,6 +168,18 @@ void SoftRnic::FlushSq(soft::Qp* q) {
 
 void SoftRnic::FlushRq(soft::Qp* q) {
   uint64_t now = Now();
+  // A receive the fabric responder took (from the RQ or the SRQ) and kept
+  // for the next message is the oldest: it flushes first.
+  if (q->net.has_wqe) {
+    Completion c;
+    c.wr_id = q->net.wqe_id;
+    c.status = WcStatus::kWrFlushErr;
+    c.opcode = WcOpcode::kRecv;
+    c.qpn = q->qpn;
+    c.timestamp_ns = now;
+    PushCompletion(q->recv_cq, c);
+  }
+  q->net = {};
   while (!q->rq.empty()) {
     Completion c;
     c.wr_id = q->rq.front().wr_id;

@@ -32,9 +32,13 @@ bool SoftRnic::Progress() {
   // Called on every data-path turn: an idle RNIC (nothing to run, no timer
   // armed) returns before reading the clock, a vDSO call that was ~9% of
   // the daemon's profile under load.
-  if (active_.head == nullptr && next_deadline_ns_ == kNever) return false;
+  // With a fabric, packets may arrive at any time: it is polled always.
+  if (fabric_ == nullptr && active_.head == nullptr &&
+      next_deadline_ns_ == kNever) {
+    return false;
+  }
   uint64_t now = Now();
-  bool did = false;
+  bool did = PollFabric(now);
   if (now >= next_deadline_ns_) {
     // Some timer expired: move every expired QP to the active list and
     // find the next deadline. Deadlines are rare events (RNR, lost peer).
@@ -66,8 +70,10 @@ bool SoftRnic::Progress() {
     Deactivate(q);
     if (RunQp(q, now)) did = true;
   }
-  // Waiting for the wire is a finite timer too: the RNIC is not idle.
-  return did || next_deadline_ns_ != kNever || wire_wait;
+  // Waiting for the wire is a finite timer too: the RNIC is not idle; so
+  // are packets in flight at its fabric port.
+  return did || next_deadline_ns_ != kNever || wire_wait ||
+         (fabric_ != nullptr && fabric_->NextEventNs().has_value());
 }
 
 bool SoftRnic::WaitsForWire(const soft::Qp* q, uint64_t now) const {
@@ -101,6 +107,11 @@ std::optional<uint64_t> SoftRnic::NextTimerNs() const {
   // With a line rate, QPs that have work wait for the wire to be free.
   if (active_.head != nullptr && wire_.limited()) {
     next = std::min(next, wire_.free_at());
+  }
+  if (fabric_ != nullptr) {
+    if (std::optional<uint64_t> f = fabric_->NextEventNs()) {
+      next = std::min(next, *f);
+    }
   }
   if (next == kNever) return std::nullopt;
   return next;
@@ -255,6 +266,16 @@ bool SoftRnic::ExecuteHead(soft::Qp* q, uint64_t now, bool* did_work) {
     }
   }
 
+  if (OnFabric(q, slot)) {
+    // Unreliable, to another host: sent as packets, complete when the
+    // last is sent (RC over a fabric is not here yet: it falls through to
+    // Route, which finds no destination).
+    NetSend(q, slot, local, now);
+    ChargeWire(q, wr, len, Reply::kAck,
+               std::max(slot.posted_ns, rs.wait_until_ns));
+    RetireHead(q, WcStatus::kSuccess, now);
+    return true;
+  }
   soft::Qp* d = Route(q, slot);
   ExecResult r;
   if (d == nullptr) {

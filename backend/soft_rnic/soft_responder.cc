@@ -8,16 +8,12 @@
 #include <cstring>
 
 #include "backend/rnic/roce_grh.h"
+#include "backend/soft_rnic/qp_state.h"
 #include "backend/soft_rnic/soft_rnic.h"
 
 namespace vrdma {
 namespace {
 
-
-bool Receiving(QpState s) {
-  return s == QpState::kRtr || s == QpState::kRts || s == QpState::kSqd ||
-         s == QpState::kSqe;
-}
 
 uint32_t RemoteAccessFor(WrOpcode op) {
   switch (op) {
@@ -92,7 +88,7 @@ SoftRnic::ExecResult SoftRnic::Respond(soft::Qp* q, const soft::SqSlot& slot,
   const ExecResult drop{Reply::kAck, false};
 
   // 1. A QP that is not receiving does not answer (RC times out).
-  if (!Receiving(d->state)) return ExecResult{Reply::kNoResponse, false};
+  if (!soft::Receiving(d->state)) return ExecResult{Reply::kNoResponse, false};
 
   // 2. UD: the Q_Key must match (a WR Q_Key with the high bit set means
   // "use the sending QP's Q_Key").

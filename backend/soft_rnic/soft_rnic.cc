@@ -61,10 +61,12 @@ RnicLimits DefaultSoftRnicLimits() {
   return l;
 }
 
-SoftRnic::SoftRnic(RnicLimits limits, SoftRnicClock clock)
+SoftRnic::SoftRnic(RnicLimits limits, SoftRnicClock clock,
+                   fabric::Fabric* fabric)
     : limits_(Clamp(limits)),
       clock_(clock ? std::move(clock) : SoftRnicClock(SteadyNowNs)),
       wire_(limits_.link_rate_bps),
+      fabric_(fabric),
       pds_(limits_.max_pd),
       mrs_(limits_.max_mr),
       mws_(limits_.max_mw, kMwIndexBase),
@@ -92,6 +94,9 @@ Status SoftRnic::AddGid(const Gid& gid) {
   if (gid == Gid{}) return Status::kInvalid;
   if (GidRegistered(gid)) return Status::kBusy;
   if (num_gids_ == kMaxGids) return Status::kNoResource;
+  // On a fabric the GID must be this host's alone (another host has it:
+  // kBusy), and packets to it come here from now on.
+  if (fabric_ != nullptr) VRDMA_RETURN_IF_ERROR(fabric_->AddGid(gid));
   gids_[num_gids_++] = gid;
   return Status::kOk;
 }
@@ -100,6 +105,7 @@ Status SoftRnic::RemoveGid(const Gid& gid) {
   for (int i = 0; i < num_gids_; ++i) {
     if (gids_[i] == gid) {
       gids_[i] = gids_[--num_gids_];
+      if (fabric_ != nullptr) (void)fabric_->RemoveGid(gid);
       return Status::kOk;
     }
   }

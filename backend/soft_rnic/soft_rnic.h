@@ -27,6 +27,15 @@
 // take turns, a message at a time, as the wire frees. 0 (the default):
 // unlimited, messages move as fast as the CPU copies them.
 //
+// A fabric (docs/reliability.md §7.1): constructed with a fabric::Fabric
+// port, the SoftRnic still delivers whole messages to its own GIDs as
+// above, and cuts UC and UD messages to any other dgid into packets of the
+// path MTU (net/packet.h) that it sends through the port; Progress() polls
+// the port and a packet responder executes what arrives (net/). RC over a
+// fabric is not there yet (§10 step 7): an RC message to a GID of another
+// host finds no destination, as to an unregistered GID. Without a fabric
+// (the default) nothing of this exists.
+//
 // Resources: every table is bounded by the limits; queues and CQ rings are
 // allocated at creation. Post*, PollCq and Progress never allocate.
 #ifndef VRDMA_BACKEND_SOFT_RNIC_SOFT_RNIC_H_
@@ -39,6 +48,7 @@
 #include <span>
 
 #include "backend/base/status.h"
+#include "backend/fabric/fabric.h"
 #include "backend/rnic/rnic.h"
 #include "backend/soft_rnic/object_table.h"
 #include "backend/soft_rnic/queue_memory.h"
@@ -46,6 +56,10 @@
 #include "backend/soft_rnic/wire.h"
 
 namespace vrdma {
+
+namespace soft::net {
+struct Header;
+}  // namespace soft::net
 
 // Returns nanoseconds on a monotonic clock.
 using SoftRnicClock = std::function<uint64_t()>;
@@ -67,10 +81,52 @@ struct SoftRnicCounts {
   bool operator==(const SoftRnicCounts&) const = default;
 };
 
+// Why the fabric responder dropped a packet (SoftNetStats::dropped), one
+// check each, in the order they run.
+enum class NetDrop : uint8_t {
+  // net::Decode's syntax checks.
+  kShort,    // shorter than a header
+  kVersion,  // unknown version
+  kLength,   // payload length disagrees with the packet, or above 4096
+  kOpcode,   // no such opcode for its transport
+  kField,    // a QPN, PSN or flow label too wide, unknown flags
+  // The responder's.
+  kUnknownGid,     // dgid is not a GID of this RNIC
+  kUnknownQp,      // no such QPN, or a QP of another transport
+  kNotConnected,   // UC: the QP's peer is another QP or path
+  kState,          // the QP does not receive (RESET, INIT, ERR)
+  kQkey,           // UD: Q_Key mismatch
+  kSequence,       // UC: not the next packet of the message in progress
+  kMtu,            // payload not as the MTU or the RETH length requires
+  kAccess,         // UC WRITE: QP access flags, rkey or range
+  kNoReceive,      // no receive WQE for a SEND or WRITE_WITH_IMM
+  kRcUnsupported,  // RC packets: not yet (docs/reliability.md §10 step 7)
+  kCount,
+};
+
+// What a SoftRnic sent to and received from its fabric.
+struct SoftNetStats {
+  uint64_t tx_packets = 0;
+  uint64_t rx_packets = 0;
+  // UC messages the responder started and then dropped whole (a packet
+  // lost, reordered or bad in the middle).
+  uint64_t uc_messages_dropped = 0;
+  std::array<uint64_t, static_cast<size_t>(NetDrop::kCount)> dropped{};
+  uint64_t drops(NetDrop d) const { return dropped[static_cast<size_t>(d)]; }
+  uint64_t total_drops() const {
+    uint64_t n = 0;
+    for (uint64_t d : dropped) n += d;
+    return n;
+  }
+};
+
 class SoftRnic final : public Rnic {
  public:
+  // fabric: where messages to GIDs this RNIC does not have go (a port that
+  // must outlive it); nullptr: loopback only.
   explicit SoftRnic(RnicLimits limits = DefaultSoftRnicLimits(),
-                    SoftRnicClock clock = {});
+                    SoftRnicClock clock = {},
+                    fabric::Fabric* fabric = nullptr);
   ~SoftRnic() override;
   SoftRnic(const SoftRnic&) = delete;
   SoftRnic& operator=(const SoftRnic&) = delete;
@@ -126,6 +182,8 @@ class SoftRnic final : public Rnic {
   // Not part of Rnic: bytes the port's wire carried, packet overhead
   // included (0 without a line rate).
   uint64_t wire_bytes() const { return wire_.bytes(); }
+  // Not part of Rnic: packets to and from the fabric (all zero without one).
+  const SoftNetStats& net_stats() const { return net_stats_; }
   // Not part of Rnic: how many objects are alive (leak checks).
   SoftRnicCounts ObjectCounts() const {
     return {pds_.live(), mrs_.live(), cqs_.live(), srqs_.live(),
@@ -232,12 +290,43 @@ class SoftRnic final : public Rnic {
                     WcOpcode opcode, uint32_t byte_len, uint32_t flags,
                     uint32_t imm, uint32_t src_qpn, uint64_t now);
 
+  // net/net_requester.cc: messages to other hosts' GIDs.
+  // The head WQE of q goes out through the fabric (not RC, from a GID of
+  // this RNIC to a GID it does not have).
+  bool OnFabric(const soft::Qp* q, const soft::SqSlot& slot) const;
+  // Sends the message as packets of the path MTU.
+  void NetSend(soft::Qp* q, const soft::SqSlot& slot, const SegList& local,
+               uint64_t now);
+
+  // net/net_responder.cc: packets from the fabric.
+  // Executes what the fabric has for this RNIC (a bounded batch); true
+  // when it received something.
+  bool PollFabric(uint64_t now);
+  void NetReceive(std::span<const uint8_t> packet, uint64_t now);
+  void NetReceiveUc(soft::Qp* d, const soft::net::Header& h,
+                    const uint8_t* payload, uint64_t now);
+  void NetReceiveUd(soft::Qp* d, const soft::net::Header& h,
+                    const uint8_t* payload, uint64_t now);
+  // A UC SEND's or WRITE_WITH_IMM's receive WQE, into d->net; false: none.
+  bool NetTakeWqe(soft::Qp* d);
+  // Drops the UC message in progress (its WQE stays for the next one).
+  void NetAbort(soft::Qp* d);
+  void NetDropped(NetDrop why) {
+    ++net_stats_.dropped[static_cast<size_t>(why)];
+  }
+
   uint64_t Now() const { return clock_(); }
 
   RnicLimits limits_;
   SoftRnicClock clock_;
   // The port's transmit side (limits_.link_rate_bps; 0: unlimited).
   soft::Wire wire_;
+  // With a fabric: where packets go, the packet being built, the batch
+  // being received, and their counts.
+  fabric::Fabric* fabric_ = nullptr;
+  std::array<uint8_t, fabric::kMaxPacketBytes> tx_packet_{};
+  std::array<fabric::Datagram, 32> rx_batch_{};
+  SoftNetStats net_stats_;
 
   static constexpr int kMaxGids = 1024;
   std::array<Gid, kMaxGids> gids_{};

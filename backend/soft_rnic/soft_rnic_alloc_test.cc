@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <new>
 
+#include "backend/fabric/faulty_fabric.h"
+#include "backend/fabric/inproc_fabric.h"
 #include "backend/soft_rnic/soft_rnic_test_util.h"
 
 namespace {
@@ -220,6 +222,123 @@ void NoAlloc::MixedWorkload() {
   if (tick_ != 0) {
     EXPECT_GT(rnic_.wire_bytes(), 0u);
   }
+}
+
+// On a fabric (docs/reliability.md §7.1): UC and UD messages cut into
+// packets, lost, reordered and duplicated on the way, executed packet by
+// packet at the other host, and hostile bytes dropped, all without an
+// allocation on either host.
+TEST_F(NoAlloc, FabricDataPathNeverAllocates) {
+  fabric::InprocFabric fab;
+  fabric::FaultConfig fc;
+  fc.loss = 0.1;
+  fc.p_reorder = 0.1;
+  fc.reorder_delay_ns = 2000;
+  fc.p_dup = 0.1;
+  fabric::FaultyFabric port_a(fab.AddPort(), fc, 3);
+  fabric::Fabric* port_b = fab.AddPort();
+  fabric::Fabric* raw = fab.AddPort();
+  SoftRnic ha(limits_, [this] { return now_; }, &port_a);
+  SoftRnic hb(limits_, [this] { return now_; }, port_b);
+  struct Host {
+    SoftRnic* r;
+    Vm vm;
+  } hosts[2] = {{&ha, {}}, {&hb, {}}};
+  for (uint8_t i = 0; i < 2; ++i) {
+    Vm& vm = hosts[i].vm;
+    SoftRnic& r = *hosts[i].r;
+    vm.gid = Gid{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, static_cast<uint8_t>(10 + i)};
+    ASSERT_EQ(r.AddGid(vm.gid), Status::kOk);
+    vm.pd = *r.AllocPd();
+    vm.scq = *r.CreateCq(1024);
+    vm.rcq = *r.CreateCq(1024);
+    vm.buf.assign(kBufSize, static_cast<uint8_t>(i));
+    vm.iova = (uint64_t{i} + 1) << 32;
+    vm.mr = *r.RegMr(vm.pd, vm.buf.data(), kBufSize, vm.iova, kAllAccess);
+  }
+  Vm& va = hosts[0].vm;
+  Vm& vb = hosts[1].vm;
+  auto create = [&](SoftRnic& r, Vm& vm, QpType t) {
+    QpInit init;
+    init.type = t;
+    init.pd = vm.pd;
+    init.send_cq = vm.scq;
+    init.recv_cq = vm.rcq;
+    init.caps = QpCaps{64, 64, 4, 4, 0};
+    return *r.CreateQp(init);
+  };
+  auto bring_up = [&](SoftRnic& r, RnicQp q, QpType t, const Gid& self,
+                      const Gid& peer, uint32_t peer_qpn) {
+    QpAttr a;
+    a.state = QpState::kInit;
+    a.access_flags = kAllAccess;
+    a.qkey = 0x1111;
+    const bool ud = t == QpType::kUd;
+    ASSERT_EQ(r.ModifyQp(q, a, kQpState | kQpPkeyIndex | kQpPort | (ud ? kQpQkey : kQpAccessFlags)),
+              Status::kOk);
+    a.state = QpState::kRtr;
+    a.av.sgid = self;
+    a.av.dgid = peer;
+    a.path_mtu_bytes = 1024;
+    a.dest_qpn = peer_qpn;
+    ASSERT_EQ(r.ModifyQp(q, a, kQpState | (ud ? 0u : kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn)),
+              Status::kOk);
+    a.state = QpState::kRts;
+    ASSERT_EQ(r.ModifyQp(q, a, kQpState | kQpSqPsn), Status::kOk);
+  };
+  RnicQp qa = create(ha, va, QpType::kUc);
+  RnicQp qb = create(hb, vb, QpType::kUc);
+  RnicQp ua = create(ha, va, QpType::kUd);
+  RnicQp ub = create(hb, vb, QpType::kUd);
+  bring_up(ha, qa, QpType::kUc, va.gid, vb.gid, qb.qpn);
+  bring_up(hb, qb, QpType::kUc, vb.gid, va.gid, qa.qpn);
+  bring_up(ha, ua, QpType::kUd, va.gid, va.gid, 0);
+  bring_up(hb, ub, QpType::kUd, vb.gid, vb.gid, 0);
+  AddressVector av;
+  av.sgid = va.gid;
+  av.dgid = vb.gid;
+  RnicAh ah = *ha.CreateAh(va.pd, av);
+
+  SendWr send = Wr(WrOpcode::kSendWithImm, 1, va, 0, 3000);
+  SendWr write = Wr(WrOpcode::kRdmaWriteWithImm, 2, va, 4096, 2500);
+  write.remote_addr = vb.at(32768);
+  write.rkey = vb.mr.rkey;
+  SendWr ud = Wr(WrOpcode::kSend, 3, va, 0, 500);
+  ud.ah = ah;
+  ud.remote_qpn = ub.qpn;
+  ud.remote_qkey = 0x1111;
+  const RecvWr recv = Rwr(7, vb, 0, 8192);
+  const RecvWr ud_recv = Rwr(8, vb, 16384, 1000);
+  const std::vector<uint8_t> junk(200, 0xab);
+  Completion out[64];
+  uint64_t received = 0;
+  g_allocs = 0;
+  Counted([&] {
+    Status st;
+    for (int round = 0; round < 200; ++round) {
+      hb.PostRecv(qb, std::span<const RecvWr>(&recv, 1), &st);
+      hb.PostRecv(ub, std::span<const RecvWr>(&ud_recv, 1), &st);
+      ha.PostSend(qa, std::span<const SendWr>(&send, 1), &st);
+      ha.PostSend(qa, std::span<const SendWr>(&write, 1), &st);
+      ha.PostSend(ua, std::span<const SendWr>(&ud, 1), &st);
+      raw->Send(junk, vb.gid, now_);  // malformed: dropped and counted
+      for (int i = 0; i < 8; ++i) {
+        ha.Progress();
+        hb.Progress();
+        now_ += 500;
+      }
+      while (ha.PollCq(va.scq, out) > 0) {
+      }
+      int n;
+      while ((n = hb.PollCq(vb.rcq, out)) > 0) received += n;
+    }
+  });
+  EXPECT_EQ(g_allocs, 0);
+  // It did run: messages arrived, some were dropped whole, junk counted.
+  EXPECT_GT(received, 100u);
+  EXPECT_GT(hb.net_stats().uc_messages_dropped, 0u);
+  EXPECT_EQ(hb.net_stats().drops(NetDrop::kVersion), 200u);
+  EXPECT_GT(port_a.fault_stats().duplicated, 0u);
 }
 
 

@@ -1,0 +1,126 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// The requester's side of a fabric (docs/reliability.md §7.1): a UC
+// message to another host goes out as FIRST, MIDDLE..., LAST packets of
+// exactly the path MTU but the last (ONLY when it fits one; zero bytes:
+// one ONLY), each with the QP's next PSN; a UD message is one SEND_ONLY.
+// Sent once: UC and UD complete when the last packet is sent. RC (go-back-N,
+// ACKs) is §10 step 7.
+#include <algorithm>
+#include <cstring>
+
+#include "backend/soft_rnic/net/packet.h"
+#include "backend/soft_rnic/soft_rnic.h"
+
+namespace vrdma {
+namespace {
+
+using soft::net::Op;
+
+// The operation of packet `first`/`last` of a message of opcode op.
+Op PacketOp(WrOpcode op, bool first, bool last) {
+  const bool write =
+      op == WrOpcode::kRdmaWrite || op == WrOpcode::kRdmaWriteWithImm;
+  if (first && last) {
+    switch (op) {
+      case WrOpcode::kRdmaWrite: return Op::kWriteOnly;
+      case WrOpcode::kRdmaWriteWithImm: return Op::kWriteOnlyImm;
+      case WrOpcode::kSendWithImm: return Op::kSendOnlyImm;
+      case WrOpcode::kSendWithInv: return Op::kSendOnlyInv;
+      default: return Op::kSendOnly;
+    }
+  }
+  if (first) return write ? Op::kWriteFirst : Op::kSendFirst;
+  if (!last) return write ? Op::kWriteMiddle : Op::kSendMiddle;
+  switch (op) {
+    case WrOpcode::kRdmaWrite: return Op::kWriteLast;
+    case WrOpcode::kRdmaWriteWithImm: return Op::kWriteLastImm;
+    case WrOpcode::kSendWithImm: return Op::kSendLastImm;
+    case WrOpcode::kSendWithInv: return Op::kSendLastInv;
+    default: return Op::kSendLast;
+  }
+}
+
+}  // namespace
+
+bool SoftRnic::OnFabric(const soft::Qp* q, const soft::SqSlot& slot) const {
+  if (fabric_ == nullptr || q->type == QpType::kRc) return false;
+  const bool ud = q->type == QpType::kUd;
+  const AddressVector& av = ud ? slot.ud_av : q->attr.av;
+  return GidRegistered(av.sgid) && !GidRegistered(av.dgid);
+}
+
+void SoftRnic::NetSend(soft::Qp* q, const soft::SqSlot& slot,
+                       const SegList& local, uint64_t now) {
+  namespace net = soft::net;
+  const SendWr& wr = slot.wr;
+  const bool ud = q->type == QpType::kUd;
+  const AddressVector& av = ud ? slot.ud_av : q->attr.av;
+  // UD messages are at most the active MTU (checked before); a connected
+  // QP's path MTU is one of IB's five sizes (qp_state.cc).
+  const uint64_t mtu = ud ? limits_.active_mtu_bytes : q->attr.path_mtu_bytes;
+  const uint64_t len = local.total;
+  const uint64_t packets = len == 0 ? 1 : (len + mtu - 1) / mtu;
+
+  net::Header h;
+  h.flags = (wr.send_flags & kSendSolicited) ? net::kFlagSolicited : 0;
+  h.traffic_class = av.traffic_class;
+  h.hop_limit = av.hop_limit;
+  h.flow_label = av.flow_label & 0xfffff;
+  h.dest_qpn = (ud ? wr.remote_qpn : q->attr.dest_qpn) & 0xffffff;
+  h.src_qpn = q->qpn;
+  h.dgid = av.dgid;
+  h.sgid = av.sgid;
+  if (ud) {
+    // A WR Q_Key with the high bit set means the QP's own (IBA 10.2.5).
+    h.qkey = (wr.remote_qkey & 0x80000000u) ? q->attr.qkey : wr.remote_qkey;
+  }
+  const uint8_t transport = ud ? net::kUd : net::kUc;
+
+  // The payload gathered from the local SGEs (none of zero length),
+  // packet by packet.
+  int seg = 0;
+  uint64_t seg_off = 0;
+  uint64_t off = 0;
+  for (uint64_t p = 0; p < packets; ++p) {
+    const bool first = p == 0;
+    const bool last = p + 1 == packets;
+    const Op op = PacketOp(wr.opcode, first, last);
+    const net::OpInfo info = net::OpInfoOf(transport | op);
+    const uint32_t n = static_cast<uint32_t>(std::min(mtu, len - off));
+    h.opcode = transport | op;
+    h.payload_len = static_cast<uint16_t>(n);
+    h.psn = q->attr.sq_psn & 0xffffff;
+    q->attr.sq_psn = (q->attr.sq_psn + 1) & 0xffffff;
+    h.imm = 0;
+    if (info.imm) h.imm = wr.imm_data;
+    if (info.inv) h.imm = wr.invalidate_rkey;
+    h.remote_addr = 0;
+    h.rkey = 0;
+    h.dma_len = 0;
+    if (info.reth) {
+      h.remote_addr = wr.remote_addr;
+      h.rkey = wr.rkey;
+      h.dma_len = static_cast<uint32_t>(len);  // max_msg_sz < 2^32
+    }
+    net::EncodeHeader(h, tx_packet_.data());
+    uint8_t* dst = tx_packet_.data() + net::kHeaderBytes;
+    for (uint32_t left = n; left > 0;) {
+      const Seg& sg = local.segs[seg];
+      const uint64_t take = std::min<uint64_t>(left, sg.len - seg_off);
+      std::memcpy(dst, sg.ptr + seg_off, take);
+      dst += take;
+      left -= static_cast<uint32_t>(take);
+      seg_off += take;
+      if (seg_off == sg.len) {
+        ++seg;
+        seg_off = 0;
+      }
+    }
+    off += n;
+    fabric_->Send({tx_packet_.data(), net::kHeaderBytes + n}, av.dgid, now);
+    ++net_stats_.tx_packets;
+  }
+}
+
+}  // namespace vrdma
