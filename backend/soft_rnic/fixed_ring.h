@@ -39,6 +39,8 @@ class FixedRing {
   // Oldest element; the ring must not be empty.
   T& front() { return slots_[head_ % capacity()]; }
   const T& front() const { return slots_[head_ % capacity()]; }
+  // The i-th element from the oldest (i < size()).
+  T& at(uint32_t i) { return slots_[(head_ + i) % capacity()]; }
   void Pop() { ++head_; }
   void Clear() { head_ = tail_ = 0; }
 

@@ -114,6 +114,23 @@ void SoftRnic::CopyInto(const SegList& dst, uint64_t dst_offset,
   }
 }
 
+void SoftRnic::CopyOutAt(const SegList& src, uint64_t offset, uint8_t* dst,
+                         uint64_t len) {
+  for (int i = 0; i < src.n && len > 0; ++i) {
+    const Seg& s = src.segs[i];
+    if (offset >= s.len) {
+      offset -= s.len;
+      continue;
+    }
+    uint64_t n = s.len - offset;
+    if (n > len) n = len;
+    std::memmove(dst, s.ptr + offset, n);
+    dst += n;
+    len -= n;
+    offset = 0;
+  }
+}
+
 void SoftRnic::CopyOut(const SegList& src, uint8_t* dst, uint64_t len) {
   for (int i = 0; i < src.n && len > 0; ++i) {
     uint64_t n = src.segs[i].len;

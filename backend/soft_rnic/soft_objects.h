@@ -78,6 +78,25 @@ struct SqSlot {
   SendWr wr{};
   AddressVector ud_av{};
   uint64_t posted_ns = 0;  // with a line rate: when it was posted
+  // RC on a fabric: the PSNs it was given when first sent ([first_psn,
+  // first_psn + npsn): its packets, or a READ's response packets).
+  bool sent = false;
+  uint32_t first_psn = 0;
+  uint32_t npsn = 0;
+};
+
+// The requester of an RC QP on a fabric (net/net_rc_requester.cc): several
+// WQEs in flight, acknowledged in order, resent go-back-N.
+struct NetReqState {
+  uint32_t next = 0;       // WQEs from the SQ front sent (a go-back rewinds it)
+  uint32_t from_pkt = 0;   // the packet of WQE `next` to send from
+  uint32_t resp_pkts = 0;  // response packets of the front READ placed
+  uint8_t retry_left = 0;  // both reset when an ACK makes progress
+  uint8_t rnr_left = 0;
+  bool started = false;    // retry_left and rnr_left set
+  bool rnr_wait = false;   // an RNR NAK: nothing is sent before rnr_until_ns
+  uint64_t rnr_until_ns = 0;
+  uint64_t ack_deadline_ns = 0;  // with WQEs in flight: the ACK timeout
 };
 
 // Requester progress of the WQE at the head of the SQ.
@@ -90,7 +109,7 @@ struct RequesterState {
   uint64_t wait_until_ns = 0;
 };
 
-// The fabric responder's place in a UC message (net/net_responder.cc):
+// The fabric responder's place in a message (net/net_responder.cc):
 // packets arrive one at a time, so what a message's first packet set up
 // (its receive WQE, a WRITE's RETH) waits here for the rest.
 struct NetRespState {
@@ -108,6 +127,18 @@ struct NetRespState {
   uint8_t wqe_num_sge = 0;
   uint64_t wqe_id = 0;
   std::array<Sge, kMaxSge> wqe_sge{};
+  // RC (net/net_rc_responder.cc).
+  bool nak_sent = false;    // a PSN sequence NAK for the current gap
+  uint32_t unacked = 0;     // packets executed since the last ACK
+  // Atomics executed, so a duplicate is answered, never executed again
+  // (max_dest_rd_atomic of them, the newest kept).
+  struct SavedAtomic {
+    bool valid = false;
+    uint32_t psn = 0;
+    uint64_t orig = 0;
+  };
+  std::array<SavedAtomic, 16> atomics{};
+  uint32_t next_atomic = 0;
 };
 
 struct Qp {
@@ -127,7 +158,8 @@ struct Qp {
   std::vector<uint8_t> inline_pool;  // caps.max_inline_data per SQ slot
   RecvRing rq;
   RequesterState req{};
-  NetRespState net{};  // with a fabric: the UC responder's message
+  NetRespState net{};   // with a fabric: the responder's message
+  NetReqState nreq{};   // with a fabric, RC: the requester's window
 
   // Which scheduling list of the SoftRnic the QP is on (at most one).
   enum class List : uint8_t { kNone, kActive, kTimer };

@@ -138,6 +138,7 @@ int SoftRnic::PostSend(RnicQp qp, std::span<const SendWr> wrs,
     }
     if (ah != nullptr) slot->ud_av = ah->av;
     slot->posted_ns = now;
+    slot->sent = false;
   }
   if (posted > 0) Activate(q);
   if (first_error != nullptr) *first_error = err;

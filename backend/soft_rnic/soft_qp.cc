@@ -104,6 +104,7 @@ Status SoftRnic::ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) {
       q->rq.Clear();
       q->req = {};
       q->net = {};
+      q->nreq = {};
       q->state = next;
       Deactivate(q);
       break;
@@ -164,6 +165,7 @@ void SoftRnic::FlushSq(soft::Qp* q) {
     q->sq.Pop();
   }
   q->req = {};
+  q->nreq = {};
 }
 
 void SoftRnic::FlushRq(soft::Qp* q) {

@@ -137,6 +137,8 @@ bool SoftRnic::RunQp(soft::Qp* q, uint64_t now) {
       // SQD (and anything else): hold the queue until the QP is in RTS.
       return false;
   }
+  // RC to another host: packets, several WQEs in flight (net/).
+  if (IsNetRc(q)) return RunNetRc(q, now);
   bool did = false;
   for (int budget = kQpBudget;
        budget > 0 && q->state == QpState::kRts && !q->sq.empty(); --budget) {

@@ -31,10 +31,10 @@
 // port, the SoftRnic still delivers whole messages to its own GIDs as
 // above, and cuts UC and UD messages to any other dgid into packets of the
 // path MTU (net/packet.h) that it sends through the port; Progress() polls
-// the port and a packet responder executes what arrives (net/). RC over a
-// fabric is not there yet (§10 step 7): an RC message to a GID of another
-// host finds no destination, as to an unregistered GID. Without a fabric
-// (the default) nothing of this exists.
+// the port and a packet responder executes what arrives (net/). RC to
+// another host is RC on the wire: PSNs, ACKs, go-back-N, RNR and error
+// NAKs, READ and atomic responses, several WQEs in flight. Without a
+// fabric (the default) nothing of this exists.
 //
 // Resources: every table is bounded by the limits; queues and CQ rings are
 // allocated at creation. Post*, PollCq and Progress never allocate.
@@ -99,8 +99,8 @@ enum class NetDrop : uint8_t {
   kSequence,       // UC: not the next packet of the message in progress
   kMtu,            // payload not as the MTU or the RETH length requires
   kAccess,         // UC WRITE: QP access flags, rkey or range
-  kNoReceive,      // no receive WQE for a SEND or WRITE_WITH_IMM
-  kRcUnsupported,  // RC packets: not yet (docs/reliability.md §10 step 7)
+  kNoReceive,      // UC, UD: no receive WQE for a SEND or WRITE_WITH_IMM
+  kResponse,       // RC requester: a response that answers nothing in flight
   kCount,
 };
 
@@ -111,6 +111,14 @@ struct SoftNetStats {
   // UC messages the responder started and then dropped whole (a packet
   // lost, reordered or bad in the middle).
   uint64_t uc_messages_dropped = 0;
+  // RC.
+  uint64_t retransmitted = 0;   // request packets sent again (go-back-N)
+  uint64_t timeouts = 0;        // ACK timeouts that rewound the requester
+  uint64_t acks_sent = 0;       // ACKs (and atomic ACKs), duplicates' too
+  uint64_t naks_sent = 0;       // sequence, RNR and error NAKs
+  uint64_t duplicates = 0;      // requests the responder had executed before
+  uint64_t reads_served = 0;    // READ requests answered, duplicates too
+  uint64_t atomics_replayed = 0;  // duplicate atomics answered from saved results
   std::array<uint64_t, static_cast<size_t>(NetDrop::kCount)> dropped{};
   uint64_t drops(NetDrop d) const { return dropped[static_cast<size_t>(d)]; }
   uint64_t total_drops() const {
@@ -246,6 +254,9 @@ class SoftRnic final : public Rnic {
   static void CopyInto(const SegList& dst, uint64_t dst_offset,
                        const uint8_t* src, uint64_t len);
   static void CopyOut(const SegList& src, uint8_t* dst, uint64_t len);
+  // len bytes of src from byte offset on.
+  static void CopyOutAt(const SegList& src, uint64_t offset, uint8_t* dst,
+                        uint64_t len);
 
   // soft_cq.cc
   void PushCompletion(soft::Cq* cq, const Completion& c);
@@ -297,6 +308,40 @@ class SoftRnic final : public Rnic {
   // Sends the message as packets of the path MTU.
   void NetSend(soft::Qp* q, const soft::SqSlot& slot, const SegList& local,
                uint64_t now);
+
+  // net/net_rc_requester.cc: RC to other hosts (several WQEs in flight).
+  bool IsNetRc(const soft::Qp* q) const;
+  bool RunNetRc(soft::Qp* q, uint64_t now);
+  // Sends WQE `slot` from its packet from_pkt on.
+  void NetSendRc(soft::Qp* q, soft::SqSlot& slot, const SegList& local,
+                 uint32_t from_pkt, uint64_t now);
+  // Completes the front WQE (the requester's window moves up by one).
+  void NetRetireFront(soft::Qp* q, WcStatus status, uint64_t now);
+  // Completes the front WQEs that psn acknowledges (not a READ or an atomic:
+  // they complete with their responses); true when any did.
+  bool NetAcknowledge(soft::Qp* q, uint32_t psn, uint64_t now);
+  // Sends again from psn (go-back-N).
+  void NetGoBack(soft::Qp* q, uint32_t psn);
+  // Puts q where its next event is (active, timer list, or nowhere).
+  void NetSchedule(soft::Qp* q, bool may_send);
+  // A response (ACK, NAK, READ data, atomic ACK) to q's requests.
+  void NetRcResponse(soft::Qp* q, const soft::net::Header& h,
+                     const uint8_t* payload, uint64_t now);
+
+  // net/net_rc_responder.cc: RC requests from other hosts.
+  void NetReceiveRc(soft::Qp* d, const soft::net::Header& h,
+                    const uint8_t* payload, uint64_t now);
+  // An ACK, NAK (syndrome) or atomic ACK (orig) from d to its peer.
+  void NetSendAck(soft::Qp* d, uint8_t syndrome, uint32_t psn, uint64_t orig,
+                  bool atomic, uint64_t now);
+  // A NAK with an error code; the responder QP goes to ERR.
+  void NetNakError(soft::Qp* d, uint8_t code, uint32_t psn, uint64_t now);
+  // Checks a READ request and sends its responses; false when it was
+  // refused (NAKed, the QP in ERR).
+  bool NetServeRead(soft::Qp* d, const soft::net::Header& h, uint64_t now);
+  // Encodes h with payload_len bytes already at tx_packet_ + header, sends.
+  void NetTransmit(soft::net::Header& h, uint32_t payload_len, const Gid& dgid,
+                   uint64_t now);
 
   // net/net_responder.cc: packets from the fabric.
   // Executes what the fabric has for this RNIC (a bounded batch); true

@@ -281,6 +281,20 @@ TEST_F(NoAlloc, FabricDataPathNeverAllocates) {
     a.av.dgid = peer;
     a.path_mtu_bytes = 1024;
     a.dest_qpn = peer_qpn;
+    if (t == QpType::kRc) {
+      a.max_dest_rd_atomic = 4;
+      ASSERT_EQ(r.ModifyQp(q, a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
+                                     kQpMaxDestRdAtomic | kQpMinRnrTimer),
+                Status::kOk);
+      a.state = QpState::kRts;
+      a.timeout = 4;
+      a.retry_cnt = 7;
+      a.rnr_retry = 7;
+      ASSERT_EQ(r.ModifyQp(q, a, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt |
+                                     kQpRnrRetry | kQpMaxQpRdAtomic),
+                Status::kOk);
+      return;
+    }
     ASSERT_EQ(r.ModifyQp(q, a, kQpState | (ud ? 0u : kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn)),
               Status::kOk);
     a.state = QpState::kRts;
@@ -290,10 +304,14 @@ TEST_F(NoAlloc, FabricDataPathNeverAllocates) {
   RnicQp qb = create(hb, vb, QpType::kUc);
   RnicQp ua = create(ha, va, QpType::kUd);
   RnicQp ub = create(hb, vb, QpType::kUd);
+  RnicQp ra = create(ha, va, QpType::kRc);
+  RnicQp rb = create(hb, vb, QpType::kRc);
   bring_up(ha, qa, QpType::kUc, va.gid, vb.gid, qb.qpn);
   bring_up(hb, qb, QpType::kUc, vb.gid, va.gid, qa.qpn);
   bring_up(ha, ua, QpType::kUd, va.gid, va.gid, 0);
   bring_up(hb, ub, QpType::kUd, vb.gid, vb.gid, 0);
+  bring_up(ha, ra, QpType::kRc, va.gid, vb.gid, rb.qpn);
+  bring_up(hb, rb, QpType::kRc, vb.gid, va.gid, ra.qpn);
   AddressVector av;
   av.sgid = va.gid;
   av.dgid = vb.gid;
@@ -307,6 +325,17 @@ TEST_F(NoAlloc, FabricDataPathNeverAllocates) {
   ud.ah = ah;
   ud.remote_qpn = ub.qpn;
   ud.remote_qkey = 0x1111;
+  SendWr rc_write = write;
+  rc_write.opcode = WrOpcode::kRdmaWrite;
+  SendWr rc_read = Wr(WrOpcode::kRdmaRead, 4, va, 20000, 3000);
+  rc_read.remote_addr = vb.at(0);
+  rc_read.rkey = vb.mr.rkey;
+  SendWr rc_atomic = Wr(WrOpcode::kAtomicFetchAdd, 5, va, 24000, 8);
+  rc_atomic.remote_addr = vb.at(40000);
+  rc_atomic.rkey = vb.mr.rkey;
+  rc_atomic.compare_add = 1;
+  const SendWr rc_ops[] = {rc_write, rc_read, rc_atomic, send};
+  std::memset(&vb.buf[40000], 0, 8);  // the atomics' counter
   const RecvWr recv = Rwr(7, vb, 0, 8192);
   const RecvWr ud_recv = Rwr(8, vb, 16384, 1000);
   const std::vector<uint8_t> junk(200, 0xab);
@@ -321,8 +350,10 @@ TEST_F(NoAlloc, FabricDataPathNeverAllocates) {
       ha.PostSend(qa, std::span<const SendWr>(&send, 1), &st);
       ha.PostSend(qa, std::span<const SendWr>(&write, 1), &st);
       ha.PostSend(ua, std::span<const SendWr>(&ud, 1), &st);
+      hb.PostRecv(rb, std::span<const RecvWr>(&recv, 1), &st);
+      ha.PostSend(ra, rc_ops, &st);
       raw->Send(junk, vb.gid, now_);  // malformed: dropped and counted
-      for (int i = 0; i < 8; ++i) {
+      for (int i = 0; i < 40; ++i) {
         ha.Progress();
         hb.Progress();
         now_ += 500;
@@ -339,6 +370,11 @@ TEST_F(NoAlloc, FabricDataPathNeverAllocates) {
   EXPECT_GT(hb.net_stats().uc_messages_dropped, 0u);
   EXPECT_EQ(hb.net_stats().drops(NetDrop::kVersion), 200u);
   EXPECT_GT(port_a.fault_stats().duplicated, 0u);
+  EXPECT_GT(ha.net_stats().retransmitted, 0u);  // RC recovered losses
+  uint64_t adds = 0;
+  std::memcpy(&adds, &vb.buf[40000], 8);
+  EXPECT_GT(adds, 100u);  // most of the 200 atomics done (once each)
+  EXPECT_LE(adds, 200u);
 }
 
 

@@ -4,8 +4,8 @@
 // message to another host goes out as FIRST, MIDDLE..., LAST packets of
 // exactly the path MTU but the last (ONLY when it fits one; zero bytes:
 // one ONLY), each with the QP's next PSN; a UD message is one SEND_ONLY.
-// Sent once: UC and UD complete when the last packet is sent. RC (go-back-N,
-// ACKs) is §10 step 7.
+// Sent once: UC and UD complete when the last packet is sent. RC:
+// net_rc_requester.cc.
 #include <algorithm>
 #include <cstring>
 
@@ -13,35 +13,6 @@
 #include "backend/soft_rnic/soft_rnic.h"
 
 namespace vrdma {
-namespace {
-
-using soft::net::Op;
-
-// The operation of packet `first`/`last` of a message of opcode op.
-Op PacketOp(WrOpcode op, bool first, bool last) {
-  const bool write =
-      op == WrOpcode::kRdmaWrite || op == WrOpcode::kRdmaWriteWithImm;
-  if (first && last) {
-    switch (op) {
-      case WrOpcode::kRdmaWrite: return Op::kWriteOnly;
-      case WrOpcode::kRdmaWriteWithImm: return Op::kWriteOnlyImm;
-      case WrOpcode::kSendWithImm: return Op::kSendOnlyImm;
-      case WrOpcode::kSendWithInv: return Op::kSendOnlyInv;
-      default: return Op::kSendOnly;
-    }
-  }
-  if (first) return write ? Op::kWriteFirst : Op::kSendFirst;
-  if (!last) return write ? Op::kWriteMiddle : Op::kSendMiddle;
-  switch (op) {
-    case WrOpcode::kRdmaWrite: return Op::kWriteLast;
-    case WrOpcode::kRdmaWriteWithImm: return Op::kWriteLastImm;
-    case WrOpcode::kSendWithImm: return Op::kSendLastImm;
-    case WrOpcode::kSendWithInv: return Op::kSendLastInv;
-    default: return Op::kSendLast;
-  }
-}
-
-}  // namespace
 
 bool SoftRnic::OnFabric(const soft::Qp* q, const soft::SqSlot& slot) const {
   if (fabric_ == nullptr || q->type == QpType::kRc) return false;
@@ -85,7 +56,7 @@ void SoftRnic::NetSend(soft::Qp* q, const soft::SqSlot& slot,
   for (uint64_t p = 0; p < packets; ++p) {
     const bool first = p == 0;
     const bool last = p + 1 == packets;
-    const Op op = PacketOp(wr.opcode, first, last);
+    const net::Op op = net::RequestOp(wr.opcode, first, last);
     const net::OpInfo info = net::OpInfoOf(transport | op);
     const uint32_t n = static_cast<uint32_t>(std::min(mtu, len - off));
     h.opcode = transport | op;

@@ -16,7 +16,8 @@
 // placed stay placed, as on an RNIC. Receive-side errors of a message
 // that arrives (its receive SGEs, a SEND longer than the receive) complete
 // the receive with an error and take the UC QP to ERR, as in loopback.
-// UD: one SEND_ONLY per message, with the loopback's rules.
+// UD: one SEND_ONLY per message, with the loopback's rules. RC:
+// net_rc_responder.cc (requests) and net_rc_requester.cc (responses).
 #include <cstring>
 
 #include "backend/rnic/roce_grh.h"
@@ -67,16 +68,22 @@ void SoftRnic::NetReceive(std::span<const uint8_t> packet, uint64_t now) {
   }
   if (!GidRegistered(h.dgid)) return NetDropped(NetDrop::kUnknownGid);
   const uint8_t transport = h.opcode & net::kTransportMask;
-  if (transport == net::kRc) return NetDropped(NetDrop::kRcUnsupported);
-  const QpType type = transport == net::kUd ? QpType::kUd : QpType::kUc;
+  const QpType type = transport == net::kUd   ? QpType::kUd
+                      : transport == net::kUc ? QpType::kUc
+                                              : QpType::kRc;
   soft::Qp* d = qps_.Get(h.dest_qpn);
   if (d == nullptr || d->type != type) return NetDropped(NetDrop::kUnknownQp);
   if (!soft::Receiving(d->state)) return NetDropped(NetDrop::kState);
   const uint8_t* payload = packet.data() + net::kHeaderBytes;
-  if (type == QpType::kUd) {
-    NetReceiveUd(d, h, payload, now);
-  } else {
-    NetReceiveUc(d, h, payload, now);
+  switch (type) {
+    case QpType::kUd:
+      return NetReceiveUd(d, h, payload, now);
+    case QpType::kUc:
+      return NetReceiveUc(d, h, payload, now);
+    default:
+      // RC: responses go to the requester, requests to the responder.
+      if (net::IsResponse(h.opcode)) return NetRcResponse(d, h, payload, now);
+      return NetReceiveRc(d, h, payload, now);
   }
 }
 

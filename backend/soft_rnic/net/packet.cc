@@ -88,6 +88,29 @@ OpInfo OpInfoOf(uint8_t opcode) {
   }
 }
 
+Op RequestOp(WrOpcode op, bool first, bool last) {
+  const bool write =
+      op == WrOpcode::kRdmaWrite || op == WrOpcode::kRdmaWriteWithImm;
+  if (first && last) {
+    switch (op) {
+      case WrOpcode::kRdmaWrite: return kWriteOnly;
+      case WrOpcode::kRdmaWriteWithImm: return kWriteOnlyImm;
+      case WrOpcode::kSendWithImm: return kSendOnlyImm;
+      case WrOpcode::kSendWithInv: return kSendOnlyInv;
+      default: return kSendOnly;
+    }
+  }
+  if (first) return write ? kWriteFirst : kSendFirst;
+  if (!last) return write ? kWriteMiddle : kSendMiddle;
+  switch (op) {
+    case WrOpcode::kRdmaWrite: return kWriteLast;
+    case WrOpcode::kRdmaWriteWithImm: return kWriteLastImm;
+    case WrOpcode::kSendWithImm: return kSendLastImm;
+    case WrOpcode::kSendWithInv: return kSendLastInv;
+    default: return kSendLast;
+  }
+}
+
 void EncodeHeader(const Header& h, uint8_t* out) {
   Put<uint8_t>(out, 0, kVersion);
   Put<uint8_t>(out, 1, h.opcode);

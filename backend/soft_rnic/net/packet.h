@@ -59,6 +59,18 @@ enum Op : uint8_t {
   kSendOnlyInv = 0x17,
 };
 
+// The AETH syndrome of an ACKNOWLEDGE (IBA 9.7.5.2.9): bits 7..5 the kind.
+inline constexpr uint8_t kSyndromeAck = 0x1f;   // ACK (no credit count)
+inline constexpr uint8_t kSyndromeRnr = 0x20;   // | the RNR timer (IBA encoded)
+inline constexpr uint8_t kSyndromeNak = 0x60;   // | a NakCode
+inline constexpr uint8_t kSyndromeKindMask = 0xe0;
+enum NakCode : uint8_t {
+  kNakPsnSequence = 0,
+  kNakInvalidRequest = 1,
+  kNakRemoteAccess = 2,
+  kNakRemoteOperation = 3,
+};
+
 // Header flags.
 inline constexpr uint8_t kFlagAckReq = 0x1;
 inline constexpr uint8_t kFlagSolicited = 0x2;
@@ -81,6 +93,16 @@ struct OpInfo {
 // posts on UC as rxe does; RC: all).
 OpInfo OpInfoOf(uint8_t opcode);
 
+// Responses travel to the requester: READ responses and acknowledgements.
+inline bool IsResponse(uint8_t opcode) {
+  const uint8_t op = opcode & ~kTransportMask;
+  return op >= kReadResponseFirst && op <= kAtomicAcknowledge;
+}
+
+// The operation of the packet that is `first` and/or `last` of a request
+// message of opcode op (SEND and WRITE kinds).
+Op RequestOp(WrOpcode op, bool first, bool last);
+
 // The decoded header. Fields a packet's opcode does not use are zero.
 struct Header {
   uint8_t opcode = 0;
@@ -98,7 +120,7 @@ struct Header {
   uint64_t remote_addr = 0;
   uint32_t rkey = 0;
   uint32_t dma_len = 0;
-  uint64_t compare_add = 0;
+  uint64_t compare_add = 0;  // an atomic ACK: the original value
   uint64_t swap = 0;
   Gid dgid{};
   Gid sgid{};
