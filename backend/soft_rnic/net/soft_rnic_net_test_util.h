@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <random>
 #include <set>
 #include <vector>
 
@@ -35,6 +36,7 @@ class LosePackets final : public fabric::Fabric {
   Status AddGid(const Gid& gid) override { return inner_->AddGid(gid); }
   Status RemoveGid(const Gid& gid) override { return inner_->RemoveGid(gid); }
   void Send(std::span<const uint8_t> p, const Gid& dgid, uint64_t now) override {
+    if (record != nullptr) record->emplace_back(p.begin(), p.end());
     if (!lose_all && lose.count(sent_++) == 0) inner_->Send(p, dgid, now);
   }
   int Poll(std::span<fabric::Datagram> out, uint64_t now) override {
@@ -45,6 +47,7 @@ class LosePackets final : public fabric::Fabric {
   }
   std::set<uint64_t> lose;
   bool lose_all = false;
+  std::vector<std::vector<uint8_t>>* record = nullptr;  // a copy of each sent
 
  private:
   fabric::Fabric* inner_;
