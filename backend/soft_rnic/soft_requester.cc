@@ -270,11 +270,10 @@ bool SoftRnic::ExecuteHead(soft::Qp* q, uint64_t now, bool* did_work) {
 
   if (OnFabric(q, slot)) {
     // Unreliable, to another host: sent as packets, complete when the
-    // last is sent (RC over a fabric is not here yet: it falls through to
-    // Route, which finds no destination).
-    NetSend(q, slot, local, now);
-    ChargeWire(q, wr, len, Reply::kAck,
-               std::max(slot.posted_ns, rs.wait_until_ns));
+    // last is sent. With a line rate the packets queue on the wire from
+    // when the message was ready (net/net_wire.h).
+    NetSend(q, slot, local,
+            wire_.limited() ? std::max(slot.posted_ns, rs.wait_until_ns) : now);
     RetireHead(q, WcStatus::kSuccess, now);
     return true;
   }

@@ -305,9 +305,9 @@ class SoftRnic final : public Rnic {
   // The head WQE of q goes out through the fabric (not RC, from a GID of
   // this RNIC to a GID it does not have).
   bool OnFabric(const soft::Qp* q, const soft::SqSlot& slot) const;
-  // Sends the message as packets of the path MTU.
+  // Sends the message as packets of the path MTU, ready at ready_ns.
   void NetSend(soft::Qp* q, const soft::SqSlot& slot, const SegList& local,
-               uint64_t now);
+               uint64_t ready_ns);
 
   // net/net_rc_requester.cc: RC to other hosts (several WQEs in flight).
   bool IsNetRc(const soft::Qp* q) const;
@@ -339,9 +339,10 @@ class SoftRnic final : public Rnic {
   // Checks a READ request and sends its responses; false when it was
   // refused (NAKed, the QP in ERR).
   bool NetServeRead(soft::Qp* d, const soft::net::Header& h, uint64_t now);
-  // Encodes h with payload_len bytes already at tx_packet_ + header, sends.
+  // Encodes h with payload_len bytes already at tx_packet_ + header and
+  // sends it when the wire lets it leave (net_wire.h).
   void NetTransmit(soft::net::Header& h, uint32_t payload_len, const Gid& dgid,
-                   uint64_t now);
+                   uint64_t ready_ns);
 
   // net/net_responder.cc: packets from the fabric.
   // Executes what the fabric has for this RNIC (a bounded batch); true

@@ -16,6 +16,7 @@
 // again whenever an ACK completes something.
 #include <algorithm>
 
+#include "backend/soft_rnic/net/net_wire.h"
 #include "backend/soft_rnic/net/packet.h"
 #include "backend/soft_rnic/qp_state.h"
 #include "backend/soft_rnic/soft_rnic.h"
@@ -90,6 +91,8 @@ bool SoftRnic::RunNetRc(soft::Qp* q, uint64_t now) {
   for (int budget = kQpBudget; budget > 0 && q->state == QpState::kRts &&
                                n.next < q->sq.size() && !n.rnr_wait;
        --budget) {
+    // A busy wire (a line rate) ends the turn; Progress keeps the QP first.
+    if (wire_.Busy(now)) break;
     soft::SqSlot& slot = q->sq.at(n.next);
     const SendWr& wr = slot.wr;
     if (wr.opcode == WrOpcode::kBindMw || wr.opcode == WrOpcode::kLocalInv) {
@@ -213,11 +216,12 @@ void SoftRnic::NetSendRc(soft::Qp* q, soft::SqSlot& slot,
 }
 
 void SoftRnic::NetTransmit(soft::net::Header& h, uint32_t payload_len,
-                           const Gid& dgid, uint64_t now) {
+                           const Gid& dgid, uint64_t ready_ns) {
   h.payload_len = static_cast<uint16_t>(payload_len);
   soft::net::EncodeHeader(h, tx_packet_.data());
+  const uint64_t depart = soft::net::DepartPacket(wire_, ready_ns, payload_len);
   fabric_->Send({tx_packet_.data(), soft::net::kHeaderBytes + payload_len},
-                dgid, now);
+                dgid, depart);
   ++net_stats_.tx_packets;
 }
 

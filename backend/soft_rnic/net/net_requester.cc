@@ -4,10 +4,9 @@
 // message to another host goes out as FIRST, MIDDLE..., LAST packets of
 // exactly the path MTU but the last (ONLY when it fits one; zero bytes:
 // one ONLY), each with the QP's next PSN; a UD message is one SEND_ONLY.
-// Sent once: UC and UD complete when the last packet is sent. RC:
-// net_rc_requester.cc.
+// Sent once: UC and UD complete when the last packet is sent (with a line
+// rate, net_wire.h says when each leaves). RC: net_rc_requester.cc.
 #include <algorithm>
-#include <cstring>
 
 #include "backend/soft_rnic/net/packet.h"
 #include "backend/soft_rnic/soft_rnic.h"
@@ -22,7 +21,7 @@ bool SoftRnic::OnFabric(const soft::Qp* q, const soft::SqSlot& slot) const {
 }
 
 void SoftRnic::NetSend(soft::Qp* q, const soft::SqSlot& slot,
-                       const SegList& local, uint64_t now) {
+                       const SegList& local, uint64_t ready_ns) {
   namespace net = soft::net;
   const SendWr& wr = slot.wr;
   const bool ud = q->type == QpType::kUd;
@@ -48,10 +47,6 @@ void SoftRnic::NetSend(soft::Qp* q, const soft::SqSlot& slot,
   }
   const uint8_t transport = ud ? net::kUd : net::kUc;
 
-  // The payload gathered from the local SGEs (none of zero length),
-  // packet by packet.
-  int seg = 0;
-  uint64_t seg_off = 0;
   uint64_t off = 0;
   for (uint64_t p = 0; p < packets; ++p) {
     const bool first = p == 0;
@@ -60,7 +55,6 @@ void SoftRnic::NetSend(soft::Qp* q, const soft::SqSlot& slot,
     const net::OpInfo info = net::OpInfoOf(transport | op);
     const uint32_t n = static_cast<uint32_t>(std::min(mtu, len - off));
     h.opcode = transport | op;
-    h.payload_len = static_cast<uint16_t>(n);
     h.psn = q->attr.sq_psn & 0xffffff;
     q->attr.sq_psn = (q->attr.sq_psn + 1) & 0xffffff;
     h.imm = 0;
@@ -74,23 +68,9 @@ void SoftRnic::NetSend(soft::Qp* q, const soft::SqSlot& slot,
       h.rkey = wr.rkey;
       h.dma_len = static_cast<uint32_t>(len);  // max_msg_sz < 2^32
     }
-    net::EncodeHeader(h, tx_packet_.data());
-    uint8_t* dst = tx_packet_.data() + net::kHeaderBytes;
-    for (uint32_t left = n; left > 0;) {
-      const Seg& sg = local.segs[seg];
-      const uint64_t take = std::min<uint64_t>(left, sg.len - seg_off);
-      std::memcpy(dst, sg.ptr + seg_off, take);
-      dst += take;
-      left -= static_cast<uint32_t>(take);
-      seg_off += take;
-      if (seg_off == sg.len) {
-        ++seg;
-        seg_off = 0;
-      }
-    }
+    CopyOutAt(local, off, tx_packet_.data() + net::kHeaderBytes, n);
     off += n;
-    fabric_->Send({tx_packet_.data(), net::kHeaderBytes + n}, av.dgid, now);
-    ++net_stats_.tx_packets;
+    NetTransmit(h, n, av.dgid, ready_ns);
   }
 }
 

@@ -350,5 +350,59 @@ TEST_F(Rc, ForgedResponsesCompleteNothing) {
   // path, as on RoCE.)
 }
 
+TEST_F(Rc, ALineRateSpacesEveryPacketOnTheFabric) {
+  // Hosts C and D with 1 Gb/s ports: a packet of p payload bytes takes
+  // (p + 82) x 8 ns, one after another, and arrives when its last bit left.
+  RnicLimits l = limits_;
+  l.link_rate_bps = 1'000'000'000;
+  SoftRnic hc(l, [this] { return now_; }, fabric_.AddPort());
+  SoftRnic hd(l, [this] { return now_; }, fabric_.AddPort());
+  Vm vc, vd;
+  MakeVm(hc, &vc, 5);
+  MakeVm(hd, &vd, 6);
+  RnicQp uc = MakeQp(hc, vc, QpType::kUc), ud = MakeQp(hd, vd, QpType::kUc);
+  BringUp(hc, uc, QpType::kUc, vc.gid, vd.gid, ud.qpn);
+  BringUp(hd, ud, QpType::kUc, vd.gid, vc.gid, uc.qpn);
+  PostR(hd, ud, Rwr(1, vd, 0, 16384));
+  const uint64_t t0 = now_;
+  Post(hc, uc, Wr(WrOpcode::kSend, 1, vc, 0, 10 * kMtu));
+  hc.Progress();
+  constexpr uint64_t kPacketNs = (1024 + 82) * 8;
+  EXPECT_EQ(hc.wire_bytes(), 10u * (1024 + 82));
+  now_ = t0 + 10 * kPacketNs - 1;
+  hd.Progress();
+  EXPECT_TRUE(Poll(hd, vd.rcq).empty());  // the last packet is still on the wire
+  EXPECT_EQ(hd.net_stats().rx_packets, 9u);
+  now_ = t0 + 10 * kPacketNs;
+  hd.Progress();
+  auto rc = Poll(hd, vd.rcq);
+  ASSERT_EQ(rc.size(), 1u);
+  EXPECT_EQ(rc[0].byte_len, 10 * kMtu);
+
+  // RC: the request on C's wire, the ACK on D's.
+  RnicQp rcq = MakeQp(hc, vc, QpType::kRc), rdq = MakeQp(hd, vd, QpType::kRc);
+  BringUp(hc, rcq, QpType::kRc, vc.gid, vd.gid, rdq.qpn);
+  BringUp(hd, rdq, QpType::kRc, vd.gid, vc.gid, rcq.qpn);
+  Poll(hc, vc.scq);
+  now_ += 1'000'000;
+  const uint64_t t1 = now_;
+  const uint64_t c_bytes = hc.wire_bytes();
+  Post(hc, rcq, Rdma(WrOpcode::kRdmaWrite, 7, vc, 0, 100, vd, 0));
+  hc.Progress();
+  EXPECT_EQ(hc.wire_bytes() - c_bytes, 182u);
+  now_ = t1 + 182 * 8;
+  hd.Progress();  // executes, ACKs: 82 bytes on D's wire
+  EXPECT_EQ(hd.wire_bytes(), 82u);
+  now_ = t1 + 182 * 8 + 82 * 8 - 1;
+  hc.Progress();
+  EXPECT_TRUE(Poll(hc, vc.scq).empty());
+  now_ += 1;
+  hc.Progress();
+  auto sc = Poll(hc, vc.scq);
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].wr_id, 7u);
+  EXPECT_EQ(sc[0].timestamp_ns, t1 + 182 * 8 + 82 * 8);
+}
+
 }  // namespace
 }  // namespace vrdma::testing
