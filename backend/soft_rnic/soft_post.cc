@@ -140,7 +140,15 @@ int SoftRnic::PostSend(RnicQp qp, std::span<const SendWr> wrs,
     slot->posted_ns = now;
     slot->sent = false;
   }
-  if (posted > 0) Activate(q);
+  if (posted > 0) {
+    // An RC QP on a fabric waiting for ACKs keeps sending new work (its
+    // window, net/net_rc_requester.cc); an RNR wait holds it.
+    if (q->list == soft::Qp::List::kTimer && !q->nreq.rnr_wait &&
+        IsNetRc(q)) {
+      Deactivate(q);
+    }
+    Activate(q);
+  }
   if (first_error != nullptr) *first_error = err;
   return posted;
 }

@@ -76,6 +76,24 @@ TEST_F(Rc, EveryOpcodeCrossesHostsAndCompletesInOrder) {
   EXPECT_EQ(b_.QueryQp(qb_)->rq_psn, (0xfffff0u + 16) & 0xffffff);
 }
 
+TEST_F(Rc, WorkPostedWhileWaitingForAnAckGoesOutAtOnce) {
+  // Several WQEs in flight: B does not run, so no ACK comes back, and
+  // what A's application posts meanwhile still goes on the wire.
+  ConnectRc();
+  Post(a_, qa_, Rdma(WrOpcode::kRdmaWrite, 1, va_, 0, 100, vb_, 0));
+  a_.Progress();  // sent; A waits for the ACK (its timer armed)
+  EXPECT_EQ(a_.net_stats().tx_packets, 1u);
+  Post(a_, qa_, Rdma(WrOpcode::kRdmaWrite, 2, va_, 0, 100, vb_, 0));
+  a_.Progress();
+  EXPECT_EQ(a_.net_stats().tx_packets, 2u);
+  Pump();
+  auto sc = Poll(a_, va_.scq);
+  ASSERT_EQ(sc.size(), 2u);
+  // B saw both before it answered: one ACK each, nothing resent.
+  EXPECT_EQ(b_.net_stats().acks_sent, 2u);
+  EXPECT_EQ(a_.net_stats().retransmitted, 0u);
+}
+
 TEST_F(Rc, ALostPacketIsResentFromIt) {
   ConnectRc(100);
   // A 5-packet WRITE whose third packet (PSN 102) is lost.
