@@ -151,6 +151,11 @@ void SoftRnic::NetReceiveRc(soft::Qp* d, const soft::net::Header& h,
     return;
   }
   rs.nak_sent = false;
+  // A READ or an atomic inside a SEND or WRITE breaks the op sequence.
+  if ((read || atomic) && rs.in_msg != Kind::kNone) {
+    NetDropped(NetDrop::kSequence);
+    return NetNakError(d, net::kNakInvalidRequest, h.psn, now);
+  }
 
   if (read) {
     if (!NetServeRead(d, h, now)) return;

@@ -368,6 +368,47 @@ TEST_F(Rc, ForgedResponsesCompleteNothing) {
   // path, as on RoCE.)
 }
 
+TEST_F(Rc, TheResponderNaksAGapOnceAndBreaksOnABadOpSequence) {
+  // Requests forged as A's (its GID and QPN) straight into B.
+  ConnectRc(1000);
+  net::Header h;
+  h.dest_qpn = qb_.qpn;
+  h.src_qpn = qa_.qpn;
+  h.dgid = vb_.gid;
+  h.sgid = va_.gid;
+  h.opcode = net::kRc | net::kWriteOnly;
+  h.rkey = vb_.mr.rkey;
+  h.remote_addr = vb_.at(0);
+  h.dma_len = 10;
+  const std::vector<uint8_t> ten(10, 0x77);
+  h.psn = 1003;  // 1000..1002 never came
+  Inject(h, ten, vb_.gid);
+  h.psn = 1004;
+  Inject(h, ten, vb_.gid);
+  b_.Progress();
+  EXPECT_EQ(b_.net_stats().naks_sent, 1u);  // once per gap
+  EXPECT_EQ(b_.net_stats().drops(NetDrop::kSequence), 2u);
+  EXPECT_NE(vb_.buf[0], 0x77);
+  EXPECT_EQ(b_.QueryQp(qb_)->rq_psn, 1000u);
+  // A WRITE_FIRST at the expected PSN, then a READ inside that WRITE.
+  h.psn = 1000;
+  h.opcode = net::kRc | net::kWriteFirst;
+  h.dma_len = 2 * kMtu;
+  Inject(h, std::vector<uint8_t>(kMtu, 0x66), vb_.gid);
+  h.psn = 1001;
+  h.opcode = net::kRc | net::kReadRequest;
+  h.dma_len = 8;
+  Inject(h, {}, vb_.gid);
+  b_.Progress();
+  EXPECT_EQ(b_.net_stats().naks_sent, 2u);
+  EXPECT_EQ(b_.QueryQp(qb_)->state, QpState::kErr);
+  EXPECT_EQ(b_.net_stats().reads_served, 0u);
+  // A never asked for any of it: the NAKs answer nothing there.
+  a_.Progress();
+  EXPECT_EQ(a_.net_stats().drops(NetDrop::kResponse), 2u);
+  EXPECT_EQ(a_.QueryQp(qa_)->state, QpState::kRts);
+}
+
 TEST_F(Rc, ALineRateSpacesEveryPacketOnTheFabric) {
   // Hosts C and D with 1 Gb/s ports: a packet of p payload bytes takes
   // (p + 82) x 8 ns, one after another, and arrives when its last bit left.
