@@ -38,6 +38,7 @@ struct Quotas {
   uint32_t max_mr = 4096;
   uint32_t max_ah = 1024;
   uint32_t max_srq = 256;
+  uint32_t max_mw = 1024;                  // memory windows (VIRTIO_RDMA_F_MW)
   uint64_t max_pinned_bytes = 1ull << 30;  // MR and ring pages mapped
   // Daemon memory the VM's objects cause: the engine's shadow state of its
   // rings and the RNIC's queues for its QPs, CQs and SRQs (quota.h).
@@ -77,6 +78,9 @@ struct RegMrRequest {
   std::vector<uint64_t> pages;
 };
 struct RegMrResult { uint32_t handle; uint32_t lkey; uint32_t rkey; };
+
+// A memory window (docs/virtio-rdma.md §4.7): rkey is the RNIC's.
+struct AllocMwResult { uint32_t handle; uint32_t rkey; };
 
 struct CreateCqRequest { uint32_t cqe = 0; RingSpec ring; };
 struct CreateCqResult { uint32_t handle; uint32_t cqe; };
@@ -154,7 +158,7 @@ struct DeviceAttr {
 
 // Per-VM counters, for the daemon's stats and for tests.
 struct VmStats {
-  uint32_t pds = 0, cqs = 0, qps = 0, mrs = 0, ahs = 0, srqs = 0;
+  uint32_t pds = 0, cqs = 0, qps = 0, mrs = 0, ahs = 0, srqs = 0, mws = 0;
   uint64_t pinned_bytes = 0;
   uint64_t host_bytes = 0;                 // Quotas::max_host_bytes
   uint32_t mappings = 0;                   // Quotas::max_mappings
@@ -224,7 +228,14 @@ class Engine {
   virtual Result<uint32_t> CreatePd(VmId vm) = 0;
   virtual Status DestroyPd(VmId vm, uint32_t pd) = 0;
   virtual Result<RegMrResult> RegMr(VmId vm, const RegMrRequest& req) = 0;
+  // kInvalid while windows are bound to the MR (IBA 10.6.7.2.6, as rxe):
+  // the MR stays registered and usable.
   virtual Status DeregMr(VmId vm, uint32_t mr) = 0;
+  // Memory windows (docs/virtio-rdma.md §4.7): type 1 or 2 in a PD of the
+  // VM, counted against Quotas::max_mw; kUnsupported when the RNIC has
+  // none. A bound window is unbound by DeallocMw.
+  virtual Result<AllocMwResult> AllocMw(VmId vm, uint32_t pd, uint8_t type) = 0;
+  virtual Status DeallocMw(VmId vm, uint32_t mw) = 0;
   virtual Result<CreateCqResult> CreateCq(VmId vm,
                                           const CreateCqRequest& req) = 0;
   virtual Status DestroyCq(VmId vm, uint32_t cq) = 0;

@@ -85,6 +85,12 @@ class EngineImpl final : public Engine,
   Status DeregMr(VmId vm, uint32_t mr) override {
     return teardown_.DeregMr(vm, mr);
   }
+  Result<AllocMwResult> AllocMw(VmId vm, uint32_t pd, uint8_t type) override {
+    return resources_.AllocMw(vm, pd, type);
+  }
+  Status DeallocMw(VmId vm, uint32_t mw) override {
+    return teardown_.DeallocMw(vm, mw);
+  }
   Result<CreateCqResult> CreateCq(VmId vm,
                                   const CreateCqRequest& req) override {
     return resources_.CreateCq(vm, req);

@@ -25,6 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   sl.elem_size = 1u << (6 + data[4] % 7);  // 64 .. 4096
   sl.max_msg_sz = (uint32_t{data[5]} << 16) | data[6];
   sl.atomics = data[7] & 1;
+  sl.windows = data[7] & 2;
   data += 8;
   size -= 8;
   // The decoder reads only from private copies of at most one element.

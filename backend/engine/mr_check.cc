@@ -6,8 +6,9 @@
 namespace vrdma::engine {
 
 Status CheckRegMr(const RegMrRequest& req, const MrLimits& limits) {
-  if (req.access & ~uint32_t{VIRTIO_RDMA_ACCESS_SUPPORTED})
-    return Status::kInvalid;
+  const uint32_t known = VIRTIO_RDMA_ACCESS_SUPPORTED |
+                         (limits.windows ? VIRTIO_RDMA_ACCESS_MW_BIND : 0u);
+  if (req.access & ~known) return Status::kInvalid;
   const bool remote_writes = req.access & (VIRTIO_RDMA_ACCESS_REMOTE_WRITE |
                                            VIRTIO_RDMA_ACCESS_REMOTE_ATOMIC);
   if (remote_writes && !(req.access & VIRTIO_RDMA_ACCESS_LOCAL_WRITE))

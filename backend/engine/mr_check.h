@@ -19,9 +19,10 @@ inline constexpr uint32_t kMaxMrPages = 1u << 16;
 struct MrLimits {
   uint32_t max_pages = kMaxMrPages;
   uint64_t max_mr_size = uint64_t{kMaxMrPages} * VIRTIO_RDMA_PAGE_SIZE;
+  bool windows = false;  // the VM has memory windows: MW_BIND is an access bit
 };
 
-// kInvalid on: unknown access bits; REMOTE_WRITE or REMOTE_ATOMIC without
+// kInvalid on: unknown access bits (MW_BIND only with windows); REMOTE_WRITE or REMOTE_ATOMIC without
 // LOCAL_WRITE (IB spec 10.6.3.1); length 0 or above max_mr_size;
 // first_page_offset >= 4096; no pages or more than max_pages; a page not
 // 4 KiB aligned; first_page_offset + length beyond the pages; iova + length

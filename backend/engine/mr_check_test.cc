@@ -63,6 +63,17 @@ TEST(MrCheckTest, Table) {
     EXPECT_EQ(CheckRegMr(c.req, MrLimits{}), c.want) << c.name;
 }
 
+TEST(MrCheckTest, MwBindOnlyWithWindows) {
+  constexpr uint32_t kBind = VIRTIO_RDMA_ACCESS_MW_BIND;
+  MrLimits with;
+  with.windows = true;
+  EXPECT_EQ(CheckRegMr(Mr(kBind, 0, 10, 0, 1), MrLimits{}), Status::kInvalid);
+  EXPECT_EQ(CheckRegMr(Mr(kBind, 0, 10, 0, 1), with), Status::kOk);
+  EXPECT_EQ(CheckRegMr(Mr(kBind | VIRTIO_RDMA_ACCESS_LOCAL_WRITE, 0, 10, 0, 1), with),
+            Status::kOk);
+  EXPECT_EQ(CheckRegMr(Mr(kBind | 0x20, 0, 10, 0, 1), with), Status::kInvalid);  // zero-based
+}
+
 TEST(MrCheckTest, MaxMrSizeEnforced) {
   MrLimits lim;
   lim.max_mr_size = 8192;

@@ -53,6 +53,16 @@ struct MrObj {
   Charge charge;  // what it costs its VM (quota.h)
 };
 
+// A memory window (docs/virtio-rdma.md §4.7). Its state (bound or not, to
+// what, its current key byte) is the RNIC's: binds and invalidations run
+// in SQ order there. The engine knows whose it is (mw_access.h).
+struct MwObj {
+  uint32_t pd = 0;
+  RnicMw rnic;
+  uint8_t type = 0;  // 1 or 2
+  Charge charge;     // the engine's object (quota.h)
+};
+
 struct AhObj {
   uint32_t pd = 0;
   RnicAh rnic;
@@ -281,9 +291,11 @@ struct VmContext {
         qps(q.max_qp),
         ahs(q.max_ah),
         srqs(q.max_srq),
+        mws(q.max_mw),
         qpn_to_qp(q.max_qp > kMaxTableCapacity ? kMaxTableCapacity : q.max_qp),
         lkey_to_mr(q.max_mr > kMaxTableCapacity ? kMaxTableCapacity
-                                                : q.max_mr) {}
+                                                : q.max_mr),
+        mw_index_to_mw(q.max_mw > kMaxTableCapacity ? kMaxTableCapacity : q.max_mw) {}
 
   VmId id = 0;
   VmConfig config;
@@ -298,8 +310,11 @@ struct VmContext {
   ResourceTable<QpObj> qps;
   ResourceTable<AhObj> ahs;
   ResourceTable<SrqObj> srqs;
+  ResourceTable<MwObj> mws;
   KeyMap qpn_to_qp;   // guest-visible qpn -> QP handle
   KeyMap lkey_to_mr;  // lkey -> MR handle
+  // A window's rkey without its key byte (MwIndex) -> MW handle.
+  KeyMap mw_index_to_mw;
   std::unique_ptr<GsiQp> gsi;  // its QP1, if it made one (Gsi)
   // Counts and charges: Resources, QpControl, Teardown; wqes_posted and
   // wqes_rejected: SendPath, RecvPath; cqes_written: Completions;

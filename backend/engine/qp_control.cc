@@ -96,6 +96,7 @@ Result<CreateQpResult> QpControl::CreateQp(VmId id,
   qp->sq_limits.max_inline = c.max_inline_data;
   qp->sq_limits.elem_size = qp->sq.elem_size();
   qp->sq_limits.max_msg_sz = limits_.max_msg_sz;
+  qp->sq_limits.windows = resources_.VmLimits(*vm).max_mw > 0;  // F_MW offered
   // The QP's flow in the scheduler stage: its FIFO and piece records are
   // allocated here, on the control thread.
   sched::FlowSpec flow;

@@ -12,6 +12,7 @@
 #include "backend/engine/address.h"
 #include "backend/engine/host_peer.h"
 #include "backend/engine/mr_check.h"
+#include "backend/engine/mw_access.h"
 #include "backend/engine/qp_attr_check.h"
 #include "backend/engine/recv_queue.h"
 #include "backend/engine/ring_check.h"
@@ -26,7 +27,7 @@ Result<VmId> Resources::AttachVm(const VmConfig& config, VmEventSink* sink) {
     return Status::kInvalid;
   const Quotas& q = config.quotas;
   for (uint32_t n :
-       {q.max_pd, q.max_cq, q.max_qp, q.max_mr, q.max_ah, q.max_srq}) {
+       {q.max_pd, q.max_cq, q.max_qp, q.max_mr, q.max_ah, q.max_srq, q.max_mw}) {
     if (n > kMaxTableCapacity) return Status::kInvalid;
   }
   for (size_t i = 0; i < config.gids.size(); ++i) {
@@ -123,6 +124,7 @@ RnicLimits Resources::VmLimits(const VmContext& vm) const {
   l.max_mr = std::min(l.max_mr, q.max_mr);
   l.max_pd = std::min(l.max_pd, q.max_pd);
   l.max_srq = std::min(l.max_srq, q.max_srq);
+  l.max_mw = std::min(l.max_mw, q.max_mw);
   // Ring indices are 16 bits wide at most.
   const uint32_t max_ring = (1u << VIRTIO_RDMA_MAX_RING_LOG2_ELEMS) - 1;
   l.max_qp_wr = std::min(l.max_qp_wr, max_ring);
@@ -191,6 +193,7 @@ Result<RegMrResult> Resources::RegMr(VmId id, const RegMrRequest& req) {
   if (vm == nullptr) return Status::kBadHandle;
   MrLimits mr_limits;
   mr_limits.max_mr_size = VmLimits(*vm).max_mr_size;
+  mr_limits.windows = VmLimits(*vm).max_mw > 0;
   VRDMA_RETURN_IF_ERROR(CheckRegMr(req, mr_limits));
   if (vm->pds.Lookup(req.pd) == nullptr) return Status::kBadHandle;
   if (vm->mrs.full()) return Status::kNoResource;
@@ -247,6 +250,44 @@ Result<RegMrResult> Resources::RegMr(VmId id, const RegMrRequest& req) {
     RunRnicControl(rnic_, executor_, [&] { return rnic_.DeregMr(*mr); });
   }
   return out;  // on failure obj (and its view) is released here, after the RNIC's MR
+}
+
+Result<AllocMwResult> Resources::AllocMw(VmId id, uint32_t pd, uint8_t type) {
+  VmContext* vm = vms_.Find(id);
+  if (vm == nullptr) return Status::kBadHandle;
+  if (VmLimits(*vm).max_mw == 0) return Status::kUnsupported;
+  if (type != 1 && type != 2) return Status::kInvalid;
+  const PdObj* p = vm->pds.Lookup(pd);
+  if (p == nullptr) return Status::kBadHandle;
+  if (vm->mws.full()) return Status::kNoResource;
+  const Charge charge{.host_bytes = sizeof(MwObj)};
+  if (!Fits(vm->config.quotas, vm->stats, charge)) return Status::kNoResource;
+  const RnicPd pd_rnic = p->rnic;  // only this thread destroys PDs
+  const Result<RnicMw> r =
+      RunRnicControl(rnic_, executor_, [&] { return rnic_.AllocMw(pd_rnic, type); });
+  if (!r.ok()) return r.status();
+  Result<AllocMwResult> out = Status::kNoResource;
+  executor_.RunSync([&] {
+    PdObj* owner = vm->pds.Lookup(pd);
+    Result<uint32_t> h = vm->mws.PeekNextHandle();
+    if (owner == nullptr || !h.ok() || !Fits(vm->config.quotas, vm->stats, charge)) return;
+    if (!vm->mw_index_to_mw.Insert(MwIndex(r->rkey), *h)) {
+      out = Status::kIoError;  // the RNIC reused a live window's rkey
+      return;
+    }
+    auto obj = std::make_unique<MwObj>();
+    obj->pd = pd;
+    obj->rnic = *r;
+    obj->type = type;
+    obj->charge = charge;
+    (void)vm->mws.Insert(std::move(obj));
+    ++owner->refs;
+    ++vm->stats.mws;
+    Take(vm->stats, charge);
+    out = AllocMwResult{*h, r->rkey};
+  });
+  if (!out.ok()) RunRnicControl(rnic_, executor_, [&] { return rnic_.DeallocMw(*r); });
+  return out;
 }
 
 Result<uint32_t> Resources::CreateAh(VmId id, uint32_t pd, const GuestAh& ah) {

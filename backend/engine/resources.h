@@ -91,6 +91,7 @@ class Resources {
   // Objects (control thread).
   Result<uint32_t> CreatePd(VmId id);
   Result<RegMrResult> RegMr(VmId id, const RegMrRequest& req);
+  Result<AllocMwResult> AllocMw(VmId id, uint32_t pd, uint8_t type);
   Result<uint32_t> CreateAh(VmId id, uint32_t pd, const GuestAh& ah);
   Result<CreateCqResult> CreateCq(VmId id, const CreateCqRequest& req);
   Status ReqNotifyCq(VmId id, uint32_t cq, bool solicited_only);

@@ -40,30 +40,33 @@ auto RunRnicControl(Rnic& rnic, Executor& executor, F&& f) {
 
 // RNIC objects a closure unpublished (the data path no longer reaches
 // them), destroyed after it by Release, where the slow calls run, users
-// before what they use: QPs, then SRQs and AHs, then MRs (an MR may still
-// be the target of a QP's work), then CQs, then PDs. Their guest page
-// views must outlive Release.
+// before what they use: QPs, then SRQs and AHs, then memory windows (a
+// bound window holds its MR), then MRs (an MR may still be the target of a
+// QP's work), then CQs, then PDs. Their guest page views must outlive
+// Release.
 struct SlowReleases {
   std::vector<RnicQp> qps;
   std::vector<RnicSrq> srqs;
   std::vector<RnicAh> ahs;
+  std::vector<RnicMw> mws;
   std::vector<RnicMr> mrs;
   std::vector<RnicCq> cqs;
   std::vector<RnicPd> pds;
 
   // Room for n of each, so that the closure filling them allocates nothing.
-  void Reserve(size_t n_qps, size_t n_srqs, size_t n_ahs, size_t n_mrs, size_t n_cqs,
-               size_t n_pds) {
+  void Reserve(size_t n_qps, size_t n_srqs, size_t n_ahs, size_t n_mws, size_t n_mrs,
+               size_t n_cqs, size_t n_pds) {
     qps.reserve(n_qps);
     srqs.reserve(n_srqs);
     ahs.reserve(n_ahs);
+    mws.reserve(n_mws);
     mrs.reserve(n_mrs);
     cqs.reserve(n_cqs);
     pds.reserve(n_pds);
   }
   bool empty() const {
-    return qps.empty() && srqs.empty() && ahs.empty() && mrs.empty() && cqs.empty() &&
-           pds.empty();
+    return qps.empty() && srqs.empty() && ahs.empty() && mws.empty() && mrs.empty() &&
+           cqs.empty() && pds.empty();
   }
   void Release(Rnic& rnic, Executor& executor) {
     if (empty()) return;
@@ -71,6 +74,7 @@ struct SlowReleases {
       for (const RnicQp& qp : qps) (void)rnic.DestroyQp(qp);
       for (const RnicSrq& srq : srqs) (void)rnic.DestroySrq(srq);
       for (const RnicAh& ah : ahs) (void)rnic.DestroyAh(ah);
+      for (const RnicMw& mw : mws) (void)rnic.DeallocMw(mw);
       for (const RnicMr& mr : mrs) (void)rnic.DeregMr(mr);
       for (const RnicCq& cq : cqs) (void)rnic.DestroyCq(cq);
       for (const RnicPd& pd : pds) (void)rnic.DeallocPd(pd);
@@ -78,6 +82,7 @@ struct SlowReleases {
     qps.clear();
     srqs.clear();
     ahs.clear();
+    mws.clear();
     mrs.clear();
     cqs.clear();
     pds.clear();

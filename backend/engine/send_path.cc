@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "backend/engine/local_access.h"
+#include "backend/engine/mw_access.h"
 #include "backend/engine/wqe_decoder.h"
 
 namespace vrdma::engine {
@@ -19,6 +20,9 @@ WcStatus SendPath::CheckSendSemantics(const QpObj& qp, SendWr& wr,
     if (ah == nullptr || ah->pd != qp.pd) return WcStatus::kLocQpOpErr;
     wr.ah = ah->rnic;
   }
+  // Window operations carry no SGEs (the decoder saw to it).
+  if (wr.opcode == WrOpcode::kBindMw) return CheckMwBind(vm, &wr.bind);
+  if (wr.opcode == WrOpcode::kLocalInv) return CheckLocalInvalidate(vm, wr.invalidate_rkey);
   if (wr.send_flags & kSendInline) return WcStatus::kSuccess;
   // READ and atomics write into the local buffers.
   const bool writes_local = wr.opcode == WrOpcode::kRdmaRead ||

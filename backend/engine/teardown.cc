@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "backend/engine/mw_access.h"
+
 namespace vrdma::engine {
 
 // ---------------------------------------------------------------- VMs
@@ -19,7 +21,8 @@ void Teardown::DetachVm(VmId id) {
   // Sized here: the closure allocates nothing for them.
   const size_t qps = vm->qps.size(), mrs = vm->mrs.size();
   SlowReleases slow;
-  slow.Reserve(qps, vm->srqs.size(), vm->ahs.size(), mrs, vm->cqs.size(), vm->pds.size());
+  slow.Reserve(qps, vm->srqs.size(), vm->ahs.size(), vm->mws.size(), mrs, vm->cqs.size(),
+               vm->pds.size());
   std::vector<std::unique_ptr<QpObj>> dead_qps;
   std::vector<std::unique_ptr<MrObj>> dead_mrs;
   std::unique_ptr<GsiQp> dead_gsi;
@@ -27,7 +30,7 @@ void Teardown::DetachVm(VmId id) {
   dead_mrs.reserve(mrs);
   // 1. Off the data path and out of the VM's tables (a completion still in
   // an RNIC CQ finds no QP): the VM's QPs, with their flows and receive
-  // queues, its SRQs, MRs, AHs and CQs. Their RNIC objects, and its PDs',
+  // queues, its SRQs, windows, MRs, AHs and CQs. Their RNIC objects, and its PDs',
   // are destroyed after, where the slow RNIC calls run, and their page
   // views after that.
   executor_.RunSync([&] {
@@ -36,6 +39,7 @@ void Teardown::DetachVm(VmId id) {
       dead_qps.push_back(vm->qps.Remove(h));
     }
     for (uint32_t h : vm->srqs.Handles()) DestroySrqLocked(*vm, h, &slow);
+    for (uint32_t h : vm->mws.Handles()) DestroyMwLocked(*vm, h, &slow);
     for (uint32_t h : vm->mrs.Handles()) {
       DestroyMrLocked(*vm, h, &slow);
       dead_mrs.push_back(vm->mrs.Remove(h));
@@ -72,7 +76,7 @@ Status Teardown::DestroyPd(VmId id, uint32_t pd) {
 void Teardown::DestroyMrLocked(VmContext& vm, uint32_t handle, SlowReleases* slow) {
   MrObj* mr = vm.mrs.Lookup(handle);
   if (mr == nullptr) return;
-  slow->mrs.push_back(mr->rnic);
+  if (slow != nullptr) slow->mrs.push_back(mr->rnic);
   vm.lkey_to_mr.Erase(mr->rnic.lkey);
   if (PdObj* pd = vm.pds.Lookup(mr->pd)) --pd->refs;
   GiveBack(vm.stats, mr->charge);
@@ -80,10 +84,45 @@ void Teardown::DestroyMrLocked(VmContext& vm, uint32_t handle, SlowReleases* slo
 }
 
 Status Teardown::DeregMr(VmId id, uint32_t mr) {
-  // The view is unmapped after the RNIC let go of the MR.
+  VmContext* vm = vms_.Find(id);
+  if (vm == nullptr) return Status::kBadHandle;
+  if (vm->mws.size() == 0) {
+    // The view is unmapped after the RNIC let go of the MR.
+    return DestroyObject(id, &VmContext::mrs, mr,
+                         [&](VmContext& v, MrObj&, SlowReleases* slow) {
+                           DestroyMrLocked(v, mr, slow);
+                         });
+  }
+  // Windows may be bound to it, which only the RNIC knows (binds run in SQ
+  // order there): deregistered first, so that its refusal (kInvalid, IBA
+  // 10.6.7.2.6) leaves the MR registered and published. Its lkey fails on
+  // the RNIC from here until the closure unpublishes it; only this thread
+  // registers MRs, so the RNIC cannot hand the lkey out again meanwhile.
+  const MrObj* obj = vm->mrs.Lookup(mr);  // only this thread changes the table
+  if (obj == nullptr) return Status::kBadHandle;
+  const RnicMr rnic_mr = obj->rnic;
+  VRDMA_RETURN_IF_ERROR(
+      RunRnicControl(rnic_, executor_, [&] { return rnic_.DeregMr(rnic_mr); }));
   return DestroyObject(id, &VmContext::mrs, mr,
-                       [&](VmContext& vm, MrObj&, SlowReleases* slow) {
-                         DestroyMrLocked(vm, mr, slow);
+                       [&](VmContext& v, MrObj&, SlowReleases*) {
+                         DestroyMrLocked(v, mr, nullptr);
+                       });
+}
+
+void Teardown::DestroyMwLocked(VmContext& vm, uint32_t handle, SlowReleases* slow) {
+  MwObj* mw = vm.mws.Lookup(handle);
+  if (mw == nullptr) return;
+  slow->mws.push_back(mw->rnic);  // the RNIC unbinds it first
+  vm.mw_index_to_mw.Erase(MwIndex(mw->rnic.rkey));
+  if (PdObj* pd = vm.pds.Lookup(mw->pd)) --pd->refs;
+  GiveBack(vm.stats, mw->charge);
+  --vm.stats.mws;
+}
+
+Status Teardown::DeallocMw(VmId id, uint32_t mw) {
+  return DestroyObject(id, &VmContext::mws, mw,
+                       [&](VmContext& vm, MwObj&, SlowReleases* slow) {
+                         DestroyMwLocked(vm, mw, slow);
                        });
 }
 
@@ -161,7 +200,7 @@ Status Teardown::DestroyQp(VmId id, uint32_t qpn) {
   Status s = Status::kOk;
   std::unique_ptr<QpObj> dead;
   SlowReleases slow;
-  slow.Reserve(1, 0, 0, 0, 0, 0);
+  slow.Reserve(1, 0, 0, 0, 0, 0, 0);
   executor_.RunSync([&] {
     std::optional<uint32_t> h = vm->qpn_to_qp.Find(qpn);
     if (!h || vm->qps.Lookup(*h) == nullptr) {

@@ -56,6 +56,7 @@ class Teardown {
   Status DestroyQp(VmId id, uint32_t qpn);
   Status DestroyAh(VmId id, uint32_t ah);
   Status DestroySrq(VmId id, uint32_t srq);
+  Status DeallocMw(VmId id, uint32_t mw);
 
  private:
   // Destroys object `handle` of one of the VM's tables on the data-path
@@ -72,7 +73,7 @@ class Teardown {
     Status s = Status::kOk;
     std::unique_ptr<T> dead;
     SlowReleases slow;
-    slow.Reserve(1, 1, 1, 1, 1, 1);  // the closure allocates nothing
+    slow.Reserve(1, 1, 1, 1, 1, 1, 1);  // the closure allocates nothing
     executor_.RunSync([&] {
       T* obj = (vm->*table).Lookup(handle);
       if (obj == nullptr) {
@@ -95,7 +96,9 @@ class Teardown {
   // Teardown of single objects, on the data-path thread. Their RNIC
   // objects go to *slow (reserved by the caller).
   void DestroyQpLocked(VmContext& vm, uint32_t handle, SlowReleases* slow);
+  // slow == nullptr: the RNIC's MR is already deregistered.
   void DestroyMrLocked(VmContext& vm, uint32_t handle, SlowReleases* slow);
+  void DestroyMwLocked(VmContext& vm, uint32_t handle, SlowReleases* slow);
   void DestroyAhLocked(VmContext& vm, uint32_t handle, SlowReleases* slow);
   void DestroySrqLocked(VmContext& vm, uint32_t handle, SlowReleases* slow);
   void DestroyCqLocked(VmContext& vm, uint32_t handle, SlowReleases* slow);

@@ -24,6 +24,13 @@ static_assert(send_wqe::kUdRemoteQpn ==
 static_assert(send_wqe::kUdRemoteQkey ==
               offsetof(rxe_send_wqe, wr.wr.ud.remote_qkey));
 static_assert(send_wqe::kUdAhNum == offsetof(rxe_send_wqe, wr.wr.ud.ah_num));
+static_assert(send_wqe::kInvalidateRkey == offsetof(rxe_send_wqe, wr.ex.invalidate_rkey));
+static_assert(send_wqe::kMwAddr == offsetof(rxe_send_wqe, wr.wr.mw.addr));
+static_assert(send_wqe::kMwLength == offsetof(rxe_send_wqe, wr.wr.mw.length));
+static_assert(send_wqe::kMwMrLkey == offsetof(rxe_send_wqe, wr.wr.mw.mr_lkey));
+static_assert(send_wqe::kMwMwRkey == offsetof(rxe_send_wqe, wr.wr.mw.mw_rkey));
+static_assert(send_wqe::kMwRkey == offsetof(rxe_send_wqe, wr.wr.mw.rkey));
+static_assert(send_wqe::kMwAccess == offsetof(rxe_send_wqe, wr.wr.mw.access));
 static_assert(send_wqe::kDmaLength == offsetof(rxe_send_wqe, dma.length));
 static_assert(send_wqe::kDmaNumSge == offsetof(rxe_send_wqe, dma.num_sge));
 static_assert(recv_wqe::kWrId == offsetof(rxe_recv_wqe, wr_id));
@@ -52,7 +59,8 @@ inline uint64_t Load64(const uint8_t* p) {
 constexpr uint32_t kKnownSendFlags =
     kSendFence | kSendSignaled | kSendSolicited | kSendInline;
 
-bool OpcodeAllowed(uint32_t op, QpType type, bool atomics) {
+bool OpcodeAllowed(uint32_t op, const SendQueueLimits& limits) {
+  const QpType type = limits.type;
   switch (op) {
     case IB_UVERBS_WR_SEND:
     case IB_UVERBS_WR_SEND_WITH_IMM:
@@ -64,7 +72,11 @@ bool OpcodeAllowed(uint32_t op, QpType type, bool atomics) {
       return type == QpType::kRc;
     case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
     case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
-      return type == QpType::kRc && atomics;
+      return type == QpType::kRc && limits.atomics;
+    case IB_UVERBS_WR_LOCAL_INV:
+    case IB_UVERBS_WR_BIND_MW:
+    case IB_UVERBS_WR_SEND_WITH_INV:
+      return (type == QpType::kRc || type == QpType::kUc) && limits.windows;
     default:
       return false;
   }
@@ -80,7 +92,7 @@ bool DecodeSendIdentity(const uint8_t* h, const SendQueueLimits& limits,
                 send_wqe::kOpcode + 4 <= kSendFlushBytes);
   *wr_id = Load64(h + send_wqe::kWrId);
   const uint32_t raw = Load32(h + send_wqe::kOpcode);
-  if (!OpcodeAllowed(raw, limits.type, limits.atomics)) {
+  if (!OpcodeAllowed(raw, limits)) {
     *op = WrOpcode::kSend;
     return false;
   }
@@ -90,6 +102,10 @@ bool DecodeSendIdentity(const uint8_t* h, const SendQueueLimits& limits,
 
 bool IsAtomic(WrOpcode op) {
   return op == WrOpcode::kAtomicCmpSwp || op == WrOpcode::kAtomicFetchAdd;
+}
+// BIND_MW and LOCAL_INV: executed by the requester, no data.
+bool IsLocalOp(WrOpcode op) {
+  return op == WrOpcode::kBindMw || op == WrOpcode::kLocalInv;
 }
 bool IsRdma(WrOpcode op) {
   return op == WrOpcode::kRdmaWrite || op == WrOpcode::kRdmaWriteWithImm ||
@@ -118,15 +134,38 @@ WcStatus DecodeSendHeaderInto(const uint8_t* h, const SendQueueLimits& limits,
   wr.remote_qpn = 0;
   wr.remote_qkey = 0;
   wr.inline_data = nullptr;
+  wr.invalidate_rkey = 0;
+  wr.bind = {};
   *ah_handle = 0;
   *payload_bytes = 0;
   // wr_id and opcode first: an error CQE must carry them.
   if (!DecodeSendIdentity(h, limits, &wr.wr_id, &wr.opcode))
     return WcStatus::kLocQpOpErr;
 
-  const uint32_t flags = Load32(h + send_wqe::kSendFlags);
+  uint32_t flags = Load32(h + send_wqe::kSendFlags);
   if (flags & ~kKnownSendFlags) return WcStatus::kLocQpOpErr;
+  if (IsLocalOp(wr.opcode)) {
+    // No data: SGEs and inline data are not read (as rxe ignores them).
+    wr.send_flags = flags & ~uint32_t{kSendInline};
+    wr.imm_data = 0;
+    wr.num_sge = 0;
+    wr.inline_len = 0;
+    if (wr.opcode == WrOpcode::kLocalInv) {
+      wr.invalidate_rkey = Load32(h + send_wqe::kInvalidateRkey);
+    } else {
+      wr.bind.addr = Load64(h + send_wqe::kMwAddr);
+      wr.bind.length = Load64(h + send_wqe::kMwLength);
+      wr.bind.mr_lkey = Load32(h + send_wqe::kMwMrLkey);
+      wr.bind.mw_rkey = Load32(h + send_wqe::kMwMwRkey);
+      wr.bind.rkey = Load32(h + send_wqe::kMwRkey);
+      wr.bind.access = Load32(h + send_wqe::kMwAccess);
+    }
+    return WcStatus::kSuccess;
+  }
   wr.send_flags = flags;
+  if (wr.opcode == WrOpcode::kSendWithInv) {
+    wr.invalidate_rkey = Load32(h + send_wqe::kInvalidateRkey);
+  }
   wr.imm_data = (wr.opcode == WrOpcode::kSendWithImm ||
                  wr.opcode == WrOpcode::kRdmaWriteWithImm)
                     ? Load32(h + send_wqe::kImmData)

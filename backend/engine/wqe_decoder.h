@@ -16,7 +16,12 @@
 //
 // A WQE that fails decoding completes with the returned WcStatus, like a
 // real RNIC would complete a malformed work request:
-//   kLocQpOpErr  unknown or unsupported opcode for the QP type, unknown
+// BIND_MW and LOCAL_INV carry no data: their SGEs and inline data are not
+// read (num_sge 0 after decoding), as rxe ignores them; what they name is
+// checked in the data path (mw_access.h) and by the RNIC.
+//
+//   kLocQpOpErr  unknown or unsupported opcode for the QP type (window
+//                opcodes without SendQueueLimits::windows), unknown
 //                send_flags bits, too many SGEs, inline data on READ or
 //                atomics, missing AH / remote QPN beyond 24 bits (UD),
 //                misaligned atomic address;
@@ -49,6 +54,7 @@ inline constexpr uint32_t kWrId = 0;
 inline constexpr uint32_t kOpcode = 12;
 inline constexpr uint32_t kSendFlags = 16;
 inline constexpr uint32_t kImmData = 20;
+inline constexpr uint32_t kInvalidateRkey = 20;  // the same union as kImmData
 inline constexpr uint32_t kRdmaRemoteAddr = 24;
 inline constexpr uint32_t kRdmaRkey = 32;
 inline constexpr uint32_t kAtomicRemoteAddr = 24;
@@ -58,6 +64,12 @@ inline constexpr uint32_t kAtomicRkey = 48;
 inline constexpr uint32_t kUdRemoteQpn = 24;
 inline constexpr uint32_t kUdRemoteQkey = 28;
 inline constexpr uint32_t kUdAhNum = 36;
+inline constexpr uint32_t kMwAddr = 24;
+inline constexpr uint32_t kMwLength = 32;
+inline constexpr uint32_t kMwMrLkey = 40;
+inline constexpr uint32_t kMwMwRkey = 44;
+inline constexpr uint32_t kMwRkey = 48;
+inline constexpr uint32_t kMwAccess = 52;
 inline constexpr uint32_t kDmaLength = 184;
 inline constexpr uint32_t kDmaNumSge = 196;
 }  // namespace send_wqe
@@ -74,6 +86,8 @@ struct SendQueueLimits {
   uint32_t elem_size = 0;  // ring element bytes
   uint32_t max_msg_sz = 0;
   bool atomics = true;
+  // BIND_MW, LOCAL_INV, SEND_WITH_INV on RC and UC QPs (VIRTIO_RDMA_F_MW).
+  bool windows = false;
 };
 
 struct DecodedSend {

@@ -378,6 +378,71 @@ TEST(WqeDecoderTest, SendFlushReportsOnlyOpcodesTheQpMayUse) {
   EXPECT_EQ(flush(static_cast<uint32_t>(WrOpcode::kWait), Limits()),
             WcOpcode::kSend);
   EXPECT_EQ(flush(0xffffffffu, Limits()), WcOpcode::kSend);
+  // Windows: their own completion opcodes when offered, kSend when not.
+  SendQueueLimits windows = Limits();
+  windows.windows = true;
+  EXPECT_EQ(flush(IB_UVERBS_WR_BIND_MW, windows), WcOpcode::kBindMw);
+  EXPECT_EQ(flush(IB_UVERBS_WR_LOCAL_INV, windows), WcOpcode::kLocalInv);
+  EXPECT_EQ(flush(IB_UVERBS_WR_SEND_WITH_INV, windows), WcOpcode::kSend);
+  EXPECT_EQ(flush(IB_UVERBS_WR_BIND_MW, Limits()), WcOpcode::kSend);
+}
+
+// Memory windows (docs/virtio-rdma.md §4.7): the three opcodes only with
+// SendQueueLimits::windows and on RC/UC QPs; BIND_MW's fields from wr.mw,
+// LOCAL_INV's and SEND_WITH_INV's rkey from ex; local operations carry no
+// data whatever the WQE says.
+TEST(WqeDecoderTest, WindowOpcodes) {
+  SendQueueLimits l = Limits();
+  l.windows = true;
+  SendWqe bind;
+  bind.Set64(send_wqe::kWrId, 9)
+      .Set32(send_wqe::kOpcode, IB_UVERBS_WR_BIND_MW)
+      .Set32(send_wqe::kSendFlags, kSendSignaled | kSendInline)
+      .Set64(send_wqe::kMwAddr, 0x7000)
+      .Set64(send_wqe::kMwLength, 0x2000)
+      .Set32(send_wqe::kMwMrLkey, 0x11)
+      .Set32(send_wqe::kMwMwRkey, 0x800123)
+      .Set32(send_wqe::kMwRkey, 0x800145)
+      .Set32(send_wqe::kMwAccess, kAccessRemoteWrite)
+      .Set32(send_wqe::kDmaNumSge, 3)
+      .Sge(0, 0x1000, 100, 5);
+  DecodedSend d;
+  ASSERT_EQ(DecodeSendWqe(bind.bytes(), l, &d), WcStatus::kSuccess);
+  EXPECT_EQ(d.wr.opcode, WrOpcode::kBindMw);
+  EXPECT_EQ(d.wr.bind.addr, 0x7000u);
+  EXPECT_EQ(d.wr.bind.length, 0x2000u);
+  EXPECT_EQ(d.wr.bind.mr_lkey, 0x11u);
+  EXPECT_EQ(d.wr.bind.mw_rkey, 0x800123u);
+  EXPECT_EQ(d.wr.bind.rkey, 0x800145u);
+  EXPECT_EQ(d.wr.bind.access, uint32_t{kAccessRemoteWrite});
+  EXPECT_EQ(d.wr.num_sge, 0);
+  EXPECT_EQ(d.wr.send_flags, uint32_t{kSendSignaled});
+  EXPECT_EQ(d.payload_bytes, 0u);
+
+  SendWqe inv;
+  inv.Set32(send_wqe::kOpcode, IB_UVERBS_WR_LOCAL_INV).Set32(send_wqe::kInvalidateRkey, 0x800145);
+  ASSERT_EQ(DecodeSendWqe(inv.bytes(), l, &d), WcStatus::kSuccess);
+  EXPECT_EQ(d.wr.invalidate_rkey, 0x800145u);
+  EXPECT_EQ(d.wr.bind.mw_rkey, 0u);  // nothing left over from the bind
+
+  SendWqe swi;
+  swi.Set32(send_wqe::kOpcode, IB_UVERBS_WR_SEND_WITH_INV)
+      .Set32(send_wqe::kInvalidateRkey, 0x800166)
+      .Set32(send_wqe::kDmaNumSge, 1)
+      .Sge(0, 0x1000, 64, 5);
+  ASSERT_EQ(DecodeSendWqe(swi.bytes(), l, &d), WcStatus::kSuccess);
+  EXPECT_EQ(d.wr.invalidate_rkey, 0x800166u);
+  EXPECT_EQ(d.wr.num_sge, 1);
+  EXPECT_EQ(d.wr.imm_data, 0u);
+
+  // Not offered, or not for the QP type: the opcode is refused.
+  EXPECT_EQ(DecodeSendWqe(bind.bytes(), Limits(), &d), WcStatus::kLocQpOpErr);
+  SendQueueLimits ud = Limits(QpType::kUd);
+  ud.windows = true;
+  EXPECT_EQ(DecodeSendWqe(inv.bytes(), ud, &d), WcStatus::kLocQpOpErr);
+  SendQueueLimits uc = Limits(QpType::kUc);
+  uc.windows = true;
+  EXPECT_EQ(DecodeSendWqe(bind.bytes(), uc, &d), WcStatus::kSuccess);
 }
 
 TEST(WqeDecoderTest, RecvFlushAgreesWithTheFullDecode) {

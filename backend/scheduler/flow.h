@@ -38,7 +38,7 @@ constexpr policy::WrKind WrKindOf(WrOpcode op) {
     case WrOpcode::kSend:
     case WrOpcode::kSendWithImm:
     case WrOpcode::kSendWithInv:
-    case WrOpcode::kLocalInv:  // windows (§4.7): not posted by the engine yet
+    case WrOpcode::kLocalInv:  // windows (§4.7): local, no data; as a SEND of 0
     case WrOpcode::kBindMw:
     case WrOpcode::kWait:
     case WrOpcode::kEnable:

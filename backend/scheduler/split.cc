@@ -42,6 +42,8 @@ void CopyWr(const SendWr& src, SendWr* dst) {
   dst->wait_index = src.wait_index;
   dst->enable_qp = src.enable_qp;
   dst->enable_count = src.enable_count;
+  dst->invalidate_rkey = src.invalidate_rkey;
+  dst->bind = src.bind;
 }
 
 int SliceSges(std::span<const Sge> in, uint64_t offset, uint64_t length,

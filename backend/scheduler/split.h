@@ -16,7 +16,7 @@ namespace vrdma::sched {
 // Whether the opcode consumes a receive at the destination.
 inline bool ConsumesReceive(WrOpcode op) {
   return op == WrOpcode::kSend || op == WrOpcode::kSendWithImm ||
-         op == WrOpcode::kRdmaWriteWithImm;
+         op == WrOpcode::kSendWithInv || op == WrOpcode::kRdmaWriteWithImm;
 }
 
 // A WR may be split when it moves data through SGEs on a connected QP

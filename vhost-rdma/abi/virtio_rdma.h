@@ -46,6 +46,12 @@
  * operator gave the VM a MAC.
  */
 #define VIRTIO_RDMA_F_ROCE 3
+/*
+ * Memory windows, types 1 and 2B (ALLOC_MW, DEALLOC_MW, the BIND_MW,
+ * LOCAL_INV and SEND_WITH_INV send WQEs, IBV_ACCESS_MW_BIND on REG_MR):
+ * offered when the host RNIC has windows and the VM's max_mw quota is not 0.
+ */
+#define VIRTIO_RDMA_F_MW 4
 
 /* ------------------------------------------------------------------------ */
 /* Virtqueues                                                                */
@@ -157,7 +163,9 @@ enum virtio_rdma_cmd {
 	VIRTIO_RDMA_CMD_CREATE_SRQ = 17,
 	VIRTIO_RDMA_CMD_MODIFY_SRQ = 18,
 	VIRTIO_RDMA_CMD_DESTROY_SRQ = 19,
-	VIRTIO_RDMA_CMD_MAX = 19,
+	VIRTIO_RDMA_CMD_ALLOC_MW = 20,         /* VIRTIO_RDMA_F_MW */
+	VIRTIO_RDMA_CMD_DEALLOC_MW = 21,       /* VIRTIO_RDMA_F_MW */
+	VIRTIO_RDMA_CMD_MAX = 21,
 };
 
 enum virtio_rdma_status {
@@ -214,6 +222,8 @@ struct virtio_rdma_resp_query_device {
 	__u8 local_ca_ack_delay;
 	__u8 phys_port_cnt;
 	__u8 reserved;
+	__le32 max_mw;               /* VIRTIO_RDMA_F_MW: the VM's window quota */
+	__le32 reserved2;
 };
 
 struct virtio_rdma_req_query_port {
@@ -254,7 +264,8 @@ struct virtio_rdma_resp_create_pd {
 	__le32 reserved;
 };
 
-/* DESTROY_PD, DESTROY_CQ, DESTROY_QP, DESTROY_AH, DESTROY_SRQ, DEREG_MR. */
+/* DESTROY_PD, DESTROY_CQ, DESTROY_QP, DESTROY_AH, DESTROY_SRQ, DEREG_MR,
+ * DEALLOC_MW. */
 struct virtio_rdma_req_handle {
 	__le32 handle;
 	__le32 reserved;
@@ -266,6 +277,8 @@ struct virtio_rdma_req_handle {
 #define VIRTIO_RDMA_ACCESS_REMOTE_READ 0x4
 #define VIRTIO_RDMA_ACCESS_REMOTE_ATOMIC 0x8
 #define VIRTIO_RDMA_ACCESS_SUPPORTED 0xf
+/* REG_MR only, with VIRTIO_RDMA_F_MW: windows may be bound to the MR. */
+#define VIRTIO_RDMA_ACCESS_MW_BIND 0x10
 
 /*
  * REG_MR is followed by npages __le64 guest-physical page addresses, each
@@ -483,6 +496,17 @@ struct virtio_rdma_resp_create_ah {
 	__le32 reserved;
 };
 
+/* ALLOC_MW (VIRTIO_RDMA_F_MW, docs/virtio-rdma.md §4.7). */
+struct virtio_rdma_req_alloc_mw {
+	__le32 pd_handle;
+	__le32 type;                 /* 1 or 2 (IBV_MW_TYPE_*) */
+};
+
+struct virtio_rdma_resp_alloc_mw {
+	__le32 mw_handle;
+	__le32 rkey;                 /* a bind replaces its low 8 bits */
+};
+
 /* CREATE_SRQ is followed by ring.npages page addresses. */
 struct virtio_rdma_req_create_srq {
 	__le32 pd_handle;
@@ -608,7 +632,7 @@ VIRTIO_RDMA_CHECK_OFFSET(virtio_rdma_config, mac, 96);
 VIRTIO_RDMA_CHECK_OFFSET(virtio_rdma_config, gids, 128);
 VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_cmd_hdr, 8);
 VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_resp_hdr, 8);
-VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_resp_query_device, 128);
+VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_resp_query_device, 136);
 VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_req_query_port, 8);
 VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_resp_query_port, 28);
 VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_req_query_gid, 8);
@@ -641,6 +665,9 @@ VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_resp_create_ah, 8);
 VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_req_create_srq, 32);
 VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_resp_create_srq, 16);
 VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_req_modify_srq, 16);
+VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_req_alloc_mw, 8);
+VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_resp_alloc_mw, 8);
+VIRTIO_RDMA_CHECK_OFFSET(virtio_rdma_resp_query_device, max_mw, 128);
 VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_doorbell, 8);
 VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_event, 16);
 /* The librxe ring layouts this ABI adopts. */

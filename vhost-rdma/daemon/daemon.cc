@@ -354,6 +354,7 @@ json Daemon::Stats() const {
     entry["mrs"] = s.mrs;
     entry["ahs"] = s.ahs;
     entry["srqs"] = s.srqs;
+    entry["mws"] = s.mws;
     entry["pinned_bytes"] = s.pinned_bytes;
     entry["host_bytes"] = s.host_bytes;  // shadow state and RNIC queues
     entry["mappings"] = s.mappings;      // kernel mappings of page views

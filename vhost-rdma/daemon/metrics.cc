@@ -37,6 +37,7 @@ constexpr VmMetric kVmMetrics[] = {
     {"mrs", "vrdma_vm_mrs", Kind::kGauge, "memory regions the guest holds"},
     {"ahs", "vrdma_vm_ahs", Kind::kGauge, "address handles the guest holds"},
     {"srqs", "vrdma_vm_srqs", Kind::kGauge, "shared receive queues the guest holds"},
+    {"mws", "vrdma_vm_mws", Kind::kGauge, "memory windows the guest holds"},
     {"pinned_bytes", "vrdma_vm_pinned_bytes", Kind::kGauge, "guest memory mapped for MRs and rings"},
     {"host_bytes", "vrdma_vm_host_bytes", Kind::kGauge, "daemon memory the VM's objects cause"},
     {"mappings", "vrdma_vm_mappings", Kind::kGauge, "kernel mappings of the VM's page views"},

@@ -144,6 +144,7 @@ nlohmann::json QuotasJson(const engine::Quotas& q) {
                         {"max_mr", q.max_mr},
                         {"max_ah", q.max_ah},
                         {"max_srq", q.max_srq},
+                        {"max_mw", q.max_mw},
                         {"max_pinned_bytes", q.max_pinned_bytes},
                         {"max_host_bytes", q.max_host_bytes},
                         {"max_mappings", q.max_mappings}};
@@ -225,6 +226,7 @@ bool ParseAttachRequest(const json& j, const policy::CardProfile& card, AttachRe
         !OptionalUnsigned(*q, "quotas.", "max_mr", &Q.max_mr, error) ||
         !OptionalUnsigned(*q, "quotas.", "max_ah", &Q.max_ah, error) ||
         !OptionalUnsigned(*q, "quotas.", "max_srq", &Q.max_srq, error) ||
+        !OptionalUnsigned(*q, "quotas.", "max_mw", &Q.max_mw, error) ||
         !OptionalUnsigned(*q, "quotas.", "max_pinned_bytes", &Q.max_pinned_bytes, error) ||
         !OptionalUnsigned(*q, "quotas.", "max_host_bytes", &Q.max_host_bytes, error) ||
         !OptionalUnsigned(*q, "quotas.", "max_mappings", &Q.max_mappings, error)) {

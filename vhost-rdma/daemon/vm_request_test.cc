@@ -60,6 +60,7 @@ TEST(VmRequestTest, MacOfTheVmsNic) {
 TEST(VmRequestTest, QuotasRoundTrip) {
   json quotas{{"max_pd", 1},           {"max_cq", 2},        {"max_qp", 3},
               {"max_mr", 4},           {"max_ah", 5},        {"max_srq", 6},
+              {"max_mw", 10},
               {"max_pinned_bytes", 7}, {"max_host_bytes", 8}, {"max_mappings", 9}};
   json j{{"cmd", "attach-vm"}, {"name", "a"}, {"socket", "/run/a.sock"},
          {"gids", {"fe80::1"}}, {"quotas", quotas}};
@@ -68,6 +69,7 @@ TEST(VmRequestTest, QuotasRoundTrip) {
   ASSERT_TRUE(ParseAttachRequest(j, kCard, &r, &err)) << err;
   EXPECT_EQ(r.config.quotas.max_host_bytes, 8u);
   EXPECT_EQ(r.config.quotas.max_mappings, 9u);
+  EXPECT_EQ(r.config.quotas.max_mw, 10u);
   EXPECT_EQ(QuotasJson(r.config.quotas), quotas);
 }
 

@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
   auto* attach = app.add_subcommand("attach-vm", "attach a VM (creates its vhost-user socket)");
   std::string name, vm_socket;
   std::vector<std::string> gids;
-  std::optional<uint64_t> max_pd, max_cq, max_qp, max_mr, max_ah, max_srq, max_pinned,
+  std::optional<uint64_t> max_pd, max_cq, max_qp, max_mr, max_ah, max_srq, max_mw, max_pinned,
       max_host, max_mappings;
   // A VM's QoS (the qos object; vm_request.h): the same options at
   // attach-vm and set-qos.
@@ -123,6 +123,7 @@ int main(int argc, char** argv) {
   attach->add_option("--max-mr", max_mr);
   attach->add_option("--max-ah", max_ah);
   attach->add_option("--max-srq", max_srq);
+  attach->add_option("--max-mw", max_mw);
   attach->add_option("--max-pinned-bytes", max_pinned);
   attach->add_option("--max-host-bytes", max_host);
   attach->add_option("--max-mappings", max_mappings);
@@ -181,6 +182,7 @@ int main(int argc, char** argv) {
     put(quotas, "max_mr", max_mr);
     put(quotas, "max_ah", max_ah);
     put(quotas, "max_srq", max_srq);
+    put(quotas, "max_mw", max_mw);
     put(quotas, "max_pinned_bytes", max_pinned);
     put(quotas, "max_host_bytes", max_host);
     put(quotas, "max_mappings", max_mappings);

@@ -78,7 +78,8 @@ Status ReadExact(Reader& r, T* out) {
   return Status::kOk;
 }
 
-// DESTROY_PD, DEREG_MR, DESTROY_CQ, DESTROY_QP, DESTROY_AH, DESTROY_SRQ:
+// DESTROY_PD, DEREG_MR, DESTROY_CQ, DESTROY_QP, DESTROY_AH, DESTROY_SRQ,
+// DEALLOC_MW:
 // struct virtio_rdma_req_handle, exactly; any handle value (the engine
 // decides whether it names a live object of this VM).
 template <typename Cmd, uint32_t Cmd::*kField>
@@ -311,6 +312,16 @@ Status DecodeQpAttr(const virtio_rdma_qp_attr& w,
   return Status::kOk;
 }
 
+// ALLOC_MW: struct virtio_rdma_req_alloc_mw, exactly; type 1 or 2 (the
+// engine checks the PD, the quota and whether windows are offered).
+Result<Command> DecodeAllocMw(Reader& r) {
+  virtio_rdma_req_alloc_mw w;
+  VRDMA_RETURN_IF_ERROR(ReadExact(r, &w));
+  const uint32_t type = le32toh(w.type);
+  if (type != 1 && type != 2) return Status::kInvalid;
+  return Command{AllocMwCmd{le32toh(w.pd_handle), static_cast<uint8_t>(type)}};
+}
+
 uint32_t PeekCommandCode(std::span<const uint8_t> bytes) {
   virtio_rdma_cmd_hdr hdr;
   if (bytes.size() < sizeof(hdr)) return 0;
@@ -351,6 +362,9 @@ Result<Command> DecodeCommand(std::span<const uint8_t> bytes,
     case VIRTIO_RDMA_CMD_MODIFY_SRQ: return DecodeModifySrq(r);
     case VIRTIO_RDMA_CMD_DESTROY_SRQ:
       return DecodeHandleCmd<DestroySrqCmd, &DestroySrqCmd::srq>(r);
+    case VIRTIO_RDMA_CMD_ALLOC_MW: return DecodeAllocMw(r);
+    case VIRTIO_RDMA_CMD_DEALLOC_MW:
+      return DecodeHandleCmd<DeallocMwCmd, &DeallocMwCmd::mw>(r);
     default: return Status::kInvalid;
   }
 }
@@ -368,6 +382,7 @@ uint32_t ResponseBodySize(uint32_t cmd) {
     case VIRTIO_RDMA_CMD_QUERY_QP: return sizeof(virtio_rdma_resp_query_qp);
     case VIRTIO_RDMA_CMD_CREATE_AH: return sizeof(virtio_rdma_resp_create_ah);
     case VIRTIO_RDMA_CMD_CREATE_SRQ: return sizeof(virtio_rdma_resp_create_srq);
+    case VIRTIO_RDMA_CMD_ALLOC_MW: return sizeof(virtio_rdma_resp_alloc_mw);
     default: return 0;
   }
 }

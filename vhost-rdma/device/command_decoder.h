@@ -65,13 +65,15 @@ struct ModifySrqCmd {
   uint32_t srq_limit = 0;
 };
 struct DestroySrqCmd { uint32_t srq = 0; };
+struct AllocMwCmd { uint32_t pd = 0; uint8_t type = 0; };
+struct DeallocMwCmd { uint32_t mw = 0; };
 
 using Command =
     std::variant<QueryDeviceCmd, QueryPortCmd, QueryGidCmd, CreatePdCmd,
                  DestroyPdCmd, RegMrCmd, DeregMrCmd, CreateCqCmd, DestroyCqCmd,
                  ReqNotifyCqCmd, CreateQpCmd, ModifyQpCmd, QueryQpCmd,
                  DestroyQpCmd, CreateAhCmd, DestroyAhCmd, CreateSrqCmd,
-                 ModifySrqCmd, DestroySrqCmd>;
+                 ModifySrqCmd, DestroySrqCmd, AllocMwCmd, DeallocMwCmd>;
 
 // Reads the command code of a request (the first 4 bytes, little-endian)
 // without checking anything else; 0 when fewer than 8 bytes (a whole

@@ -422,6 +422,9 @@ std::vector<std::pair<std::string, Bytes>> AllValidRequests() {
   v.push_back({"create_srq", SrqBytes(s, le32toh(s.ring.npages))});
   v.push_back({"modify_srq", Cmd(VIRTIO_RDMA_CMD_MODIFY_SRQ, ms)});
   v.push_back({"destroy_srq", Cmd(VIRTIO_RDMA_CMD_DESTROY_SRQ, h)});
+  v.push_back({"alloc_mw", Cmd(VIRTIO_RDMA_CMD_ALLOC_MW,
+                               virtio_rdma_req_alloc_mw{htole32(1), htole32(2)})});
+  v.push_back({"dealloc_mw", Cmd(VIRTIO_RDMA_CMD_DEALLOC_MW, h)});
   return v;
 }
 
@@ -457,7 +460,7 @@ TEST(CommandDecoderTest, TrailingBytesAreInvalid) {
 }
 
 TEST(CommandDecoderTest, UnknownCommandCodesAreInvalid) {
-  for (uint32_t code : {0u, 20u, 21u, 0x100u, 0x80000000u, 0xffffffffu}) {
+  for (uint32_t code : {0u, 22u, 23u, 0x100u, 0x80000000u, 0xffffffffu}) {
     Bytes b = Cmd(code);
     b.resize(256, 0);
     EXPECT_EQ(DecodeCommand(b, kLimits).status(), Status::kInvalid) << code;
@@ -752,6 +755,11 @@ TEST(CommandDecoderTest, HostileSmallCommands) {
          a.flow_label = htole32(0xffffffff); })},
       {"create_ah sl 200", ah_with([](auto& a) { a.sl = 200; })},
       {"create_ah is_global 7", ah_with([](auto& a) { a.is_global = 7; })},
+      {"alloc_mw type 0",
+       [] { return Cmd(VIRTIO_RDMA_CMD_ALLOC_MW, virtio_rdma_req_alloc_mw{htole32(1), 0}); }},
+      {"alloc_mw type 3",
+       [] { return Cmd(VIRTIO_RDMA_CMD_ALLOC_MW,
+                       virtio_rdma_req_alloc_mw{htole32(1), htole32(3)}); }},
   });
 }
 

@@ -71,6 +71,7 @@ virtio_rdma_resp_query_device EncodeQueryDevice(const engine::DeviceAttr& a) {
   r.atomic_cap = l.atomics ? 1 : 0;
   r.local_ca_ack_delay = 15;
   r.phys_port_cnt = 1;
+  r.max_mw = htole32(l.max_mw);  // 0 unless VIRTIO_RDMA_F_MW is offered
   return r;
 }
 
@@ -96,6 +97,13 @@ virtio_rdma_resp_query_gid EncodeQueryGid(const Gid& gid) {
   virtio_rdma_resp_query_gid r{};
   std::memcpy(r.gid, gid.data(), sizeof(r.gid));
   r.gid_type = htole32(kGidTypeRoceV2);
+  return r;
+}
+
+virtio_rdma_resp_alloc_mw EncodeAllocMw(const engine::AllocMwResult& m) {
+  virtio_rdma_resp_alloc_mw r{};
+  r.mw_handle = htole32(m.handle);
+  r.rkey = htole32(m.rkey);
   return r;
 }
 

@@ -57,6 +57,9 @@ CommandResponse CommandHandler::Execute(const Command& command) {
         } else if constexpr (std::is_same_v<T, DestroyPdCmd>) {
           return Done(e.DestroyPd(vm_, c.pd));
         } else if constexpr (std::is_same_v<T, RegMrCmd>) {
+          // Without windows the bit is as unknown as any other (EINVAL).
+          if ((c.req.access & VIRTIO_RDMA_ACCESS_MW_BIND) && !has(VIRTIO_RDMA_F_MW))
+            return Done(Status::kInvalid);
           auto mr = e.RegMr(vm_, c.req);
           return mr.ok() ? Ok(EncodeRegMr(*mr)) : Done(mr.status());
         } else if constexpr (std::is_same_v<T, DeregMrCmd>) {
@@ -101,6 +104,13 @@ CommandResponse CommandHandler::Execute(const Command& command) {
         } else if constexpr (std::is_same_v<T, DestroySrqCmd>) {
           if (!has(VIRTIO_RDMA_F_SRQ)) return Done(Status::kUnsupported);
           return Done(e.DestroySrq(vm_, c.srq));
+        } else if constexpr (std::is_same_v<T, AllocMwCmd>) {
+          if (!has(VIRTIO_RDMA_F_MW)) return Done(Status::kUnsupported);
+          auto mw = e.AllocMw(vm_, c.pd, c.type);
+          return mw.ok() ? Ok(EncodeAllocMw(*mw)) : Done(mw.status());
+        } else if constexpr (std::is_same_v<T, DeallocMwCmd>) {
+          if (!has(VIRTIO_RDMA_F_MW)) return Done(Status::kUnsupported);
+          return Done(e.DeallocMw(vm_, c.mw));
         } else {
           static_assert(sizeof(T) == 0, "unhandled command");
         }

@@ -25,7 +25,7 @@ using ::testing::StrictMock;
 
 constexpr engine::VmId kVm = 3;
 constexpr uint64_t kAllFeatures =
-    (1ull << VIRTIO_RDMA_F_SRQ) | (1ull << VIRTIO_RDMA_F_UD);
+    (1ull << VIRTIO_RDMA_F_SRQ) | (1ull << VIRTIO_RDMA_F_UD) | (1ull << VIRTIO_RDMA_F_MW);
 
 class CommandHandlerTest : public ::testing::Test {
  protected:
@@ -100,6 +100,7 @@ TEST_F(CommandHandlerTest, DestroysReachTheirOwnEngineCall) {
   EXPECT_CALL(engine_, DestroyQp(kVm, 14u)).WillOnce(Return(Status::kOk));
   EXPECT_CALL(engine_, DestroyAh(kVm, 15u)).WillOnce(Return(Status::kOk));
   EXPECT_CALL(engine_, DestroySrq(kVm, 16u)).WillOnce(Return(Status::kOk));
+  EXPECT_CALL(engine_, DeallocMw(kVm, 17u)).WillOnce(Return(Status::kBadHandle));
   EXPECT_EQ(handler_.Handle(Req(VIRTIO_RDMA_CMD_DESTROY_PD, H(11))).status,
             Status::kOk);
   EXPECT_EQ(handler_.Handle(Req(VIRTIO_RDMA_CMD_DEREG_MR, H(12))).status,
@@ -112,6 +113,18 @@ TEST_F(CommandHandlerTest, DestroysReachTheirOwnEngineCall) {
             Status::kOk);
   EXPECT_EQ(handler_.Handle(Req(VIRTIO_RDMA_CMD_DESTROY_SRQ, H(16))).status,
             Status::kOk);
+  EXPECT_EQ(handler_.Handle(Req(VIRTIO_RDMA_CMD_DEALLOC_MW, H(17))).status,
+            Status::kBadHandle);
+}
+
+TEST_F(CommandHandlerTest, AllocMwReturnsTheWindowsRkey) {
+  EXPECT_CALL(engine_, AllocMw(kVm, 4u, uint8_t{2}))
+      .WillOnce(Return(engine::AllocMwResult{0x50001, 0x80000100}));
+  auto r = handler_.Handle(
+      Req(VIRTIO_RDMA_CMD_ALLOC_MW, virtio_rdma_req_alloc_mw{htole32(4), htole32(2)}));
+  ASSERT_EQ(r.status, Status::kOk);
+  EXPECT_EQ(le32toh(Body<virtio_rdma_resp_alloc_mw>(r).mw_handle), 0x50001u);
+  EXPECT_EQ(le32toh(Body<virtio_rdma_resp_alloc_mw>(r).rkey), 0x80000100u);
 }
 
 TEST_F(CommandHandlerTest, NotifyAndModifySrqArguments) {
@@ -209,6 +222,18 @@ TEST_F(CommandHandlerTest, UnnegotiatedFeaturesAreUnsupported) {
             Status::kUnsupported);
   EXPECT_EQ(handler_.Handle(Req(VIRTIO_RDMA_CMD_DESTROY_SRQ, H(1))).status,
             Status::kUnsupported);
+  // Windows: the commands, and the MW_BIND access bit (then as unknown as
+  // any other bit: EINVAL).
+  EXPECT_EQ(handler_
+                .Handle(Req(VIRTIO_RDMA_CMD_ALLOC_MW,
+                            virtio_rdma_req_alloc_mw{htole32(1), htole32(1)}))
+                .status,
+            Status::kUnsupported);
+  EXPECT_EQ(handler_.Handle(Req(VIRTIO_RDMA_CMD_DEALLOC_MW, H(1))).status,
+            Status::kUnsupported);
+  RegMrCmd bind_mr;
+  bind_mr.req.access = VIRTIO_RDMA_ACCESS_MW_BIND;
+  EXPECT_EQ(handler_.Execute(bind_mr).status, Status::kInvalid);
   EXPECT_EQ(handler_
                 .Handle(Req(VIRTIO_RDMA_CMD_MODIFY_SRQ,
                             virtio_rdma_req_modify_srq{htole32(1), 0, 0, 0}))

@@ -26,6 +26,9 @@ class MockEngine : public engine::Engine {
   MOCK_METHOD(Result<engine::RegMrResult>, RegMr,
               (engine::VmId, const engine::RegMrRequest&), (override));
   MOCK_METHOD(Status, DeregMr, (engine::VmId, uint32_t), (override));
+  MOCK_METHOD(Result<engine::AllocMwResult>, AllocMw, (engine::VmId, uint32_t, uint8_t),
+              (override));
+  MOCK_METHOD(Status, DeallocMw, (engine::VmId, uint32_t), (override));
   MOCK_METHOD(Result<engine::CreateCqResult>, CreateCq,
               (engine::VmId, const engine::CreateCqRequest&), (override));
   MOCK_METHOD(Status, DestroyCq, (engine::VmId, uint32_t), (override));

@@ -18,10 +18,12 @@ namespace {
 constexpr uint64_t kBaseFeatures =
     (uint64_t{1} << VIRTIO_RDMA_F_SRQ) | (uint64_t{1} << VIRTIO_RDMA_F_UD);
 // RoCE v2 needs the VM's NIC: offered only when the operator named it.
-// Atomics: when the RNIC has them.
-uint64_t OfferedFeatures(const engine::VmConfig& vm, bool atomics) {
+// Atomics: when the RNIC has them. Memory windows: when the RNIC has them
+// and the VM's quota allows any (limits are the VM's, after its quotas).
+uint64_t OfferedFeatures(const engine::VmConfig& vm, const RnicLimits& limits) {
   return kBaseFeatures | (vm.mac ? uint64_t{1} << VIRTIO_RDMA_F_ROCE : 0) |
-         (atomics ? uint64_t{1} << VIRTIO_RDMA_F_ATOMIC : 0);
+         (limits.atomics ? uint64_t{1} << VIRTIO_RDMA_F_ATOMIC : 0) |
+         (limits.max_mw > 0 ? uint64_t{1} << VIRTIO_RDMA_F_MW : 0);
 }
 // Virtio reserves feature bits 0..23 for the device type.
 constexpr uint64_t kDeviceFeatureMask = (uint64_t{1} << 24) - 1;
@@ -85,7 +87,7 @@ Status RdmaDevice::Attach() {
     return attr.status();
   }
   vm_ = *vm;
-  rnic_atomics_ = attr->limits.atomics;
+  vm_limits_ = attr->limits;
   limits_.max_mr_pages = attr->max_mr_pages;
   limits_.max_ring_pages = options_.max_ring_pages;
   config_ = EncodeConfig(*attr, vm_config_, options_.num_doorbell_queues);
@@ -105,7 +107,7 @@ void RdmaDevice::Detach() {
 }
 
 uint64_t RdmaDevice::device_features() const {
-  return OfferedFeatures(vm_config_, rnic_atomics_);
+  return OfferedFeatures(vm_config_, vm_limits_);
 }
 
 uint32_t RdmaDevice::num_queues() const {

@@ -137,7 +137,9 @@ class RdmaDevice final : public vhost::VhostUserDevice,
   const RdmaDeviceOptions options_;
   DecodeLimits limits_{};
   virtio_rdma_config config_{};
-  bool rnic_atomics_ = false;  // the engine's RNIC has atomics (F_ATOMIC)
+  // The VM's device limits (its RNIC's, after its quotas): which of
+  // F_ATOMIC and F_MW are offered.
+  RnicLimits vm_limits_{};
 
   std::optional<engine::VmId> vm_;
   std::optional<CommandHandler> handler_;

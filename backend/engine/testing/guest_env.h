@@ -129,6 +129,7 @@ struct GuestSend {
   uint32_t rkey = 0;
   uint64_t compare_add = 0, swap = 0;
   uint32_t ud_qpn = 0, ud_qkey = 0, ah = 0;
+  MwBind bind{};  // IB_UVERBS_WR_BIND_MW (LOCAL_INV, SEND_WITH_INV: imm is the rkey)
   std::vector<Sge> sges;
   std::vector<uint8_t> inline_data;
 };
@@ -147,6 +148,13 @@ inline void WriteSendWqe(uint8_t* e, const GuestSend& s) {
     p64(send_wqe::kAtomicCompareAdd, s.compare_add);
     p64(send_wqe::kAtomicSwap, s.swap);
     p32(send_wqe::kAtomicRkey, s.rkey);
+  } else if (s.opcode == IB_UVERBS_WR_BIND_MW) {
+    p64(send_wqe::kMwAddr, s.bind.addr);
+    p64(send_wqe::kMwLength, s.bind.length);
+    p32(send_wqe::kMwMrLkey, s.bind.mr_lkey);
+    p32(send_wqe::kMwMwRkey, s.bind.mw_rkey);
+    p32(send_wqe::kMwRkey, s.bind.rkey);
+    p32(send_wqe::kMwAccess, s.bind.access);
   } else if (s.ah != 0) {
     p32(send_wqe::kUdRemoteQpn, s.ud_qpn);
     p32(send_wqe::kUdRemoteQkey, s.ud_qkey);
