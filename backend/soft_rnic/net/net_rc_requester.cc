@@ -3,7 +3,7 @@
 // The RC requester on a fabric (docs/reliability.md §7.1, rxe's req.c and
 // comp.c): WQEs go out in SQ order, each given its PSNs when first sent
 // (its packets; a READ its response packets; an atomic one), several in
-// flight at once. The last packet of each message asks for an ACK.
+// flight at once (READs and atomics: at most max_rd_atomic). The last packet of each message asks for an ACK.
 // Completions come in order: an ACK of PSN p completes every SEND or
 // WRITE that ends at or before p; a READ completes with its last response
 // packet, an atomic with its atomic ACK (which also acknowledge what came
@@ -140,6 +140,18 @@ bool SoftRnic::RunNetRc(soft::Qp* q, uint64_t now) {
       }
       FailHead(q, st, now);
       return true;
+    }
+    if (HasResponse(wr.opcode) && n.next > 0) {
+      // At most max_rd_atomic READs and atomics in flight (the responder
+      // keeps results for its max_dest_rd_atomic).
+      uint32_t reads = 0;
+      for (uint32_t i = 0; i < n.next; ++i) {
+        if (HasResponse(q->sq.at(i).wr.opcode)) ++reads;
+      }
+      if (reads >= std::max<uint32_t>(q->attr.max_rd_atomic, 1)) {
+        blocked = true;
+        break;
+      }
     }
     if (n.next == 0) {
       // The oldest WQE in flight starts the ACK timer.

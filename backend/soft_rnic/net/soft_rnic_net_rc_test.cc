@@ -94,6 +94,27 @@ TEST_F(Rc, WorkPostedWhileWaitingForAnAckGoesOutAtOnce) {
   EXPECT_EQ(a_.net_stats().retransmitted, 0u);
 }
 
+TEST_F(Rc, AtMostMaxRdAtomicReadsAndAtomicsAreInFlight) {
+  ConnectRc();  // max_rd_atomic 4 (the fixture's)
+  for (uint64_t i = 0; i < 6; ++i) {
+    SendWr w = (i % 2 == 0)
+                   ? Rdma(WrOpcode::kRdmaRead, i, va_, 100 * i, 100, vb_, 0)
+                   : Rdma(WrOpcode::kAtomicFetchAdd, i, va_, 8000 + 8 * i, 8, vb_, 64);
+    Post(a_, qa_, w);
+  }
+  Post(a_, qa_, Rdma(WrOpcode::kRdmaWrite, 9, va_, 0, 10, vb_, 200));
+  a_.Progress();
+  // Four requests out; the fifth waits for a response, and so does the
+  // WRITE behind it (in order).
+  EXPECT_EQ(a_.net_stats().tx_packets, 4u);
+  Pump();
+  auto sc = Poll(a_, va_.scq);
+  ASSERT_EQ(sc.size(), 7u);
+  for (const Completion& c : sc) EXPECT_EQ(c.status, WcStatus::kSuccess);
+  EXPECT_EQ(a_.net_stats().tx_packets, 7u);
+  EXPECT_EQ(a_.net_stats().retransmitted, 0u);
+}
+
 TEST_F(Rc, ALostPacketIsResentFromIt) {
   ConnectRc(100);
   // A 5-packet WRITE whose third packet (PSN 102) is lost.
