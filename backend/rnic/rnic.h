@@ -217,7 +217,7 @@ inline constexpr int kMaxInline = 512;   // bytes of inline data
 // lies inside it and write or atomic access needs its kAccessLocalWrite; a
 // type 2 bind needs length > 0 (a type 1 bind of length 0 unbinds). The
 // RNIC does not know whose window or MR it is: the engine checks that both
-// belong to the VM that posts the bind (engine/mr_check) before posting.
+// belong to the VM that posts the bind (engine/mw_access.h) before posting.
 struct MwBind {
   uint32_t mw_rkey = 0;   // the window's current rkey
   uint32_t mr_lkey = 0;   // the MR it is bound to (unused when length is 0)
