@@ -35,11 +35,15 @@ std::unique_ptr<UdpFabric> UdpFabric::Open(const UdpAddress& listen,
   if (setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one)) != 0) {
     return close_fail("SO_RXQ_OVFL");
   }
+  // Beyond net.core.[rw]mem_max only with CAP_NET_ADMIN (the *FORCE
+  // options); without it the kernel caps the plain ones silently.
   if (options.rcvbuf_bytes > 0 &&
+      setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &options.rcvbuf_bytes, sizeof(int)) != 0 &&
       setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &options.rcvbuf_bytes, sizeof(int)) != 0) {
     return close_fail("SO_RCVBUF");
   }
   if (options.sndbuf_bytes > 0 &&
+      setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &options.sndbuf_bytes, sizeof(int)) != 0 &&
       setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &options.sndbuf_bytes, sizeof(int)) != 0) {
     return close_fail("SO_SNDBUF");
   }
@@ -88,6 +92,12 @@ UdpFabric::UdpFabric(int fd, const UdpAddress& local, const UdpFabricOptions& op
 UdpFabric::~UdpFabric() {
   Flush();
   close(fd_);
+}
+
+int UdpFabric::rcvbuf_bytes() const {
+  int v = 0;
+  socklen_t len = sizeof(v);
+  return getsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &v, &len) == 0 ? v : -1;
 }
 
 Status UdpFabric::SetRoute(const Gid& gid, const UdpAddress& to) {

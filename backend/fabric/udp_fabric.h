@@ -66,8 +66,12 @@ struct UdpFabricOptions {
   uint32_t rx_packets = 256;  // receive slots: at most this many per Poll
   uint32_t max_gids = 256;    // this port's GIDs (AddGid)
   uint32_t max_routes = 1024;  // GID -> address routes
-  int rcvbuf_bytes = 0;       // SO_RCVBUF; 0: the kernel's default
-  int sndbuf_bytes = 0;       // SO_SNDBUF; 0: the kernel's default
+  // The socket's buffers (SO_RCVBUF, SO_SNDBUF; 0: the kernel's
+  // defaults, ~208 KiB). The receive buffer must hold what arrives between
+  // two Polls: an unpaced SoftRnic sends up to 32 messages a turn per QP,
+  // megabytes. Above net.core.rmem_max only with CAP_NET_ADMIN.
+  int rcvbuf_bytes = 0;
+  int sndbuf_bytes = 0;
 };
 
 struct UdpFabricStats {
@@ -110,6 +114,9 @@ class UdpFabric final : public Fabric {
   // to wake) and the address it is bound to.
   int fd() const { return fd_; }
   const UdpAddress& local_address() const { return local_; }
+  // The receive buffer the kernel granted (it doubles what was asked, and
+  // caps it without privileges); -1 on error.
+  int rcvbuf_bytes() const;
 
   // Packets to gid go to `to` from now on (a route for gid is replaced).
   // kInvalid: the zero GID, or an address of another family than the

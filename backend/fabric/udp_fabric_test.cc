@@ -13,7 +13,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -338,6 +340,22 @@ TEST(UdpFabricOpenTest, BadListenAddressesAreRefused) {
   UdpFabricOptions o;
   o.rx_packets = 0;
   EXPECT_EQ(UdpFabric::Open(Loopback(), o, &error), nullptr);
+}
+
+TEST(UdpFabricOpenTest, AsksForTheBuffersItIsGiven) {
+  UdpFabricOptions o;
+  o.rcvbuf_bytes = 1 << 20;
+  auto a = OpenLoopback(o);
+  auto plain = OpenLoopback();
+  // The kernel doubles what it grants; without CAP_NET_ADMIN it grants at
+  // most net.core.rmem_max.
+  long rmem_max = 0;
+  if (FILE* f = fopen("/proc/sys/net/core/rmem_max", "r")) {
+    EXPECT_EQ(fscanf(f, "%ld", &rmem_max), 1);
+    fclose(f);
+  }
+  EXPECT_GE(a->rcvbuf_bytes(), std::min<long>(1 << 20, rmem_max));
+  EXPECT_GT(a->rcvbuf_bytes(), plain->rcvbuf_bytes());
 }
 
 TEST(UdpAddressTest, ParsesNumericAddressesOnly) {
