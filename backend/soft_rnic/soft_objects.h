@@ -91,6 +91,7 @@ struct NetReqState {
   uint32_t next = 0;       // WQEs from the SQ front sent (a go-back rewinds it)
   uint32_t from_pkt = 0;   // the packet of WQE `next` to send from
   uint32_t resp_pkts = 0;  // response packets of the front READ placed
+  uint32_t front_acked = 0;  // packets of the front SEND/WRITE acknowledged
   uint8_t retry_left = 0;  // both reset when an ACK makes progress
   uint8_t rnr_left = 0;
   bool started = false;    // retry_left and rnr_left set

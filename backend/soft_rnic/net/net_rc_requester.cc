@@ -9,11 +9,12 @@
 // packet, an atomic with its atomic ACK (which also acknowledge what came
 // before them). Recovery is go-back-N from the oldest unacknowledged PSN:
 // on a PSN sequence NAK from the PSN it names, on the ACK timeout
-// (4.096 us << timeout) from the oldest WQE in flight, retry_cnt times
+// (4.096 us << timeout) from the first packet of the oldest WQE in flight
+// that no ACK covered, retry_cnt times
 // before kRetryExcErr; an RNR NAK waits the responder's timer, rnr_retry
 // times (7: forever) before kRnrRetryExcErr; an error NAK fails its WQE
 // with the matching status and the QP goes to ERR. Both counters start
-// again whenever an ACK completes something.
+// again whenever an ACK acknowledges something new.
 #include <algorithm>
 
 #include "backend/soft_rnic/net/net_wire.h"
@@ -84,7 +85,9 @@ bool SoftRnic::RunNetRc(soft::Qp* q, uint64_t now) {
     }
     --n.retry_left;
     ++net_stats_.timeouts;
-    NetGoBack(q, q->sq.front().first_psn);
+    // From the oldest PSN not acknowledged (an ACK may have covered the
+    // front message's first packets).
+    NetGoBack(q, (q->sq.front().first_psn + n.front_acked) & kPsnMask);
     did = true;
   }
   bool blocked = false;
@@ -246,6 +249,7 @@ void SoftRnic::NetRetireFront(soft::Qp* q, WcStatus status, uint64_t now) {
     n.from_pkt = 0;
   }
   n.resp_pkts = 0;
+  n.front_acked = 0;
 }
 
 bool SoftRnic::NetAcknowledge(soft::Qp* q, uint32_t psn, uint64_t now) {
@@ -259,6 +263,18 @@ bool SoftRnic::NetAcknowledge(soft::Qp* q, uint32_t psn, uint64_t now) {
     }
     NetRetireFront(q, WcStatus::kSuccess, now);
     any = true;
+  }
+  // An ACK inside the front SEND or WRITE (every 64 packets, or a
+  // duplicate's) acknowledges its packets up to psn: progress too.
+  if (!q->sq.empty()) {
+    const soft::SqSlot& s = q->sq.front();
+    const int32_t d = PsnDiff(psn, s.first_psn);
+    if (s.sent && !HasResponse(s.wr.opcode) && d >= 0 &&
+        d < static_cast<int32_t>(s.npsn) &&
+        static_cast<uint32_t>(d) + 1 > n.front_acked) {
+      n.front_acked = static_cast<uint32_t>(d) + 1;
+      any = true;
+    }
   }
   if (any) {
     n.retry_left = q->attr.retry_cnt;

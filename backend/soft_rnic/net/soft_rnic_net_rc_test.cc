@@ -430,6 +430,69 @@ TEST_F(Rc, TheResponderNaksAGapOnceAndBreaksOnABadOpSequence) {
   EXPECT_EQ(a_.QueryQp(qa_)->state, QpState::kRts);
 }
 
+TEST_F(Rc, TwoSendersBehindOneBottleneckLoseToTailDropAndRecover) {
+  // Incast 2:1: hosts C and D each post 40 WRITEs of 8 packets at once to
+  // host E, through one shared queue towards E (1 Gb/s, 8 KiB: fewer
+  // packets than one message). Bursts overflow it again on every resend;
+  // only going back to the oldest PSN no ACK covered (not to the start of
+  // the oldest message, whose first packets fill the queue each time)
+  // makes progress. Every WRITE completes once, in order.
+  fabric::FaultConfig f;
+  f.bottleneck_bps = 1'000'000'000;
+  f.bottleneck_bytes = 8 * 1024;
+  fabric::FaultModel shared(f, 1);
+  fabric::FaultyFabric pc(fabric_.AddPort(), &shared);
+  fabric::FaultyFabric pd(fabric_.AddPort(), &shared);
+  SoftRnic hc(limits_, [this] { return now_; }, &pc);
+  SoftRnic hd(limits_, [this] { return now_; }, &pd);
+  SoftRnic he(limits_, [this] { return now_; }, fabric_.AddPort());
+  Vm vc, vd, ve;
+  MakeVm(hc, &vc, 5);
+  MakeVm(hd, &vd, 6);
+  MakeVm(he, &ve, 7);
+  Conn conn;
+  conn.timeout = 6;  // 262 us
+  conn.retry_cnt = 7;
+  RnicQp c = MakeQp(hc, vc, QpType::kRc), d = MakeQp(hd, vd, QpType::kRc);
+  RnicQp ec = MakeQp(he, ve, QpType::kRc), ed = MakeQp(he, ve, QpType::kRc);
+  BringUp(hc, c, QpType::kRc, vc.gid, ve.gid, ec.qpn, 0, conn);
+  BringUp(he, ec, QpType::kRc, ve.gid, vc.gid, c.qpn, 0, conn);
+  BringUp(hd, d, QpType::kRc, vd.gid, ve.gid, ed.qpn, 0, conn);
+  BringUp(he, ed, QpType::kRc, ve.gid, vd.gid, d.qpn, 0, conn);
+  constexpr uint64_t kWrites = 40;
+  for (uint64_t i = 0; i < kWrites; ++i) {
+    Post(hc, c, Rdma(WrOpcode::kRdmaWrite, i, vc, 0, 8 * kMtu, ve, 0));
+    Post(hd, d, Rdma(WrOpcode::kRdmaWrite, i, vd, 0, 8 * kMtu, ve, 32768));
+  }
+  std::vector<uint64_t> done_c, done_d;
+  for (int turn = 0; turn < 200'000 && done_c.size() + done_d.size() < 2 * kWrites;
+       ++turn) {
+    hc.Progress();
+    hd.Progress();
+    he.Progress();
+    now_ += 1'000;
+    for (const Completion& x : Poll(hc, vc.scq)) {
+      ASSERT_EQ(x.status, WcStatus::kSuccess);
+      done_c.push_back(x.wr_id);
+    }
+    for (const Completion& x : Poll(hd, vd.scq)) {
+      ASSERT_EQ(x.status, WcStatus::kSuccess);
+      done_d.push_back(x.wr_id);
+    }
+  }
+  ASSERT_EQ(done_c.size(), kWrites);
+  ASSERT_EQ(done_d.size(), kWrites);
+  for (uint64_t i = 0; i < kWrites; ++i) {
+    EXPECT_EQ(done_c[i], i);
+    EXPECT_EQ(done_d[i], i);
+  }
+  EXPECT_EQ(0, std::memcmp(&ve.buf[0], &vc.buf[0], 8 * kMtu));
+  EXPECT_EQ(0, std::memcmp(&ve.buf[32768], &vd.buf[0], 8 * kMtu));
+  EXPECT_GT(shared.stats().bottleneck_drops, 0u);
+  EXPECT_GT(hc.net_stats().retransmitted + hd.net_stats().retransmitted, 0u);
+  EXPECT_GT(hc.net_stats().timeouts + hd.net_stats().timeouts, 0u);
+}
+
 TEST_F(Rc, ALineRateSpacesEveryPacketOnTheFabric) {
   // Hosts C and D with 1 Gb/s ports: a packet of p payload bytes takes
   // (p + 82) x 8 ns, one after another, and arrives when its last bit left.
