@@ -126,6 +126,7 @@ Result<CreateQpResult> QpControl::CreateQp(VmId id,
   rnic_caps.max_send_sge = c.max_send_sge;
   rnic_caps.max_recv_sge = has_rq ? c.max_recv_sge : 0;
   rnic_caps.max_inline_data = c.max_inline_data;
+  rnic_caps.type = req.type;  // a layer RNIC charges by type (QpCaps::type)
   charge.host_bytes = sizeof(QpObj) + qp->slots.capacity() * sizeof(SendSlot) +
                       ShadowBytes(qp->rq) + storage->host_bytes() +
                       rnic_.QpHostBytes(rnic_caps);

@@ -299,6 +299,12 @@ struct QpCaps {
   uint32_t max_send_sge = 0;
   uint32_t max_recv_sge = 0;
   uint32_t max_inline_data = 0;
+  // The QP's type, for QpHostBytes and PrepareQp: a layer over another RNIC
+  // (ReliableRnic, docs/reliability.md §2.1, §8) charges an RC QP for its
+  // own machinery and a UC or UD QP nothing more. The engine sets it to the
+  // QpInit's type; the worst case (RC) where no one does. Unused in the
+  // caps a guest is granted.
+  QpType type = QpType::kRc;
 };
 
 struct QpInit {
