@@ -5,6 +5,7 @@
 #include "backend/fabric/udp_address.h"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <charconv>
 #include <cstring>

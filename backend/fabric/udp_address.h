@@ -6,7 +6,8 @@
 #ifndef VRDMA_BACKEND_FABRIC_UDP_ADDRESS_H_
 #define VRDMA_BACKEND_FABRIC_UDP_ADDRESS_H_
 
-#include <netinet/in.h>
+// Not <netinet/in.h>: it clashes with <linux/in.h>, which rdma-core's
+// headers bring into the same files as this one (the daemon's main.cc).
 #include <sys/socket.h>
 
 #include <string>

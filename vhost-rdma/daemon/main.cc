@@ -30,6 +30,7 @@
 #endif
 #include "policy/policy_registry.h"
 #include "vhost-rdma/daemon/daemon.h"
+#include "vhost-rdma/daemon/fabric_flags.h"
 #ifdef VRDMA_HAVE_LIBVIRT
 #include "vhost-rdma/daemon/libvirt_watch.h"
 #endif
@@ -201,6 +202,7 @@ int main(int argc, char** argv) {
   std::string socket_group;
   std::string libvirt_uri;
   std::string metrics_address;
+  vrdma::daemon::FabricFlags fabric_flags;
   app.add_option("--control-socket,--control", control_path,
                  "JSON control socket (attach-vm, detach-vm, list-vms, stats)")
       ->required();
@@ -219,6 +221,20 @@ int main(int argc, char** argv) {
                  "QP (0: unlimited, as fast as the CPU copies; also the card's line rate "
                  "the policy plans for unless --card line_gbps says otherwise)")
       ->check(CLI::Range(0.0, 10000.0));
+  app.add_option("--fabric-listen", fabric_flags.listen,
+                 "with --rnic soft: a UDP ADDR:PORT (IPv6: [ADDR]:PORT) for the software "
+                 "RNIC's packets to GIDs of other daemons (docs/reliability.md §7); "
+                 "without it, loopback only");
+  app.add_option("--fabric-route", fabric_flags.routes,
+                 "GID=ADDR:PORT: packets to GID go to the daemon listening there "
+                 "(repeatable; the static form of the peer channel's GIDS)");
+  app.add_option("--fabric-fault", fabric_flags.fault,
+                 "faults on the packets this daemon sends, e.g. loss=0.01,reorder=0.01:20us,"
+                 "dup=0.005,delay=10us:5us,bottleneck=10gbps:256KiB,burst=0.01:0.3 "
+                 "(docs/reliability.md §7.2)");
+  app.add_option("--fabric-fault-seed", fabric_flags.fault_seed,
+                 "seed of --fabric-fault's random choices (the same seed and traffic: "
+                 "the same packets lost)");
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   app.add_option("--doorbell-queues", doorbell_queues, "doorbell virtqueues per VM")
@@ -284,6 +300,16 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);  // inherited by the data-path thread
   int sig_fd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 
+  // The fabric outlives the RNIC that sends through it (declared first).
+  vrdma::daemon::FabricConfig fabric_config;
+  std::unique_ptr<vrdma::daemon::DaemonFabric> fabric;
+  {
+    std::string fabric_error;
+    if (!vrdma::daemon::ParseFabricFlags(fabric_flags, &fabric_config, &fabric_error)) {
+      spdlog::error("{}", fabric_error);
+      return 2;
+    }
+  }
   std::unique_ptr<vrdma::Rnic> rnic_owner;
   if (rnic_kind == "soft") {
     if (!probe_gid_text.empty()) {
@@ -296,8 +322,32 @@ int main(int argc, char** argv) {
     }
     vrdma::RnicLimits limits = vrdma::DefaultSoftRnicLimits();
     limits.link_rate_bps = static_cast<uint64_t>(soft_line_gbps * 1e9 + 0.5);
-    rnic_owner = std::make_unique<vrdma::SoftRnic>(limits);
+    if (fabric_config.enabled) {
+      std::string fabric_error;
+      fabric = vrdma::daemon::OpenFabric(fabric_config, &fabric_error);
+      if (!fabric) {
+        spdlog::error("{}", fabric_error);
+        return 2;
+      }
+      spdlog::info("fabric: udp {} ({} routes, receive buffer {} bytes{}){}",
+                   vrdma::fabric::UdpAddressToString(fabric->udp->local_address()),
+                   fabric_config.routes.size(), fabric->udp->rcvbuf_bytes(),
+                   fabric->udp->rcvbuf_bytes() < vrdma::daemon::kFabricSocketBufferBytes
+                       ? ": below what was asked, raise net.core.rmem_max"
+                       : "",
+                   fabric_config.faulty
+                       ? fmt::format(", faults {} seed {}", fabric_flags.fault,
+                                     fabric_config.fault_seed)
+                       : std::string());
+    }
+    rnic_owner = std::make_unique<vrdma::SoftRnic>(
+        limits, vrdma::SoftRnicClock{}, fabric ? fabric->port() : nullptr);
   } else {
+    if (fabric_config.enabled) {
+      spdlog::error("--fabric-listen is for --rnic soft only (a physical RNIC has its "
+                    "network)");
+      return 2;
+    }
 #ifdef VRDMA_HAVE_VERBS
     if (soft_line_gbps != 0) {
       spdlog::error("--soft-line-gbps is for --rnic soft only");
@@ -392,6 +442,10 @@ int main(int argc, char** argv) {
     arm_poller = datapath_loop->AddPoller([] { return false; },
                                           [&rnic] { rnic.ArmCompletions(); });
   }
+  // Datagrams from other daemons wake a sleeping data path; the engine's
+  // poller has the RNIC read them (SoftRnic::Progress polls its fabric).
+  const int fabric_fd = fabric ? fabric->udp->fd() : -1;
+  if (fabric_fd >= 0) datapath_loop->AddFd(fabric_fd, EPOLLIN, [](uint32_t) {});
   int tick_fd = MakeTickFd();
   if (tick_fd >= 0) {
     datapath_loop->AddFd(tick_fd, EPOLLIN, [tick_fd](uint32_t) {
@@ -492,12 +546,14 @@ int main(int argc, char** argv) {
       datapath_loop->RemoveFd(completion_fd);
     }
     if (tick_fd >= 0) datapath_loop->RemoveFd(tick_fd);
+    if (fabric_fd >= 0) datapath_loop->RemoveFd(fabric_fd);
   });
   datapath_loop->Stop();
   datapath.join();
   if (tick_fd >= 0) close(tick_fd);
   engine.reset();
   rnic_owner.reset();  // after the engine released every object on it
+  fabric.reset();      // after the RNIC that sent through it
   executor.reset();
   close(sig_fd);
   return rc;
