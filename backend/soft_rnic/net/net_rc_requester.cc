@@ -3,18 +3,18 @@
 // The RC requester on a fabric (docs/reliability.md §7.1, rxe's req.c and
 // comp.c): WQEs go out in SQ order, each given its PSNs when first sent
 // (its packets; a READ its response packets; an atomic one), several in
-// flight at once (READs and atomics: at most max_rd_atomic). The last packet of each message asks for an ACK.
-// Completions come in order: an ACK of PSN p completes every SEND or
-// WRITE that ends at or before p; a READ completes with its last response
-// packet, an atomic with its atomic ACK (which also acknowledge what came
-// before them). Recovery is go-back-N from the oldest unacknowledged PSN:
-// on a PSN sequence NAK from the PSN it names, on the ACK timeout
-// (4.096 us << timeout) from the first packet of the oldest WQE in flight
-// that no ACK covered, retry_cnt times
-// before kRetryExcErr; an RNR NAK waits the responder's timer, rnr_retry
-// times (7: forever) before kRnrRetryExcErr; an error NAK fails its WQE
-// with the matching status and the QP goes to ERR. Both counters start
-// again whenever an ACK acknowledges something new.
+// flight at once (READs and atomics: at most max_rd_atomic). The last
+// packet of each message asks for an ACK. Completions come in order: an
+// ACK of PSN p completes every SEND or WRITE that ends at or before p; a
+// READ completes with its last response packet, an atomic with its atomic
+// ACK (which also acknowledge what came before them). Recovery is
+// go-back-N from the oldest unacknowledged PSN: on a PSN sequence NAK from
+// the PSN it names; on the ACK timeout (4.096 us << timeout) from the
+// first packet of the oldest WQE in flight that no ACK covered, retry_cnt
+// times before kRetryExcErr; an RNR NAK waits the responder's timer,
+// rnr_retry times (7: forever) before kRnrRetryExcErr; an error NAK fails
+// its WQE with the matching status and the QP goes to ERR. Both counters
+// start again whenever an ACK acknowledges something new.
 #include <algorithm>
 
 #include "backend/soft_rnic/net/net_wire.h"
