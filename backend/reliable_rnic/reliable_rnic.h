@@ -1,0 +1,223 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// ReliableRnic: software reliability between daemons as an RNIC over a
+// lower RNIC (docs/reliability.md §2). The engine and the scheduler stage
+// see an Rnic like any other.
+//
+// As built (step 10 of §10): native mode only. Every call goes to the
+// lower RNIC, whose ids and QPNs the layer hands up unchanged (a virtual
+// QP is its lower RC QP; PDs, MRs, AHs, SRQs and CQs are the lower's);
+// wr_ids and completions pass untouched. Beside that the layer keeps the
+// object tables of §2.1, fixed in size at construction:
+//   - MRs (mr_table.h): lower keys, PD, address, iova, length, access;
+//   - virtual QPs: the lower QP, type, PD, CQs, SRQ, caps;
+//   - virtual CQs: the lower CQ and its ring of synthesized completions
+//     (completion_ring.h), which PollCq returns before the lower CQ's.
+// Nothing fills the rings yet: the framed modes (steps 11-17) will, with
+// PushSynthesized.
+//
+// Limits: the lower's, less what the layer keeps for itself (reliability.md
+// §3.5, §5, §8: a PD, the ACK and transport CQs, the ACK QP and its MR
+// daemon-wide; per virtual QP two more lower QPs, its uc data QP and its
+// backup, and its layer region's MR), and at most its tables' sizes.
+// Reserved from the start, so the limits the engine sees never change when
+// a VM's mode does.
+//
+// Threads (rnic.h): control calls one at a time, data calls on the data-
+// path thread; control_beside_data_path() is the lower's, and the tables
+// (id_table.h) let the data path read them while a control call on the
+// control thread writes them. PostSend, PostRecv, PostSrqRecv, PollCq and
+// Progress allocate nothing and take no lock. The synthesized-completion
+// ring a CreateCq installs is made by PrepareCq on the control thread (a
+// CreateCq not prepared for makes its own), and the rings DestroyCq drops
+// are freed by Reclaim there, as SoftRnic does with its queues.
+#ifndef VRDMA_BACKEND_RELIABLE_RNIC_RELIABLE_RNIC_H_
+#define VRDMA_BACKEND_RELIABLE_RNIC_RELIABLE_RNIC_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "backend/base/status.h"
+#include "backend/reliable_rnic/completion_ring.h"
+#include "backend/reliable_rnic/id_table.h"
+#include "backend/reliable_rnic/mr_table.h"
+#include "backend/rnic/rnic.h"
+
+namespace vrdma {
+
+struct ReliableRnicOptions {
+  // The most virtual QPs, CQs and MRs the layer records (its tables'
+  // sizes); limits() reports no more than these.
+  uint32_t max_qp = 16384;
+  uint32_t max_cq = 16384;
+  uint32_t max_mr = 65536;
+  // Completions each virtual CQ's ring holds (rounded up to a power of
+  // two), charged through CqHostBytes.
+  uint32_t synthesized_per_cq = 256;
+};
+
+namespace reliable {
+
+// What the layer keeps of the lower RNIC (limits(), above).
+inline constexpr uint32_t kLayerPds = 1;  // the ACK QP's PD (§3.5)
+inline constexpr uint32_t kLayerCqs = 2;  // the ACK CQ, the transport CQ (§2.1)
+inline constexpr uint32_t kLayerQps = 1;  // the ACK QP (§3.5)
+inline constexpr uint32_t kLayerMrs = 1;  // the ACK QP's buffers
+// Per virtual QP: itself, a uc data QP, a backup (§5, §8).
+inline constexpr uint32_t kLowerQpsPerVirtualQp = 3;
+// Per virtual QP: its layer region (§2.3).
+inline constexpr uint32_t kLowerMrsPerVirtualQp = 1;
+
+// The limits a layer over an RNIC of limits lower reports.
+RnicLimits LayerLimits(const RnicLimits& lower,
+                       const ReliableRnicOptions& options);
+
+struct VirtualQp {
+  RnicQp lower{};  // id and QPN as the engine knows them
+  QpType type = QpType::kRc;
+  RnicPd pd{};
+  RnicCq send_cq{}, recv_cq{};
+  bool has_srq = false;
+  RnicSrq srq{};
+  QpCaps caps{};
+};
+
+struct VirtualCq {
+  RnicCq lower{};
+  uint32_t depth = 0;
+  std::unique_ptr<CompletionRing> synthesized;
+};
+
+// Live records in the layer's tables (tests: they follow the lower's).
+struct ReliableCounts {
+  uint32_t qps = 0, cqs = 0, mrs = 0;
+  bool operator==(const ReliableCounts&) const = default;
+};
+
+}  // namespace reliable
+
+// Not final: a test notes what the engine asks of it
+// (reliable_rnic_engine_test).
+class ReliableRnic : public Rnic {
+ public:
+  // lower must outlive the layer.
+  explicit ReliableRnic(Rnic& lower, ReliableRnicOptions options = {});
+  ~ReliableRnic() override;
+  ReliableRnic(const ReliableRnic&) = delete;
+  ReliableRnic& operator=(const ReliableRnic&) = delete;
+
+  // reliable_rnic.cc: control path.
+  RnicLimits limits() const override { return limits_; }
+  Status AddGid(const Gid& gid) override { return lower_.AddGid(gid); }
+  Status RemoveGid(const Gid& gid) override { return lower_.RemoveGid(gid); }
+  bool HasGid(const Gid& gid) const override { return lower_.HasGid(gid); }
+
+  Result<RnicPd> AllocPd() override { return lower_.AllocPd(); }
+  Status DeallocPd(RnicPd pd) override { return lower_.DeallocPd(pd); }
+  Result<RnicMr> RegMr(RnicPd pd, uint8_t* addr, uint64_t length, uint64_t iova,
+                       uint32_t access) override;
+  Status DeregMr(RnicMr mr) override;
+  Result<RnicMw> AllocMw(RnicPd pd, uint8_t type) override {
+    return lower_.AllocMw(pd, type);
+  }
+  Status DeallocMw(RnicMw mw) override { return lower_.DeallocMw(mw); }
+  Result<RnicCq> CreateCq(uint32_t depth) override;
+  Status ResizeCq(RnicCq cq, uint32_t depth) override;
+  Status DestroyCq(RnicCq cq) override;
+  Result<RnicSrq> CreateSrq(RnicPd pd, uint32_t max_wr,
+                            uint32_t max_sge) override {
+    return lower_.CreateSrq(pd, max_wr, max_sge);
+  }
+  Status DestroySrq(RnicSrq srq) override { return lower_.DestroySrq(srq); }
+  Result<RnicQp> CreateQp(const QpInit& init) override;
+  Status ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) override {
+    return lower_.ModifyQp(qp, attr, mask);
+  }
+  Result<QpAttr> QueryQp(RnicQp qp) const override {
+    return lower_.QueryQp(qp);
+  }
+  Status DestroyQp(RnicQp qp) override;
+  Result<RnicAh> CreateAh(RnicPd pd, const AddressVector& av) override {
+    return lower_.CreateAh(pd, av);
+  }
+  Status DestroyAh(RnicAh ah) override { return lower_.DestroyAh(ah); }
+
+  // The lower's costs; a CQ also costs its synthesized-completion ring.
+  // (The framed modes' per-QP tables, §8, are charged by type with them.)
+  uint64_t QpHostBytes(const QpCaps& caps) const override {
+    return lower_.QpHostBytes(caps);
+  }
+  uint64_t CqHostBytes(uint32_t depth) const override;
+  uint64_t SrqHostBytes(uint32_t max_wr, uint32_t max_sge) const override {
+    return lower_.SrqHostBytes(max_wr, max_sge);
+  }
+  bool control_beside_data_path() const override {
+    return lower_.control_beside_data_path();
+  }
+  void PrepareQp(const QpCaps& caps) override { lower_.PrepareQp(caps); }
+  void PrepareCq(uint32_t depth) override;
+  void PrepareSrq(uint32_t max_wr, uint32_t max_sge) override {
+    lower_.PrepareSrq(max_wr, max_sge);
+  }
+  void Reclaim() override;
+
+  // reliable_rnic_datapath.cc: data path.
+  int PostSend(RnicQp qp, std::span<const SendWr> wrs,
+               Status* first_error) override;
+  int PostRecv(RnicQp qp, std::span<const RecvWr> wrs,
+               Status* first_error) override;
+  int PostSrqRecv(RnicSrq srq, std::span<const RecvWr> wrs,
+                  Status* first_error) override;
+  // The CQ's synthesized completions first, then the lower CQ's.
+  int PollCq(RnicCq cq, std::span<Completion> out) override;
+  // The lower CQ's count (kWait is the lower's, which sees only its own).
+  uint64_t CqProduced(RnicCq cq) const override {
+    return lower_.CqProduced(cq);
+  }
+  bool PollAsyncEvent(AsyncEvent* ev) override;
+  bool Progress() override;
+  int completion_fd() const override { return lower_.completion_fd(); }
+  void ArmCompletions() override { lower_.ArmCompletions(); }
+  void DrainCompletionFd() override { lower_.DrainCompletionFd(); }
+
+  // Not part of Rnic: for the layer's parts (steps 11-17) and tests.
+  // Appends c to cq's synthesized completions (data-path thread); false
+  // when cq is not a CQ of the layer or its ring is full (nothing changed).
+  [[nodiscard]] bool PushSynthesized(RnicCq cq, const Completion& c);
+  const reliable::VirtualQp* FindQp(uint32_t qp_id) const {
+    return qps_.Find(qp_id);
+  }
+  const reliable::VirtualCq* FindCq(uint32_t cq_id) const {
+    return cqs_.Find(cq_id);
+  }
+  const reliable::MrRecord* FindMr(uint32_t mr_id) const {
+    return mrs_.Find(mr_id);
+  }
+  reliable::ReliableCounts ObjectCounts() const {
+    return {qps_.live(), cqs_.live(), mrs_.live()};
+  }
+  Rnic& lower() { return lower_; }
+
+ private:
+  // A ring for the next CreateCq: the prepared one, else a new one.
+  std::unique_ptr<reliable::CompletionRing> TakeRing();
+  // Hands a dropped ring to Reclaim (any thread; lock-free).
+  void Bury(std::unique_ptr<reliable::CompletionRing> ring);
+  void FreeDeadRings();
+
+  Rnic& lower_;
+  const ReliableRnicOptions options_;
+  const RnicLimits limits_;
+  reliable::MrTable mrs_;
+  reliable::IdTable<reliable::VirtualQp> qps_;
+  reliable::IdTable<reliable::VirtualCq> cqs_;
+  // Ring memory between the control thread and the data-path thread.
+  std::atomic<reliable::CompletionRing*> prepared_ring_{nullptr};
+  std::atomic<reliable::CompletionRing*> dead_rings_{nullptr};
+};
+
+}  // namespace vrdma
+
+#endif  // VRDMA_BACKEND_RELIABLE_RNIC_RELIABLE_RNIC_H_
