@@ -4,17 +4,22 @@
 // receive traffic through Doorbell/PollOnce is run with a global operator
 // new that counts, on the FakeRnic (whose data calls do not allocate once
 // its queues have grown) as a loopback that completes every WR as it is
-// posted, under every policy the daemon offers.
+// posted, under every policy the daemon offers, with and without the
+// reliability layer (native mode, docs/reliability.md §10 step 10) over it.
 #include <gtest/gtest.h>
 
 #include <malloc.h>
 
 #include <atomic>
 #include <cstdlib>
+#include <memory>
 #include <new>
+#include <string>
+#include <tuple>
 
 #include "backend/engine/engine.h"
 #include "backend/engine/testing/guest_env.h"
+#include "backend/reliable_rnic/reliable_rnic.h"
 #include "backend/rnic/testing/fake_rnic.h"
 #include "backend/soft_rnic/soft_rnic.h"
 #include "policy/pass_through_policy.h"
@@ -36,7 +41,9 @@ void* operator new(size_t n) {
   if (void* p = std::malloc(n ? n : 1)) return p;
   throw std::bad_alloc();
 }
-void operator delete(void* p) noexcept {
+// Not inlined: GCC would pair the std::free with gtest's `new` and warn
+// (-Wmismatched-new-delete), as it does once two suites are parameterized.
+[[gnu::noinline]] void operator delete(void* p) noexcept {
   if (g_on_datapath && p != nullptr && malloc_usable_size(p) >= kLarge) ++g_large_frees;
   std::free(p);
 }
@@ -50,16 +57,20 @@ using testing::GuestRingRef;
 using testing::GuestSend;
 using vrdma::testing::FakeRnic;
 
-class EngineAllocTest : public ::testing::TestWithParam<std::string> {};
+// (policy, over the reliability layer)
+class EngineAllocTest : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
 
 TEST_P(EngineAllocTest, SteadyStateDataPathDoesNotAllocate) {
-  FakeRnic rnic;
-  rnic.complete_at_post = true;  // each SEND lands in the QP's own RQ
-  rnic.deliver = true;
+  FakeRnic fake;
+  fake.complete_at_post = true;  // each SEND lands in the QP's own RQ
+  fake.deliver = true;
+  std::unique_ptr<ReliableRnic> layer;
+  if (std::get<1>(GetParam())) layer = std::make_unique<ReliableRnic>(fake);
+  Rnic& rnic = layer ? static_cast<Rnic&>(*layer) : fake;
   InlineExecutor exec;
   std::string error;
   std::unique_ptr<policy::SchedulerPolicy> policy =
-      policy::MakePolicy(GetParam(), policy::CardProfile{}, {}, 0, &error);
+      policy::MakePolicy(std::get<0>(GetParam()), policy::CardProfile{}, {}, 0, &error);
   ASSERT_NE(policy, nullptr) << error;
   std::unique_ptr<Engine> engine = Engine::Create(rnic, exec, *policy);
   GuestEnv env;
@@ -137,11 +148,12 @@ TEST_P(EngineAllocTest, SteadyStateDataPathDoesNotAllocate) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, EngineAllocTest,
-                         ::testing::ValuesIn(policy::PolicyNames()),
+                         ::testing::Combine(::testing::ValuesIn(policy::PolicyNames()),
+                                            ::testing::Bool()),
                          [](const auto& info) {
-                           std::string n = info.param;
+                           std::string n = std::get<0>(info.param);
                            std::erase(n, '-');
-                           return n;
+                           return std::get<1>(info.param) ? n + "OverReliable" : n;
                          });
 
 // Runs closures inline, marking them as the data-path thread's work.
@@ -159,8 +171,14 @@ class DataPathMarkingExecutor final : public Executor {
 // control thread and has the RNIC free what it lets go of there too, so
 // creating and destroying deep QPs, CQs and SRQs allocates and frees no
 // queue-sized block inside the closures the data path runs.
-TEST(EngineControlAllocTest, DeepQueuesAreBuiltAndFreedOffTheDataPath) {
-  SoftRnic rnic;
+// ("Soft" or "ReliableOverSoft")
+class EngineControlAllocTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EngineControlAllocTest, DeepQueuesAreBuiltAndFreedOffTheDataPath) {
+  SoftRnic soft;
+  std::unique_ptr<ReliableRnic> layer;
+  if (GetParam() == "ReliableOverSoft") layer = std::make_unique<ReliableRnic>(soft);
+  Rnic& rnic = layer ? static_cast<Rnic&>(*layer) : soft;
   DataPathMarkingExecutor exec;
   policy::PassThroughPolicy policy;
   std::unique_ptr<Engine> engine = Engine::Create(rnic, exec, policy);
@@ -194,6 +212,10 @@ TEST(EngineControlAllocTest, DeepQueuesAreBuiltAndFreedOffTheDataPath) {
   EXPECT_EQ(g_large_frees, 0) << "queue memory freed on the data-path thread";
   engine->DetachVm(vm);
 }
+
+INSTANTIATE_TEST_SUITE_P(Rnics, EngineControlAllocTest,
+                         ::testing::Values(std::string("Soft"), std::string("ReliableOverSoft")),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace vrdma::engine

@@ -1,7 +1,9 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 //
 // The engine's integration tests on the twin and on the real thing: every
-// test runs over SoftRnic ("Soft") and over VerbsRnic ("Verbs") on the
+// test runs over SoftRnic ("Soft"), over the reliability layer in native
+// mode on SoftRnic ("ReliableOverSoft", docs/reliability.md §10 step 10:
+// the engine sees no difference) and over VerbsRnic ("Verbs") on the
 // rdma-core device VRDMA_TEST_RNIC names (e.g. rxe0; tests/vm/run-verbs.sh
 // runs them inside a TCG VM with Soft-RoCE). Without that variable the
 // Verbs instances skip and say so: a skip is not a pass.
@@ -22,6 +24,7 @@
 #include "backend/engine/engine_impl.h"
 #include "backend/engine/host_peer.h"
 #include "backend/engine/testing/soft_rnic_guests.h"
+#include "backend/reliable_rnic/reliable_rnic.h"
 #include "policy/pass_through_policy.h"
 #ifdef VRDMA_HAVE_VERBS
 #include "backend/verbs_rnic/verbs_rnic.h"
@@ -48,6 +51,12 @@ class EngineRnicTest : public testing::EngineGuestsTest,
     if (GetParam() == "Soft") {
       soft_ = std::make_unique<SoftRnic>();
       StartEngine(*soft_);
+      return;
+    }
+    if (GetParam() == "ReliableOverSoft") {
+      soft_ = std::make_unique<SoftRnic>();
+      reliable_ = std::make_unique<ReliableRnic>(*soft_);
+      StartEngine(*reliable_);
       return;
     }
     const char* dev = std::getenv("VRDMA_TEST_RNIC");
@@ -83,7 +92,8 @@ class EngineRnicTest : public testing::EngineGuestsTest,
     return gids_[(id - 1) % gids_.size()];
   }
 
-  // Host objects the RNIC holds (leak checks): every kind but GIDs.
+  // Host objects the RNIC holds (leak checks): every kind but GIDs; under
+  // the layer, the lower SoftRnic's.
   uint32_t LiveObjects() const {
     if (soft_) {
       SoftRnicCounts c = soft_->ObjectCounts();
@@ -98,6 +108,7 @@ class EngineRnicTest : public testing::EngineGuestsTest,
   void Ring(const Guest& g) { engine_->Doorbell(g.vm, VIRTIO_RDMA_DB_SQ, g.qpn); }
 
   std::unique_ptr<SoftRnic> soft_;
+  std::unique_ptr<ReliableRnic> reliable_;  // over soft_, gone before it
 #ifdef VRDMA_HAVE_VERBS
   std::unique_ptr<VerbsRnic> verbs_;
 #endif
@@ -527,7 +538,8 @@ TEST_P(EngineRnicTest, ProbesTravelTheDaemonsOwnQpPair) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Rnics, EngineRnicTest,
-                         ::testing::Values(std::string("Soft"), std::string("Verbs")),
+                         ::testing::Values(std::string("Soft"), std::string("ReliableOverSoft"),
+                                           std::string("Verbs")),
                          [](const ::testing::TestParamInfo<std::string>& i) {
                            return i.param;
                          });
