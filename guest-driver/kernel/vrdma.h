@@ -192,6 +192,13 @@ struct vrdma_pd {
 	u32 handle;
 };
 
+/* A memory window (VIRTIO_RDMA_F_MW): librxe binds and invalidates it with
+ * send WQEs, which the device reads from the SQ ring itself. */
+struct vrdma_mw {
+	struct ib_mw ibmw;
+	u32 handle;
+};
+
 struct vrdma_ah {
 	struct ib_ah ibah;
 	struct vrdma_av *av;
@@ -374,6 +381,8 @@ struct ib_mr *vrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 virt_addr, int access, struct ib_udata *udata);
 int vrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 struct ib_mr *vrdma_get_dma_mr(struct ib_pd *ibpd, int access);
+int vrdma_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
+int vrdma_dealloc_mw(struct ib_mw *ibmw);
 
 /* vrdma_cq.c */
 int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,

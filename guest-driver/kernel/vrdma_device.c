@@ -74,6 +74,12 @@ static int vrdma_query_device(struct ib_device *ibdev,
 		attr->max_srq_wr = le32_to_cpu(d->max_srq_wr);
 		attr->max_srq_sge = le32_to_cpu(d->max_srq_sge);
 	}
+	if (virtio_has_feature(dev->vdev, VIRTIO_RDMA_F_MW)) {
+		/* Types 1 and 2B, as rxe (docs/virtio-rdma.md 4.7). */
+		attr->device_cap_flags |= IB_DEVICE_MEM_WINDOW |
+					  IB_DEVICE_MEM_WINDOW_TYPE_2B;
+		attr->max_mw = le32_to_cpu(d->max_mw);
+	}
 	attr->max_pkeys = 1;
 	attr->local_ca_ack_delay = d->local_ca_ack_delay;
 	/*
@@ -226,6 +232,7 @@ static const struct ib_device_ops vrdma_dev_ops = {
 	.driver_id = RDMA_DRIVER_RXE,
 	.uverbs_abi_ver = VRDMA_UVERBS_ABI_VERSION,
 
+	.alloc_mw = vrdma_alloc_mw,
 	.alloc_pd = vrdma_alloc_pd,
 	.alloc_ucontext = vrdma_alloc_ucontext,
 	/* ibv_create_ah (uverbs CREATE_AH) needs create_user_ah. */
@@ -234,6 +241,7 @@ static const struct ib_device_ops vrdma_dev_ops = {
 	.create_cq = vrdma_create_cq,
 	.create_qp = vrdma_create_qp,
 	.create_srq = vrdma_create_srq,
+	.dealloc_mw = vrdma_dealloc_mw,
 	.dealloc_pd = vrdma_dealloc_pd,
 	.dealloc_ucontext = vrdma_dealloc_ucontext,
 	.dereg_mr = vrdma_dereg_mr,
@@ -265,6 +273,7 @@ static const struct ib_device_ops vrdma_dev_ops = {
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, vrdma_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, vrdma_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_mw, vrdma_mw, ibmw),
 	INIT_RDMA_OBJ_SIZE(ib_pd, vrdma_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, vrdma_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, vrdma_srq, ibsrq),

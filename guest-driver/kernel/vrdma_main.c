@@ -442,6 +442,7 @@ static const unsigned int vrdma_features[] = {
 	VIRTIO_RDMA_F_UD,
 	VIRTIO_RDMA_F_ATOMIC,
 	VIRTIO_RDMA_F_ROCE,
+	VIRTIO_RDMA_F_MW,
 };
 
 static const struct virtio_device_id vrdma_id_table[] = {

@@ -2,7 +2,8 @@
 /*
  * Memory registration: pin exactly the MR's user pages and hand their
  * guest-physical addresses to the device, which maps only those pages.
- * Guest RAM is never registered as a whole, hence no DMA MR.
+ * Guest RAM is never registered as a whole, hence no DMA MR. And memory
+ * windows (VIRTIO_RDMA_F_MW), which only name an MR's pages.
  */
 #include <linux/mm.h>
 #include <linux/slab.h>
@@ -15,9 +16,16 @@
  * Optional access bits (relaxed ordering) may be ignored, per the verbs
  * contract; anything else beyond the IBV_ACCESS_* basics is refused.
  */
-static int vrdma_check_access(int access)
+static u32 vrdma_mr_access(struct vrdma_dev *dev)
 {
-	if ((access & ~IB_ACCESS_OPTIONAL) & ~VIRTIO_RDMA_ACCESS_SUPPORTED)
+	return VIRTIO_RDMA_ACCESS_SUPPORTED |
+	       (virtio_has_feature(dev->vdev, VIRTIO_RDMA_F_MW) ?
+		VIRTIO_RDMA_ACCESS_MW_BIND : 0);
+}
+
+static int vrdma_check_access(struct vrdma_dev *dev, int access)
+{
+	if ((access & ~IB_ACCESS_OPTIONAL) & ~vrdma_mr_access(dev))
 		return -EOPNOTSUPP;
 	return 0;
 }
@@ -62,7 +70,7 @@ struct ib_mr *vrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	u32 npages = 0;
 	int ret;
 
-	ret = vrdma_check_access(access);
+	ret = vrdma_check_access(dev, access);
 	if (ret)
 		return ERR_PTR(ret);
 	if (!length || length > le64_to_cpu(dev->cfg.max_mr_size))
@@ -87,7 +95,7 @@ struct ib_mr *vrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	}
 
 	req.pd_handle = cpu_to_le32(to_vpd(ibpd)->handle);
-	req.access_flags = cpu_to_le32(access & VIRTIO_RDMA_ACCESS_SUPPORTED);
+	req.access_flags = cpu_to_le32(access & vrdma_mr_access(dev));
 	req.iova = cpu_to_le64(virt_addr);
 	req.length = cpu_to_le64(length);
 	req.first_page_offset = cpu_to_le32(ib_umem_offset(mr->umem));
@@ -115,13 +123,60 @@ err_free:
 int vrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct vrdma_mr *mr = to_vmr(ibmr);
+	struct vrdma_dev *dev = to_vdev(ibmr->device);
 
+	/* A device that was reset holds nothing: no command needed. */
+	int ret = vrdma_released(dev) ? 0 :
+		  vrdma_destroy_handle(dev, VIRTIO_RDMA_CMD_DEREG_MR, mr->handle);
+
+	/*
+	 * With windows bound to the MR the device refuses (EINVAL) and the MR
+	 * stays registered, as on rxe (IBA 10.6.7.2.6): the caller sees the
+	 * error and the core keeps the object (and retries at close, after
+	 * the windows).
+	 */
+	if (ret == -EINVAL && !vrdma_released(dev))
+		return ret;
 	/* Unpin only once the device has let go of the pages. */
-	if (!vrdma_destroy_or_keep(to_vdev(ibmr->device),
-				   VIRTIO_RDMA_CMD_DEREG_MR, mr->handle))
+	if (ret && ret != -ENOENT && !vrdma_released(dev)) {
+		dev_warn_ratelimited(&dev->vdev->dev,
+				     "DEREG_MR %#x failed (%d): memory kept\n",
+				     mr->handle, ret);
 		return 0;
+	}
 	ib_umem_release(mr->umem);
 	kfree(mr);
+	return 0;
+}
+
+int vrdma_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
+{
+	struct vrdma_dev *dev = to_vdev(ibmw->device);
+	struct vrdma_mw *mw = container_of(ibmw, struct vrdma_mw, ibmw);
+	struct virtio_rdma_req_alloc_mw req = {};
+	struct virtio_rdma_resp_alloc_mw resp;
+	int ret;
+
+	if (!virtio_has_feature(dev->vdev, VIRTIO_RDMA_F_MW))
+		return -EOPNOTSUPP;
+	req.pd_handle = cpu_to_le32(to_vpd(ibmw->pd)->handle);
+	req.type = cpu_to_le32(ibmw->type);  /* IB_MW_TYPE_1 1, _2 2 */
+	ret = vrdma_exec(dev, VIRTIO_RDMA_CMD_ALLOC_MW, &req, sizeof(req),
+			 NULL, 0, &resp, sizeof(resp));
+	if (ret)
+		return ret;
+	mw->handle = le32_to_cpu(resp.mw_handle);
+	ibmw->rkey = le32_to_cpu(resp.rkey);
+	return 0;
+}
+
+int vrdma_dealloc_mw(struct ib_mw *ibmw)
+{
+	struct vrdma_mw *mw = container_of(ibmw, struct vrdma_mw, ibmw);
+
+	/* A window holds no guest pages: nothing to keep if the device fails. */
+	vrdma_destroy_or_keep(to_vdev(ibmw->device), VIRTIO_RDMA_CMD_DEALLOC_MW,
+			      mw->handle);
 	return 0;
 }
 

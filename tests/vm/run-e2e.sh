@@ -86,8 +86,8 @@ vm_image
 if ((roce)); then
   # guest/roles/roce.sh runs them: ibv_query_qp must return the AV it was
   # given; the error flows and the extended verbs must end as on Soft-RoCE
-  # (verbs_errors.expected, verbs_ex.expected).
-  for prog in verbs_smoke verbs_errors verbs_ex; do
+  # (verbs_errors.expected, verbs_ex.expected, verbs_mw.expected).
+  for prog in verbs_smoke verbs_errors verbs_ex verbs_mw; do
     cc -O2 -Wall -o "$run/$prog" "$here/guest-driver/kernel/testing/$prog.c" -libverbs \
       >"$run/$prog.build.log" 2>&1 ||
       log "  $prog did not build (libibverbs-dev?): $run/$prog.build.log"
@@ -128,7 +128,7 @@ make_share() { # vm role ip peer_ip
   mkdir -p "$d/results"
   cp -r "$here/tests/vm/guest/." "$d/"
   ((rxe)) || cp "$MODULE" "$d/vrdma.ko"
-  for prog in verbs_smoke verbs_errors verbs_ex; do
+  for prog in verbs_smoke verbs_errors verbs_ex verbs_mw; do
     if [ -x "$run/$prog" ]; then cp "$run/$prog" "$d/"; fi
   done
   # PT_GID=auto: on a RoCE port perftest runs without -x (guest/lib.sh).
@@ -361,6 +361,8 @@ if ((roce)); then
   # The same for the extended verbs (ibv_create_cq_ex, ibv_wr_*, ibv_start_poll).
   check "vm-b: verbs_ex's extended verbs end as on Soft-RoCE (or a listed difference)" \
     verbs_match verbs_ex "$run/share-b/results/verbs_ex.out"
+  check "vm-b: verbs_mw's memory windows end as on Soft-RoCE (or a listed difference)" \
+    verbs_match verbs_mw "$run/share-b/results/verbs_mw.out"
   for t in rping cm_early; do
     check "$t: vm-b got 10 pings back" \
       test "$(grep -c "^ping data" "$run/share-b/results/$t.out" 2>/dev/null)" -ge 10

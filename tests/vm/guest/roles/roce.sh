@@ -82,8 +82,9 @@ roce_phase() { # server|client
     fi
     # Error flows, one line per case (verbs_errors.c): the host compares
     # them with Soft-RoCE's.
-    # The same for the extended verbs librxe offers (verbs_ex.c).
-    for prog in verbs_errors verbs_ex; do
+    # The same for the extended verbs librxe offers (verbs_ex.c) and for
+    # memory windows (verbs_mw.c).
+    for prog in verbs_errors verbs_ex verbs_mw; do
       if [ -x $S/$prog ]; then
         timeout 180 $S/$prog $DEV $GIDX </dev/null >$R/$prog.out 2>&1
         echo $? >$R/$prog.rc
