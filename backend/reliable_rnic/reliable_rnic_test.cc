@@ -381,6 +381,64 @@ TEST_F(ReliableRnicTest, SynthesizedCompletionsComeFirst) {
   EXPECT_EQ(layer_.FindCq(cq.id)->synthesized->produced(), 5u + 3 * 256);
 }
 
+// Memory windows pass through: AllocMw and the window opcodes reach the
+// lower RNIC, which binds, checks and invalidates as natively (a type 2
+// window on a loopback RC QP, so the QP it is bound to is the responder).
+TEST_F(ReliableRnicTest, MemoryWindowsPassThrough) {
+  ASSERT_GT(layer_.limits().max_mw, 0u);
+  ASSERT_EQ(layer_.AddGid(kGidA), Status::kOk);
+  RnicPd pd = *layer_.AllocPd();
+  std::vector<uint8_t> buf(8192);
+  for (size_t i = 0; i < 4096; ++i) buf[i] = static_cast<uint8_t>(i + 9);
+  RnicMr mr =
+      *layer_.RegMr(pd, buf.data(), buf.size(), 0x10000, kAll | kAccessMwBind);
+  RnicCq cq = *layer_.CreateCq(64);
+  RnicQp q = MakeQp(pd, cq, cq);
+  BringUp(q, kGidA, kGidA, q.qpn);
+  Result<RnicMw> mw = layer_.AllocMw(pd, 2);
+  ASSERT_TRUE(mw.ok()) << StatusName(mw.status());
+  const uint32_t rkey = (mw->rkey & ~0xffu) | 0x5a;
+  Status err;
+  auto run = [&](const SendWr& wr) {
+    EXPECT_EQ(layer_.PostSend(q, std::span(&wr, 1), &err), 1);
+    std::vector<Completion> c = PollN(cq, 1);
+    EXPECT_EQ(c.size(), 1u);
+    return c.empty() ? Completion{} : c[0];
+  };
+  SendWr bind;
+  bind.wr_id = 1;
+  bind.opcode = WrOpcode::kBindMw;
+  bind.send_flags = kSendSignaled;
+  bind.bind = MwBind{mw->rkey,           mr.lkey, 0x10000 + 4096, 1024, 0x5a,
+                     kAccessRemoteWrite, mw->id,  mr.id};
+  Completion c = run(bind);
+  EXPECT_EQ(c.status, WcStatus::kSuccess);
+  EXPECT_EQ(c.opcode, WcOpcode::kBindMw);
+  SendWr w;
+  w.wr_id = 2;
+  w.opcode = WrOpcode::kRdmaWrite;
+  w.send_flags = kSendSignaled;
+  w.num_sge = 1;
+  w.sge[0] = {0x10000, 64, mr.lkey};
+  w.remote_addr = 0x10000 + 4096 + 100;
+  w.rkey = rkey;
+  EXPECT_EQ(run(w).status, WcStatus::kSuccess);
+  EXPECT_EQ(std::memcmp(buf.data() + 4096 + 100, buf.data(), 64), 0);
+  SendWr inv;
+  inv.wr_id = 3;
+  inv.opcode = WrOpcode::kLocalInv;
+  inv.send_flags = kSendSignaled;
+  inv.invalidate_rkey = rkey;
+  c = run(inv);
+  EXPECT_EQ(c.status, WcStatus::kSuccess);
+  EXPECT_EQ(c.opcode, WcOpcode::kLocalInv);
+  w.wr_id = 4;
+  EXPECT_EQ(run(w).status, WcStatus::kRemAccessErr) << "the window is invalid";
+  EXPECT_EQ(soft_.ObjectCounts().mws, 1u);
+  ASSERT_EQ(layer_.DeallocMw(*mw), Status::kOk);
+  EXPECT_EQ(soft_.ObjectCounts().mws, 0u);
+}
+
 // Tables are fixed: a full one refuses before the lower RNIC is asked, so
 // nothing is left behind on it.
 class ReliableRnicSmallTest : public ReliableRnicTest {
