@@ -92,6 +92,7 @@ struct NetReqState {
   uint32_t from_pkt = 0;   // the packet of WQE `next` to send from
   uint32_t resp_pkts = 0;  // response packets of the front READ placed
   uint32_t front_acked = 0;  // packets of the front SEND/WRITE acknowledged
+  bool read_gap = false;     // the front READ was sent again for a gap
   uint8_t retry_left = 0;  // both reset when an ACK makes progress
   uint8_t rnr_left = 0;
   bool started = false;    // retry_left and rnr_left set

@@ -9,7 +9,8 @@
 // READ completes with its last response packet, an atomic with its atomic
 // ACK (which also acknowledge what came before them). Recovery is
 // go-back-N from the oldest unacknowledged PSN: on a PSN sequence NAK from
-// the PSN it names; on the ACK timeout (4.096 us << timeout) from the
+// the PSN it names; on a READ response beyond the one expected, from the
+// READ; on the ACK timeout (4.096 us << timeout) from the
 // first packet of the oldest WQE in flight that no ACK covered, retry_cnt
 // times before kRetryExcErr; an RNR NAK waits the responder's timer,
 // rnr_retry times (7: forever) before kRnrRetryExcErr; an error NAK fails
@@ -250,6 +251,7 @@ void SoftRnic::NetRetireFront(soft::Qp* q, WcStatus status, uint64_t now) {
   }
   n.resp_pkts = 0;
   n.front_acked = 0;
+  n.read_gap = false;
 }
 
 bool SoftRnic::NetAcknowledge(soft::Qp* q, uint32_t psn, uint64_t now) {
@@ -393,7 +395,17 @@ void SoftRnic::NetRcResponse(soft::Qp* q, const soft::net::Header& h,
     }
     const soft::SqSlot& s = q->sq.front();
     const uint32_t k = static_cast<uint32_t>(PsnDiff(psn, s.first_psn));
-    if (k != n.resp_pkts) return NetDropped(NetDrop::kResponse);  // a duplicate
+    if (k != n.resp_pkts) {
+      // Below: a duplicate. Beyond: responses were lost; as rxe does, the
+      // READ goes again at once (once per gap) rather than at the timeout.
+      if (k > n.resp_pkts && !n.read_gap) {
+        n.read_gap = true;
+        NetGoBack(q, s.first_psn);
+        NetSchedule(q, true);
+      }
+      return NetDropped(NetDrop::kResponse);
+    }
+    n.read_gap = false;
     const net::OpInfo info = net::OpInfoOf(h.opcode);
     const bool last = k + 1 == s.npsn;
     if (info.first != (k == 0) || info.last != last) {

@@ -188,22 +188,35 @@ TEST_F(Rc, AnAtomicIsNeverExecutedTwice) {
 
 TEST_F(Rc, ALostReadResponseIsServedAgain) {
   ConnectRc();
-  lossy_b_.lose = {1};  // the READ's second response packet
+  // The READ's second response packet lost: the third shows the gap, and
+  // A sends the READ again at once.
+  lossy_b_.lose = {1};
   Post(a_, qa_, Rdma(WrOpcode::kRdmaRead, 1, va_, 0, 3000, vb_, 4000));
   Run(5, 0);
-  EXPECT_TRUE(Poll(a_, va_.scq).empty());
-  // The third response came out of order: dropped as answering nothing.
-  EXPECT_EQ(a_.net_stats().drops(NetDrop::kResponse), 1u);
-  Run(1, kAckTimeoutNs);
-  Run(3, 0);
   auto sc = Poll(a_, va_.scq);
   ASSERT_EQ(sc.size(), 1u);
   EXPECT_EQ(sc[0].status, WcStatus::kSuccess);
   EXPECT_EQ(0, std::memcmp(&va_.buf[0], &vb_.buf[4000], 3000));
+  EXPECT_EQ(a_.net_stats().timeouts, 0u);
   EXPECT_EQ(b_.net_stats().reads_served, 2u);
   EXPECT_EQ(b_.net_stats().duplicates, 1u);
-  // The first response again: already placed, dropped.
+  // Dropped at A: the third response (the gap), then the first again
+  // (placed already).
   EXPECT_EQ(a_.net_stats().drops(NetDrop::kResponse), 2u);
+
+  // The last response lost: nothing shows a gap, the timeout does.
+  lossy_b_.lose = {8};  // B sent 0-2, 3-5 (the READ again): 6-8 now
+  Post(a_, qa_, Rdma(WrOpcode::kRdmaRead, 2, va_, 8000, 3000, vb_, 20000));
+  Run(5, 0);
+  EXPECT_TRUE(Poll(a_, va_.scq).empty());
+  Run(1, kAckTimeoutNs);
+  Run(3, 0);
+  sc = Poll(a_, va_.scq);
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(0, std::memcmp(&va_.buf[8000], &vb_.buf[20000], 3000));
+  EXPECT_EQ(a_.net_stats().timeouts, 1u);
+  EXPECT_EQ(b_.net_stats().reads_served, 4u);
 }
 
 TEST_F(Rc, RetriesRunOutToRetryExcErr) {
