@@ -12,18 +12,18 @@
 // addressing over 64-bit atomic entries (id << 32 | slot + 1), written with
 // release and read with acquire, so a reader sees a record whole once it
 // sees its entry. Erase leaves a tombstone, which a reader passes over,
-// and turns tombstones back into empty entries from the end of a run
-// (a tombstone followed by an empty entry can be empty: no key lies past
-// it on its probe path), so no live entry ever moves and a reader looking
-// for a live key finds it whatever the writer does meanwhile. rnic.h's
-// rule that an object is neither created nor destroyed while the data path
-// reaches it covers the record itself.
+// then empties every tombstone of that run (the entries between two empty
+// ones) that no live key's probe path crosses (no live key lies after it
+// in the run with its home at or before it): no live entry ever moves and
+// no entry on a live key's path empties, so a reader looking for a live
+// key finds it whatever the writer does meanwhile. rnic.h's rule that an
+// object is neither created nor destroyed while the data path reaches it
+// covers the record itself.
 //
 // Cost: a live key lies where its Insert found the first entry that was
 // not live (tombstones are reused), in an index at most half live, so a
-// hit takes a few probes. A miss ends at an empty entry, which tombstones
-// may push back as far as the whole index: misses are a caller's bad id
-// and Insert's check for a duplicate, bounded, not the data path's case.
+// hit takes a few probes; a miss ends at the end of its run, which only
+// live keys' paths keep long. Erase walks the run it erased in.
 #ifndef VRDMA_BACKEND_RELIABLE_RNIC_ID_TABLE_H_
 #define VRDMA_BACKEND_RELIABLE_RNIC_ID_TABLE_H_
 
@@ -86,14 +86,7 @@ class IdTable {
     index_[i].store(kTombstone, std::memory_order_release);
     records_[slot] = T{};
     free_.push_back(slot);
-    // A run of tombstones that ends at an empty entry empties, from its end.
-    if (index_[(i + 1) & Mask()].load(std::memory_order_relaxed) == kEmpty) {
-      for (uint64_t j = i;
-           index_[j].load(std::memory_order_relaxed) == kTombstone;
-           j = (j - 1) & Mask()) {
-        index_[j].store(kEmpty, std::memory_order_release);
-      }
-    }
+    SweepRun(i);
     return true;
   }
 
@@ -137,6 +130,35 @@ class IdTable {
     // Fibonacci hashing: lower ids are often small and consecutive.
     return (uint64_t{id} * 0x9e3779b97f4a7c15ull >> 32) & Mask();
   }
+  // Writer. Empties the tombstones of the run around entry i that no live
+  // key's probe path crosses.
+  void SweepRun(uint64_t i) {
+    const auto at = [&](uint64_t j) {
+      return index_[j & Mask()].load(std::memory_order_relaxed);
+    };
+    uint64_t end = i;  // the run's first empty entry after i
+    while (at(end) != kEmpty) {
+      if (++end - i == index_size_) return;  // no empty entry: leave it
+    }
+    uint64_t start = i;  // its first entry
+    while (at(start - 1) != kEmpty) --start;
+    // From the end back: the least home (as an offset into the run) of the
+    // live keys after the entry at hand.
+    uint64_t least_home = ~uint64_t{0};
+    for (uint64_t j = end; j-- != start;) {
+      const uint64_t e = at(j);
+      if (e == kTombstone) {
+        if (least_home > j - start) {
+          index_[j & Mask()].store(kEmpty, std::memory_order_release);
+        }
+      } else {
+        const uint64_t home =
+            (Home(static_cast<uint32_t>(e >> 32)) - start) & Mask();
+        least_home = std::min(least_home, home);
+      }
+    }
+  }
+
   uint64_t Locate(uint32_t id) const {
     uint64_t i = Home(id);
     for (uint64_t n = 0; n < index_size_; ++n, i = (i + 1) & Mask()) {
