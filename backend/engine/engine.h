@@ -39,6 +39,11 @@ struct Quotas {
   uint32_t max_ah = 1024;
   uint32_t max_srq = 256;
   uint32_t max_mw = 1024;                  // memory windows (VIRTIO_RDMA_F_MW)
+  // Kernel consumers (VIRTIO_RDMA_F_KERNEL, docs/virtio-rdma.md §4.8): the
+  // operator's opt-in (the local DMA lkey registers the VM's RAM per kernel
+  // PD), and the VM's fast-registration MRs (each one of max_mr too).
+  bool kernel_verbs = false;
+  uint32_t max_fr_mr = 256;
   uint64_t max_pinned_bytes = 1ull << 30;  // MR and ring pages mapped
   // Daemon memory the VM's objects cause: the engine's shadow state of its
   // rings and the RNIC's queues for its QPs, CQs and SRQs (quota.h).
@@ -82,6 +87,15 @@ struct RegMrResult { uint32_t handle; uint32_t lkey; uint32_t rkey; };
 // A memory window (docs/virtio-rdma.md §4.7): rkey is the RNIC's.
 struct AllocMwResult { uint32_t handle; uint32_t rkey; };
 
+// A fast-registration MR (docs/virtio-rdma.md §4.8): at most max_pages
+// pages, whose addresses a REG_MR WQE copies from the guest-physical
+// page_list.
+struct AllocMrRequest {
+  uint32_t pd = 0;
+  uint32_t max_pages = 0;
+  uint64_t page_list = 0;
+};
+
 struct CreateCqRequest { uint32_t cqe = 0; RingSpec ring; };
 struct CreateCqResult { uint32_t handle; uint32_t cqe; };
 
@@ -92,6 +106,8 @@ struct CreateQpRequest {
   uint32_t recv_cq = 0;
   uint32_t srq = 0;                        // 0: none
   bool sq_sig_all = false;
+  // VIRTIO_RDMA_QP_F_KERNEL: its SGEs may name the local DMA lkey (§4.8).
+  bool kernel = false;
   QpCaps caps;
   RingSpec sq;
   RingSpec rq;                             // empty pages when srq != 0
@@ -236,6 +252,9 @@ class Engine {
   // none. A bound window is unbound by DeallocMw.
   virtual Result<AllocMwResult> AllocMw(VmId vm, uint32_t pd, uint8_t type) = 0;
   virtual Status DeallocMw(VmId vm, uint32_t mw) = 0;
+  // A fast-registration MR (docs/virtio-rdma.md §4.8), invalid until a
+  // REG_MR WQE; DeregMr frees it. kUnsupported until the engine has them.
+  virtual Result<RegMrResult> AllocMr(VmId vm, const AllocMrRequest& req) = 0;
   virtual Result<CreateCqResult> CreateCq(VmId vm,
                                           const CreateCqRequest& req) = 0;
   virtual Status DestroyCq(VmId vm, uint32_t cq) = 0;

@@ -38,7 +38,21 @@ TEST(AbiLayout, RingOffsetsMatchLibrxe) {
 
 TEST(AbiLayout, CommandCodesAreDense) {
   EXPECT_EQ(VIRTIO_RDMA_CMD_QUERY_DEVICE, 1);
-  EXPECT_EQ(VIRTIO_RDMA_CMD_MAX, VIRTIO_RDMA_CMD_DEALLOC_MW);
+  EXPECT_EQ(VIRTIO_RDMA_CMD_MAX, VIRTIO_RDMA_CMD_ALLOC_MR);
+}
+
+// The values §4.8 quotes: kernel consumers keep CREATE_QP's size (flags is
+// its first reserved byte) and use the kernel's REG_MR opcodes.
+TEST(AbiLayout, KernelConsumerValuesMatchSpec) {
+  EXPECT_EQ(VIRTIO_RDMA_F_KERNEL, 5);
+  EXPECT_EQ(VIRTIO_RDMA_CMD_ALLOC_MR, 22);
+  EXPECT_EQ(VIRTIO_RDMA_QP_F_KERNEL, 1);
+  EXPECT_EQ(offsetof(virtio_rdma_req_create_qp, flags), 18u);
+  EXPECT_EQ(sizeof(virtio_rdma_req_create_qp), 80u);
+  EXPECT_EQ(VIRTIO_RDMA_WR_REG_MR, 0x20);
+  EXPECT_EQ(VIRTIO_RDMA_WC_REG_MR, 8);
+  EXPECT_EQ(sizeof(virtio_rdma_req_alloc_mr), 16u);
+  EXPECT_EQ(sizeof(virtio_rdma_resp_alloc_mr), 16u);
 }
 
 }  // namespace

@@ -52,6 +52,13 @@
  * offered when the host RNIC has windows and the VM's max_mw quota is not 0.
  */
 #define VIRTIO_RDMA_F_MW 4
+/*
+ * Kernel consumers (docs/virtio-rdma.md §4.8): the local DMA lkey on kernel
+ * QPs (VIRTIO_RDMA_QP_F_KERNEL), fast-registration MRs (ALLOC_MR and the
+ * REG_MR send WQE). Offered when the operator allowed it for the VM
+ * (kernel_verbs) and the RNIC has indirect MRs.
+ */
+#define VIRTIO_RDMA_F_KERNEL 5
 
 /* ------------------------------------------------------------------------ */
 /* Virtqueues                                                                */
@@ -165,7 +172,8 @@ enum virtio_rdma_cmd {
 	VIRTIO_RDMA_CMD_DESTROY_SRQ = 19,
 	VIRTIO_RDMA_CMD_ALLOC_MW = 20,         /* VIRTIO_RDMA_F_MW */
 	VIRTIO_RDMA_CMD_DEALLOC_MW = 21,       /* VIRTIO_RDMA_F_MW */
-	VIRTIO_RDMA_CMD_MAX = 21,
+	VIRTIO_RDMA_CMD_ALLOC_MR = 22,         /* VIRTIO_RDMA_F_KERNEL */
+	VIRTIO_RDMA_CMD_MAX = 22,
 };
 
 enum virtio_rdma_status {
@@ -264,8 +272,8 @@ struct virtio_rdma_resp_create_pd {
 	__le32 reserved;
 };
 
-/* DESTROY_PD, DESTROY_CQ, DESTROY_QP, DESTROY_AH, DESTROY_SRQ, DEREG_MR,
- * DEALLOC_MW. */
+/* DESTROY_PD, DESTROY_CQ, DESTROY_QP, DESTROY_AH, DESTROY_SRQ, DEREG_MR
+ * (also of an ALLOC_MR MR), DEALLOC_MW. */
 struct virtio_rdma_req_handle {
 	__le32 handle;
 	__le32 reserved;
@@ -377,19 +385,29 @@ struct virtio_rdma_req_create_qp {
 	__le32 srq_handle;           /* 0: no SRQ */
 	__u8 qp_type;                /* enum virtio_rdma_qp_type */
 	__u8 sq_sig_all;
-	__u8 reserved[6];
+	__u8 flags;                  /* VIRTIO_RDMA_QP_F_* */
+	__u8 reserved[5];
 	struct virtio_rdma_qp_cap cap;
 	struct virtio_rdma_ring_desc sq;
 	struct virtio_rdma_ring_desc rq;
 };
+
+/*
+ * CREATE_QP flags. KERNEL (VIRTIO_RDMA_F_KERNEL only): the guest kernel
+ * posts to this QP itself and never maps its rings to user space; its SGEs
+ * may name VIRTIO_RDMA_LOCAL_DMA_LKEY (docs/virtio-rdma.md §4.8).
+ */
+#define VIRTIO_RDMA_QP_F_KERNEL 0x1
+#define VIRTIO_RDMA_QP_F_SUPPORTED 0x1
 
 /* The GSI QP's number, and the only destination QPN of its sends. */
 #define VIRTIO_RDMA_GSI_QPN 1
 /* The Q_Key of every GSI datagram (IB_QP1_QKEY). */
 #define VIRTIO_RDMA_GSI_QKEY 0x80010000u
 /*
- * The local DMA lkey: on a GSI QP (and only there) every SGE names
- * guest-physical addresses with this lkey instead of an MR's.
+ * The local DMA lkey: on a GSI QP, and with VIRTIO_RDMA_F_KERNEL on a kernel
+ * QP (VIRTIO_RDMA_QP_F_KERNEL), an SGE names guest-physical addresses with
+ * this lkey instead of an MR's. On any other QP it is an unknown lkey.
  */
 #define VIRTIO_RDMA_LOCAL_DMA_LKEY 0u
 
@@ -506,6 +524,36 @@ struct virtio_rdma_resp_alloc_mw {
 	__le32 mw_handle;
 	__le32 rkey;                 /* a bind replaces its low 8 bits */
 };
+
+/*
+ * ALLOC_MR (VIRTIO_RDMA_F_KERNEL, docs/virtio-rdma.md §4.8): a
+ * fast-registration MR of at most max_pages pages, invalid until a REG_MR
+ * send WQE registers it. page_list is the guest-physical address of
+ * max_pages __le64 entries (8-byte aligned, inside guest RAM) from which
+ * the device copies the page addresses at each REG_MR WQE.
+ */
+struct virtio_rdma_req_alloc_mr {
+	__le32 pd_handle;
+	__le32 max_pages;            /* 1 .. config.max_mr_pages */
+	__le64 page_list;
+};
+
+struct virtio_rdma_resp_alloc_mr {
+	__le32 mr_handle;
+	__le32 lkey;                 /* a REG_MR WQE replaces the low 8 bits */
+	__le32 rkey;                 /* of both keys */
+	__le32 reserved;
+};
+
+/*
+ * The REG_MR send WQE's opcode (the kernel's IB_WR_REG_MR; user space has
+ * none): kernel QPs of type RC or UC with VIRTIO_RDMA_F_KERNEL. Its fields
+ * are wr.mw's: addr (the new iova), length, mr_lkey (the MR's current
+ * lkey), rkey (its low 8 bits are the new key byte), access.
+ */
+#define VIRTIO_RDMA_WR_REG_MR 0x20
+/* Its completion opcode (IB_WC_REG_MR; IBV_WC_* has no name for it). */
+#define VIRTIO_RDMA_WC_REG_MR 8
 
 /* CREATE_SRQ is followed by ring.npages page addresses. */
 struct virtio_rdma_req_create_srq {
@@ -649,6 +697,7 @@ VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_resp_create_cq, 8);
 VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_req_notify_cq, 8);
 VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_qp_cap, 24);
 VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_req_create_qp, 80);
+VIRTIO_RDMA_CHECK_OFFSET(virtio_rdma_req_create_qp, flags, 18);
 VIRTIO_RDMA_CHECK_OFFSET(virtio_rdma_req_create_qp, cap, 24);
 VIRTIO_RDMA_CHECK_OFFSET(virtio_rdma_req_create_qp, sq, 48);
 VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_resp_create_qp, 32);
@@ -667,6 +716,9 @@ VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_resp_create_srq, 16);
 VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_req_modify_srq, 16);
 VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_req_alloc_mw, 8);
 VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_resp_alloc_mw, 8);
+VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_req_alloc_mr, 16);
+VIRTIO_RDMA_CHECK_OFFSET(virtio_rdma_req_alloc_mr, page_list, 8);
+VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_resp_alloc_mr, 16);
 VIRTIO_RDMA_CHECK_OFFSET(virtio_rdma_resp_query_device, max_mw, 128);
 VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_doorbell, 8);
 VIRTIO_RDMA_CHECK_SIZE(virtio_rdma_event, 16);

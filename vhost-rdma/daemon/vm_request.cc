@@ -17,6 +17,20 @@ namespace {
 
 using nlohmann::json;
 
+// Reads an optional boolean field of `obj`; false when present and not a
+// JSON true or false (no 0/1, no strings).
+bool OptionalBool(const json& obj, const char* where, const char* key, bool* out,
+                  std::string* error) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return true;
+  if (!it->is_boolean()) {
+    *error = std::string(where) + key + ": must be true or false";
+    return false;
+  }
+  *out = it->get<bool>();
+  return true;
+}
+
 // Reads an optional unsigned field of `obj` (named `where` + key in
 // errors); false when present with a bad type, a sign, a fraction, or out of
 // range for T. An integral number written with an exponent (25e9) is one.
@@ -145,6 +159,8 @@ nlohmann::json QuotasJson(const engine::Quotas& q) {
                         {"max_ah", q.max_ah},
                         {"max_srq", q.max_srq},
                         {"max_mw", q.max_mw},
+                        {"kernel_verbs", q.kernel_verbs},
+                        {"max_fr_mr", q.max_fr_mr},
                         {"max_pinned_bytes", q.max_pinned_bytes},
                         {"max_host_bytes", q.max_host_bytes},
                         {"max_mappings", q.max_mappings}};
@@ -227,6 +243,8 @@ bool ParseAttachRequest(const json& j, const policy::CardProfile& card, AttachRe
         !OptionalUnsigned(*q, "quotas.", "max_ah", &Q.max_ah, error) ||
         !OptionalUnsigned(*q, "quotas.", "max_srq", &Q.max_srq, error) ||
         !OptionalUnsigned(*q, "quotas.", "max_mw", &Q.max_mw, error) ||
+        !OptionalBool(*q, "quotas.", "kernel_verbs", &Q.kernel_verbs, error) ||
+        !OptionalUnsigned(*q, "quotas.", "max_fr_mr", &Q.max_fr_mr, error) ||
         !OptionalUnsigned(*q, "quotas.", "max_pinned_bytes", &Q.max_pinned_bytes, error) ||
         !OptionalUnsigned(*q, "quotas.", "max_host_bytes", &Q.max_host_bytes, error) ||
         !OptionalUnsigned(*q, "quotas.", "max_mappings", &Q.max_mappings, error)) {

@@ -60,7 +60,7 @@ TEST(VmRequestTest, MacOfTheVmsNic) {
 TEST(VmRequestTest, QuotasRoundTrip) {
   json quotas{{"max_pd", 1},           {"max_cq", 2},        {"max_qp", 3},
               {"max_mr", 4},           {"max_ah", 5},        {"max_srq", 6},
-              {"max_mw", 10},
+              {"max_mw", 10},          {"kernel_verbs", true}, {"max_fr_mr", 11},
               {"max_pinned_bytes", 7}, {"max_host_bytes", 8}, {"max_mappings", 9}};
   json j{{"cmd", "attach-vm"}, {"name", "a"}, {"socket", "/run/a.sock"},
          {"gids", {"fe80::1"}}, {"quotas", quotas}};
@@ -70,7 +70,19 @@ TEST(VmRequestTest, QuotasRoundTrip) {
   EXPECT_EQ(r.config.quotas.max_host_bytes, 8u);
   EXPECT_EQ(r.config.quotas.max_mappings, 9u);
   EXPECT_EQ(r.config.quotas.max_mw, 10u);
+  EXPECT_TRUE(r.config.quotas.kernel_verbs);
+  EXPECT_EQ(r.config.quotas.max_fr_mr, 11u);
   EXPECT_EQ(QuotasJson(r.config.quotas), quotas);
+}
+
+// Kernel consumers are the operator's opt-in: off unless asked for.
+TEST(VmRequestTest, KernelVerbsDefaultOff) {
+  json j{{"cmd", "attach-vm"}, {"name", "a"}, {"socket", "/run/a.sock"}, {"gids", {"fe80::1"}}};
+  AttachRequest r;
+  std::string err;
+  ASSERT_TRUE(ParseAttachRequest(j, kCard, &r, &err)) << err;
+  EXPECT_FALSE(r.config.quotas.kernel_verbs);
+  EXPECT_EQ(r.config.quotas.max_fr_mr, 256u);
 }
 
 TEST(VmRequestTest, RejectsBadRequests) {
@@ -93,6 +105,9 @@ TEST(VmRequestTest, RejectsBadRequests) {
       R"({"name":"a","socket":"/s","gids":["::1"],"quotas":{"max_qp":4294967296}})",
       R"({"name":"a","socket":"/s","gids":["::1"],"quotas":{"max_qp":"x"}})",
       R"({"name":"a","socket":"/s","gids":["::1"],"quotas":[]})",
+      R"({"name":"a","socket":"/s","gids":["::1"],"quotas":{"kernel_verbs":1}})",
+      R"({"name":"a","socket":"/s","gids":["::1"],"quotas":{"kernel_verbs":"yes"}})",
+      R"({"name":"a","socket":"/s","gids":["::1"],"quotas":{"max_fr_mr":-1}})",
       R"({"name":"a","socket":"/s","gids":["::1"],"qos":{"weight":0}})",
       R"({"name":"a","socket":"/s","gids":["::1"],"qos":{"weight":1.5}})",
       R"({"name":"a","socket":"/s","gids":["::1"],"qos":{"max_rate_bps":2e11}})",

@@ -89,7 +89,8 @@ int main(int argc, char** argv) {
   std::string name, vm_socket;
   std::vector<std::string> gids;
   std::optional<uint64_t> max_pd, max_cq, max_qp, max_mr, max_ah, max_srq, max_mw, max_pinned,
-      max_host, max_mappings;
+      max_host, max_mappings, max_fr_mr;
+  bool kernel_verbs = false;
   // A VM's QoS (the qos object; vm_request.h): the same options at
   // attach-vm and set-qos.
   std::optional<uint64_t> weight, latency_ns, rate_bps, msgs_per_s, min_rate_bps;
@@ -124,6 +125,9 @@ int main(int argc, char** argv) {
   attach->add_option("--max-ah", max_ah);
   attach->add_option("--max-srq", max_srq);
   attach->add_option("--max-mw", max_mw);
+  attach->add_flag("--kernel-verbs", kernel_verbs,
+                   "allow the guest kernel's RDMA consumers (registers the VM's RAM per kernel PD)");
+  attach->add_option("--max-fr-mr", max_fr_mr);
   attach->add_option("--max-pinned-bytes", max_pinned);
   attach->add_option("--max-host-bytes", max_host);
   attach->add_option("--max-mappings", max_mappings);
@@ -183,6 +187,8 @@ int main(int argc, char** argv) {
     put(quotas, "max_ah", max_ah);
     put(quotas, "max_srq", max_srq);
     put(quotas, "max_mw", max_mw);
+    if (kernel_verbs) quotas["kernel_verbs"] = true;
+    put(quotas, "max_fr_mr", max_fr_mr);
     put(quotas, "max_pinned_bytes", max_pinned);
     put(quotas, "max_host_bytes", max_host);
     put(quotas, "max_mappings", max_mappings);

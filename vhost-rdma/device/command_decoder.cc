@@ -172,6 +172,9 @@ Result<Command> DecodeCreateQp(Reader& r, const DecodeLimits& limits) {
   }
   if (w.sq_sig_all > 1) return Status::kInvalid;
   req.sq_sig_all = w.sq_sig_all != 0;
+  // flags: known bits only (whether KERNEL was negotiated: the handler).
+  if (w.flags & ~VIRTIO_RDMA_QP_F_SUPPORTED) return Status::kInvalid;
+  req.kernel = (w.flags & VIRTIO_RDMA_QP_F_KERNEL) != 0;
   req.caps.max_send_wr = le32toh(w.cap.max_send_wr);
   req.caps.max_recv_wr = le32toh(w.cap.max_recv_wr);
   req.caps.max_send_sge = le32toh(w.cap.max_send_sge);
@@ -322,6 +325,27 @@ Result<Command> DecodeAllocMw(Reader& r) {
   return Command{AllocMwCmd{le32toh(w.pd_handle), static_cast<uint8_t>(type)}};
 }
 
+// ALLOC_MR: struct virtio_rdma_req_alloc_mr, exactly; max_pages
+// 1..max_mr_pages, page_list 8-byte aligned and the list's end without
+// wrap (the engine checks the PD, the quota and that the list lies in
+// guest RAM).
+Result<Command> DecodeAllocMr(Reader& r, const DecodeLimits& limits) {
+  virtio_rdma_req_alloc_mr w;
+  VRDMA_RETURN_IF_ERROR(ReadExact(r, &w));
+  AllocMrCmd cmd;
+  cmd.req.pd = le32toh(w.pd_handle);
+  cmd.req.max_pages = le32toh(w.max_pages);
+  cmd.req.page_list = le64toh(w.page_list);
+  if (cmd.req.max_pages == 0 || cmd.req.max_pages > limits.max_mr_pages)
+    return Status::kInvalid;
+  if (cmd.req.page_list % sizeof(uint64_t) != 0) return Status::kInvalid;
+  uint64_t end = 0;
+  if (__builtin_add_overflow(cmd.req.page_list,
+                             uint64_t{cmd.req.max_pages} * sizeof(uint64_t), &end))
+    return Status::kInvalid;
+  return Command{cmd};
+}
+
 uint32_t PeekCommandCode(std::span<const uint8_t> bytes) {
   virtio_rdma_cmd_hdr hdr;
   if (bytes.size() < sizeof(hdr)) return 0;
@@ -365,6 +389,7 @@ Result<Command> DecodeCommand(std::span<const uint8_t> bytes,
     case VIRTIO_RDMA_CMD_ALLOC_MW: return DecodeAllocMw(r);
     case VIRTIO_RDMA_CMD_DEALLOC_MW:
       return DecodeHandleCmd<DeallocMwCmd, &DeallocMwCmd::mw>(r);
+    case VIRTIO_RDMA_CMD_ALLOC_MR: return DecodeAllocMr(r, limits);
     default: return Status::kInvalid;
   }
 }
@@ -383,6 +408,7 @@ uint32_t ResponseBodySize(uint32_t cmd) {
     case VIRTIO_RDMA_CMD_CREATE_AH: return sizeof(virtio_rdma_resp_create_ah);
     case VIRTIO_RDMA_CMD_CREATE_SRQ: return sizeof(virtio_rdma_resp_create_srq);
     case VIRTIO_RDMA_CMD_ALLOC_MW: return sizeof(virtio_rdma_resp_alloc_mw);
+    case VIRTIO_RDMA_CMD_ALLOC_MR: return sizeof(virtio_rdma_resp_alloc_mr);
     default: return 0;
   }
 }

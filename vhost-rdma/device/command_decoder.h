@@ -67,13 +67,15 @@ struct ModifySrqCmd {
 struct DestroySrqCmd { uint32_t srq = 0; };
 struct AllocMwCmd { uint32_t pd = 0; uint8_t type = 0; };
 struct DeallocMwCmd { uint32_t mw = 0; };
+struct AllocMrCmd { engine::AllocMrRequest req; };
 
 using Command =
     std::variant<QueryDeviceCmd, QueryPortCmd, QueryGidCmd, CreatePdCmd,
                  DestroyPdCmd, RegMrCmd, DeregMrCmd, CreateCqCmd, DestroyCqCmd,
                  ReqNotifyCqCmd, CreateQpCmd, ModifyQpCmd, QueryQpCmd,
                  DestroyQpCmd, CreateAhCmd, DestroyAhCmd, CreateSrqCmd,
-                 ModifySrqCmd, DestroySrqCmd, AllocMwCmd, DeallocMwCmd>;
+                 ModifySrqCmd, DestroySrqCmd, AllocMwCmd, DeallocMwCmd,
+                 AllocMrCmd>;
 
 // Reads the command code of a request (the first 4 bytes, little-endian)
 // without checking anything else; 0 when fewer than 8 bytes (a whole

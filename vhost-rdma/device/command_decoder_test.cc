@@ -386,6 +386,33 @@ TEST(CommandDecoderTest, ReservedFieldsAreIgnored) {
   EXPECT_TRUE(DecodeCommand(CqBytes(cq, 5), kLimits).ok());
 }
 
+virtio_rdma_req_alloc_mr GoodAllocMr() {
+  return virtio_rdma_req_alloc_mr{htole32(7), htole32(256), htole64(0x401000)};
+}
+
+TEST(CommandDecoderTest, DecodesAllocMrAndTheKernelQpFlag) {
+  auto m = DecodeCommand(Cmd(VIRTIO_RDMA_CMD_ALLOC_MR, GoodAllocMr()), kLimits);
+  ASSERT_TRUE(m.ok()) << StatusName(m.status());
+  const auto& req = std::get<AllocMrCmd>(*m).req;
+  EXPECT_EQ(req.pd, 7u);
+  EXPECT_EQ(req.max_pages, 256u);
+  EXPECT_EQ(req.page_list, 0x401000u);
+  // max_mr_pages itself, and an 8-byte (not page) aligned list, are fine.
+  auto edge = GoodAllocMr();
+  edge.max_pages = htole32(kLimits.max_mr_pages);
+  edge.page_list = htole64(0x401008);
+  EXPECT_TRUE(DecodeCommand(Cmd(VIRTIO_RDMA_CMD_ALLOC_MR, edge), kLimits).ok());
+
+  auto q = GoodQp();
+  auto plain = DecodeCommand(QpBytes(q, QpPages(q)), kLimits);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(std::get<CreateQpCmd>(*plain).req.kernel);
+  q.flags = VIRTIO_RDMA_QP_F_KERNEL;
+  auto kernel = DecodeCommand(QpBytes(q, QpPages(q)), kLimits);
+  ASSERT_TRUE(kernel.ok()) << StatusName(kernel.status());
+  EXPECT_TRUE(std::get<CreateQpCmd>(*kernel).req.kernel);
+}
+
 // --- Hostile inputs ------------------------------------------------------
 
 // Every valid request of every command; the truncation test cuts each one.
@@ -425,6 +452,7 @@ std::vector<std::pair<std::string, Bytes>> AllValidRequests() {
   v.push_back({"alloc_mw", Cmd(VIRTIO_RDMA_CMD_ALLOC_MW,
                                virtio_rdma_req_alloc_mw{htole32(1), htole32(2)})});
   v.push_back({"dealloc_mw", Cmd(VIRTIO_RDMA_CMD_DEALLOC_MW, h)});
+  v.push_back({"alloc_mr", Cmd(VIRTIO_RDMA_CMD_ALLOC_MR, GoodAllocMr())});
   return v;
 }
 
@@ -460,7 +488,7 @@ TEST(CommandDecoderTest, TrailingBytesAreInvalid) {
 }
 
 TEST(CommandDecoderTest, UnknownCommandCodesAreInvalid) {
-  for (uint32_t code : {0u, 22u, 23u, 0x100u, 0x80000000u, 0xffffffffu}) {
+  for (uint32_t code : {0u, 23u, 24u, 0x100u, 0x80000000u, 0xffffffffu}) {
     Bytes b = Cmd(code);
     b.resize(256, 0);
     EXPECT_EQ(DecodeCommand(b, kLimits).status(), Status::kInvalid) << code;
@@ -619,6 +647,8 @@ TEST(CommandDecoderTest, HostileCreateQp) {
       {"qp_type 5", with([](auto& r) { r.qp_type = 5; })},
       {"qp_type 255", with([](auto& r) { r.qp_type = 255; })},
       {"sq_sig_all 2", with([](auto& r) { r.sq_sig_all = 2; })},
+      {"flags unknown bit 2", with([](auto& r) { r.flags = 2; })},
+      {"flags 0xff", with([](auto& r) { r.flags = 0xff; })},
       {"max_send_wr == 2^n",
        with([](auto& r) { r.cap.max_send_wr = htole32(64); })},
       {"max_recv_wr == 2^n",
@@ -723,7 +753,15 @@ TEST(CommandDecoderTest, HostileSmallCommands) {
       return Cmd(VIRTIO_RDMA_CMD_CREATE_AH, r);
     };
   };
+  auto alloc_mr_with = [](std::function<void(virtio_rdma_req_alloc_mr&)> f) {
+    return [f] {
+      auto m = GoodAllocMr();
+      f(m);
+      return Cmd(VIRTIO_RDMA_CMD_ALLOC_MR, m);
+    };
+  };
   ASSERT_EQ(Refusal(ah_with([](auto&) {})()), Status::kOk);
+  ASSERT_EQ(Refusal(alloc_mr_with([](auto&) {})()), Status::kOk);
   ExpectAllInvalid({
       {"query_port port 0",
        [] { return Cmd(VIRTIO_RDMA_CMD_QUERY_PORT,
@@ -760,6 +798,15 @@ TEST(CommandDecoderTest, HostileSmallCommands) {
       {"alloc_mw type 3",
        [] { return Cmd(VIRTIO_RDMA_CMD_ALLOC_MW,
                        virtio_rdma_req_alloc_mw{htole32(1), htole32(3)}); }},
+      {"alloc_mr max_pages 0", alloc_mr_with([](auto& m) { m.max_pages = 0; })},
+      {"alloc_mr max_pages above max_mr_pages",
+       alloc_mr_with([](auto& m) { m.max_pages = htole32(kLimits.max_mr_pages + 1); })},
+      {"alloc_mr max_pages huge",
+       alloc_mr_with([](auto& m) { m.max_pages = htole32(0xffffffff); })},
+      {"alloc_mr page_list not 8-byte aligned",
+       alloc_mr_with([](auto& m) { m.page_list = htole64(0x401004); })},
+      {"alloc_mr page list wraps",
+       alloc_mr_with([](auto& m) { m.page_list = htole64(0xfffffffffffffff8ull); })},
   });
 }
 

@@ -107,6 +107,14 @@ virtio_rdma_resp_alloc_mw EncodeAllocMw(const engine::AllocMwResult& m) {
   return r;
 }
 
+virtio_rdma_resp_alloc_mr EncodeAllocMr(const engine::RegMrResult& m) {
+  virtio_rdma_resp_alloc_mr r{};
+  r.mr_handle = htole32(m.handle);
+  r.lkey = htole32(m.lkey);
+  r.rkey = htole32(m.rkey);
+  return r;
+}
+
 virtio_rdma_resp_create_pd EncodeCreatePd(uint32_t pd) {
   virtio_rdma_resp_create_pd r{};
   r.pd_handle = htole32(pd);

@@ -48,6 +48,7 @@ virtio_rdma_resp_query_qp EncodeQueryQp(const engine::QueryQpResult& r);
 virtio_rdma_resp_create_ah EncodeCreateAh(uint32_t ah);
 virtio_rdma_resp_create_srq EncodeCreateSrq(const engine::CreateSrqResult& r);
 virtio_rdma_resp_alloc_mw EncodeAllocMw(const engine::AllocMwResult& r);
+virtio_rdma_resp_alloc_mr EncodeAllocMr(const engine::RegMrResult& r);
 
 // The config space of a VM (struct virtio_rdma_config): limits from the
 // engine (already reduced to the VM's quotas), the VM's GIDs (at most

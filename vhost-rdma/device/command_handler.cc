@@ -78,6 +78,9 @@ CommandResponse CommandHandler::Execute(const Command& command) {
             return Done(Status::kUnsupported);
           if (c.req.srq != 0 && !has(VIRTIO_RDMA_F_SRQ))
             return Done(Status::kUnsupported);
+          // Without kernel consumers the flag is as unknown as any other
+          // bit (EINVAL).
+          if (c.req.kernel && !has(VIRTIO_RDMA_F_KERNEL)) return Done(Status::kInvalid);
           auto qp = e.CreateQp(vm_, c.req);
           return qp.ok() ? Ok(EncodeCreateQp(*qp)) : Done(qp.status());
         } else if constexpr (std::is_same_v<T, ModifyQpCmd>) {
@@ -111,6 +114,10 @@ CommandResponse CommandHandler::Execute(const Command& command) {
         } else if constexpr (std::is_same_v<T, DeallocMwCmd>) {
           if (!has(VIRTIO_RDMA_F_MW)) return Done(Status::kUnsupported);
           return Done(e.DeallocMw(vm_, c.mw));
+        } else if constexpr (std::is_same_v<T, AllocMrCmd>) {
+          if (!has(VIRTIO_RDMA_F_KERNEL)) return Done(Status::kUnsupported);
+          auto mr = e.AllocMr(vm_, c.req);
+          return mr.ok() ? Ok(EncodeAllocMr(*mr)) : Done(mr.status());
         } else {
           static_assert(sizeof(T) == 0, "unhandled command");
         }

@@ -25,7 +25,8 @@ using ::testing::StrictMock;
 
 constexpr engine::VmId kVm = 3;
 constexpr uint64_t kAllFeatures =
-    (1ull << VIRTIO_RDMA_F_SRQ) | (1ull << VIRTIO_RDMA_F_UD) | (1ull << VIRTIO_RDMA_F_MW);
+    (1ull << VIRTIO_RDMA_F_SRQ) | (1ull << VIRTIO_RDMA_F_UD) | (1ull << VIRTIO_RDMA_F_MW) |
+    (1ull << VIRTIO_RDMA_F_KERNEL);
 
 class CommandHandlerTest : public ::testing::Test {
  protected:
@@ -125,6 +126,27 @@ TEST_F(CommandHandlerTest, AllocMwReturnsTheWindowsRkey) {
   ASSERT_EQ(r.status, Status::kOk);
   EXPECT_EQ(le32toh(Body<virtio_rdma_resp_alloc_mw>(r).mw_handle), 0x50001u);
   EXPECT_EQ(le32toh(Body<virtio_rdma_resp_alloc_mw>(r).rkey), 0x80000100u);
+}
+
+TEST_F(CommandHandlerTest, AllocMrAndKernelQpsReachTheEngine) {
+  EXPECT_CALL(engine_, AllocMr(kVm, ::testing::AllOf(Field(&engine::AllocMrRequest::pd, 4u),
+                                          Field(&engine::AllocMrRequest::max_pages, 16u),
+                                          Field(&engine::AllocMrRequest::page_list, 0x2008u))))
+      .WillOnce(Return(engine::RegMrResult{0x60002, 0x1234500, 0x1234501}));
+  auto r = handler_.Handle(Req(VIRTIO_RDMA_CMD_ALLOC_MR,
+                               virtio_rdma_req_alloc_mr{htole32(4), htole32(16),
+                                                        htole64(0x2008)}));
+  ASSERT_EQ(r.status, Status::kOk);
+  const auto body = Body<virtio_rdma_resp_alloc_mr>(r);
+  EXPECT_EQ(le32toh(body.mr_handle), 0x60002u);
+  EXPECT_EQ(le32toh(body.lkey), 0x1234500u);
+  EXPECT_EQ(le32toh(body.rkey), 0x1234501u);
+
+  CreateQpCmd kernel_qp;
+  kernel_qp.req.kernel = true;
+  EXPECT_CALL(engine_, CreateQp(kVm, Field(&engine::CreateQpRequest::kernel, true)))
+      .WillOnce(Return(engine::CreateQpResult{0x124, {}}));
+  EXPECT_EQ(handler_.Execute(kernel_qp).status, Status::kOk);
 }
 
 TEST_F(CommandHandlerTest, NotifyAndModifySrqArguments) {
@@ -234,6 +256,16 @@ TEST_F(CommandHandlerTest, UnnegotiatedFeaturesAreUnsupported) {
   RegMrCmd bind_mr;
   bind_mr.req.access = VIRTIO_RDMA_ACCESS_MW_BIND;
   EXPECT_EQ(handler_.Execute(bind_mr).status, Status::kInvalid);
+  // Kernel consumers: ALLOC_MR, and the kernel QP flag (then as unknown as
+  // any other bit: EINVAL). StrictMock: neither reaches the engine.
+  EXPECT_EQ(handler_
+                .Handle(Req(VIRTIO_RDMA_CMD_ALLOC_MR,
+                            virtio_rdma_req_alloc_mr{htole32(1), htole32(1), 0}))
+                .status,
+            Status::kUnsupported);
+  CreateQpCmd kernel_qp;
+  kernel_qp.req.kernel = true;
+  EXPECT_EQ(handler_.Execute(kernel_qp).status, Status::kInvalid);
   EXPECT_EQ(handler_
                 .Handle(Req(VIRTIO_RDMA_CMD_MODIFY_SRQ,
                             virtio_rdma_req_modify_srq{htole32(1), 0, 0, 0}))

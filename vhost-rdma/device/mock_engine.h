@@ -29,6 +29,8 @@ class MockEngine : public engine::Engine {
   MOCK_METHOD(Result<engine::AllocMwResult>, AllocMw, (engine::VmId, uint32_t, uint8_t),
               (override));
   MOCK_METHOD(Status, DeallocMw, (engine::VmId, uint32_t), (override));
+  MOCK_METHOD(Result<engine::RegMrResult>, AllocMr,
+              (engine::VmId, const engine::AllocMrRequest&), (override));
   MOCK_METHOD(Result<engine::CreateCqResult>, CreateCq,
               (engine::VmId, const engine::CreateCqRequest&), (override));
   MOCK_METHOD(Status, DestroyCq, (engine::VmId, uint32_t), (override));
