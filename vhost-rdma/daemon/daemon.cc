@@ -376,7 +376,15 @@ json Daemon::Stats() const {
   json pol = json::object();
   JsonReport report(&pol);
   deps_.engine->ReportPolicy(report);
-  return json{{"ok", true}, {"policy", pol}, {"vms", list}};
+  json reply{{"ok", true}, {"policy", pol}, {"vms", list}};
+  if (deps_.fabric != nullptr) {
+    // Its counters are the data path's: copied there, formatted here.
+    FabricSnapshot snap;
+    deps_.datapath_executor->RunSync(
+        [&] { snap = SnapshotFabric(*deps_.fabric, deps_.soft_rnic); });
+    reply["fabric"] = FabricStatsJson(snap);
+  }
+  return reply;
 }
 
 bool Daemon::GuaranteesFit(const std::string& name, const policy::TenantQos& qos,

@@ -18,7 +18,10 @@
 //                                  "policy":{...}}]}
 //                                  qos: as asked; effective_qos: the fields
 //                                  the policy applies, with the values in
-//                                  force; scheduler: the stage's accounting
+//                                  force; scheduler: the stage's accounting;
+//                                  with --fabric-listen also "fabric":
+//                                  {"listen","routes","udp":{...},
+//                                  "faults":{...},"packets":{...}}
 //   {"cmd":"set-qos","name":N,"qos":{"weight":..,"class":..,...}}
 //                                  the fields named replace the VM's QoS; a
 //                                  refusal changes nothing; the reply comes
@@ -46,6 +49,7 @@
 #include "backend/base/event_loop.h"
 #include "backend/base/executor.h"
 #include "backend/engine/engine.h"
+#include "vhost-rdma/daemon/fabric_flags.h"
 #include "vhost-rdma/device/rdma_device.h"
 #include "vhost-rdma/vhost_user/connection.h"
 
@@ -70,6 +74,11 @@ struct DaemonDeps {
   // Group of every VM's vhost-user socket, made 0660 (--socket-group: the
   // group QEMU runs in, e.g. libvirt-qemu); -1 keeps the daemon's.
   int vm_socket_gid = -1;
+  // --fabric-listen: the software RNIC's fabric (its counters are read on
+  // the data path through datapath_executor for stats' "fabric");
+  // nullptr: none.
+  const DaemonFabric* fabric = nullptr;
+  const SoftRnic* soft_rnic = nullptr;  // the RNIC on that fabric
 };
 
 class Daemon {

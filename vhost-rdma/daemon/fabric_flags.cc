@@ -118,4 +118,73 @@ std::unique_ptr<DaemonFabric> OpenFabric(const FabricConfig& config, std::string
   return f;
 }
 
+FabricSnapshot SnapshotFabric(const DaemonFabric& f, const SoftRnic* rnic) {
+  FabricSnapshot s;
+  s.listen = f.udp->local_address();
+  s.routes = f.udp->num_routes();
+  s.udp = f.udp->stats();
+  if (f.faulty) {
+    s.faulty = true;
+    s.faults = f.faulty->fault_stats();
+    s.held = f.faulty->stats();
+  }
+  if (rnic != nullptr) {
+    s.has_net = true;
+    s.net = rnic->net_stats();
+  }
+  return s;
+}
+
+nlohmann::json FabricStatsJson(const FabricSnapshot& s) {
+  const fabric::UdpFabricStats& u = s.udp;
+  nlohmann::json j{
+      {"listen", fabric::UdpAddressToString(s.listen)},
+      {"routes", s.routes},
+      {"udp",
+       {{"sent", u.sent},
+        {"tx_packets", u.tx_packets},
+        {"tx_batches", u.tx_batches},
+        {"dropped_oversize", u.dropped_oversize},
+        {"dropped_no_route", u.dropped_no_route},
+        {"tx_dropped_busy", u.tx_dropped_busy},
+        {"tx_errors", u.tx_errors},
+        {"delivered", u.delivered},
+        {"rx_batches", u.rx_batches},
+        {"rx_unknown_source", u.rx_unknown_source},
+        {"rx_oversize", u.rx_oversize},
+        {"rx_short", u.rx_short},
+        {"rx_bad_header", u.rx_bad_header},
+        {"rx_unknown_gid", u.rx_unknown_gid},
+        {"rx_errors", u.rx_errors},
+        {"rx_kernel_drops", u.rx_kernel_drops}}}};
+  if (s.faulty) {
+    const fabric::FaultStats& f = s.faults;
+    j["faults"] = {{"packets", f.packets},
+                   {"lost_random", f.lost_random},
+                   {"lost_burst", f.lost_burst},
+                   {"bottleneck_drops", f.bottleneck_drops},
+                   {"reordered", f.reordered},
+                   {"duplicated", f.duplicated},
+                   {"delayed", f.delayed},
+                   {"hold_full", s.held.hold_full}};
+  }
+  if (s.has_net) {
+    const SoftNetStats& n = s.net;
+    // By NetDrop's number (backend/soft_rnic/soft_rnic.h names them).
+    nlohmann::json dropped = nlohmann::json::array();
+    for (uint64_t d : n.dropped) dropped.push_back(d);
+    j["packets"] = {{"tx_packets", n.tx_packets},
+                    {"rx_packets", n.rx_packets},
+                    {"uc_messages_dropped", n.uc_messages_dropped},
+                    {"retransmitted", n.retransmitted},
+                    {"timeouts", n.timeouts},
+                    {"acks_sent", n.acks_sent},
+                    {"naks_sent", n.naks_sent},
+                    {"duplicates", n.duplicates},
+                    {"dropped", dropped},
+                    {"dropped_total", n.total_drops()}};
+  }
+  return j;
+}
+
 }  // namespace vrdma::daemon

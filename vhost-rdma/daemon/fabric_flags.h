@@ -21,9 +21,12 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "backend/fabric/fault_model.h"
 #include "backend/fabric/faulty_fabric.h"
 #include "backend/fabric/udp_fabric.h"
+#include "backend/soft_rnic/soft_rnic.h"
 
 namespace vrdma::daemon {
 
@@ -78,6 +81,24 @@ inline constexpr int kFabricSocketBufferBytes = 4 << 20;
 // Binds config.listen, sets the routes, adds the faults. nullptr and
 // *error (naming --fabric-listen) when the socket cannot be had.
 std::unique_ptr<DaemonFabric> OpenFabric(const FabricConfig& config, std::string* error);
+
+// The fabric's counters at one moment, copied on the data-path thread
+// (which alone writes them) for the control thread's stats.
+struct FabricSnapshot {
+  fabric::UdpAddress listen;
+  uint32_t routes = 0;
+  fabric::UdpFabricStats udp;
+  bool faulty = false;
+  fabric::FaultStats faults;
+  fabric::FaultyFabricStats held;
+  bool has_net = false;  // the software RNIC's packet counters below
+  SoftNetStats net;
+};
+// Copies them; call on the data-path thread. rnic: the SoftRnic on f, or
+// nullptr.
+FabricSnapshot SnapshotFabric(const DaemonFabric& f, const SoftRnic* rnic);
+// stats' "fabric" object (docs/operators.md).
+nlohmann::json FabricStatsJson(const FabricSnapshot& s);
 
 }  // namespace vrdma::daemon
 

@@ -136,6 +136,37 @@ TEST(FabricFlagsTest, OpenFabricBindsRoutesAndAddsFaults) {
   EXPECT_NE(error.find("--fabric-listen: bind 127.0.0.1:"), std::string::npos) << error;
 }
 
+TEST(FabricFlagsTest, StatsJsonCarriesEveryCounterGroup) {
+  FabricSnapshot s;
+  ASSERT_TRUE(fabric::ParseUdpAddress("127.0.0.1:7400", &s.listen));
+  s.routes = 3;
+  s.udp.tx_packets = 11;
+  s.udp.rx_unknown_source = 2;
+  s.udp.rx_kernel_drops = 5;
+  nlohmann::json j = FabricStatsJson(s);
+  EXPECT_EQ(j["listen"], "127.0.0.1:7400");
+  EXPECT_EQ(j["routes"], 3);
+  EXPECT_EQ(j["udp"]["tx_packets"], 11);
+  EXPECT_EQ(j["udp"]["rx_unknown_source"], 2);
+  EXPECT_EQ(j["udp"]["rx_kernel_drops"], 5);
+  EXPECT_FALSE(j.contains("faults"));  // none asked for
+  EXPECT_FALSE(j.contains("packets"));
+  s.faulty = true;
+  s.faults.lost_random = 4;
+  s.held.hold_full = 1;
+  s.has_net = true;
+  s.net.retransmitted = 6;
+  s.net.dropped[static_cast<size_t>(NetDrop::kSequence)] = 2;
+  s.net.dropped[static_cast<size_t>(NetDrop::kQkey)] = 1;
+  j = FabricStatsJson(s);
+  EXPECT_EQ(j["faults"]["lost_random"], 4);
+  EXPECT_EQ(j["faults"]["hold_full"], 1);
+  EXPECT_EQ(j["packets"]["retransmitted"], 6);
+  EXPECT_EQ(j["packets"]["dropped"][static_cast<size_t>(NetDrop::kSequence)], 2);
+  EXPECT_EQ(j["packets"]["dropped"].size(), static_cast<size_t>(NetDrop::kCount));
+  EXPECT_EQ(j["packets"]["dropped_total"], 3);
+}
+
 // The daemon binary as a child process, its output in a temp directory.
 class DaemonProcess {
  public:
@@ -186,6 +217,17 @@ class DaemonProcess {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     return false;
+  }
+  // The control socket's "stats" reply (null on failure).
+  nlohmann::json Stats() {
+    nlohmann::json reply;
+    std::string error;
+    if (!ControlRequest(control_, {{"cmd", "stats"}}, &reply, &error,
+                        std::chrono::seconds(5))) {
+      ADD_FAILURE() << error;
+      return nullptr;
+    }
+    return reply;
   }
   // Its exit status once it has exited, -1 if it has not within `t`.
   int Wait(std::chrono::seconds t) {
@@ -247,10 +289,34 @@ TEST(DaemonFabricFlagsTest, TheFlagsStartADaemonOnAUdpFabric) {
       << d.Log();
   EXPECT_NE(d.Log().find("faults loss=0.01,delay=10us:5us seed 7"), std::string::npos)
       << d.Log();
+  // Its stats show the fabric; a datagram from a stranger reaches the
+  // daemon's data path (woken by the socket) and is counted, not used.
+  nlohmann::json st = d.Stats();
+  ASSERT_TRUE(st.contains("fabric")) << st.dump();
+  EXPECT_EQ(st["fabric"]["listen"], listen);
+  EXPECT_EQ(st["fabric"]["routes"], 2);
+  EXPECT_EQ(st["fabric"]["faults"]["lost_random"], 0);
+  EXPECT_EQ(st["fabric"]["packets"]["rx_packets"], 0);
+  const int raw = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  fabric::UdpAddress to;
+  ASSERT_TRUE(fabric::ParseUdpAddress(listen, &to));
+  const char junk[] = "not a fabric datagram";
+  ASSERT_EQ(sendto(raw, junk, sizeof(junk), 0, to.sa(), to.len),
+            static_cast<ssize_t>(sizeof(junk)));
+  close(raw);
+  uint64_t unknown = 0;
+  for (int i = 0; i < 200 && unknown == 0; ++i) {
+    st = d.Stats();
+    unknown = st["fabric"]["udp"].value("rx_unknown_source", uint64_t{0});
+    if (unknown == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(unknown, 1u) << st.dump();
+  EXPECT_EQ(st["fabric"]["udp"]["delivered"], 0);
   // Without the flags: no fabric, and the port stays free.
   DaemonProcess plain({});
   ASSERT_TRUE(plain.Serving()) << plain.Log();
   EXPECT_EQ(plain.Log().find("fabric:"), std::string::npos) << plain.Log();
+  EXPECT_FALSE(plain.Stats().contains("fabric"));
   EXPECT_EQ(d.Wait(std::chrono::seconds(0)), -1);  // still running
 }
 

@@ -482,6 +482,10 @@ int main(int argc, char** argv) {
     deps.rnic_name = rnic_kind;
     deps.rnic_port = rnic_port;
     deps.probe_gid = engine_options.probe_gid;
+    if (fabric) {
+      deps.fabric = fabric.get();
+      deps.soft_rnic = static_cast<const vrdma::SoftRnic*>(&rnic);  // --fabric-listen: soft only
+    }
     if (!socket_group.empty()) {
       const group* g = getgrnam(socket_group.c_str());
       if (g == nullptr) {

@@ -233,6 +233,18 @@ TEST_F(LossyTwoDaemonFabricTest, RcRecoversEveryMessage) {
     EXPECT_EQ(s->wr_id, static_cast<uint64_t>(i));
   }
   EXPECT_FALSE(PollOne(*b_.cq, 100));  // nothing twice
+  // The daemons' stats: packets were lost on the way and sent again, and
+  // nothing from a stranger or out of place reached either socket.
+  const nlohmann::json fa = da_.Control({{"cmd", "stats"}})["fabric"];
+  const nlohmann::json fb = db_.Control({{"cmd", "stats"}})["fabric"];
+  const uint64_t lost = fa["faults"].value("lost_random", uint64_t{0}) +
+                        fb["faults"].value("lost_random", uint64_t{0});
+  EXPECT_GT(lost, 0u) << fa.dump() << "\n" << fb.dump();
+  EXPECT_GT(fa["packets"].value("retransmitted", uint64_t{0}), 0u) << fa.dump();
+  for (const nlohmann::json* f : {&fa, &fb}) {
+    EXPECT_EQ((*f)["udp"]["rx_unknown_source"], 0) << f->dump();
+    EXPECT_EQ((*f)["udp"]["rx_kernel_drops"], 0) << f->dump();
+  }
 }
 
 }  // namespace
