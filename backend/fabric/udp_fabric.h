@@ -64,7 +64,7 @@ inline constexpr uint32_t kUdpBatch = 32;  // packets per sendmmsg/recvmmsg
 
 struct UdpFabricOptions {
   uint32_t rx_packets = 256;  // receive slots: at most this many per Poll
-  uint32_t max_gids = 256;    // this port's GIDs (AddGid)
+  uint32_t max_gids = 1024;   // this port's GIDs (AddGid): SoftRnic's 1024
   uint32_t max_routes = 1024;  // GID -> address routes
   // The socket's buffers (SO_RCVBUF, SO_SNDBUF; 0: the kernel's
   // defaults, ~208 KiB). The receive buffer must hold what arrives between

@@ -306,6 +306,16 @@ TEST_F(UdpFabricTest, RoutesAndGids) {
   EXPECT_EQ(a_->AddGid(HostGid(1)), Status::kBusy);
   EXPECT_EQ(a_->AddGid(Gid{}), Status::kInvalid);
   EXPECT_EQ(a_->RemoveGid(HostGid(2)), Status::kBadHandle);
+  // By default as many GIDs as a SoftRnic registers (1024), so a daemon's
+  // attach-vm never fails at the fabric before the RNIC's own limit.
+  auto d = OpenLoopback();
+  for (int i = 0; i < 1024; ++i) {
+    Gid g = HostGid(1);
+    g[13] = static_cast<uint8_t>(i >> 8);
+    g[14] = static_cast<uint8_t>(i);
+    ASSERT_EQ(d->AddGid(g), Status::kOk) << i;
+  }
+  EXPECT_EQ(d->AddGid(HostGid(2)), Status::kNoResource);
   UdpFabricOptions o;
   o.max_routes = 2;
   o.max_gids = 1;
