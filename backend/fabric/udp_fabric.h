@@ -30,6 +30,15 @@
 // with recvmmsg, 32 at a time, into a pool of rx_packets slots lent to the
 // caller until the next Poll.
 //
+// Times: a packet leaves at the next flush whatever now_ns Send was
+// given. With a line rate SoftRnic passes each packet's departure from its
+// wire (net_wire.h), possibly ahead of the present; this fabric does not
+// hold packets until then (it would need a queue as deep as a message), so
+// the receiving daemon may see a message's packets up to that message's
+// serialization time early. The rate between messages is still the line's
+// (a QP waits for the wire before its next message). A FaultyFabric
+// bottleneck in front (--fabric-fault bottleneck=...) paces each packet.
+//
 // Never blocks: the socket is non-blocking; a batch the kernel refuses
 // with EAGAIN or ENOBUFS (its send buffer full) is dropped and counted
 // (tx_dropped_busy), as a NIC's full queue drops; an empty socket is
