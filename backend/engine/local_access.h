@@ -10,18 +10,33 @@
 #include <optional>
 
 #include "backend/engine/objects.h"
+#include "backend/engine/ram_mrs.h"
+#include "vhost-rdma/abi/virtio_rdma.h"
 
 namespace vrdma::engine {
 
 // Checks sges[0..*num_sge) against vm's MRs; zero-length entries name no
 // memory and are dropped (never passed on unchecked), *num_sge shrinks to
 // what is kept. kLocProtErr on any bad entry.
-inline WcStatus CheckLocalSges(const VmContext& vm, uint32_t pd, bool writes_local, Sge* sges,
-                               uint8_t* num_sge) {
+//
+// ram: the PD's RAM MRs when the WR is a kernel QP's
+// (docs/virtio-rdma.md §4.8), else null. Then an SGE with the local DMA
+// lkey names guest-physical memory: it must lie inside one region, and its
+// lkey becomes that region's RAM MR's (local write, so any direction). On
+// any other QP the local DMA lkey is looked up like any lkey.
+inline WcStatus CheckLocalSges(const VmContext& vm, uint32_t pd, const RamMrs* ram,
+                               bool writes_local, Sge* sges, uint8_t* num_sge) {
   int kept = 0;
   for (int i = 0; i < *num_sge; ++i) {
-    const Sge s = sges[i];
+    Sge s = sges[i];
     if (s.length == 0) continue;
+    if (ram != nullptr && s.lkey == VIRTIO_RDMA_LOCAL_DMA_LKEY) {
+      std::optional<uint32_t> lkey = FindRamLkey(*ram, s.addr, s.length);
+      if (!lkey) return WcStatus::kLocProtErr;
+      s.lkey = *lkey;
+      sges[kept++] = s;
+      continue;
+    }
     std::optional<uint32_t> h = vm.lkey_to_mr.Find(s.lkey);
     const MrObj* mr = h ? vm.mrs.Lookup(*h) : nullptr;
     if (mr == nullptr || mr->pd != pd) return WcStatus::kLocProtErr;
@@ -35,6 +50,14 @@ inline WcStatus CheckLocalSges(const VmContext& vm, uint32_t pd, bool writes_loc
   }
   *num_sge = static_cast<uint8_t>(kept);
   return WcStatus::kSuccess;
+}
+
+// The RAM MRs a QP's SGEs may use: its PD's, for a kernel QP only (an SRQ's
+// receives: none, kernel SRQs are not offered yet).
+inline const RamMrs* KernelRam(const VmContext& vm, const QpObj* qp) {
+  if (qp == nullptr || !qp->kernel) return nullptr;
+  const PdObj* pd = vm.pds.Lookup(qp->pd);
+  return pd != nullptr ? &pd->ram : nullptr;
 }
 
 }  // namespace vrdma::engine

@@ -24,6 +24,7 @@
 #include "backend/engine/guest_ring.h"
 #include "backend/base/intrusive_list.h"
 #include "backend/engine/key_map.h"
+#include "backend/engine/ram_mrs.h"
 #include "backend/engine/quota.h"
 #include "backend/engine/resource_table.h"
 #include "backend/engine/wqe_decoder.h"
@@ -41,6 +42,8 @@ struct SrqObj;
 struct PdObj {
   RnicPd rnic;
   uint32_t refs = 0;  // MRs, QPs, AHs, SRQs in this PD
+  // Its RAM MRs once it has had a kernel QP (ram_mrs.h); they go with it.
+  RamMrs ram;
 };
 
 struct MrObj {
@@ -211,6 +214,9 @@ struct QpObj {
   RnicQp rnic;
   QpCaps caps;  // as granted to the guest
   bool sq_sig_all = false;
+  // VIRTIO_RDMA_QP_F_KERNEL: its SGEs may name the local DMA lkey,
+  // resolved against its PD's RAM MRs (local_access.h).
+  bool kernel = false;
   // Its worst-case completions in send_cq / recv_cq (cq_sizing.h), given
   // back when it is destroyed.
   uint64_t send_cq_demand = 0;

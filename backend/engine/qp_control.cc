@@ -70,6 +70,14 @@ Result<CreateQpResult> QpControl::CreateQp(VmId id,
   const QpCaps& c = req.caps;
   const bool has_rq = req.srq == 0;
   if (vm->qps.full()) return Status::kNoResource;
+  // A kernel QP (docs/virtio-rdma.md §4.8): the operator allowed the VM's
+  // kernel consumers, and its PD's RAM MRs exist (registered now for the
+  // PD's first one; its ring pages are RAM to find the regions from). They
+  // stay with the PD if the QP fails after.
+  if (req.kernel) {
+    if (!vm->config.quotas.kernel_verbs) return Status::kUnsupported;
+    VRDMA_RETURN_IF_ERROR(resources_.EnsureRamMrs(*vm, req.pd, req.sq.pages));
+  }
   if (!CanStart(*vm, RingPinned(req.sq) + (has_rq ? RingPinned(req.rq) : 0),
                 sizeof(QpObj))) {
     return Status::kNoResource;
@@ -88,6 +96,7 @@ Result<CreateQpResult> QpControl::CreateQp(VmId id,
   qp->caps = c;
   if (!has_rq) qp->caps.max_recv_wr = qp->caps.max_recv_sge = 0;
   qp->sq_sig_all = req.sq_sig_all;
+  qp->kernel = req.kernel;
   qp->sq = GuestRing(qp->sq_view.data(), req.sq.log2_num_elem,
                      req.sq.log2_elem_size);
   qp->sq_window = sched::HostSqDepth(qp->sq.capacity(), limits_.max_qp_wr);

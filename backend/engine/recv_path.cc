@@ -15,9 +15,10 @@
 
 namespace vrdma::engine {
 
-WcStatus RecvPath::CheckRecvSemantics(uint32_t pd, const VmContext& vm,
+WcStatus RecvPath::CheckRecvSemantics(uint32_t pd, const QpObj* qp, const VmContext& vm,
                                       RecvWr& wr) const {
-  return CheckLocalSges(vm, pd, /*writes_local=*/true, wr.sge.data(), &wr.num_sge);
+  return CheckLocalSges(vm, pd, KernelRam(vm, qp), /*writes_local=*/true, wr.sge.data(),
+                        &wr.num_sge);
 }
 
 bool RecvPath::Replenish(RecvQueue& rq) {
@@ -82,7 +83,7 @@ bool RecvPath::Replenish(RecvQueue& rq) {
     if (st == WcStatus::kSuccess) {
       std::memcpy(payload, elem + kRecvWqeHeaderBytes, payload_bytes);
       st = DecodeRecvPayload(payload, &wr);
-      if (st == WcStatus::kSuccess) st = CheckRecvSemantics(pd, vm, wr);
+      if (st == WcStatus::kSuccess) st = CheckRecvSemantics(pd, qp, vm, wr);
     }
     if (st != WcStatus::kSuccess) {
       const uint64_t wr_id = wr.wr_id;

@@ -103,7 +103,8 @@ class RecvPath {
   void UpdateReassembly(QpObj& sender);
 
  private:
-  WcStatus CheckRecvSemantics(uint32_t pd, const VmContext& vm,
+  // qp: null for an SRQ's receives.
+  WcStatus CheckRecvSemantics(uint32_t pd, const QpObj* qp, const VmContext& vm,
                               RecvWr& wr) const;
   void FailRecv(RecvQueue& rq, uint32_t slot, uint64_t guest_wr_id,
                 WcStatus status);

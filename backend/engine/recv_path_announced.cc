@@ -115,7 +115,7 @@ bool RecvPath::PostAnnounced(RecvQueue& rq) {
       if (st == WcStatus::kSuccess) {
         std::memcpy(payload, elem + kRecvWqeHeaderBytes, payload_bytes);
         st = DecodeRecvPayload(payload, &wr);
-        if (st == WcStatus::kSuccess) st = CheckRecvSemantics(qp.pd, vm, wr);
+        if (st == WcStatus::kSuccess) st = CheckRecvSemantics(qp.pd, &qp, vm, wr);
       }
       if (st != WcStatus::kSuccess) {
         FailRecv(rq, slot, wr.wr_id, st);  // QP to ERR; the plan goes

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "backend/base/executor.h"
@@ -108,8 +109,19 @@ class Resources {
   // holds, cannot take the view.
   Status MapPages(const VmContext& vm, const std::vector<uint64_t>& pages,
                   GuestPageView* view, Charge* charge) const;
+  // The PD's RAM MRs (ram_mrs.h), registered over the VM's memory table
+  // unless they already are; seeds: guest-physical addresses known to be
+  // RAM (a kernel QP's ring pages). kUnsupported when the table's regions
+  // cannot all be found, kNoResource beyond the pinned-bytes quota.
+  Status EnsureRamMrs(VmContext& vm, uint32_t pd, std::span<const uint64_t> seeds);
 
  private:
+  // Registers RAM MRs of pd over memory (none when memory is null or its
+  // regions cannot all be found) and publishes them in place of the PD's
+  // current ones, which are then deregistered. ram_mrs.cc.
+  Status ReplaceRamMrs(VmContext& vm, uint32_t pd, std::shared_ptr<const GuestMemory> memory,
+                       std::span<const uint64_t> seeds);
+
   Rnic& rnic_;
   Executor& executor_;
   sched::Stage& stage_;

@@ -28,7 +28,8 @@ WcStatus SendPath::CheckSendSemantics(const QpObj& qp, SendWr& wr,
   const bool writes_local = wr.opcode == WrOpcode::kRdmaRead ||
                             wr.opcode == WrOpcode::kAtomicCmpSwp ||
                             wr.opcode == WrOpcode::kAtomicFetchAdd;
-  return CheckLocalSges(vm, qp.pd, writes_local, wr.sge.data(), &wr.num_sge);
+  return CheckLocalSges(vm, qp.pd, KernelRam(vm, &qp), writes_local, wr.sge.data(),
+                        &wr.num_sge);
 }
 
 SendSlot& SendPath::TakeSlot(QpObj& qp, uint64_t guest_wr_id, WrOpcode op,

@@ -21,8 +21,8 @@ void Teardown::DetachVm(VmId id) {
   // Sized here: the closure allocates nothing for them.
   const size_t qps = vm->qps.size(), mrs = vm->mrs.size();
   SlowReleases slow;
-  slow.Reserve(qps, vm->srqs.size(), vm->ahs.size(), vm->mws.size(), mrs, vm->cqs.size(),
-               vm->pds.size());
+  slow.Reserve(qps, vm->srqs.size(), vm->ahs.size(), vm->mws.size(),
+               mrs + vm->pds.size() * GuestMemory::kMaxRegions, vm->cqs.size(), vm->pds.size());
   std::vector<std::unique_ptr<QpObj>> dead_qps;
   std::vector<std::unique_ptr<MrObj>> dead_mrs;
   std::unique_ptr<GsiQp> dead_gsi;
@@ -46,7 +46,11 @@ void Teardown::DetachVm(VmId id) {
     }
     for (uint32_t h : vm->ahs.Handles()) DestroyAhLocked(*vm, h, &slow);
     for (uint32_t h : vm->cqs.Handles()) DestroyCqLocked(*vm, h, &slow);
-    for (uint32_t h : vm->pds.Handles()) slow.pds.push_back(vm->pds.Lookup(h)->rnic);
+    for (uint32_t h : vm->pds.Handles()) {
+      PdObj* pd = vm->pds.Lookup(h);
+      ReleaseRamMrs(*vm, *pd, &slow);
+      slow.pds.push_back(pd->rnic);
+    }
     dead_gsi = gsi_.Unpublish(*vm);
   });
   slow.Release(rnic_, executor_);
@@ -68,9 +72,19 @@ void Teardown::DetachVm(VmId id) {
 Status Teardown::DestroyPd(VmId id, uint32_t pd) {
   return DestroyObject(id, &VmContext::pds, pd,
                        [&](VmContext& vm, PdObj& obj, SlowReleases* slow) {
+                         ReleaseRamMrs(vm, obj, slow);
                          slow->pds.push_back(obj.rnic);
                          --vm.stats.pds;
                        });
+}
+
+void Teardown::ReleaseRamMrs(VmContext& vm, PdObj& pd, SlowReleases* slow) {
+  // Deregistered after the closure; the memory table they map goes with
+  // the PD object, after that.
+  for (uint32_t i = 0; i < pd.ram.count; ++i) slow->mrs.push_back(pd.ram.mrs[i].rnic);
+  pd.ram.count = 0;
+  GiveBack(vm.stats, pd.ram.charge);
+  pd.ram.charge = Charge{};
 }
 
 void Teardown::DestroyMrLocked(VmContext& vm, uint32_t handle, SlowReleases* slow) {

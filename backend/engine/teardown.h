@@ -73,7 +73,8 @@ class Teardown {
     Status s = Status::kOk;
     std::unique_ptr<T> dead;
     SlowReleases slow;
-    slow.Reserve(1, 1, 1, 1, 1, 1, 1);  // the closure allocates nothing
+    // The closure allocates nothing (a PD's MRs: its RAM MRs).
+    slow.Reserve(1, 1, 1, 1, GuestMemory::kMaxRegions, 1, 1);
     executor_.RunSync([&] {
       T* obj = (vm->*table).Lookup(handle);
       if (obj == nullptr) {
@@ -102,6 +103,8 @@ class Teardown {
   void DestroyAhLocked(VmContext& vm, uint32_t handle, SlowReleases* slow);
   void DestroySrqLocked(VmContext& vm, uint32_t handle, SlowReleases* slow);
   void DestroyCqLocked(VmContext& vm, uint32_t handle, SlowReleases* slow);
+  // A PD's RAM MRs (ram_mrs.h) to *slow, their charge given back.
+  void ReleaseRamMrs(VmContext& vm, PdObj& pd, SlowReleases* slow);
 
   Rnic& rnic_;
   Executor& executor_;

@@ -416,6 +416,11 @@ struct RnicLimits {
   // The port's line rate in bits per second (ibv_port_attr's active speed
   // times width); 0: unknown (a SoftRnic: unlimited).
   uint64_t link_rate_bps = 0;
+  // Registered memory stays pinned while registered (a physical RNIC
+  // without on-demand paging): the engine charges a guest's RAM MRs
+  // (docs/virtio-rdma.md §4.8) to its pinned bytes. A software RNIC
+  // reaches the same mapping the daemon has and pins nothing.
+  bool pins_memory = false;
 };
 
 class Rnic {

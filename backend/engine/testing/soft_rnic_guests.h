@@ -64,11 +64,14 @@ class EngineGuestsTest : public ::testing::Test {
   // Guest id's GID (its source GID on the RNIC).
   virtual Gid GidFor(uint8_t id) const { return MakeGid(id); }
 
-  void AddGuest(Guest& g, uint8_t id, QpType type = QpType::kRc) {
+  // kernel: the VM may have kernel QPs (Quotas::kernel_verbs) and its QP
+  // is one (docs/virtio-rdma.md §4.8).
+  void AddGuest(Guest& g, uint8_t id, QpType type = QpType::kRc, bool kernel = false) {
     g.gid = GidFor(id);
     VmConfig c;
     c.name = "vm" + std::to_string(id);
     c.gids = {g.gid};
+    c.quotas.kernel_verbs = kernel;
     Result<VmId> vm = engine_->AttachVm(c, &g.sink);
     ASSERT_TRUE(vm.ok()) << StatusName(vm.status());
     g.vm = *vm;
@@ -104,6 +107,7 @@ class EngineGuestsTest : public ::testing::Test {
     q.send_cq = g.scq_h;
     q.recv_cq = g.rcq_h;
     q.caps = {32, 32, 4, 4, 128};
+    q.kernel = kernel;
     g.sq = GuestRingRef(g.env, 6, 9);
     g.rq = GuestRingRef(g.env, 6, 7);
     q.sq = g.sq.spec;

@@ -1,0 +1,277 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// Kernel QPs through the engine and SoftRnic (docs/virtio-rdma.md §4.8):
+// SGEs naming guest-physical memory with the local DMA lkey, resolved
+// against the PD's RAM MRs; and the hostile cases: the same SGE on a QP
+// that is not a kernel QP, an SGE crossing the end of guest RAM, a VM the
+// operator did not allow; the RAM MRs' life with the PD and the memory
+// table.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "backend/engine/ram_mrs.h"
+#include "backend/engine/testing/soft_rnic_guests.h"
+
+namespace vrdma::engine {
+namespace {
+
+using testing::EngineSoftRnicTest;
+using testing::Guest;
+using testing::GuestRingRef;
+using testing::GuestSend;
+
+constexpr uint32_t St(WcStatus s) { return static_cast<uint32_t>(s); }
+constexpr uint32_t kOk = St(WcStatus::kSuccess);
+constexpr uint32_t kLocProtErr = St(WcStatus::kLocProtErr);
+constexpr uint32_t kDma = VIRTIO_RDMA_LOCAL_DMA_LKEY;
+
+class EngineKernelTest : public EngineSoftRnicTest {
+ protected:
+  // Posts one WR on g's QP (sq: its SQ ring, qpn: that QP) and returns its
+  // send CQE.
+  ib_uverbs_wc Run(Guest& g, const GuestSend& s) { return RunOn(g, g.sq, g.qpn, s); }
+  ib_uverbs_wc RunOn(Guest& g, GuestRingRef& sq, uint32_t qpn, const GuestSend& s) {
+    testing::PostSend(sq, s);
+    engine_->Doorbell(g.vm, VIRTIO_RDMA_DB_SQ, qpn);
+    std::vector<ib_uverbs_wc> out;
+    EXPECT_TRUE(RunUntil(Collect(g.scq, out, 1)));
+    return out.empty() ? ib_uverbs_wc{} : out[0];
+  }
+  // Guest-physical pages of g's RAM that no MR covers, filled with a pattern.
+  uint64_t KernelBuffer(Guest& g, uint8_t seed) {
+    const uint64_t gpa = g.env.AllocPages(2);
+    for (uint32_t i = 0; i < 8192; ++i) g.env.host(gpa)[i] = static_cast<uint8_t>(i * 7 + seed);
+    return gpa;
+  }
+  uint32_t RnicMrs() const { return soft_rnic_.ObjectCounts().mrs; }
+
+  Guest a_{0x100000}, b_{0x40000000};
+};
+
+// The kernel's buffers are DMA addresses, not MRs: a WRITE from one, a
+// READ into one and a SEND received into one move the right bytes.
+TEST_F(EngineKernelTest, KernelRcQpMovesDataWithTheLocalDmaLkey) {
+  AddGuest(a_, 1, QpType::kRc, /*kernel=*/true);
+  AddGuest(b_, 2, QpType::kRc, /*kernel=*/true);
+  Connect(a_, b_, QpType::kRc);
+  const uint64_t src = KernelBuffer(a_, 1);
+
+  ib_uverbs_wc w = Run(a_, GuestSend{.wr_id = 1,
+                                     .opcode = IB_UVERBS_WR_RDMA_WRITE,
+                                     .remote_addr = b_.iova + 256,
+                                     .rkey = b_.rkey,
+                                     .sges = {{src + 100, 300, kDma}}});
+  EXPECT_EQ(w.status, kOk);
+  EXPECT_EQ(std::memcmp(b_.buf() + 256, a_.env.host(src) + 100, 300), 0);
+
+  const uint64_t dst = KernelBuffer(a_, 2);
+  ib_uverbs_wc r = Run(a_, GuestSend{.wr_id = 2,
+                                     .opcode = IB_UVERBS_WR_RDMA_READ,
+                                     .remote_addr = b_.iova + 4096,
+                                     .rkey = b_.rkey,
+                                     .sges = {{dst + 4000, 200, kDma}}});
+  EXPECT_EQ(r.status, kOk);
+  EXPECT_EQ(std::memcmp(a_.env.host(dst) + 4000, b_.buf() + 4096, 200), 0);
+
+  // B's SEND from its own DMA buffer into a receive of A's naming one.
+  const uint64_t rbuf = KernelBuffer(a_, 3);
+  const uint64_t bsrc = KernelBuffer(b_, 4);
+  testing::PostRecv(a_.rq, 41, {{rbuf + 8, 4000, kDma}});
+  engine_->Doorbell(a_.vm, VIRTIO_RDMA_DB_RQ, a_.qpn);
+  EXPECT_EQ(Run(b_, GuestSend{.wr_id = 3, .sges = {{bsrc, 1000, kDma}}}).status, kOk);
+  std::vector<ib_uverbs_wc> ra;
+  ASSERT_TRUE(RunUntil(Collect(a_.rcq, ra, 1)));
+  EXPECT_EQ(ra[0].status, kOk);
+  EXPECT_EQ(ra[0].byte_len, 1000u);
+  EXPECT_EQ(std::memcmp(a_.env.host(rbuf) + 8, b_.env.host(bsrc), 1000), 0);
+}
+
+// Hostile: lkey 0 on a QP that is not a kernel QP is an unknown lkey, even
+// in a PD whose RAM MRs exist (a user QP beside the kernel's) and in a VM
+// the operator allowed. The same SGE passes on the kernel QP: the kernel
+// flag is the rule that decides.
+TEST_F(EngineKernelTest, LocalDmaLkeyOnAnotherQpIsRefused) {
+  AddGuest(a_, 1, QpType::kRc, /*kernel=*/true);
+  AddGuest(b_, 2, QpType::kRc, /*kernel=*/true);
+  Connect(a_, b_, QpType::kRc);
+  // A user QP in a's PD (its RAM MRs exist), to B's QP.
+  CreateQpRequest q;
+  q.pd = a_.pd;
+  q.send_cq = a_.scq_h;
+  q.recv_cq = a_.rcq_h;
+  q.caps = {32, 32, 4, 4, 128};
+  GuestRingRef user_sq(a_.env, 6, 9), user_rq(a_.env, 6, 7);
+  q.sq = user_sq.spec;
+  q.rq = user_rq.spec;
+  Result<CreateQpResult> user = engine_->CreateQp(a_.vm, q);
+  ASSERT_TRUE(user.ok()) << StatusName(user.status());
+  Guest tmp(0);
+  tmp.vm = a_.vm;
+  tmp.qpn = user->qpn;
+  BringUp(tmp, QpType::kRc, &b_);
+
+  const uint64_t src = KernelBuffer(a_, 5);
+  const GuestSend write{.wr_id = 6,
+                        .opcode = IB_UVERBS_WR_RDMA_WRITE,
+                        .remote_addr = b_.iova,
+                        .rkey = b_.rkey,
+                        .sges = {{src, 64, kDma}}};
+  const uint64_t rejected = engine_->Stats(a_.vm)->wqes_rejected;
+  ib_uverbs_wc wc = RunOn(a_, user_sq, user->qpn, write);
+  EXPECT_EQ(wc.status, kLocProtErr);
+  EXPECT_EQ(wc.qp_num, user->qpn);
+  EXPECT_EQ(engine_->Stats(a_.vm)->wqes_rejected, rejected + 1);
+  EXPECT_EQ(Run(a_, write).status, kOk);  // the kernel QP's
+}
+
+// Hostile: a VM whose operator did not allow kernel consumers has no
+// kernel QP, and its lkey 0 is an unknown lkey.
+TEST_F(EngineKernelTest, KernelQpNeedsTheOperatorsOptIn) {
+  AddGuest(a_, 1);  // kernel_verbs false
+  AddGuest(b_, 2);
+  CreateQpRequest q;
+  q.pd = a_.pd;
+  q.send_cq = a_.scq_h;
+  q.recv_cq = a_.rcq_h;
+  q.caps = {32, 32, 4, 4, 128};
+  q.kernel = true;
+  GuestRingRef sq(a_.env, 6, 9), rq(a_.env, 6, 7);
+  q.sq = sq.spec;
+  q.rq = rq.spec;
+  const uint32_t mrs = RnicMrs();
+  EXPECT_EQ(engine_->CreateQp(a_.vm, q).status(), Status::kUnsupported);
+  EXPECT_EQ(RnicMrs(), mrs);  // nothing registered
+
+  Connect(a_, b_, QpType::kRc);
+  ib_uverbs_wc wc = Run(a_, GuestSend{.wr_id = 7,
+                                      .opcode = IB_UVERBS_WR_RDMA_WRITE,
+                                      .remote_addr = b_.iova,
+                                      .rkey = b_.rkey,
+                                      .sges = {{KernelBuffer(a_, 6), 64, kDma}}});
+  EXPECT_EQ(wc.status, kLocProtErr);
+}
+
+// Hostile: an SGE must lie inside one region of guest RAM; one that runs
+// past its end fails its WQE (and only its WQE's QP).
+TEST_F(EngineKernelTest, SgeCrossingTheEndOfRamIsRefused) {
+  AddGuest(a_, 1, QpType::kRc, /*kernel=*/true);
+  AddGuest(b_, 2, QpType::kRc, /*kernel=*/true);
+  Connect(a_, b_, QpType::kRc);
+  const uint64_t end = a_.env.end_gpa();
+  // The last 64 bytes of RAM are fine, 65 are not.
+  EXPECT_EQ(Run(a_, GuestSend{.wr_id = 8,
+                              .opcode = IB_UVERBS_WR_RDMA_WRITE,
+                              .remote_addr = b_.iova,
+                              .rkey = b_.rkey,
+                              .sges = {{end - 64, 64, kDma}}})
+                .status,
+            kOk);
+  const uint64_t rejected = engine_->Stats(a_.vm)->wqes_rejected;
+  EXPECT_EQ(Run(a_, GuestSend{.wr_id = 9,
+                              .opcode = IB_UVERBS_WR_RDMA_WRITE,
+                              .remote_addr = b_.iova,
+                              .rkey = b_.rkey,
+                              .sges = {{end - 64, 65, kDma}}})
+                .status,
+            kLocProtErr);
+  EXPECT_EQ(engine_->Stats(a_.vm)->wqes_rejected, rejected + 1);
+}
+
+// Below RAM's start: refused the same way.
+TEST_F(EngineKernelTest, SgeBelowRamIsRefused) {
+  AddGuest(a_, 1, QpType::kRc, /*kernel=*/true);
+  AddGuest(b_, 2, QpType::kRc, /*kernel=*/true);
+  Connect(a_, b_, QpType::kRc);
+  EXPECT_EQ(Run(a_, GuestSend{.wr_id = 10,
+                              .opcode = IB_UVERBS_WR_RDMA_WRITE,
+                              .remote_addr = b_.iova,
+                              .rkey = b_.rkey,
+                              .sges = {{0x100000 - 8, 16, kDma}}})
+                .status,
+            kLocProtErr);
+}
+
+// The lookup itself: inside one RAM MR only, edges exact, no wrap, and two
+// adjacent regions are still two (an SGE may not span them: they are two
+// MRs on the RNIC).
+TEST(RamMrsTest, FindRamLkeyNeedsOneRegion) {
+  RamMrs ram;
+  ram.mrs[0] = RamMr{0x0, 0x10000, RnicMr{1, 0x100, 0}};
+  ram.mrs[1] = RamMr{0x10000, 0x10000, RnicMr{2, 0x200, 0}};
+  ram.count = 2;
+  EXPECT_EQ(FindRamLkey(ram, 0, 0x10000), 0x100u);
+  EXPECT_EQ(FindRamLkey(ram, 0x10000, 0x10000), 0x200u);
+  EXPECT_EQ(FindRamLkey(ram, 0xfff0, 0x10), 0x100u);
+  EXPECT_FALSE(FindRamLkey(ram, 0xfff0, 0x11));   // spans both regions
+  EXPECT_FALSE(FindRamLkey(ram, 0x1fff0, 0x11));  // past the end
+  EXPECT_FALSE(FindRamLkey(ram, ~uint64_t{0} - 4, 16));  // wraps
+  ram.count = 0;
+  EXPECT_FALSE(FindRamLkey(ram, 0, 1));
+}
+
+// A PD's RAM MRs: one per region, registered with its first kernel QP (not
+// again with its second), released with the PD; nothing charged to pinned
+// bytes on SoftRnic (it pins nothing).
+TEST_F(EngineKernelTest, RamMrsLiveWithThePd) {
+  AddGuest(a_, 1, QpType::kRc, /*kernel=*/true);
+  const Result<uint32_t> pd = engine_->CreatePd(a_.vm);
+  ASSERT_TRUE(pd.ok());
+  const uint32_t mrs = RnicMrs();
+  const uint64_t pinned = engine_->Stats(a_.vm)->pinned_bytes;
+  std::vector<GuestRingRef> rings;
+  std::vector<uint32_t> qpns;
+  for (int i = 0; i < 2; ++i) {
+    CreateQpRequest q;
+    q.pd = *pd;
+    q.send_cq = a_.scq_h;
+    q.recv_cq = a_.rcq_h;
+    q.caps = {4, 4, 1, 1, 0};
+    q.kernel = true;
+    rings.emplace_back(a_.env, 3, 8);
+    q.sq = rings.back().spec;
+    rings.emplace_back(a_.env, 3, 6);
+    q.rq = rings.back().spec;
+    Result<CreateQpResult> r = engine_->CreateQp(a_.vm, q);
+    ASSERT_TRUE(r.ok()) << StatusName(r.status());
+    qpns.push_back(r->qpn);
+    EXPECT_EQ(RnicMrs(), mrs + 1) << "one region, one RAM MR, once";
+  }
+  const uint64_t rings_pinned = 2 * (4096 + 4096);  // each QP's SQ and RQ page
+  EXPECT_EQ(engine_->Stats(a_.vm)->pinned_bytes, pinned + rings_pinned);
+  for (uint32_t qpn : qpns) ASSERT_EQ(engine_->DestroyQp(a_.vm, qpn), Status::kOk);
+  EXPECT_EQ(RnicMrs(), mrs + 1);  // they go with the PD, not its QPs
+  ASSERT_EQ(engine_->DestroyPd(a_.vm, *pd), Status::kOk);
+  EXPECT_EQ(RnicMrs(), mrs);
+  EXPECT_EQ(engine_->Stats(a_.vm)->pinned_bytes, pinned);
+}
+
+// A new memory table re-registers them; no table drops them (and a kernel
+// SGE then fails), and the VM's detach releases whatever is left.
+TEST_F(EngineKernelTest, RamMrsFollowTheMemoryTable) {
+  AddGuest(a_, 1, QpType::kRc, /*kernel=*/true);
+  AddGuest(b_, 2, QpType::kRc, /*kernel=*/true);
+  Connect(a_, b_, QpType::kRc);
+  const uint32_t mrs = RnicMrs();
+  const uint64_t src = KernelBuffer(a_, 9);
+  const GuestSend write{.wr_id = 11,
+                        .opcode = IB_UVERBS_WR_RDMA_WRITE,
+                        .remote_addr = b_.iova,
+                        .rkey = b_.rkey,
+                        .sges = {{src, 128, kDma}}};
+
+  engine_->SetGuestMemory(a_.vm, a_.env.memory());  // a new table, the same RAM
+  EXPECT_EQ(RnicMrs(), mrs);  // replaced, not added
+  EXPECT_EQ(Run(a_, write).status, kOk);
+  EXPECT_EQ(std::memcmp(b_.buf(), a_.env.host(src), 128), 0);
+
+  engine_->SetGuestMemory(a_.vm, nullptr);
+  EXPECT_EQ(RnicMrs(), mrs - 1);
+  EXPECT_EQ(Run(a_, write).status, kLocProtErr);
+
+  engine_->DetachVm(b_.vm);
+  EXPECT_EQ(RnicMrs(), mrs - 3);  // and B's buffer MR and RAM MR
+}
+
+}  // namespace
+}  // namespace vrdma::engine

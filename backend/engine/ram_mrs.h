@@ -1,0 +1,80 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// RAM MRs (docs/virtio-rdma.md §4.8): each region of a VM's memory table
+// registered once in a PD that has kernel QPs, local write only, at iova =
+// the region's guest-physical base, so that a kernel QP's SGE naming the
+// local DMA lkey (VIRTIO_RDMA_LOCAL_DMA_LKEY) with a guest-physical address
+// reaches the RNIC as an SGE of the region's MR. They are never in the VM's
+// lkey table: no guest names their lkeys, and they carry no remote access.
+//
+// Registered by Resources (ram_mrs.cc) when a PD's first kernel QP is
+// created and again when the memory table changes; released with the PD
+// (Teardown). Published inside RunSync; the data path only reads them
+// (FindRamLkey, from local_access.h).
+#ifndef VRDMA_BACKEND_ENGINE_RAM_MRS_H_
+#define VRDMA_BACKEND_ENGINE_RAM_MRS_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+
+#include "backend/base/status.h"
+#include "backend/engine/quota.h"
+#include "backend/memory/guest_memory.h"
+#include "backend/rnic/rnic.h"
+
+namespace vrdma::engine {
+
+struct RamMr {
+  uint64_t gpa = 0;  // the region's guest-physical base, also the MR's iova
+  uint64_t length = 0;
+  RnicMr rnic;
+};
+
+// A PD's RAM MRs and the memory table they map (held so that its mappings
+// outlive the RNIC's registration).
+struct RamMrs {
+  std::array<RamMr, GuestMemory::kMaxRegions> mrs{};
+  uint32_t count = 0;
+  std::shared_ptr<const GuestMemory> memory;
+  Charge charge;  // pinned bytes when the RNIC pins (RnicLimits::pins_memory)
+};
+
+// The lkey of the RAM MR holding all of [addr, addr + length), when one
+// does (an SGE must lie inside one region). Data path: no allocation.
+inline std::optional<uint32_t> FindRamLkey(const RamMrs& ram, uint64_t addr, uint32_t length) {
+  uint64_t end = 0;
+  if (__builtin_add_overflow(addr, uint64_t{length}, &end)) return std::nullopt;
+  for (uint32_t i = 0; i < ram.count; ++i) {
+    const RamMr& m = ram.mrs[i];
+    if (addr >= m.gpa && end <= m.gpa + m.length) return m.rnic.lkey;
+  }
+  return std::nullopt;
+}
+
+// One region of a memory table, as the RNIC registers it.
+struct RamRegion {
+  uint64_t gpa = 0;
+  uint64_t size = 0;
+  uint8_t* host = nullptr;
+};
+struct RamRegions {
+  std::array<RamRegion, GuestMemory::kMaxRegions> regions{};
+  uint32_t count = 0;
+};
+
+// Every region of `memory`, found from `seeds` (guest-physical addresses
+// known to be RAM: gpa 0 is always tried). GuestMemory has no region
+// accessor, so each region is found from an address inside it (its end from
+// Locate, its start by bisection) and from its neighbours (a region that
+// ends where another starts); kUnsupported when that does not reach every
+// region of the table (a table with holes between regions no seed is in).
+// Never a wrong region: each is proven by Locate.
+Status FindRamRegions(const GuestMemory& memory, std::span<const uint64_t> seeds,
+                      RamRegions* out);
+
+}  // namespace vrdma::engine
+
+#endif  // VRDMA_BACKEND_ENGINE_RAM_MRS_H_
