@@ -8,7 +8,13 @@
 // table.
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "backend/engine/ram_mrs.h"
 #include "backend/engine/testing/soft_rnic_guests.h"
@@ -244,6 +250,100 @@ TEST_F(EngineKernelTest, RamMrsLiveWithThePd) {
   ASSERT_EQ(engine_->DestroyPd(a_.vm, *pd), Status::kOk);
   EXPECT_EQ(RnicMrs(), mrs);
   EXPECT_EQ(engine_->Stats(a_.vm)->pinned_bytes, pinned);
+}
+
+// On an RNIC that pins registered memory the RAM MRs are the VM's pinned
+// bytes (all of its RAM, once per kernel PD), given back with the PD.
+TEST_F(EngineKernelTest, RamMrsArePinnedBytesOnAPinningRnic) {
+  RnicLimits limits = DefaultSoftRnicLimits();
+  limits.pins_memory = true;
+  SoftRnic pinning(limits);
+  engine_.reset();
+  StartEngine(pinning);
+  AddGuest(a_, 1);  // kernel_verbs false: nothing registered for its RAM
+  const uint64_t base = engine_->Stats(a_.vm)->pinned_bytes;
+  engine_.reset();
+  StartEngine(pinning);
+  Guest k{0x100000};
+  AddGuest(k, 1, QpType::kRc, /*kernel=*/true);
+  const uint64_t ram = k.env.end_gpa() - 0x100000;
+  EXPECT_EQ(engine_->Stats(k.vm)->pinned_bytes, base + ram);
+  // A second kernel PD pins it again (its own RAM MRs); gone with the PD.
+  const Result<uint32_t> pd = engine_->CreatePd(k.vm);
+  ASSERT_TRUE(pd.ok());
+  CreateQpRequest q;
+  q.pd = *pd;
+  q.send_cq = k.scq_h;
+  q.recv_cq = k.rcq_h;
+  q.caps = {4, 4, 1, 1, 0};
+  q.kernel = true;
+  GuestRingRef sq(k.env, 3, 8), rq(k.env, 3, 6);
+  q.sq = sq.spec;
+  q.rq = rq.spec;
+  Result<CreateQpResult> r = engine_->CreateQp(k.vm, q);
+  ASSERT_TRUE(r.ok()) << StatusName(r.status());
+  EXPECT_EQ(engine_->Stats(k.vm)->pinned_bytes, base + 2 * ram + 2 * 4096);
+  ASSERT_EQ(engine_->DestroyQp(k.vm, r->qpn), Status::kOk);
+  ASSERT_EQ(engine_->DestroyPd(k.vm, *pd), Status::kOk);
+  EXPECT_EQ(engine_->Stats(k.vm)->pinned_bytes, base + ram);
+  engine_.reset();  // before pinning
+}
+
+// The region finder (GuestMemory has no region list): exact bounds from
+// any address inside a region, neighbours found from each other, and a
+// region behind a hole no seed reaches refused rather than missed.
+class RamRegionsTest : public ::testing::Test {
+ protected:
+  RamRegionsTest() {
+    fd_ = memfd_create("ram", MFD_ALLOW_SEALING);
+    if (fd_ < 0 || ftruncate(fd_, 8 << 20) != 0) abort();
+  }
+  ~RamRegionsTest() override { close(fd_); }
+  std::shared_ptr<const GuestMemory> Map(std::vector<std::pair<uint64_t, uint64_t>> regions) {
+    std::vector<GuestRegionSpec> specs;
+    uint64_t offset = 0;
+    for (auto [gpa, size] : regions) {
+      specs.push_back(GuestRegionSpec{gpa, size, 0x7f0000000000ull + offset, offset, dup(fd_)});
+      offset += size;
+    }
+    Result<std::shared_ptr<const GuestMemory>> m = GuestMemory::Map(specs, GuestMemoryOptions{});
+    EXPECT_TRUE(m.ok()) << StatusName(m.status());
+    return m.ok() ? *m : nullptr;
+  }
+  int fd_ = -1;
+};
+
+TEST_F(RamRegionsTest, FindsAdjacentRegionsAndRefusesAHoleItCannotCross) {
+  // [0, 640 KiB) and [640 KiB, 1 MiB + 12 KiB) adjacent; [4 GiB + 4 KiB,
+  // +1 MiB) behind a hole.
+  auto m = Map({{0, 0xa0000}, {0xa0000, 0x63000}, {0x100001000, 0x100000}});
+  ASSERT_NE(m, nullptr);
+  RamRegions r;
+  EXPECT_EQ(FindRamRegions(*m, {}, &r), Status::kUnsupported);
+  const uint64_t seed = 0x100001000 + 0x12345;
+  ASSERT_EQ(FindRamRegions(*m, std::span(&seed, 1), &r), Status::kOk);
+  ASSERT_EQ(r.count, 3u);
+  std::vector<std::pair<uint64_t, uint64_t>> found;
+  for (uint32_t i = 0; i < r.count; ++i) {
+    found.push_back({r.regions[i].gpa, r.regions[i].size});
+    ASSERT_TRUE(m->Translate(r.regions[i].gpa, r.regions[i].size).ok());
+    EXPECT_EQ(*m->Translate(r.regions[i].gpa, 1), r.regions[i].host);
+  }
+  std::sort(found.begin(), found.end());
+  EXPECT_EQ(found, (std::vector<std::pair<uint64_t, uint64_t>>{
+                       {0, 0xa0000}, {0xa0000, 0x63000}, {0x100001000, 0x100000}}));
+}
+
+TEST_F(RamRegionsTest, ARegionAwayFromZeroNeedsASeed) {
+  auto m = Map({{0x100000, 0x300000}});
+  ASSERT_NE(m, nullptr);
+  RamRegions r;
+  EXPECT_EQ(FindRamRegions(*m, {}, &r), Status::kUnsupported);
+  const uint64_t seeds[] = {0x3fffff, 0x50};  // the last byte; not RAM
+  ASSERT_EQ(FindRamRegions(*m, seeds, &r), Status::kOk);
+  ASSERT_EQ(r.count, 1u);
+  EXPECT_EQ(r.regions[0].gpa, 0x100000u);
+  EXPECT_EQ(r.regions[0].size, 0x300000u);
 }
 
 // A new memory table re-registers them; no table drops them (and a kernel
