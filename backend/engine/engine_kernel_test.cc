@@ -8,10 +8,6 @@
 // table.
 #include <gtest/gtest.h>
 
-#include <sys/mman.h>
-#include <unistd.h>
-
-#include <algorithm>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -287,63 +283,6 @@ TEST_F(EngineKernelTest, RamMrsArePinnedBytesOnAPinningRnic) {
   ASSERT_EQ(engine_->DestroyPd(k.vm, *pd), Status::kOk);
   EXPECT_EQ(engine_->Stats(k.vm)->pinned_bytes, base + ram);
   engine_.reset();  // before pinning
-}
-
-// The region finder (GuestMemory has no region list): exact bounds from
-// any address inside a region, neighbours found from each other, and a
-// region behind a hole no seed reaches refused rather than missed.
-class RamRegionsTest : public ::testing::Test {
- protected:
-  RamRegionsTest() {
-    fd_ = memfd_create("ram", MFD_ALLOW_SEALING);
-    if (fd_ < 0 || ftruncate(fd_, 8 << 20) != 0) abort();
-  }
-  ~RamRegionsTest() override { close(fd_); }
-  std::shared_ptr<const GuestMemory> Map(std::vector<std::pair<uint64_t, uint64_t>> regions) {
-    std::vector<GuestRegionSpec> specs;
-    uint64_t offset = 0;
-    for (auto [gpa, size] : regions) {
-      specs.push_back(GuestRegionSpec{gpa, size, 0x7f0000000000ull + offset, offset, dup(fd_)});
-      offset += size;
-    }
-    Result<std::shared_ptr<const GuestMemory>> m = GuestMemory::Map(specs, GuestMemoryOptions{});
-    EXPECT_TRUE(m.ok()) << StatusName(m.status());
-    return m.ok() ? *m : nullptr;
-  }
-  int fd_ = -1;
-};
-
-TEST_F(RamRegionsTest, FindsAdjacentRegionsAndRefusesAHoleItCannotCross) {
-  // [0, 640 KiB) and [640 KiB, 1 MiB + 12 KiB) adjacent; [4 GiB + 4 KiB,
-  // +1 MiB) behind a hole.
-  auto m = Map({{0, 0xa0000}, {0xa0000, 0x63000}, {0x100001000, 0x100000}});
-  ASSERT_NE(m, nullptr);
-  RamRegions r;
-  EXPECT_EQ(FindRamRegions(*m, {}, &r), Status::kUnsupported);
-  const uint64_t seed = 0x100001000 + 0x12345;
-  ASSERT_EQ(FindRamRegions(*m, std::span(&seed, 1), &r), Status::kOk);
-  ASSERT_EQ(r.count, 3u);
-  std::vector<std::pair<uint64_t, uint64_t>> found;
-  for (uint32_t i = 0; i < r.count; ++i) {
-    found.push_back({r.regions[i].gpa, r.regions[i].size});
-    ASSERT_TRUE(m->Translate(r.regions[i].gpa, r.regions[i].size).ok());
-    EXPECT_EQ(*m->Translate(r.regions[i].gpa, 1), r.regions[i].host);
-  }
-  std::sort(found.begin(), found.end());
-  EXPECT_EQ(found, (std::vector<std::pair<uint64_t, uint64_t>>{
-                       {0, 0xa0000}, {0xa0000, 0x63000}, {0x100001000, 0x100000}}));
-}
-
-TEST_F(RamRegionsTest, ARegionAwayFromZeroNeedsASeed) {
-  auto m = Map({{0x100000, 0x300000}});
-  ASSERT_NE(m, nullptr);
-  RamRegions r;
-  EXPECT_EQ(FindRamRegions(*m, {}, &r), Status::kUnsupported);
-  const uint64_t seeds[] = {0x3fffff, 0x50};  // the last byte; not RAM
-  ASSERT_EQ(FindRamRegions(*m, seeds, &r), Status::kOk);
-  ASSERT_EQ(r.count, 1u);
-  EXPECT_EQ(r.regions[0].gpa, 0x100000u);
-  EXPECT_EQ(r.regions[0].size, 0x300000u);
 }
 
 // A new memory table re-registers them; no table drops them (and a kernel

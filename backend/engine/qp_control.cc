@@ -72,11 +72,10 @@ Result<CreateQpResult> QpControl::CreateQp(VmId id,
   if (vm->qps.full()) return Status::kNoResource;
   // A kernel QP (docs/virtio-rdma.md §4.8): the operator allowed the VM's
   // kernel consumers, and its PD's RAM MRs exist (registered now for the
-  // PD's first one; its ring pages are RAM to find the regions from). They
-  // stay with the PD if the QP fails after.
+  // PD's first one). They stay with the PD if the QP fails after.
   if (req.kernel) {
     if (!vm->config.quotas.kernel_verbs) return Status::kUnsupported;
-    VRDMA_RETURN_IF_ERROR(resources_.EnsureRamMrs(*vm, req.pd, req.sq.pages));
+    VRDMA_RETURN_IF_ERROR(resources_.EnsureRamMrs(*vm, req.pd));
   }
   if (!CanStart(*vm, RingPinned(req.sq) + (has_rq ? RingPinned(req.rq) : 0),
                 sizeof(QpObj))) {

@@ -18,7 +18,6 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <span>
 
 #include "backend/base/status.h"
 #include "backend/engine/quota.h"
@@ -53,27 +52,6 @@ inline std::optional<uint32_t> FindRamLkey(const RamMrs& ram, uint64_t addr, uin
   }
   return std::nullopt;
 }
-
-// One region of a memory table, as the RNIC registers it.
-struct RamRegion {
-  uint64_t gpa = 0;
-  uint64_t size = 0;
-  uint8_t* host = nullptr;
-};
-struct RamRegions {
-  std::array<RamRegion, GuestMemory::kMaxRegions> regions{};
-  uint32_t count = 0;
-};
-
-// Every region of `memory`, found from `seeds` (guest-physical addresses
-// known to be RAM: gpa 0 is always tried). GuestMemory has no region
-// accessor, so each region is found from an address inside it (its end from
-// Locate, its start by bisection) and from its neighbours (a region that
-// ends where another starts); kUnsupported when that does not reach every
-// region of the table (a table with holes between regions no seed is in).
-// Never a wrong region: each is proven by Locate.
-Status FindRamRegions(const GuestMemory& memory, std::span<const uint64_t> seeds,
-                      RamRegions* out);
 
 }  // namespace vrdma::engine
 

@@ -99,14 +99,10 @@ void Resources::SetGuestMemory(VmId id,
   executor_.RunSync([&] { vm->datapath_memory.swap(old); });
   vm->memory = memory;
   // Kernel PDs' RAM MRs (ram_mrs.h) follow the table: registered over the
-  // new one (the old regions' addresses are where to look for RAM), or
-  // dropped when that fails, never left over memory the VM no longer has.
+  // new one, or dropped when that fails, never left over memory the VM no
+  // longer has.
   for (uint32_t h : vm->pds.Handles()) {
-    const PdObj* pd = vm->pds.Lookup(h);
-    if (pd->ram.count == 0) continue;
-    std::array<uint64_t, GuestMemory::kMaxRegions> seeds{};
-    for (uint32_t i = 0; i < pd->ram.count; ++i) seeds[i] = pd->ram.mrs[i].gpa;
-    (void)ReplaceRamMrs(*vm, h, memory, std::span(seeds.data(), pd->ram.count));
+    if (vm->pds.Lookup(h)->ram.count > 0) (void)ReplaceRamMrs(*vm, h, memory);
   }
 }
 

@@ -110,17 +110,14 @@ class Resources {
   Status MapPages(const VmContext& vm, const std::vector<uint64_t>& pages,
                   GuestPageView* view, Charge* charge) const;
   // The PD's RAM MRs (ram_mrs.h), registered over the VM's memory table
-  // unless they already are; seeds: guest-physical addresses known to be
-  // RAM (a kernel QP's ring pages). kUnsupported when the table's regions
-  // cannot all be found, kNoResource beyond the pinned-bytes quota.
-  Status EnsureRamMrs(VmContext& vm, uint32_t pd, std::span<const uint64_t> seeds);
+  // unless they already are; kNoResource beyond the pinned-bytes quota.
+  Status EnsureRamMrs(VmContext& vm, uint32_t pd);
 
  private:
-  // Registers RAM MRs of pd over memory (none when memory is null or its
-  // regions cannot all be found) and publishes them in place of the PD's
-  // current ones, which are then deregistered. ram_mrs.cc.
-  Status ReplaceRamMrs(VmContext& vm, uint32_t pd, std::shared_ptr<const GuestMemory> memory,
-                       std::span<const uint64_t> seeds);
+  // Registers RAM MRs of pd over memory (none when memory is null) and
+  // publishes them in place of the PD's current ones, which are then
+  // deregistered. ram_mrs.cc.
+  Status ReplaceRamMrs(VmContext& vm, uint32_t pd, std::shared_ptr<const GuestMemory> memory);
 
   Rnic& rnic_;
   Executor& executor_;

@@ -77,6 +77,17 @@ class GuestMemory {
   // The backing file of guest-physical address gpa.
   Result<FileLocation> Locate(uint64_t gpa) const;
 
+  // Region i (i < region_count()): its guest-physical range and the host
+  // mapping of it (RAM MRs, docs/virtio-rdma.md §4.8, register it whole).
+  struct RegionView {
+    uint64_t gpa = 0;
+    uint64_t size = 0;
+    uint8_t* host = nullptr;
+  };
+  RegionView region(size_t i) const {
+    const Region& r = regions_[i];
+    return {r.spec.guest_phys_addr, r.spec.size, r.host};
+  }
   size_t region_count() const { return regions_.size(); }
   uint64_t total_bytes() const;
 

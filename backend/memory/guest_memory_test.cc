@@ -52,6 +52,12 @@ TEST(GuestMemoryTest, MapsAndTranslatesTwoRegions) {
   ASSERT_TRUE(mem.ok());
   EXPECT_EQ((*mem)->region_count(), 2u);
   EXPECT_EQ((*mem)->total_bytes(), 16 * kPage);
+  for (size_t i = 0; i < 2; ++i) {
+    const GuestMemory::RegionView r = (*mem)->region(i);
+    EXPECT_EQ(r.gpa, i == 0 ? 0u : 0x100000u);
+    EXPECT_EQ(r.size, 8 * kPage);
+    EXPECT_EQ(r.host, *(*mem)->Translate(r.gpa, r.size));
+  }
 
   auto p = (*mem)->Translate(3 * kPage + 5, 10);
   ASSERT_TRUE(p.ok());
