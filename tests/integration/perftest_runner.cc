@@ -55,6 +55,73 @@ std::string Slurp(const std::string& path) {
 
 std::string PerftestPath() { return BinaryPath("VRDMA_PERFTEST", VRDMA_PERFTEST_PATH); }
 
+namespace {
+const char* kBw = "#bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]";
+const char* kGb = "BW peak[Gb/sec]";
+const char* kLat = "#bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]";
+}  // namespace
+
+void PrintTo(const PerftestCase& c, std::ostream* os) { *os << c.test; }
+
+const std::vector<PerftestCase>& StandardPerftestCases() {
+  static const std::vector<PerftestCase> cases = {
+      {"write_bw", {"-n", "500", "-s", "8192", "-q", "2"}, kBw},
+      {"send_bw", {"-n", "300", "-s", "4096"}, kBw},
+      {"read_bw", {"-n", "500", "-s", "8192", "--report_gbits"}, kGb},
+      {"write_lat", {"-n", "200", "-s", "64"}, kLat},
+      {"send_lat", {"-n", "200", "-s", "64"}, kLat},
+      {"read_lat", {"-n", "200", "-s", "4096"}, kLat},
+      {"write_bw", {"-D", "1", "-s", "4096"}, kBw},
+      // Unreliable connected QPs.
+      {"write_bw", {"-n", "300", "-s", "4096", "-c", "UC"}, kBw},
+      {"send_lat", {"-n", "200", "-s", "32", "-c", "UC"}, kLat},
+      // Several doorbell virtqueues, QPs spread over them.
+      {"send_bw", {"-n", "300", "-s", "2048", "-q", "4"}, kBw, {"--doorbell-queues", "2"}},
+      {"read_bw", {"-n", "300", "-s", "2048", "-q", "3", "-t", "16"}, kBw,
+       {"--doorbell-queues", "4"}},
+  };
+  return cases;
+}
+
+uint64_t CaseFlag(const PerftestCase& c, const char* name, uint64_t fallback) {
+  for (size_t i = 0; i + 1 < c.extra.size(); ++i) {
+    if (c.extra[i] == name) return std::stoull(c.extra[i + 1]);
+  }
+  return fallback;
+}
+
+bool CaseIsUc(const PerftestCase& c) {
+  for (size_t i = 0; i + 1 < c.extra.size(); ++i) {
+    if (c.extra[i] == "-c" && c.extra[i + 1] == "UC") return true;
+  }
+  return false;
+}
+
+std::string PerftestPort() { return std::to_string(20000 + getpid() % 20000); }
+
+PerftestPair RunPerftestPair(const PerftestCase& c, const std::string& server_socket,
+                             const std::string& client_socket, const std::string& dir,
+                             int timeout_s) {
+  const std::string bin = PerftestPath();
+  const std::string port = PerftestPort();
+  const std::string json = dir + "/client.json";
+  std::vector<std::string> server = {bin, c.test, "--socket", server_socket, "-p", port};
+  std::vector<std::string> client = {bin, c.test, "127.0.0.1", "--socket", client_socket,
+                                     "-p", port, "--verify", "--out_json", json};
+  client.insert(client.end(), c.extra.begin(), c.extra.end());
+  const std::string sout = dir + "/server.out";
+  const std::string cout = dir + "/client.out";
+  PerftestPair r;
+  const pid_t s = Spawn(server, sout);
+  const pid_t cl = s > 0 ? Spawn(client, cout) : -1;
+  if (cl > 0) r.client_rc = Wait(cl, timeout_s);
+  if (s > 0) r.server_rc = Wait(s, 20);
+  r.server_out = Slurp(sout);
+  r.client_out = Slurp(cout);
+  r.json = Slurp(json);
+  return r;
+}
+
 WriteBwTraffic::~WriteBwTraffic() {
   for (Run& r : runs_) {
     for (pid_t p : {r.client, r.server}) {

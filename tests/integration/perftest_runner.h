@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,38 @@ int Wait(pid_t pid, int timeout_s);
 std::string Slurp(const std::string& path);
 // The vrdma-perftest binary ($VRDMA_PERFTEST or the one CMake built).
 std::string PerftestPath();
+
+// One vrdma-perftest run as perftest_test.cc (one daemon) and
+// two_daemon_test.cc (two) run it: a server with `--socket server`, a
+// client with `--socket client --verify --out_json` plus `extra`, on a
+// daemon started with `daemon_args` (both daemons, across two).
+struct PerftestCase {
+  const char* test;
+  std::vector<std::string> extra;
+  const char* header;  // the table header the client prints
+  std::vector<std::string> daemon_args = {};
+};
+// Readable parameter names in gtest output (not the struct's bytes).
+void PrintTo(const PerftestCase& c, std::ostream* os);
+// The set every perftest integration test runs: the six tests (bw and lat
+// of write, send, read) on RC, -D, UC, several QPs and doorbell queues.
+const std::vector<PerftestCase>& StandardPerftestCases();
+// The value of flag `name` in c.extra (e.g. "-n"), or `fallback`.
+uint64_t CaseFlag(const PerftestCase& c, const char* name, uint64_t fallback);
+bool CaseIsUc(const PerftestCase& c);
+
+// What one run left behind.
+struct PerftestPair {
+  int server_rc = -1, client_rc = -1;  // exit codes (-1: killed)
+  std::string server_out, client_out, json;
+};
+// Starts the server, then the client; waits up to timeout_s for the client
+// (then 20 s for the server), killing what is left. Output files go to dir.
+PerftestPair RunPerftestPair(const PerftestCase& c, const std::string& server_socket,
+                             const std::string& client_socket, const std::string& dir,
+                             int timeout_s);
+// A TCP port for the parameter exchange, apart from other test processes'.
+std::string PerftestPort();
 
 // One guest's write_bw: a client on VM `name` writing to a server on VM
 // `server`, both attached to the daemon already.

@@ -1,0 +1,91 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// Two real vhost-rdma-daemon processes, each its own host, pointed at each
+// other over UdpFabric on 127.0.0.1 (docs/reliability.md §7.3): daemon A
+// has the GID kGidA and a route to B's socket for kGidB, B the reverse
+// (--fabric-listen, --fabric-route: the static stand-in for the peer
+// channel's GIDS, which does not exist yet). Faults (--fabric-fault) apply
+// to what each daemon sends. FabricCounters reads a daemon's `stats`
+// "fabric" object, so a test can show its traffic crossed the fabric.
+#ifndef VRDMA_TESTS_INTEGRATION_TWO_DAEMON_FIXTURE_H_
+#define VRDMA_TESTS_INTEGRATION_TWO_DAEMON_FIXTURE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/daemon_harness.h"
+#include "tests/integration/two_vm_fixture.h"
+
+namespace vrdma::integration {
+
+inline constexpr char kGidA[] = "::ffff:10.0.0.1";
+inline constexpr char kGidB[] = "::ffff:10.0.0.2";
+
+// A UDP port on 127.0.0.1 that was free a moment ago (0 on failure).
+uint16_t FreeUdpPort();
+
+// --fabric-fault SPEC --fabric-fault-seed SEED, for DaemonPair::Start.
+std::vector<std::string> FaultArgs(const std::string& spec, uint64_t seed);
+
+// One daemon's fabric counters from `stats` (0 where absent: no faults).
+struct FabricCounters {
+  uint64_t tx_packets = 0;    // packets its SoftRnic sent to the fabric
+  uint64_t rx_packets = 0;    // packets its SoftRnic took from the fabric
+  uint64_t udp_sent = 0;      // datagrams its socket sent
+  uint64_t udp_delivered = 0; // datagrams its socket accepted
+  uint64_t lost = 0;          // its FaultyFabric's random + burst losses
+  uint64_t retransmitted = 0; // RC request packets sent again
+  uint64_t timeouts = 0;
+  uint64_t naks_sent = 0;
+  uint64_t uc_messages_dropped = 0;
+  uint64_t rx_unknown_source = 0;
+  uint64_t rx_kernel_drops = 0;
+  uint64_t tx_dropped_busy = 0;
+  nlohmann::json raw;         // the whole "fabric" object, for messages
+};
+
+class DaemonPair {
+ public:
+  // Picks two free ports and starts A and B, each routed to the other,
+  // with `extra` flags on both (--doorbell-queues, ...) and extra_a /
+  // extra_b on one (faults with a seed each). false and *err on failure.
+  bool Start(const std::vector<std::string>& extra, std::string* err,
+             const std::vector<std::string>& extra_a = {},
+             const std::vector<std::string>& extra_b = {});
+  void Stop();
+
+  // attach-vm of `name` with kGidA on A / kGidB on B: its socket or "".
+  std::string AttachA(const std::string& name) { return a_.AttachVm(name, kGidA); }
+  std::string AttachB(const std::string& name) { return b_.AttachVm(name, kGidB); }
+
+  DaemonHarness& a() { return a_; }
+  DaemonHarness& b() { return b_; }
+  const std::string& listen_a() const { return listen_a_; }
+  const std::string& listen_b() const { return listen_b_; }
+
+  // The counters of one daemon; ADD_FAILUREs when its stats have no fabric.
+  static FabricCounters Counters(DaemonHarness& d);
+
+ private:
+  DaemonHarness a_, b_;
+  std::string listen_a_, listen_b_;
+};
+
+// A gtest fixture: a DaemonPair with a VM on each, driven by in-process
+// guests (a_ on daemon A, b_ on daemon B); DaemonArgs() adds flags to both.
+class TwoDaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+  virtual std::vector<std::string> DaemonArgs() const { return {}; }
+
+  DaemonPair daemons_;
+  Guest a_, b_;
+};
+
+}  // namespace vrdma::integration
+
+#endif  // VRDMA_TESTS_INTEGRATION_TWO_DAEMON_FIXTURE_H_
