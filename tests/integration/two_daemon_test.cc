@@ -366,7 +366,10 @@ void RunUcSendLatLossy(const PerftestCase& c, DaemonPair& daemons,
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   const bool client_ended = exited(cl);
-  // The stall: nothing is in flight once the one message was lost.
+  // The stall: nothing is in flight once the one message was lost. Read
+  // both daemons again: A's counters above may predate B's loss.
+  a = DaemonPair::Counters(daemons.a());
+  b = DaemonPair::Counters(daemons.b());
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   const FabricCounters a2 = DaemonPair::Counters(daemons.a());
   const FabricCounters b2 = DaemonPair::Counters(daemons.b());
