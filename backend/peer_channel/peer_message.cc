@@ -8,26 +8,10 @@
 
 #include <cstring>
 
+#include "backend/base/byte_order.h"
+
 namespace vrdma::peer {
 namespace {
-
-// Little endian at any alignment (the bytes are another host's).
-uint16_t Le16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | p[1] << 8); }
-uint32_t Le32(const uint8_t* p) {
-  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
-}
-uint64_t Le64(const uint8_t* p) { return Le32(p) | uint64_t{Le32(p + 4)} << 32; }
-void Put16(uint8_t* p, uint16_t v) {
-  p[0] = static_cast<uint8_t>(v);
-  p[1] = static_cast<uint8_t>(v >> 8);
-}
-void Put32(uint8_t* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-void Put64(uint8_t* p, uint64_t v) {
-  Put32(p, static_cast<uint32_t>(v));
-  Put32(p + 4, static_cast<uint32_t>(v >> 32));
-}
 
 bool Zero(const uint8_t* p, size_t n) {
   for (size_t i = 0; i < n; ++i) {
@@ -46,9 +30,9 @@ constexpr size_t kBodyBytes[] = {0, 8, 32, 0, 40, 40, 16, 32, 16, 8, 8, 8, 8};
 constexpr uint8_t kMaxType = static_cast<uint8_t>(MsgType::kCredit);
 
 PeerCheck DecodeHello(const uint8_t* b, Hello* h) {
-  h->unit_size = Le32(b);
-  h->ack_qpn = Le32(b + 4);
-  h->ack_qkey = Le32(b + 8);
+  h->unit_size = LoadLe32(b);
+  h->ack_qpn = LoadLe32(b + 4);
+  h->ack_qkey = LoadLe32(b + 8);
   std::memcpy(h->ack_gid.data(), b + 16, 16);
   if (h->unit_size != kUnitSize) return PeerCheck::kUnitSize;
   if (!QpnOk(h->ack_qpn)) return PeerCheck::kQpn;
@@ -79,16 +63,16 @@ PeerCheck DecodeGids(std::span<const uint8_t> body, Gids* g) {
 }
 
 PeerCheck DecodeConnect(const uint8_t* b, Connect* c) {
-  c->src_vqpn = Le32(b);
-  c->dst_vqpn = Le32(b + 4);
-  c->data_qpn = Le32(b + 8);
-  c->data_psn = Le32(b + 12);
-  c->backup_qpn = Le32(b + 16);
-  c->backup_psn = Le32(b + 20);
-  c->conn_token = Le32(b + 24);
+  c->src_vqpn = LoadLe32(b);
+  c->dst_vqpn = LoadLe32(b + 4);
+  c->data_qpn = LoadLe32(b + 8);
+  c->data_psn = LoadLe32(b + 12);
+  c->backup_qpn = LoadLe32(b + 16);
+  c->backup_psn = LoadLe32(b + 20);
+  c->conn_token = LoadLe32(b + 24);
   c->mode = static_cast<Mode>(b[28]);
   c->rnr_retry = b[29];
-  c->retry_budget_ns = Le64(b + 32);
+  c->retry_budget_ns = LoadLe64(b + 32);
   if (!QpnOk(c->src_vqpn) || !QpnOk(c->dst_vqpn) || !QpnOk(c->data_qpn) ||
       !QpnOk(c->backup_qpn)) {
     return PeerCheck::kQpn;
@@ -104,9 +88,9 @@ PeerCheck DecodeConnect(const uint8_t* b, Connect* c) {
 }
 
 PeerCheck DecodeConnectNative(const uint8_t* b, ConnectNative* c) {
-  c->src_vqpn = Le32(b);
-  c->dst_vqpn = Le32(b + 4);
-  c->conn_token = Le32(b + 8);
+  c->src_vqpn = LoadLe32(b);
+  c->dst_vqpn = LoadLe32(b + 4);
+  c->conn_token = LoadLe32(b + 8);
   if (!QpnOk(c->src_vqpn) || !QpnOk(c->dst_vqpn)) return PeerCheck::kQpn;
   if (c->conn_token == 0) return PeerCheck::kToken;
   if (!Zero(b + 12, 4)) return PeerCheck::kReserved;
@@ -114,12 +98,12 @@ PeerCheck DecodeConnectNative(const uint8_t* b, ConnectNative* c) {
 }
 
 PeerCheck DecodeSwitch(const uint8_t* b, Switch* s) {
-  s->vqpn = Le32(b);
-  s->conn_token = Le32(b + 4);
-  s->data_qpn = Le32(b + 8);
-  s->data_psn = Le32(b + 12);
-  s->backup_qpn = Le32(b + 16);
-  s->backup_psn = Le32(b + 20);
+  s->vqpn = LoadLe32(b);
+  s->conn_token = LoadLe32(b + 4);
+  s->data_qpn = LoadLe32(b + 8);
+  s->data_psn = LoadLe32(b + 12);
+  s->backup_qpn = LoadLe32(b + 16);
+  s->backup_psn = LoadLe32(b + 20);
   s->to_mode = static_cast<Mode>(b[24]);
   if (!QpnOk(s->vqpn) || !QpnOk(s->data_qpn) || !QpnOk(s->backup_qpn)) return PeerCheck::kQpn;
   if (!PsnOk(s->data_psn) || !PsnOk(s->backup_psn)) return PeerCheck::kPsn;
@@ -136,7 +120,7 @@ PeerCheck DecodeBody(MsgType type, std::span<const uint8_t> body, Body* out) {
   }
   switch (type) {
     case MsgType::kAck: {
-      Ack a{Le64(b)};
+      Ack a{LoadLe64(b)};
       *out = a;
       return a.acked_seq == 0 ? PeerCheck::kAckSeq : PeerCheck::kOk;
     }
@@ -152,26 +136,26 @@ PeerCheck DecodeBody(MsgType type, std::span<const uint8_t> body, Body* out) {
     case MsgType::kSwitch:
       return DecodeSwitch(b, &out->emplace<Switch>());
     case MsgType::kDrained: {
-      Drained& d = out->emplace<Drained>(Drained{Le32(b), Le32(b + 4), Le32(b + 8)});
+      Drained& d = out->emplace<Drained>(Drained{LoadLe32(b), LoadLe32(b + 4), LoadLe32(b + 8)});
       if (!QpnOk(d.vqpn)) return PeerCheck::kQpn;
       return Zero(b + 12, 4) ? PeerCheck::kOk : PeerCheck::kReserved;
     }
     case MsgType::kReady: {
-      Ready& r = out->emplace<Ready>(Ready{Le32(b)});
+      Ready& r = out->emplace<Ready>(Ready{LoadLe32(b)});
       if (!QpnOk(r.vqpn)) return PeerCheck::kQpn;
       return Zero(b + 4, 4) ? PeerCheck::kOk : PeerCheck::kReserved;
     }
     case MsgType::kRecover: {
-      Recover& r = out->emplace<Recover>(Recover{Le32(b), Le32(b + 4)});
+      Recover& r = out->emplace<Recover>(Recover{LoadLe32(b), LoadLe32(b + 4)});
       return QpnOk(r.vqpn) && QpnOk(r.failed_qpn) ? PeerCheck::kOk : PeerCheck::kQpn;
     }
     case MsgType::kRecovered: {
-      Recovered& r = out->emplace<Recovered>(Recovered{Le32(b), Le32(b + 4)});
+      Recovered& r = out->emplace<Recovered>(Recovered{LoadLe32(b), LoadLe32(b + 4)});
       if (!QpnOk(r.vqpn)) return PeerCheck::kQpn;
       return PsnOk(r.epsn) ? PeerCheck::kOk : PeerCheck::kPsn;
     }
     case MsgType::kCredit: {
-      Credit& c = out->emplace<Credit>(Credit{Le32(b), Le32(b + 4)});
+      Credit& c = out->emplace<Credit>(Credit{LoadLe32(b), LoadLe32(b + 4)});
       return QpnOk(c.dest_qpn) ? PeerCheck::kOk : PeerCheck::kQpn;
     }
   }
@@ -183,13 +167,13 @@ PeerCheck DecodeBody(MsgType type, std::span<const uint8_t> body, Body* out) {
 size_t EncodeBody(const PeerMessage& m, uint8_t* b) {
   switch (m.type) {
     case MsgType::kAck:
-      Put64(b, std::get<Ack>(m.body).acked_seq);
+      StoreLe64(b, std::get<Ack>(m.body).acked_seq);
       return 8;
     case MsgType::kHello: {
       const Hello& h = std::get<Hello>(m.body);
-      Put32(b, h.unit_size);
-      Put32(b + 4, h.ack_qpn);
-      Put32(b + 8, h.ack_qkey);
+      StoreLe32(b, h.unit_size);
+      StoreLe32(b + 4, h.ack_qpn);
+      StoreLe32(b + 8, h.ack_qkey);
       std::memcpy(b + 16, h.ack_gid.data(), 16);
       return 32;
     }
@@ -206,62 +190,62 @@ size_t EncodeBody(const PeerMessage& m, uint8_t* b) {
     case MsgType::kConnect:
     case MsgType::kConnectOk: {
       const Connect& c = std::get<Connect>(m.body);
-      Put32(b, c.src_vqpn);
-      Put32(b + 4, c.dst_vqpn);
-      Put32(b + 8, c.data_qpn);
-      Put32(b + 12, c.data_psn);
-      Put32(b + 16, c.backup_qpn);
-      Put32(b + 20, c.backup_psn);
-      Put32(b + 24, c.conn_token);
+      StoreLe32(b, c.src_vqpn);
+      StoreLe32(b + 4, c.dst_vqpn);
+      StoreLe32(b + 8, c.data_qpn);
+      StoreLe32(b + 12, c.data_psn);
+      StoreLe32(b + 16, c.backup_qpn);
+      StoreLe32(b + 20, c.backup_psn);
+      StoreLe32(b + 24, c.conn_token);
       b[28] = static_cast<uint8_t>(c.mode);
       b[29] = c.rnr_retry;
-      Put64(b + 32, c.retry_budget_ns);
+      StoreLe64(b + 32, c.retry_budget_ns);
       return 40;
     }
     case MsgType::kConnectNative: {
       const ConnectNative& c = std::get<ConnectNative>(m.body);
-      Put32(b, c.src_vqpn);
-      Put32(b + 4, c.dst_vqpn);
-      Put32(b + 8, c.conn_token);
+      StoreLe32(b, c.src_vqpn);
+      StoreLe32(b + 4, c.dst_vqpn);
+      StoreLe32(b + 8, c.conn_token);
       return 16;
     }
     case MsgType::kSwitch: {
       const Switch& s = std::get<Switch>(m.body);
-      Put32(b, s.vqpn);
-      Put32(b + 4, s.conn_token);
-      Put32(b + 8, s.data_qpn);
-      Put32(b + 12, s.data_psn);
-      Put32(b + 16, s.backup_qpn);
-      Put32(b + 20, s.backup_psn);
+      StoreLe32(b, s.vqpn);
+      StoreLe32(b + 4, s.conn_token);
+      StoreLe32(b + 8, s.data_qpn);
+      StoreLe32(b + 12, s.data_psn);
+      StoreLe32(b + 16, s.backup_qpn);
+      StoreLe32(b + 20, s.backup_psn);
       b[24] = static_cast<uint8_t>(s.to_mode);
       return 32;
     }
     case MsgType::kDrained: {
       const Drained& d = std::get<Drained>(m.body);
-      Put32(b, d.vqpn);
-      Put32(b + 4, d.next_mid);
-      Put32(b + 8, d.rcv_sent);
+      StoreLe32(b, d.vqpn);
+      StoreLe32(b + 4, d.next_mid);
+      StoreLe32(b + 8, d.rcv_sent);
       return 16;
     }
     case MsgType::kReady:
-      Put32(b, std::get<Ready>(m.body).vqpn);
+      StoreLe32(b, std::get<Ready>(m.body).vqpn);
       return 8;
     case MsgType::kRecover: {
       const Recover& r = std::get<Recover>(m.body);
-      Put32(b, r.vqpn);
-      Put32(b + 4, r.failed_qpn);
+      StoreLe32(b, r.vqpn);
+      StoreLe32(b + 4, r.failed_qpn);
       return 8;
     }
     case MsgType::kRecovered: {
       const Recovered& r = std::get<Recovered>(m.body);
-      Put32(b, r.vqpn);
-      Put32(b + 4, r.epsn);
+      StoreLe32(b, r.vqpn);
+      StoreLe32(b + 4, r.epsn);
       return 8;
     }
     case MsgType::kCredit: {
       const Credit& c = std::get<Credit>(m.body);
-      Put32(b, c.dest_qpn);
-      Put32(b + 4, c.posted);
+      StoreLe32(b, c.dest_qpn);
+      StoreLe32(b + 4, c.posted);
       return 8;
     }
   }
@@ -306,13 +290,13 @@ PeerCheck Decode(std::span<const uint8_t> bytes, PeerMessage* out) {
   if (bytes.size() < kHeaderBytes) return PeerCheck::kShort;
   if (bytes.size() > kMaxMessageBytes) return PeerCheck::kLong;
   const uint8_t* p = bytes.data();
-  if (Le16(p + 2) != bytes.size()) return PeerCheck::kLength;
+  if (LoadLe16(p + 2) != bytes.size()) return PeerCheck::kLength;
   if (p[1] != kVersion) return PeerCheck::kVersion;
   if (p[0] == 0 || p[0] > kMaxType) return PeerCheck::kType;
   if (!Zero(p + 4, 4)) return PeerCheck::kReserved;
   out->type = static_cast<MsgType>(p[0]);
-  out->origin = Le64(p + 8);
-  out->seq = Le64(p + 16);
+  out->origin = LoadLe64(p + 8);
+  out->seq = LoadLe64(p + 16);
   if (out->origin == 0) return PeerCheck::kOrigin;
   // ACKs are not sequenced (never resent, never acknowledged).
   if ((out->type == MsgType::kAck) != (out->seq == 0)) return PeerCheck::kSeq;
@@ -325,9 +309,9 @@ size_t Encode(const PeerMessage& m, std::span<uint8_t> out) {
   const size_t len = kHeaderBytes + EncodeBody(m, buf.data() + kHeaderBytes);
   buf[0] = static_cast<uint8_t>(m.type);
   buf[1] = kVersion;
-  Put16(buf.data() + 2, static_cast<uint16_t>(len));
-  Put64(buf.data() + 8, m.origin);
-  Put64(buf.data() + 16, m.seq);
+  StoreLe16(buf.data() + 2, static_cast<uint16_t>(len));
+  StoreLe64(buf.data() + 8, m.origin);
+  StoreLe64(buf.data() + 16, m.seq);
   // The rules on every field are Decode's: a message it would refuse is
   // not sent.
   PeerMessage check;

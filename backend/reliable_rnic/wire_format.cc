@@ -8,32 +8,11 @@
 
 #include <cstring>
 
+#include "backend/base/byte_order.h"
+
 namespace vrdma::reliable {
 namespace {
 
-// Little-endian loads and stores on any alignment. (backend/base/ has no
-// byte-order helper yet; these are the only ones this layer needs.)
-uint16_t LoadLe16(const uint8_t* p) {
-  return static_cast<uint16_t>(p[0] | (p[1] << 8));
-}
-uint32_t LoadLe32(const uint8_t* p) {
-  return uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) |
-         (uint32_t{p[3]} << 24);
-}
-uint64_t LoadLe64(const uint8_t* p) {
-  return uint64_t{LoadLe32(p)} | (uint64_t{LoadLe32(p + 4)} << 32);
-}
-void StoreLe16(uint8_t* p, uint16_t v) {
-  p[0] = static_cast<uint8_t>(v);
-  p[1] = static_cast<uint8_t>(v >> 8);
-}
-void StoreLe32(uint8_t* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-void StoreLe64(uint8_t* p, uint64_t v) {
-  StoreLe32(p, static_cast<uint32_t>(v));
-  StoreLe32(p + 4, static_cast<uint32_t>(v >> 32));
-}
 // The guest immediate is already in network order in its uint32_t
 // (Wr::imm_data): its memory bytes are the wire bytes.
 uint32_t LoadRaw32(const uint8_t* p) {
