@@ -20,16 +20,13 @@
 #include "backend/fabric/udp_fabric.h"
 #include "backend/rnic/roce_grh.h"
 #include "backend/soft_rnic/soft_rnic.h"
+#include "backend/soft_rnic/net/soft_rnic_net_test_util.h"
 #include "backend/soft_rnic/soft_rnic_test_util.h"
 
 namespace vrdma::testing {
 namespace {
 
 using fabric::UdpFabric;
-
-Gid HostGid(uint8_t id) {
-  return Gid{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, id};
-}
 
 std::unique_ptr<UdpFabric> OpenLoopback() {
   fabric::UdpAddress lo;
@@ -61,56 +58,15 @@ class UdpSoftRnicTest : public ::testing::Test {
   }
 
   static void MakeVm(SoftRnic& r, Vm* vm, uint8_t id) {
-    vm->gid = HostGid(id);
-    ASSERT_EQ(r.AddGid(vm->gid), Status::kOk);
-    vm->pd = *r.AllocPd();
-    vm->scq = *r.CreateCq(4096);
-    vm->rcq = *r.CreateCq(4096);
-    vm->buf.assign(kBufSize, 0);
-    for (size_t i = 0; i < kBufSize; ++i) {
-      vm->buf[i] = static_cast<uint8_t>(i * 13 + id * 29 + i / 253);
-    }
-    vm->iova = uint64_t{id} << 32;
-    auto mr = r.RegMr(vm->pd, vm->buf.data(), kBufSize, vm->iova, kAllAccess);
-    ASSERT_TRUE(mr.ok());
-    vm->mr = *mr;
+    MakeNetVm(r, vm, id, kBufSize, 4096);
   }
-
   static RnicQp MakeQp(SoftRnic& r, const Vm& vm, QpType type) {
-    QpInit init;
-    init.type = type;
-    init.pd = vm.pd;
-    init.send_cq = vm.scq;
-    init.recv_cq = vm.rcq;
-    init.caps = QpCaps{1024, 1024, 4, 4, 0};
-    auto qp = r.CreateQp(init);
-    EXPECT_TRUE(qp.ok());
-    return qp.ok() ? *qp : RnicQp{};
+    return MakeNetQp(r, vm, type, QpCaps{1024, 1024, 4, 4, 0});
   }
-
   // RESET -> RTS; UC: towards peer_qpn at peer, PSNs from psn.
   static void BringUp(SoftRnic& r, RnicQp qp, QpType type, const Gid& self,
                       const Gid& peer, uint32_t peer_qpn, uint32_t psn = 0) {
-    const bool ud = type == QpType::kUd;
-    QpAttr a;
-    a.state = QpState::kInit;
-    a.access_flags = kAllAccess;
-    a.qkey = 0x1111;
-    ASSERT_EQ(r.ModifyQp(qp, a, kQpState | kQpPkeyIndex | kQpPort |
-                                    (ud ? kQpQkey : kQpAccessFlags)),
-              Status::kOk);
-    a.state = QpState::kRtr;
-    a.av.sgid = self;
-    a.av.dgid = peer;
-    a.path_mtu_bytes = kMtu;
-    a.dest_qpn = peer_qpn;
-    a.rq_psn = psn;
-    ASSERT_EQ(r.ModifyQp(qp, a, kQpState | (ud ? 0u : kQpAv | kQpPathMtu | kQpDestQpn |
-                                                         kQpRqPsn)),
-              Status::kOk);
-    a.state = QpState::kRts;
-    a.sq_psn = psn;
-    ASSERT_EQ(r.ModifyQp(qp, a, kQpState | kQpSqPsn), Status::kOk);
+    BringUpNetQp(r, qp, type, self, peer, peer_qpn, kMtu, psn);
   }
 
   // Runs both hosts (their clock moving 1 us a turn) until `done` or 3 s.
@@ -133,11 +89,7 @@ class UdpSoftRnicTest : public ::testing::Test {
     return out->size();
   }
 
-  static void Post(SoftRnic& r, RnicQp qp, const SendWr& wr) {
-    Status st = Status::kOk;
-    EXPECT_EQ(r.PostSend(qp, std::span(&wr, 1), &st), 1);
-    EXPECT_EQ(st, Status::kOk);
-  }
+  static void Post(SoftRnic& r, RnicQp qp, const SendWr& wr) { PostOne(r, qp, wr); }
   static void PostR(SoftRnic& r, RnicQp qp, uint64_t wr_id, const Vm& vm, uint64_t off,
                     uint32_t len) {
     RecvWr wr;

@@ -58,6 +58,82 @@ inline Gid HostGid(uint8_t id) {
   return Gid{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, id};
 }
 
+// One VM on host r: GID HostGid(id), a PD, two CQs of cqe entries, and a
+// buffer of buf_size bytes (a pattern of id) registered with every access.
+inline void MakeNetVm(SoftRnic& r, Vm* vm, uint8_t id, size_t buf_size, uint32_t cqe) {
+  vm->gid = HostGid(id);
+  ASSERT_EQ(r.AddGid(vm->gid), Status::kOk);
+  vm->pd = *r.AllocPd();
+  vm->scq = *r.CreateCq(cqe);
+  vm->rcq = *r.CreateCq(cqe);
+  vm->buf.assign(buf_size, 0);
+  for (size_t i = 0; i < buf_size; ++i) {
+    vm->buf[i] = static_cast<uint8_t>(i * 7 + id * 31 + i / 251);
+  }
+  vm->iova = uint64_t{id} << 32;
+  auto mr = r.RegMr(vm->pd, vm->buf.data(), buf_size, vm->iova, kAllAccess);
+  ASSERT_TRUE(mr.ok());
+  vm->mr = *mr;
+}
+
+inline RnicQp MakeNetQp(SoftRnic& r, const Vm& vm, QpType type, const QpCaps& caps) {
+  QpInit init;
+  init.type = type;
+  init.pd = vm.pd;
+  init.send_cq = vm.scq;
+  init.recv_cq = vm.rcq;
+  init.caps = caps;
+  auto qp = r.CreateQp(init);
+  EXPECT_TRUE(qp.ok());
+  return qp.ok() ? *qp : RnicQp{};
+}
+
+// RESET -> RTS at path MTU mtu; a connected QP's PSNs start at psn (both
+// directions); c's timers and retries apply to RC.
+inline void BringUpNetQp(SoftRnic& r, RnicQp qp, QpType type, const Gid& self,
+                         const Gid& peer, uint32_t peer_qpn, uint32_t mtu,
+                         uint32_t psn = 0, const Conn& c = {}) {
+  QpAttr a;
+  a.state = QpState::kInit;
+  a.access_flags = kAllAccess;
+  a.qkey = 0x1111;
+  const bool ud = type == QpType::kUd;
+  ASSERT_EQ(r.ModifyQp(qp, a, kQpState | kQpPkeyIndex | kQpPort |
+                                  (ud ? kQpQkey : kQpAccessFlags)),
+            Status::kOk);
+  a.state = QpState::kRtr;
+  a.min_rnr_timer = c.min_rnr_timer;
+  a.max_dest_rd_atomic = 4;
+  a.av.sgid = self;
+  a.av.dgid = peer;
+  a.path_mtu_bytes = mtu;
+  a.dest_qpn = peer_qpn;
+  a.rq_psn = psn;
+  const bool rc = type == QpType::kRc;
+  ASSERT_EQ(r.ModifyQp(qp, a, kQpState |
+                                  (ud ? 0u : kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn) |
+                                  (rc ? kQpMaxDestRdAtomic | kQpMinRnrTimer : 0u)),
+            Status::kOk);
+  a.state = QpState::kRts;
+  a.sq_psn = psn;
+  a.retry_cnt = c.retry_cnt;
+  a.rnr_retry = c.rnr_retry;
+  a.timeout = c.timeout;
+  a.max_rd_atomic = 4;
+  ASSERT_EQ(r.ModifyQp(qp, a, kQpState | kQpSqPsn |
+                                  (rc ? kQpTimeout | kQpRetryCnt | kQpRnrRetry |
+                                            kQpMaxQpRdAtomic
+                                      : 0u)),
+            Status::kOk);
+}
+
+// Posts one send WR, which the RNIC must take.
+inline void PostOne(SoftRnic& r, RnicQp qp, const SendWr& wr) {
+  Status st = Status::kOk;
+  EXPECT_EQ(r.PostSend(qp, std::span(&wr, 1), &st), 1);
+  EXPECT_EQ(st, Status::kOk);
+}
+
 class SoftRnicNetTest : public ::testing::Test {
  protected:
   static constexpr size_t kBufSize = 64 * 1024;
@@ -70,69 +146,15 @@ class SoftRnicNetTest : public ::testing::Test {
   }
 
   static void MakeVm(SoftRnic& r, Vm* vm, uint8_t id) {
-    vm->gid = HostGid(id);
-    ASSERT_EQ(r.AddGid(vm->gid), Status::kOk);
-    vm->pd = *r.AllocPd();
-    vm->scq = *r.CreateCq(1024);
-    vm->rcq = *r.CreateCq(1024);
-    vm->buf.assign(kBufSize, 0);
-    for (size_t i = 0; i < kBufSize; ++i) {
-      vm->buf[i] = static_cast<uint8_t>(i * 7 + id * 31 + i / 251);
-    }
-    vm->iova = uint64_t{id} << 32;
-    auto mr = r.RegMr(vm->pd, vm->buf.data(), kBufSize, vm->iova, kAllAccess);
-    ASSERT_TRUE(mr.ok());
-    vm->mr = *mr;
+    MakeNetVm(r, vm, id, kBufSize, 1024);
   }
-
   static RnicQp MakeQp(SoftRnic& r, const Vm& vm, QpType type) {
-    QpInit init;
-    init.type = type;
-    init.pd = vm.pd;
-    init.send_cq = vm.scq;
-    init.recv_cq = vm.rcq;
-    init.caps = QpCaps{256, 256, 8, 8, 64};
-    auto qp = r.CreateQp(init);
-    EXPECT_TRUE(qp.ok());
-    return qp.ok() ? *qp : RnicQp{};
+    return MakeNetQp(r, vm, type, QpCaps{256, 256, 8, 8, 64});
   }
-
-  // RESET -> RTS; a connected QP's PSNs start at psn (both directions).
   static void BringUp(SoftRnic& r, RnicQp qp, QpType type, const Gid& self,
                       const Gid& peer, uint32_t peer_qpn, uint32_t psn = 0,
                       const Conn& c = {}) {
-    QpAttr a;
-    a.state = QpState::kInit;
-    a.access_flags = kAllAccess;
-    a.qkey = 0x1111;
-    const bool ud = type == QpType::kUd;
-    ASSERT_EQ(r.ModifyQp(qp, a, kQpState | kQpPkeyIndex | kQpPort |
-                                    (ud ? kQpQkey : kQpAccessFlags)),
-              Status::kOk);
-    a.state = QpState::kRtr;
-    a.min_rnr_timer = c.min_rnr_timer;
-    a.max_dest_rd_atomic = 4;
-    a.av.sgid = self;
-    a.av.dgid = peer;
-    a.path_mtu_bytes = kMtu;
-    a.dest_qpn = peer_qpn;
-    a.rq_psn = psn;
-    const bool rc = type == QpType::kRc;
-    ASSERT_EQ(r.ModifyQp(qp, a, kQpState |
-                                    (ud ? 0u : kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn) |
-                                    (rc ? kQpMaxDestRdAtomic | kQpMinRnrTimer : 0u)),
-              Status::kOk);
-    a.state = QpState::kRts;
-    a.sq_psn = psn;
-    a.retry_cnt = c.retry_cnt;
-    a.rnr_retry = c.rnr_retry;
-    a.timeout = c.timeout;
-    a.max_rd_atomic = 4;
-    ASSERT_EQ(r.ModifyQp(qp, a, kQpState | kQpSqPsn |
-                                    (rc ? kQpTimeout | kQpRetryCnt | kQpRnrRetry |
-                                              kQpMaxQpRdAtomic
-                                        : 0u)),
-              Status::kOk);
+    BringUpNetQp(r, qp, type, self, peer, peer_qpn, kMtu, psn, c);
   }
 
   // A UC pair between the VMs of host A and host B.
@@ -177,11 +199,7 @@ class SoftRnicNetTest : public ::testing::Test {
     return out;
   }
 
-  static void Post(SoftRnic& r, RnicQp qp, const SendWr& wr) {
-    Status st = Status::kOk;
-    EXPECT_EQ(r.PostSend(qp, std::span(&wr, 1), &st), 1);
-    EXPECT_EQ(st, Status::kOk);
-  }
+  static void Post(SoftRnic& r, RnicQp qp, const SendWr& wr) { PostOne(r, qp, wr); }
   static void PostR(SoftRnic& r, RnicQp qp, const RecvWr& wr) {
     Status st = Status::kOk;
     EXPECT_EQ(r.PostRecv(qp, std::span(&wr, 1), &st), 1);
