@@ -21,8 +21,10 @@ log() { echo "[vm-build-image] $*" >&2; }
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
 installed() { [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" == *"ok installed" ]]; }
 
-# rdmacm-utils: rping, ucmatose, udaddy (RDMA CM on the RoCE port, run-e2e.sh).
-guest_packages=(rdma-core ibverbs-utils ibverbs-providers perftest iproute2 kmod udev rdmacm-utils)
+# rdmacm-utils: rping, ucmatose, udaddy (RDMA CM on the RoCE port, run-e2e.sh);
+# nvme-cli: nvme connect/disconnect over RDMA (guest/roles/nvme.sh).
+guest_packages=(rdma-core ibverbs-utils ibverbs-providers perftest iproute2 kmod udev rdmacm-utils
+  nvme-cli)
 # Runtime libraries of the host build's binaries that tests/vm/run-verbs.sh
 # runs inside a guest over the 9p share (the daemon and the gtest binaries:
 # fmt, spdlog, DPDK's rte_ring/rte_eal). Added to an existing root with

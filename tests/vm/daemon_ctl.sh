@@ -22,12 +22,15 @@ daemon_request() { # json; reply in $run/ctl.last
   timeout 20 /usr/bin/python3 "$_ctl_py" "$ctl_sock" request "$1" >"$run/ctl.last" 2>&1
 }
 
-# name vhost-user-socket ipv4 [mac]: the VM's RoCEv2 GID is ::ffff:ipv4; with
-# the MAC of its NIC the device is a RoCE v2 port on that NIC.
+# name vhost-user-socket ipv4 [mac [quotas]]: the VM's RoCEv2 GID is
+# ::ffff:ipv4; with the MAC of its NIC the device is a RoCE v2 port on that
+# NIC. quotas: a JSON object (e.g. {"kernel_verbs":true}, which lets the
+# device offer VIRTIO_RDMA_F_KERNEL: docs/virtio-rdma.md §4.8).
 daemon_attach() {
-  local mac=""
+  local mac="" quotas=""
   [ -n "${4:-}" ] && mac=",\"mac\":\"$4\""
-  daemon_request "{\"cmd\":\"attach-vm\",\"name\":\"$1\",\"socket\":\"$2\",\"gids\":[\"::ffff:$3\"]$mac}" ||
+  [ -n "${5:-}" ] && quotas=",\"quotas\":$5"
+  daemon_request "{\"cmd\":\"attach-vm\",\"name\":\"$1\",\"socket\":\"$2\",\"gids\":[\"::ffff:$3\"]$mac$quotas}" ||
     return 1
   grep -q '"error"' "$run/ctl.last" && return 1
   # QEMU connects as the client: the daemon must be listening already.

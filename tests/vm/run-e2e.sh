@@ -8,7 +8,7 @@
 # restarted (VMs re-attached, QEMU reconnects) a fresh perftest must pass
 # between the same guests, without a reboot.
 #
-# Usage: tests/vm/run-e2e.sh [--no-victim] [--no-crash] [--rxe] [--roce]
+# Usage: tests/vm/run-e2e.sh [--no-victim] [--no-crash] [--rxe] [--roce] [--nvme-only]
 #   --rxe  harness self-test: the guests use the kernel's Soft-RoCE (rdma_rxe)
 #          on their virtio-net link instead of vhost-rdma; no daemon, no
 #          victim, no crash. Shows the harness works and gives a baseline,
@@ -18,6 +18,12 @@
 #          perftests run without -x and the RoCE tools of guest/roles/roce.sh
 #          (RDMA CM, UD, ibv_*_pingpong -g) run after them, as on --rxe.
 #          (The victim stays without a MAC: the InfiniBand-layer port.)
+#          vm-a and vm-b get the quota kernel_verbs, so the device may offer
+#          VIRTIO_RDMA_F_KERNEL; after the RoCE tools NVMe over RDMA runs
+#          between them (guest/roles/nvme.sh: vm-a's nvmet-rdma target, vm-b
+#          writes, reads back and compares through nvme-rdma).
+#   --nvme-only  with --rxe or --roce: only the NVMe-over-RDMA step (no
+#          perftests, RoCE tools, victim or crash), for quick iterations.
 # Env:   VRDMA_CACHE   heavy artifacts (QEMU, image, runs); /var/cache/vhost-rdma
 #        VRDMA_DAEMON  daemon binary; default build/vhost-rdma/daemon/vhost-rdma-daemon
 #                      (built with cmake into build/ when missing)
@@ -31,16 +37,21 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 vm_tag=e2e
 source "$here/tests/vm/lib.sh"
-victim=1 crash=1 rxe=0 roce=0
+victim=1 crash=1 rxe=0 roce=0 nvme_only=0
 for a in "$@"; do
   case "$a" in
     --no-victim) victim=0 ;;
     --no-crash) crash=0 ;;
     --rxe) rxe=1 victim=0 crash=0 roce=1 ;;
     --roce) roce=1 ;;
-    *) echo "usage: $0 [--no-victim] [--no-crash] [--rxe] [--roce]" >&2; exit 2 ;;
+    --nvme-only) nvme_only=1 ;;
+    *) echo "usage: $0 [--no-victim] [--no-crash] [--rxe] [--roce] [--nvme-only]" >&2; exit 2 ;;
   esac
 done
+if ((nvme_only)); then
+  ((roce)) || { echo "--nvme-only needs --rxe or --roce (RDMA CM)" >&2; exit 2; }
+  victim=0 crash=0
+fi
 
 vm_run_dir e2e
 trap vm_cleanup EXIT
@@ -48,11 +59,13 @@ trap vm_cleanup EXIT
 declare -A gid=([a]=10.77.0.1 [b]=10.77.0.2 [c]=10.77.0.3)
 declare -A mac=([a]=52:54:00:77:00:01 [b]=52:54:00:77:00:02)
 # attach_vm VM: attach-vm with the VM's GID; with --roce vm-a and vm-b also
-# get their virtio-net MAC (docs/virtio-rdma.md 2.1), the victim none.
+# get their virtio-net MAC (docs/virtio-rdma.md 2.1), the victim none, and
+# the quota kernel_verbs (VIRTIO_RDMA_F_KERNEL, §4.8: NVMe over RDMA).
 attach_vm() {
-  local vm="$1" m=""
+  local vm="$1" m="" q=""
   ((roce)) && m="${mac[$vm]:-}"
-  daemon_attach "vm-$vm" "$run/vm-$vm.sock" "${gid[$vm]}" "$m"
+  [ -n "$m" ] && q='{"kernel_verbs":true}'
+  daemon_attach "vm-$vm" "$run/vm-$vm.sock" "${gid[$vm]}" "$m" "$q"
 }
 
 # verbs_match PROG OUT: every case's line in OUT (PROG's output, e.g.
@@ -132,8 +145,9 @@ make_share() { # vm role ip peer_ip
     if [ -x "$run/$prog" ]; then cp "$run/$prog" "$d/"; fi
   done
   # PT_GID=auto: on a RoCE port perftest runs without -x (guest/lib.sh).
-  printf 'NAME=vm-%s\nROLE=%s\nIP=%s\nPEER_IP=%s\nPT_TIMEOUT=%s\nRXE=%s\nCRASH=%s\nPT_GID=auto\n' \
-    "$1" "$2" "$3" "$4" "${VRDMA_PT_TIMEOUT:-240}" "$rxe" "$crash" >"$d/env"
+  # ONLY=nvme: the roles run the NVMe step alone (--nvme-only).
+  printf 'NAME=vm-%s\nROLE=%s\nIP=%s\nPEER_IP=%s\nPT_TIMEOUT=%s\nRXE=%s\nCRASH=%s\nPT_GID=auto\nONLY=%s\n' \
+    "$1" "$2" "$3" "$4" "${VRDMA_PT_TIMEOUT:-240}" "$rxe" "$crash" "$( ((nvme_only)) && echo nvme)" >"$d/env"
 }
 
 port_base=$((20000 + $$ % 20000))
@@ -201,7 +215,7 @@ fi
 # from the device, or a VM's AH quota would run out connection by connection.
 vm_ahs() { daemon_vm_summary "$1" | python3 -c 'import json, sys; print(json.load(sys.stdin)["ahs"])' 2>/dev/null; }
 ahs_released="" ahs_seen=""
-if ((roce && !rxe)); then
+if ((roce && !rxe && !nvme_only)); then
   for ((i = 0; i < 2400; i++)); do
     [ -e "$run/share-a/results/roce.done" ] && [ -e "$run/share-b/results/roce.done" ] && break
     kill -0 "$pid_a" 2>/dev/null && kill -0 "$pid_b" 2>/dev/null || break
@@ -288,9 +302,10 @@ has_table() { # a perftest header line, then at least one numeric result row
 }
 
 tests=$(awk 'NF >= 2 && $1 !~ /^#/ && $2 ~ /^ib_/ {print $1}' "$here/tests/vm/guest/roles/tests.sh")
+((nvme_only)) && tests=""
 # The RoCE tools (guest/roles/roce.sh) ran after the perftests.
 roce_tests="" roce_perftests=""
-if ((roce)); then
+if ((roce && !nvme_only)); then
   roce_tests=$(awk 'NF >= 3 && ($2 == "perftest" || $2 == "cmd") {print $1}' "$here/tests/vm/guest/roles/roce.sh" | tr '\n' ' ')
   roce_perftests=$(awk 'NF >= 3 && $2 == "perftest" {print $1}' "$here/tests/vm/guest/roles/roce.sh" | tr '\n' ' ')
   tests="$tests $roce_tests"
@@ -346,6 +361,38 @@ if ((roce)); then
     check "vm-$vm: port 1 is RoCE (link_layer Ethernet)" \
       grep -q "link_layer:[[:space:]]*Ethernet" "$run/share-$vm/results/ibv_devinfo.txt"
   done
+  # NVMe over RDMA (guest/roles/nvme.sh): every step of vm-b's and vm-a's.
+  for vm in a b; do
+    f=nvme; [ $vm = a ] && f=nvme_target
+    echo "===== vm-$vm NVMe over RDMA ($f.out, rc $(cat "$run/share-$vm/results/$f.rc" 2>/dev/null || echo none)) ====="
+    cat "$run/share-$vm/results/$f.out" 2>/dev/null || echo "(no output)"
+  done
+  nvme_steps() { # vm file step...: each step's line says rc=0
+    local vm=$1 f=$2 st; shift 2
+    for st in "$@"; do
+      grep -q "^step $st rc=0 " "$run/share-$vm/results/$f.out" 2>/dev/null || return 1
+    done
+  }
+  check "nvme: vm-a exported a brd namespace on an rdma port (nvmet configfs)" \
+    nvme_steps a nvme_target modules brd configfs
+  check "nvme: vm-b connected over RDMA (nvme connect -t rdma) and saw the namespace" \
+    nvme_steps b nvme modules connect namespace
+  check "nvme: 16 MiB written with 1 MiB O_DIRECT I/Os, read back with 128 KiB, identical" \
+    nvme_steps b nvme write_1M read_128k compare_big
+  check "nvme: 1 MiB written and read back with 4 KiB O_DIRECT I/Os, identical" \
+    nvme_steps b nvme write_4k read_4k compare_small
+  check "nvme: the 16 MiB read back again with 1 MiB I/Os, identical" \
+    nvme_steps b nvme reread_1M compare_again
+  check "nvme: vm-b disconnected" nvme_steps b nvme disconnect
+  check "nvme: vm-a's RAM disk holds exactly what vm-b wrote (checksums)" \
+    nvme_steps a nvme_target ramdisk_holds_data
+  check "nvme: vm-a took the target down" nvme_steps a nvme_target unconfigure
+  for vm in a b; do
+    f=nvme; [ $vm = a ] && f=nvme_target
+    check "nvme: vm-$vm's step exit code 0" rc_is_zero "$run/share-$vm/results/$f.rc"
+  done
+fi
+if ((roce && !nvme_only)); then
   # What each tool prints when its exchange went through, not just rc 0.
   for t in rc_pingpong ud_pingpong; do
     for vm in a b; do
