@@ -20,6 +20,8 @@ RnicLimits LayerLimits(const RnicLimits& lower,
   const auto less = [](uint64_t a, uint64_t b) -> uint32_t {
     return a > b ? static_cast<uint32_t>(a - b) : 0;
   };
+  // Windows and fast-registration MRs (max_mw, max_fr_mr, max_fr_pages)
+  // are the lower's, passed through unchanged.
   RnicLimits l = lower;
   l.max_qp = std::min(less(lower.max_qp, kLayerQps) / kLowerQpsPerVirtualQp,
                       options.max_qp);

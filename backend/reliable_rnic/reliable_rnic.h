@@ -123,6 +123,12 @@ class ReliableRnic : public Rnic {
     return lower_.AllocMw(pd, type);
   }
   Status DeallocMw(RnicMw mw) override { return lower_.DeallocMw(mw); }
+  // The lower's fast-registration MRs (limits() passes max_fr_mr and
+  // max_fr_pages on unchanged); DeregMr frees them there. Not recorded in
+  // the MR table: their pages change with every kRegMr.
+  Result<RnicMr> AllocFrMr(RnicPd pd, uint32_t max_pages) override {
+    return lower_.AllocFrMr(pd, max_pages);
+  }
   Result<RnicCq> CreateCq(uint32_t depth) override;
   Status ResizeCq(RnicCq cq, uint32_t depth) override;
   Status DestroyCq(RnicCq cq) override;

@@ -96,7 +96,7 @@ WcStatus SoftRnic::BindMw(const soft::Qp* q, const MwBind& b) {
 }
 
 bool SoftRnic::InvalidateMw(uint32_t rkey, const soft::Pd* pd) {
-  if (!IsMwKey(rkey)) return false;  // no fast-register MRs here
+  if (!IsMwKey(rkey)) return false;  // an MR's (Invalidate: a fast-reg MR's)
   soft::Mw* mw = mws_.GetAnyTag(rkey);
   // o10-37.2.26: type 1 windows are never invalidated. Only a bound
   // (valid) type 2 window is (rxe would take a free one too, and fault).

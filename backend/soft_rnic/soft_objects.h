@@ -32,6 +32,24 @@ struct Mr {
   uint32_t num_mw = 0;  // windows bound to it (DeregMr refuses while > 0)
 };
 
+// A fast-registration MR (rxe_mr.c's IB_MR_TYPE_MEM_REG): invalid until a
+// kRegMr maps it onto pages of ordinary MRs of its PD, invalid again after
+// an invalidation. The page list is copied when the kRegMr runs into room
+// sized at AllocFrMr; each page's lkey is resolved again at every access
+// (SoftRnic::FrPageHost), so a backing MR deregistered since fails the
+// access, not the registration.
+struct FrMr {
+  Pd* pd = nullptr;
+  uint32_t key = 0;        // lkey == rkey: index << 8 | the last key byte
+  bool valid = false;
+  uint64_t iova = 0;       // valid: [iova, iova + length) ...
+  uint64_t length = 0;
+  uint32_t access = 0;     // ... with these rights
+  uint32_t num_pages = 0;  // pages[0..num_pages): page i holds the iova
+                           // bytes from (iova & ~4095) + 4096 * i
+  std::vector<FrPage> pages;  // max_pages entries, allocated at AllocFrMr
+};
+
 // A memory window (rxe_mw.c's states): type 1 is always valid and bound
 // when length > 0; type 2 is free or valid (bound, to the QP bound_qpn).
 struct Mw {

@@ -29,6 +29,8 @@ bool OpcodeAllowed(QpType type, WrOpcode op) {
     case WrOpcode::kLocalInv:
     case WrOpcode::kBindMw:
     case WrOpcode::kSendWithInv:
+    // Fast registration (§4.8): RC and UC, as rxe.
+    case WrOpcode::kRegMr:
       return type == QpType::kRc || type == QpType::kUc;
     case WrOpcode::kWait:
     case WrOpcode::kEnable:
@@ -37,12 +39,21 @@ bool OpcodeAllowed(QpType type, WrOpcode op) {
   return false;
 }
 
-bool IsLocalOp(WrOpcode op) {
-  return op == WrOpcode::kLocalInv || op == WrOpcode::kBindMw;
-}
-
-bool IsWindowOp(WrOpcode op) {
-  return IsLocalOp(op) || op == WrOpcode::kSendWithInv;
+// Whether the RNIC has what op needs: windows for a bind, fast
+// registration for kRegMr, either for an invalidation (of a window or of
+// a fast-registration MR).
+bool Supported(const RnicLimits& l, WrOpcode op) {
+  switch (op) {
+    case WrOpcode::kBindMw:
+      return l.max_mw > 0;
+    case WrOpcode::kRegMr:
+      return l.max_fr_mr > 0;
+    case WrOpcode::kLocalInv:
+    case WrOpcode::kSendWithInv:
+      return l.max_mw > 0 || l.max_fr_mr > 0;
+    default:
+      return true;
+  }
 }
 
 bool IsAtomic(WrOpcode op) {
@@ -91,11 +102,11 @@ int SoftRnic::PostSend(RnicQp qp, std::span<const SendWr> wrs,
     bool is_inline = (wr.send_flags & kSendInline) != 0;
     if (!OpcodeAllowed(q->type, wr.opcode) ||
         wr.num_sge > q->caps.max_send_sge ||
-        (IsWindowOp(wr.opcode) && limits_.max_mw == 0)) {
+        !Supported(limits_, wr.opcode)) {
       err = Status::kInvalid;
       break;
     }
-    // A bind or an invalidation moves no bytes.
+    // A bind, a registration or an invalidation moves no bytes.
     if (IsLocalOp(wr.opcode) && (wr.num_sge != 0 || is_inline)) {
       err = Status::kInvalid;
       break;

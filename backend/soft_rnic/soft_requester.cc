@@ -229,14 +229,10 @@ bool SoftRnic::ExecuteHead(soft::Qp* q, uint64_t now, bool* did_work) {
   *did_work = true;
 
   const SendWr& wr = slot.wr;
-  if (wr.opcode == WrOpcode::kBindMw || wr.opcode == WrOpcode::kLocalInv) {
+  if (IsLocalOp(wr.opcode)) {
     // Local operations (rxe's do_local_ops): no message, in SQ order. A
     // failure takes the QP to ERR whatever its type, as on rxe.
-    WcStatus st = wr.opcode == WrOpcode::kBindMw
-                      ? BindMw(q, wr.bind)
-                      : (InvalidateMw(wr.invalidate_rkey, nullptr)
-                             ? WcStatus::kSuccess
-                             : WcStatus::kLocQpOpErr);
+    const WcStatus st = ExecuteLocalOp(q, wr);
     RetireHead(q, st, now);
     if (st != WcStatus::kSuccess) {
       EnterError(q);

@@ -30,6 +30,7 @@ uint32_t RemoteAccessFor(WrOpcode op) {
     case WrOpcode::kSendWithInv:
     case WrOpcode::kLocalInv:  // local: the requester executes them
     case WrOpcode::kBindMw:
+    case WrOpcode::kRegMr:
     case WrOpcode::kWait:    // never posted: PostSend refuses cross-channel
     case WrOpcode::kEnable:  // opcodes (soft_post.cc)
       return 0;
@@ -115,18 +116,16 @@ SoftRnic::ExecResult SoftRnic::Respond(soft::Qp* q, const soft::SqSlot& slot,
 
   // 5. Remote key, access and range; atomics need an aligned target. A
   // zero-length RDMA names no memory and checks no key (as in rxe).
-  uint8_t* remote = nullptr;
+  Seg remote{};
   if (remote_access != 0) {
     if (is_atomic && (wr.remote_addr & 7) != 0) {
       return ExecResult{Reply::kNakInvReq, true};
     }
     uint64_t rlen = is_atomic ? 8 : len;
-    if (rlen > 0) {
-      remote =
-          ResolveRemote(d, wr.rkey, wr.remote_addr, rlen, remote_access);
-      if (remote == nullptr) {
-        return rc ? ExecResult{Reply::kNakAccess, true} : drop;
-      }
+    if (rlen > 0 &&
+        !ResolveRemote(d, wr.rkey, wr.remote_addr, rlen, remote_access,
+                       &remote)) {
+      return rc ? ExecResult{Reply::kNakAccess, true} : drop;
     }
   }
 
@@ -167,19 +166,18 @@ SoftRnic::ExecResult SoftRnic::Respond(soft::Qp* q, const soft::SqSlot& slot,
         CopyInto(rsegs, 0, grh, kGrhBytes);
         off = kGrhBytes;
       }
-      for (int i = 0; i < local.n; ++i) {
-        CopyInto(rsegs, off, local.segs[i].ptr, local.segs[i].len);
-        off += local.segs[i].len;
-      }
+      Copy(rsegs.span(), off, local.span(), len);
+      off += len;
       PopReceive(d);
       uint32_t flags =
           (ud ? uint32_t{kWcGrh} : 0u) | (has_imm ? uint32_t{kWcWithImm} : 0u);
       uint32_t imm = has_imm ? wr.imm_data : 0;
       if (op == WrOpcode::kSendWithInv) {
-        // After placing the data (rxe's execute): a bound type 2 window of
-        // this QP's PD, else the receive fails and the QP breaks (class J:
-        // the requester was acknowledged).
-        if (!InvalidateMw(wr.invalidate_rkey, d->pd)) {
+        // After placing the data (rxe's execute): a bound type 2 window or
+        // a valid fast-registration MR of this QP's PD, else the receive
+        // fails and the QP breaks (class J: the requester was
+        // acknowledged).
+        if (!Invalidate(wr.invalidate_rkey, d->pd, false)) {
           CompleteRecv(d, recv_wr_id, WcStatus::kRemInvReqErr, WcOpcode::kRecv,
                        0, 0, 0, q->qpn, now);
           return ExecResult{Reply::kAck, true};
@@ -193,7 +191,9 @@ SoftRnic::ExecResult SoftRnic::Respond(soft::Qp* q, const soft::SqSlot& slot,
     }
     case WrOpcode::kRdmaWrite:
     case WrOpcode::kRdmaWriteWithImm:
-      if (remote != nullptr) CopyOut(local, remote, len);
+      if (len > 0) {
+        Copy(std::span<const Seg>(&remote, 1), 0, local.span(), len);
+      }
       if (op == WrOpcode::kRdmaWriteWithImm) {
         PopReceive(d);
         CompleteRecv(d, recv_wr_id, WcStatus::kSuccess,
@@ -202,21 +202,25 @@ SoftRnic::ExecResult SoftRnic::Respond(soft::Qp* q, const soft::SqSlot& slot,
       }
       break;
     case WrOpcode::kRdmaRead:
-      if (remote != nullptr) CopyInto(local, 0, remote, len);
+      if (len > 0) {
+        Copy(local.span(), 0, std::span<const Seg>(&remote, 1), len);
+      }
       break;
     case WrOpcode::kAtomicCmpSwp:
     case WrOpcode::kAtomicFetchAdd: {
+      // 8 aligned bytes never cross a page: host bytes (ResolveRemote).
       uint64_t orig;
-      std::memcpy(&orig, remote, 8);
+      std::memcpy(&orig, remote.ptr, 8);
       uint64_t next = op == WrOpcode::kAtomicFetchAdd ? orig + wr.compare_add
                       : orig == wr.compare_add        ? wr.swap
                                                       : orig;
-      std::memcpy(remote, &next, 8);
+      std::memcpy(remote.ptr, &next, 8);
       CopyInto(local, 0, reinterpret_cast<const uint8_t*>(&orig), 8);
       break;
     }
     case WrOpcode::kLocalInv:  // executed by the requester
     case WrOpcode::kBindMw:
+    case WrOpcode::kRegMr:
     case WrOpcode::kWait:  // never posted (soft_post.cc)
     case WrOpcode::kEnable:
       break;

@@ -22,10 +22,13 @@ uint64_t SteadyNowNs() {
 RnicLimits Clamp(RnicLimits l) {
   // Index of an lkey is 24 bits; the per-WR arrays are kMaxSge/kMaxInline.
   l.max_qp = std::min(l.max_qp, kMaxQpByQpn);
-  // MR keys take indices up to 0x7fffff, window keys the ones above
-  // (SoftRnic::kMwIndexBase).
+  // MR keys take indices up to 0x7fffff, window keys the next 0x3fffff
+  // (SoftRnic::kMwIndexBase), fast-registration MRs' the last 0x3fffff
+  // (SoftRnic::kFrIndexBase).
   l.max_mr = std::min<uint32_t>(l.max_mr, 0x7fffff);
-  l.max_mw = std::min<uint32_t>(l.max_mw, 0x7fffff);
+  l.max_mw = std::min<uint32_t>(l.max_mw, 0x3fffff);
+  l.max_fr_mr = std::min<uint32_t>(l.max_fr_mr, 0x3fffff);
+  if (l.max_fr_mr == 0) l.max_fr_pages = 0;
   l.max_sge = std::min<uint32_t>(l.max_sge, kMaxSge);
   l.max_inline_data = std::min<uint32_t>(l.max_inline_data, kMaxInline);
   if (l.active_mtu_bytes < 256 || l.active_mtu_bytes > 4096 ||
@@ -50,6 +53,9 @@ RnicLimits DefaultSoftRnicLimits() {
   l.max_mr = 65536;
   l.max_mr_size = uint64_t{1} << 32;
   l.max_mw = 65536;
+  // Fast registration (nvme-rdma asks for 256 + 1 pages per MR).
+  l.max_fr_mr = 4096;
+  l.max_fr_pages = 512;
   l.max_pd = 16384;
   l.max_srq = 4096;
   l.max_srq_wr = 16384;
@@ -70,6 +76,7 @@ SoftRnic::SoftRnic(RnicLimits limits, SoftRnicClock clock,
       pds_(limits_.max_pd),
       mrs_(limits_.max_mr),
       mws_(limits_.max_mw, kMwIndexBase),
+      frs_(limits_.max_fr_mr, kFrIndexBase),
       cqs_(limits_.max_cq),
       srqs_(limits_.max_srq),
       qps_(limits_.max_qp),

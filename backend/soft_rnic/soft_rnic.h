@@ -77,7 +77,7 @@ struct SoftCqStats {
 // Live objects in each table, and GIDs registered (tests: nothing leaks).
 struct SoftRnicCounts {
   uint32_t pds = 0, mrs = 0, cqs = 0, srqs = 0, qps = 0, ahs = 0, gids = 0,
-           mws = 0;
+           mws = 0, fr_mrs = 0;
   bool operator==(const SoftRnicCounts&) const = default;
 };
 
@@ -157,6 +157,7 @@ class SoftRnic final : public Rnic {
   Status DeregMr(RnicMr mr) override;
   Result<RnicMw> AllocMw(RnicPd pd, uint8_t type) override;
   Status DeallocMw(RnicMw mw) override;
+  Result<RnicMr> AllocFrMr(RnicPd pd, uint32_t max_pages) override;
   Result<RnicCq> CreateCq(uint32_t depth) override;
   Status ResizeCq(RnicCq cq, uint32_t depth) override;
   Status DestroyCq(RnicCq cq) override;
@@ -196,7 +197,7 @@ class SoftRnic final : public Rnic {
   SoftRnicCounts ObjectCounts() const {
     return {pds_.live(), mrs_.live(), cqs_.live(), srqs_.live(),
             qps_.live(), ahs_.live(), static_cast<uint32_t>(num_gids_),
-            mws_.live()};
+            mws_.live(), frs_.live()};
   }
 
  private:
@@ -214,32 +215,85 @@ class SoftRnic final : public Rnic {
     Reply reply = Reply::kAck;
     bool responder_error = false;  // move the responder QP to ERR
   };
-  // A resolved scatter/gather list: host pointers, all checks done.
+  // Resolved bytes, all checks done: len host bytes at ptr, or (fr set)
+  // the iova range [addr, addr + len) of a valid fast-registration MR that
+  // crosses pages, whose host pages the copies look up page by page.
+  // No member initialisers: a SegList is built per message on the data
+  // path and only its segs[0, n) are ever read, so they are not zeroed.
   struct Seg {
-    uint8_t* ptr = nullptr;
-    uint32_t len = 0;
+    uint8_t* ptr;
+    uint64_t len;
+    const soft::FrMr* fr;  // Seg{ptr, len}: nullptr
+    uint64_t addr;
   };
+  // A resolved scatter/gather list.
   struct SegList {
-    std::array<Seg, kMaxSge> segs{};
+    std::array<Seg, kMaxSge> segs;
     int n = 0;
     uint64_t total = 0;
+    std::span<const Seg> span() const {
+      return {segs.data(), static_cast<size_t>(n)};
+    }
   };
 
   // soft_rnic.cc: GIDs.
   bool GidRegistered(const Gid& gid) const;
 
-  // soft_mr.cc: key checks and copies.
+  // soft_mr.cc: key checks and copies. The one place keys are resolved:
+  // every path (the loopback requester and responder, the fabric's) goes
+  // through ResolveLocal and ResolveRemote.
+  // An SGE list's lkeys (MRs or fast-registration MRs of pd): kSuccess,
+  // or kLocProtErr for a bad key, range, right or fast-registration page.
   WcStatus ResolveLocal(const soft::Pd* pd, const Sge* sges, int n,
                         uint32_t need_access, SegList* out) const;
-  // nullptr when rkey (an MR's or a window's) does not allow the
-  // responder QP resp [addr, addr + len) with need_access.
-  uint8_t* ResolveRemote(const soft::Qp* resp, uint32_t rkey, uint64_t addr,
-                         uint64_t len, uint32_t need_access) const;
+  // Whether rkey (an MR's, a window's or a fast-registration MR's) allows
+  // the responder QP resp [addr, addr + len), len > 0, with need_access;
+  // *out is the range then. Within one page (an atomic's 8 aligned bytes
+  // always are) it is host bytes: out->ptr.
+  bool ResolveRemote(const soft::Qp* resp, uint32_t rkey, uint64_t addr,
+                     uint64_t len, uint32_t need_access, Seg* out) const;
 
-  // soft_mw.cc: memory windows. Window rkeys have an index above
-  // kMwIndexBase, MR keys below it, so a key names one table or the other.
+  // Key spaces, by index (key >> 8): MRs up to 0x7fffff, windows above
+  // kMwIndexBase, fast-registration MRs above kFrIndexBase (their limits
+  // are clamped to fit), so an index names one table at most.
   static constexpr uint32_t kMwIndexBase = 0x800000;
-  static bool IsMwKey(uint32_t key) { return (key >> 8) > kMwIndexBase; }
+  static constexpr uint32_t kFrIndexBase = 0xc00000;
+  static bool IsMwKey(uint32_t key) {
+    return (key >> 8) > kMwIndexBase && (key >> 8) <= kFrIndexBase;
+  }
+  static bool IsFrKey(uint32_t key) { return (key >> 8) > kFrIndexBase; }
+
+  // soft_mr.cc: fast-registration MRs (rxe_mr.c).
+  // Executes a kRegMr WQE of q: kSuccess, kLocQpOpErr or kLocLenErr.
+  WcStatus RegFrMr(const soft::Qp* q, const FrReg& r);
+  // Invalidates the valid fast-registration MR rkey names, of pd. False:
+  // no such MR, nothing changed.
+  bool InvalidateFr(uint32_t rkey, const soft::Pd* pd);
+  // [addr, addr + len) of the fast-registration MR key names, valid, of
+  // pd, with need_access, every page it reaches resolving: into *out.
+  bool ResolveFr(const soft::Pd* pd, uint32_t key, uint64_t addr,
+                 uint64_t len, uint32_t need_access, Seg* out) const;
+  // Host address of page i of fr: its FrPage's lkey must name an MR of
+  // fr's PD that holds the whole page; else nullptr.
+  uint8_t* FrPageHost(const soft::FrMr& fr, uint64_t i) const;
+  // Calls f(host, n) for the host pieces of bytes [off, off + len) of s
+  // (host nullptr for a page that no longer resolves: nothing to move).
+  template <typename F>
+  void ForPieces(const Seg& s, uint64_t off, uint64_t len, F&& f) const;
+
+  // The local operations (kBindMw, kLocalInv, kRegMr), executed by the
+  // requester in SQ order: no message; a failure takes the QP to ERR.
+  static bool IsLocalOp(WrOpcode op) {
+    return op == WrOpcode::kBindMw || op == WrOpcode::kLocalInv ||
+           op == WrOpcode::kRegMr;
+  }
+  WcStatus ExecuteLocalOp(const soft::Qp* q, const SendWr& wr);
+  // Invalidates what rkey names: a window (rxe: of any PD when local) or a
+  // fast-registration MR of pd. LOCAL_INV: pd is the QP's, local true; a
+  // SEND_WITH_INV's receiver: the receiving QP's.
+  bool Invalidate(uint32_t rkey, const soft::Pd* pd, bool local);
+
+  // soft_mw.cc: memory windows.
   // Executes a kBindMw WQE of q: kSuccess or kMwBindErr (rxe_bind_mw).
   WcStatus BindMw(const soft::Qp* q, const MwBind& b);
   // Invalidates the bound type 2 window rkey names (kLocalInv; with pd,
@@ -251,12 +305,28 @@ class SoftRnic final : public Rnic {
   static void Unbind(soft::Mw* mw);
   // Host pointer of [addr, addr + len) when it lies inside mr, else nullptr.
   static uint8_t* InRange(const soft::Mr& mr, uint64_t addr, uint64_t len);
-  static void CopyInto(const SegList& dst, uint64_t dst_offset,
-                       const uint8_t* src, uint64_t len);
-  static void CopyOut(const SegList& src, uint8_t* dst, uint64_t len);
+  // Copies between resolved bytes (host pages of fast-registration MRs
+  // found as they go). Write: len bytes of src into dst from byte offset
+  // on; Read: len bytes of src from byte offset on into dst; Copy: len
+  // bytes of src from its start into dst from dst_offset on.
+  void Write(std::span<const Seg> dst, uint64_t offset, const uint8_t* src,
+             uint64_t len) const;
+  void Read(std::span<const Seg> src, uint64_t offset, uint8_t* dst,
+            uint64_t len) const;
+  void Copy(std::span<const Seg> dst, uint64_t dst_offset,
+            std::span<const Seg> src, uint64_t len) const;
+  void CopyInto(const SegList& dst, uint64_t dst_offset, const uint8_t* src,
+                uint64_t len) const {
+    Write(dst.span(), dst_offset, src, len);
+  }
+  void CopyOut(const SegList& src, uint8_t* dst, uint64_t len) const {
+    Read(src.span(), 0, dst, len);
+  }
   // len bytes of src from byte offset on.
-  static void CopyOutAt(const SegList& src, uint64_t offset, uint8_t* dst,
-                        uint64_t len);
+  void CopyOutAt(const SegList& src, uint64_t offset, uint8_t* dst,
+                 uint64_t len) const {
+    Read(src.span(), offset, dst, len);
+  }
 
   // soft_cq.cc
   void PushCompletion(soft::Cq* cq, const Completion& c);
@@ -381,6 +451,7 @@ class SoftRnic final : public Rnic {
   soft::ObjectTable<soft::Pd> pds_;
   soft::ObjectTable<soft::Mr> mrs_;
   soft::ObjectTable<soft::Mw> mws_;  // indices above kMwIndexBase
+  soft::ObjectTable<soft::FrMr> frs_;  // indices above kFrIndexBase
   soft::ObjectTable<soft::Cq> cqs_;
   soft::ObjectTable<soft::Srq> srqs_;
   soft::ObjectTable<soft::Qp> qps_;

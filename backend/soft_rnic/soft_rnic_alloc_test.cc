@@ -146,6 +146,85 @@ TEST_F(NoAlloc, WindowsNeverAllocate) {
   EXPECT_EQ(StateOf(qa_), QpState::kRts);
 }
 
+// Fast-registration MRs on the data path: registrations (the page list
+// copied into room AllocFrMr made), accesses through them across pages as
+// rkey and lkey, LOCAL_INV, SEND_WITH_INV and a failing registration
+// change preallocated MRs only.
+TEST_F(NoAlloc, FastRegistrationNeverAllocates) {
+  Connect(QpType::kRc);
+  auto fr = rnic_.AllocFrMr(b_.pd, 8);
+  ASSERT_TRUE(fr.ok());
+  // Four pages of b_'s buffer, out of order, from 0x100 into the first.
+  const FrPage pages[] = {{b_.mr.lkey, b_.at(3 * 4096)},
+                          {b_.mr.lkey, b_.at(1 * 4096)},
+                          {b_.mr.lkey, b_.at(6 * 4096)},
+                          {b_.mr.lkey, b_.at(4 * 4096)}};
+  constexpr uint64_t kIova = 0x5000'0000'0100ull;
+  auto reg = [&](uint32_t lkey, uint8_t key) {
+    SendWr w;
+    w.opcode = WrOpcode::kRegMr;
+    w.send_flags = kSendSignaled;
+    w.reg = FrReg{lkey, key, kIova, 3 * 4096, kAllAccess, pages, 4, fr->id};
+    return w;
+  };
+  auto rdma = [&](WrOpcode op, uint32_t rkey) {
+    SendWr w = Wr(op, 1, a_, 0, 9000, 0);
+    w.remote_addr = kIova + 100;
+    w.rkey = rkey;
+    return w;
+  };
+  const uint32_t k1 = (fr->lkey & ~0xffu) | 1, k2 = (fr->lkey & ~0xffu) | 2;
+  SendWr inv;
+  inv.opcode = WrOpcode::kLocalInv;
+  inv.send_flags = kSendSignaled;
+  inv.invalidate_rkey = k1;
+  SendWr swi = Wr(WrOpcode::kSendWithInv, 2, a_, 0, 32);
+  swi.invalidate_rkey = k2;
+  Counted([&] {
+    Status st;
+    const SendWr b_ops[] = {reg(fr->lkey, 1)};
+    EXPECT_EQ(rnic_.PostSend(qb_, b_ops, &st), 1);
+    // A receive into the MR itself (an lkey across pages).
+    RecvWr r;
+    r.wr_id = 3;
+    r.num_sge = 1;
+    r.sge[0] = Sge{kIova + 4000, 5000, k1};
+    EXPECT_EQ(rnic_.PostRecv(qb_, std::span<const RecvWr>(&r, 1), &st), 1);
+    Turn();
+    SendWr send = Wr(WrOpcode::kSend, 4, a_, 0, 5000, 0);
+    const SendWr a_ops[] = {rdma(WrOpcode::kRdmaWrite, k1),
+                            rdma(WrOpcode::kRdmaRead, k1), send};
+    EXPECT_EQ(rnic_.PostSend(qa_, a_ops, &st), 3);
+    Turn();
+    const SendWr more[] = {inv, reg(k1, 2)};
+    EXPECT_EQ(rnic_.PostSend(qb_, more, &st), 2);
+    r.sge[0] = Sge{b_.at(0), 64, b_.mr.lkey};
+    EXPECT_EQ(rnic_.PostRecv(qb_, std::span<const RecvWr>(&r, 1), &st), 1);
+    Turn();
+    EXPECT_EQ(rnic_.PostSend(qa_, std::span<const SendWr>(&swi, 1), &st), 1);
+    Turn();
+    // Invalid again: registering with a stale lkey fails and breaks qb_.
+    const SendWr bad = reg(k1, 3);
+    EXPECT_EQ(rnic_.PostSend(qb_, std::span<const SendWr>(&bad, 1), &st), 1);
+    Turn();
+    int n = rnic_.PollCq(b_.scq, out_);
+    EXPECT_EQ(n, 4);  // two registrations, LOCAL_INV, the failed one
+    EXPECT_EQ(out_[0].opcode, WcOpcode::kRegMr);
+    EXPECT_EQ(out_[0].status, WcStatus::kSuccess);
+    EXPECT_EQ(out_[2].status, WcStatus::kSuccess);
+    EXPECT_EQ(out_[3].status, WcStatus::kLocQpOpErr);
+    n = rnic_.PollCq(b_.rcq, out_);
+    EXPECT_EQ(n, 2);
+    EXPECT_EQ(out_[0].status, WcStatus::kSuccess);
+    EXPECT_EQ(out_[1].wc_flags & kWcWithInv, uint32_t{kWcWithInv});
+    while (rnic_.PollCq(a_.scq, out_) > 0) {
+    }
+  });
+  EXPECT_EQ(g_allocs, 0);
+  EXPECT_EQ(StateOf(qb_), QpState::kErr);
+  EXPECT_EQ(StateOf(qa_), QpState::kRts);
+}
+
 void NoAlloc::MixedWorkload() {
   Connect(QpType::kRc);
   auto srq = rnic_.CreateSrq(b_.pd, 64, 2);

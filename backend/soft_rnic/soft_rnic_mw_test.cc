@@ -450,6 +450,9 @@ class NoMwTest : public SoftRnicTest {
   static RnicLimits None() {
     RnicLimits l = DefaultSoftRnicLimits();
     l.max_mw = 0;
+    // SEND_WITH_INV and LOCAL_INV also serve fast-registration MRs: an
+    // RNIC with neither refuses them.
+    l.max_fr_mr = 0;
     return l;
   }
   NoMwTest() : SoftRnicTest(None()) {}

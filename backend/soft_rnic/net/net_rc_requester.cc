@@ -99,17 +99,13 @@ bool SoftRnic::RunNetRc(soft::Qp* q, uint64_t now) {
     if (wire_.Busy(now)) break;
     soft::SqSlot& slot = q->sq.at(n.next);
     const SendWr& wr = slot.wr;
-    if (wr.opcode == WrOpcode::kBindMw || wr.opcode == WrOpcode::kLocalInv) {
+    if (IsLocalOp(wr.opcode)) {
       // Local: in SQ order, once everything before it completed.
       if (n.next != 0) {
         blocked = true;
         break;
       }
-      const WcStatus st = wr.opcode == WrOpcode::kBindMw
-                              ? BindMw(q, wr.bind)
-                              : (InvalidateMw(wr.invalidate_rkey, nullptr)
-                                     ? WcStatus::kSuccess
-                                     : WcStatus::kLocQpOpErr);
+      const WcStatus st = ExecuteLocalOp(q, wr);
       RetireHead(q, st, now);
       did = true;
       if (st != WcStatus::kSuccess) {

@@ -76,13 +76,11 @@ bool SoftRnic::NetServeRead(soft::Qp* d, const soft::net::Header& req,
     return false;
   }
   const uint64_t len = req.dma_len;
-  const uint8_t* src = nullptr;
-  if (len > 0) {
-    src = ResolveRemote(d, req.rkey, req.remote_addr, len, kAccessRemoteRead);
-    if (src == nullptr) {
-      NetNakError(d, net::kNakRemoteAccess, req.psn, now);
-      return false;
-    }
+  Seg src{};
+  if (len > 0 && !ResolveRemote(d, req.rkey, req.remote_addr, len,
+                                kAccessRemoteRead, &src)) {
+    NetNakError(d, net::kNakRemoteAccess, req.psn, now);
+    return false;
   }
   const uint32_t mtu = d->attr.path_mtu_bytes;
   const uint32_t npsn = len == 0 ? 1 : static_cast<uint32_t>((len + mtu - 1) / mtu);
@@ -103,7 +101,10 @@ bool SoftRnic::NetServeRead(soft::Qp* d, const soft::net::Header& req,
     h.psn = (req.psn + i) & kPsnMask;
     const uint64_t off = uint64_t{i} * mtu;
     const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(mtu, len - off));
-    if (n > 0) std::memcpy(tx_packet_.data() + net::kHeaderBytes, src + off, n);
+    if (n > 0) {
+      Read(std::span<const Seg>(&src, 1), off,
+           tx_packet_.data() + net::kHeaderBytes, n);
+    }
     NetTransmit(h, n, d->attr.av.dgid, now);
   }
   ++net_stats_.reads_served;
@@ -170,11 +171,13 @@ void SoftRnic::NetReceiveRc(soft::Qp* d, const soft::net::Header& h,
         d->attr.max_dest_rd_atomic == 0 || (h.remote_addr & 7) != 0) {
       return NetNakError(d, net::kNakInvalidRequest, h.psn, now);
     }
-    uint8_t* target =
-        ResolveRemote(d, h.rkey, h.remote_addr, 8, kAccessRemoteAtomic);
-    if (target == nullptr) {
+    // 8 aligned bytes never cross a page: host bytes (ResolveRemote).
+    Seg seg;
+    if (!ResolveRemote(d, h.rkey, h.remote_addr, 8, kAccessRemoteAtomic,
+                       &seg)) {
       return NetNakError(d, net::kNakRemoteAccess, h.psn, now);
     }
+    uint8_t* target = seg.ptr;
     uint64_t orig;
     std::memcpy(&orig, target, 8);
     const uint64_t next = op == net::kFetchAdd     ? orig + h.compare_add
@@ -207,8 +210,9 @@ void SoftRnic::NetReceiveRc(soft::Qp* d, const soft::net::Header& h,
       if ((d->attr.access_flags & kAccessRemoteWrite) == 0) {
         return NetNakError(d, net::kNakInvalidRequest, h.psn, now);
       }
-      if (h.dma_len > 0 && ResolveRemote(d, h.rkey, h.remote_addr, h.dma_len,
-                                         kAccessRemoteWrite) == nullptr) {
+      Seg range;
+      if (h.dma_len > 0 && !ResolveRemote(d, h.rkey, h.remote_addr, h.dma_len,
+                                          kAccessRemoteWrite, &range)) {
         return NetNakError(d, net::kNakRemoteAccess, h.psn, now);
       }
       rs.remote_addr = h.remote_addr;
@@ -234,12 +238,12 @@ void SoftRnic::NetReceiveRc(soft::Qp* d, const soft::net::Header& h,
                         h.psn, 0, false, now);
     }
     if (n > 0) {
-      uint8_t* dst = ResolveRemote(d, rs.rkey, rs.remote_addr + rs.offset, n,
-                                   kAccessRemoteWrite);
-      if (dst == nullptr) {
+      Seg dst;
+      if (!ResolveRemote(d, rs.rkey, rs.remote_addr + rs.offset, n,
+                         kAccessRemoteWrite, &dst)) {
         return NetNakError(d, net::kNakRemoteAccess, h.psn, now);
       }
-      std::memmove(dst, payload, n);
+      Write(std::span<const Seg>(&dst, 1), 0, payload, n);
     }
   } else {
     SegList rsegs;
@@ -272,7 +276,7 @@ void SoftRnic::NetReceiveRc(soft::Qp* d, const soft::net::Header& h,
     WcStatus st = WcStatus::kSuccess;
     if (info.inv) {
       // After placing the data; acknowledged even if it fails (class J).
-      if (InvalidateMw(h.imm, d->pd)) {
+      if (Invalidate(h.imm, d->pd, false)) {
         flags |= kWcWithInv;
         imm = h.imm;
       } else {

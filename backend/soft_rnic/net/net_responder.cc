@@ -139,10 +139,11 @@ void SoftRnic::NetReceiveUc(soft::Qp* d, const soft::net::Header& h,
       // The QP must allow remote writes, and a non-empty RETH range must
       // be inside a key that allows them (checked again per packet: the
       // MR may go meanwhile).
+      Seg range;
       if ((d->attr.access_flags & kAccessRemoteWrite) == 0 ||
           (h.dma_len > 0 &&
-           ResolveRemote(d, h.rkey, h.remote_addr, h.dma_len,
-                         kAccessRemoteWrite) == nullptr)) {
+           !ResolveRemote(d, h.rkey, h.remote_addr, h.dma_len,
+                          kAccessRemoteWrite, &range))) {
         return NetDropped(NetDrop::kAccess);
       }
       rs.remote_addr = h.remote_addr;
@@ -160,13 +161,13 @@ void SoftRnic::NetReceiveUc(soft::Qp* d, const soft::net::Header& h,
       return NetDropped(NetDrop::kMtu);
     }
     if (n > 0) {
-      uint8_t* dst = ResolveRemote(d, rs.rkey, rs.remote_addr + rs.offset, n,
-                                   kAccessRemoteWrite);
-      if (dst == nullptr) {
+      Seg dst;
+      if (!ResolveRemote(d, rs.rkey, rs.remote_addr + rs.offset, n,
+                         kAccessRemoteWrite, &dst)) {
         NetAbort(d);
         return NetDropped(NetDrop::kAccess);
       }
-      std::memmove(dst, payload, n);
+      Write(std::span<const Seg>(&dst, 1), 0, payload, n);
     }
     rs.offset += n;
     if (!info.last) return;
@@ -204,7 +205,7 @@ void SoftRnic::NetReceiveUc(soft::Qp* d, const soft::net::Header& h,
   uint32_t imm = info.imm ? h.imm : 0;
   if (info.inv) {
     // After placing the data, as in loopback (rxe's class J).
-    if (!InvalidateMw(h.imm, d->pd)) {
+    if (!Invalidate(h.imm, d->pd, false)) {
       CompleteRecv(d, rs.wqe_id, WcStatus::kRemInvReqErr, WcOpcode::kRecv, 0,
                    0, 0, h.src_qpn, now);
       EnterError(d);
