@@ -7,7 +7,7 @@
 // its bytes scattered over pages that are deliberately out of order in the
 // backing MR, the key byte, invalidation by LOCAL_INV and SEND_WITH_INV,
 // DeregMr, and the index space shared with windows.
-#include <algorithm>
+#include <array>
 #include <cstring>
 #include <random>
 #include <set>
@@ -30,22 +30,19 @@ constexpr uint32_t kFrAll = kAllAccess;
 struct Layout {
   uint64_t iova = 0;
   uint64_t length = 0;
-  std::vector<uint32_t> order;  // backing page of each registered page
+  std::array<uint32_t, 4> order;  // backing page of each registered page
   // Offset in the backing buffer of byte `off` of the registration.
-  uint64_t Backing(uint64_t off) const {
+  constexpr uint64_t Backing(uint64_t off) const {
     const uint64_t rel = (iova % kPage) + off;
     return uint64_t{order[rel / kPage]} * kPage + rel % kPage;
-  }
-  uint32_t num_pages() const {
-    return static_cast<uint32_t>(((iova % kPage) + length + kPage - 1) / kPage);
   }
 };
 
 // b_'s registration: 3 pages' worth from 0x800 into its first page, so 4
 // pages, none adjacent or in order in b_'s buffer.
-const Layout kB{0x7000'0000'0800ull, 3 * kPage, {5, 2, 9, 7}};
+constexpr Layout kB{0x7000'0000'0800ull, 3 * kPage, {5, 2, 9, 7}};
 // a_'s: another offset and order.
-const Layout kA{0x6000'0000'0300ull, 3 * kPage, {11, 3, 8, 1}};
+constexpr Layout kA{0x6000'0000'0300ull, 3 * kPage, {11, 3, 8, 1}};
 
 void Randomize(uint8_t* p, size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
