@@ -673,6 +673,33 @@ TEST_F(FrNetTest, RcWriteAndReadThroughAnFrMrCrossHosts) {
   EXPECT_EQ(c[0].status, WcStatus::kRemAccessErr);
 }
 
+TEST_F(FrNetTest, RcSendWithInvalidateInvalidatesAcrossHosts) {
+  ConnectRc();
+  const uint32_t rkey = RegisterOnB(qb_, 0x66);
+  PostR(b_, qb_, Rwr(7, vb_, 0, 2000));
+  SendWr s = Wr(WrOpcode::kSendWithInv, 8, va_, 0, 2000);  // two packets
+  s.invalidate_rkey = rkey;
+  Post(a_, qa_, s);
+  Pump();
+  std::vector<Completion> c = Poll(b_, vb_.rcq);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(c[0].wc_flags & kWcWithInv, uint32_t{kWcWithInv});
+  EXPECT_EQ(c[0].imm_data, rkey);
+  c = Poll(a_, va_.scq);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, WcStatus::kSuccess);
+  // Invalid now: a WRITE through it is refused.
+  SendWr w = Wr(WrOpcode::kRdmaWrite, 9, va_, 0, 64);
+  w.remote_addr = kB.iova;
+  w.rkey = rkey;
+  Post(a_, qa_, w);
+  Pump();
+  c = Poll(a_, va_.scq);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, WcStatus::kRemAccessErr);
+}
+
 TEST_F(FrNetTest, UcWriteThroughAnFrMrCrossesHosts) {
   ConnectUc();
   const uint32_t rkey = RegisterOnB(qb_, 0x21);
