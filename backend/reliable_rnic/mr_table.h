@@ -3,9 +3,9 @@
 // MrTable: the layer's record of every MR registered through it
 // (docs/reliability.md §2.1, §2.4): the lower MR's id and keys, its PD,
 // host address, iova, length and access, in a fixed table keyed by the
-// lower MR's id. Written by RegMr and DeregMr (control calls); the checks
-// of §2.3 and §3.6 that read it (rkey in the QP's PD, access, range) come
-// with the framed modes (step 13), and with them an index by rkey.
+// lower MR's id, and indexed by rkey for the responder's checks of §3.6
+// (a WRITE_RETX's rkey in the QP's PD, access, range: receiver.cc; READ is
+// step 13). Written by RegMr and DeregMr (control calls).
 #ifndef VRDMA_BACKEND_RELIABLE_RNIC_MR_TABLE_H_
 #define VRDMA_BACKEND_RELIABLE_RNIC_MR_TABLE_H_
 
@@ -27,21 +27,36 @@ struct MrRecord {
 
 class MrTable {
  public:
-  explicit MrTable(uint32_t capacity) : table_(capacity) {}
+  explicit MrTable(uint32_t capacity) : table_(capacity), by_rkey_(capacity) {}
 
   uint32_t capacity() const { return table_.capacity(); }
   uint32_t live() const { return table_.live(); }
 
   // False when the table is full (or the id is recorded already).
   [[nodiscard]] bool Add(const MrRecord& r) {
-    return table_.Insert(r.mr.id, r) != nullptr;
+    if (table_.Insert(r.mr.id, r) == nullptr) return false;
+    (void)by_rkey_.Insert(r.mr.rkey, r.mr.id);  // keys are unique per RNIC
+    return true;
   }
   // False when mr is not recorded.
-  bool Remove(RnicMr mr) { return table_.Erase(mr.id); }
+  bool Remove(RnicMr mr) {
+    const MrRecord* r = table_.Find(mr.id);
+    if (r != nullptr) {
+      const uint32_t* id = by_rkey_.Find(r->mr.rkey);
+      if (id != nullptr && *id == mr.id) by_rkey_.Erase(r->mr.rkey);
+    }
+    return table_.Erase(mr.id);
+  }
   const MrRecord* Find(uint32_t mr_id) const { return table_.Find(mr_id); }
+  // The MR whose rkey is rkey; nullptr when none is recorded.
+  const MrRecord* FindByRkey(uint32_t rkey) const {
+    const uint32_t* id = by_rkey_.Find(rkey);
+    return id != nullptr ? table_.Find(*id) : nullptr;
+  }
 
  private:
   IdTable<MrRecord> table_;
+  IdTable<uint32_t> by_rkey_;  // rkey -> the MR's id
 };
 
 }  // namespace vrdma::reliable

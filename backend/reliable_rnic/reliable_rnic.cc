@@ -41,9 +41,11 @@ ReliableRnic::ReliableRnic(Rnic& lower, ReliableRnicOptions options)
       limits_(reliable::LayerLimits(lower.limits(), options)),
       mrs_(limits_.max_mr),
       qps_(limits_.max_qp),
-      cqs_(limits_.max_cq) {}
+      cqs_(limits_.max_cq),
+      qpn_index_(limits_.max_qp) {}
 
 ReliableRnic::~ReliableRnic() {
+  DetachUc();
   delete prepared_ring_.exchange(nullptr);
   FreeDeadRings();
 }
@@ -155,15 +157,19 @@ Result<RnicQp> ReliableRnic::CreateQp(const QpInit& init) {
   v.has_srq = init.has_srq;
   v.srq = init.srq;
   v.caps = init.caps;
+  v.sq_sig_all = init.sq_sig_all;
   if (qps_.Insert(qp->id, v) == nullptr) {
     (void)lower_.DestroyQp(*qp);
     return Status::kIoError;
   }
+  (void)qpn_index_.Insert(qp->qpn, qp->id);
   return qp;
 }
 
 Status ReliableRnic::DestroyQp(RnicQp qp) {
   VRDMA_RETURN_IF_ERROR(lower_.DestroyQp(qp));
+  if (VirtualQp* v = qps_.Find(qp.id)) Unframe(*v);
+  qpn_index_.Erase(qp.qpn);
   qps_.Erase(qp.id);
   return Status::kOk;
 }

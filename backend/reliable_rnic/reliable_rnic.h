@@ -4,17 +4,27 @@
 // lower RNIC (docs/reliability.md §2). The engine and the scheduler stage
 // see an Rnic like any other.
 //
-// As built (step 10 of §10): native mode only. Every call goes to the
-// lower RNIC, whose ids and QPNs the layer hands up unchanged (a virtual
-// QP is its lower RC QP; PDs, MRs, AHs, SRQs and CQs are the lower's);
-// wr_ids and completions pass untouched. Beside that the layer keeps the
-// object tables of §2.1, fixed in size at construction:
-//   - MRs (mr_table.h): lower keys, PD, address, iova, length, access;
-//   - virtual QPs: the lower QP, type, PD, CQs, SRQ, caps;
+// As built (steps 10-11 of §10): native mode, and uc mode for WRITE.
+// Every call goes to the lower RNIC, whose ids and QPNs the layer hands up
+// unchanged (a virtual QP is its lower RC QP; PDs, MRs, AHs, SRQs and CQs
+// are the lower's); in native mode wr_ids and completions pass untouched.
+// Beside that the layer keeps the object tables of §2.1, fixed in size at
+// construction:
+//   - MRs (mr_table.h): lower keys, PD, address, iova, length, access, and
+//     an index by rkey;
+//   - virtual QPs: the lower QP, type, PD, CQs, SRQ, caps, the attributes
+//     set so far, and (uc mode) its Connection; an index by QPN;
 //   - virtual CQs: the lower CQ and its ring of synthesized completions
 //     (completion_ring.h), which PollCq returns before the lower CQ's.
-// Nothing fills the rings yet: the framed modes (steps 11-17) will, with
-// PushSynthesized.
+// uc mode (step 11, reliable_rnic_uc.cc) starts with AttachPeerLink: the
+// layer's PD, transport CQ and ACK channel (ack_channel.h) are made, and
+// from then on an RC QP (no SRQ) whose VM (its sgid) is in uc mode
+// (SetMode) and whose dgid belongs to a peer daemon (PeerLink::PeerOf) is
+// framed at its RTR: a Connection (connection.h) with its data QP sends
+// CONNECT; the peer's CONNECT or CONNECT_OK connects it, CONNECT_NATIVE
+// puts its WRs back on the lower RC QP. A framed QP's WRITEs go to its
+// Sender, their completions to the virtual send CQ's ring. Without
+// AttachPeerLink nothing changes: the data calls stay one call down.
 //
 // Limits: the lower's, less what the layer keeps for itself (reliability.md
 // §3.5, §5, §8: a PD, the ACK and transport CQs, the ACK QP and its MR
@@ -34,15 +44,23 @@
 #ifndef VRDMA_BACKEND_RELIABLE_RNIC_RELIABLE_RNIC_H_
 #define VRDMA_BACKEND_RELIABLE_RNIC_RELIABLE_RNIC_H_
 
+#include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <random>
 #include <span>
+#include <vector>
 
 #include "backend/base/status.h"
+#include "backend/reliable_rnic/ack_channel.h"
 #include "backend/reliable_rnic/completion_ring.h"
+#include "backend/reliable_rnic/connection.h"
+#include "backend/reliable_rnic/counters.h"
 #include "backend/reliable_rnic/id_table.h"
 #include "backend/reliable_rnic/mr_table.h"
+#include "backend/reliable_rnic/peer_link.h"
 #include "backend/rnic/rnic.h"
 
 namespace vrdma {
@@ -56,7 +74,23 @@ struct ReliableRnicOptions {
   // Completions each virtual CQ's ring holds (rounded up to a power of
   // two), charged through CqHostBytes.
   uint32_t synthesized_per_cq = 256;
+
+  // uc mode (AttachPeerLink). This daemon's id on the peer channel (not
+  // 0), the most framed QPs, the clock (ns; default: steady clock), the
+  // tables of each connection, the ACK channel, the transport CQ's depth
+  // per framed QP, CONNECT's repeat interval and HELLO's.
+  uint64_t daemon_id = 1;
+  uint32_t max_framed_qps = 256;
+  std::function<uint64_t()> clock;
+  reliable::ConnectionParams connection{};
+  reliable::AckChannelOptions ack{};
+  uint64_t connect_interval_ns = 1'000'000;  // §3.5: every 1 ms
+  uint64_t hello_interval_ns = 1'000'000'000;
+  uint64_t token_seed = 0;  // 0: from the clock
 };
+
+// A VM's reliability mode (§2.2).
+enum class ReliabilityMode : uint8_t { kNative = 0, kRc = 1, kUc = 2 };
 
 namespace reliable {
 
@@ -82,6 +116,13 @@ struct VirtualQp {
   bool has_srq = false;
   RnicSrq srq{};
   QpCaps caps{};
+  bool sq_sig_all = false;
+  // The attributes ModifyQp set so far (what a framed QP needs).
+  QpAttr attr{};
+  // uc mode: the QP's connection once framed (slot in the layer's table),
+  // else nullptr. Written by control calls and read by the data path,
+  // which share one thread wherever uc mode runs (AttachPeerLink).
+  Connection* conn = nullptr;
 };
 
 struct VirtualCq {
@@ -138,9 +179,7 @@ class ReliableRnic : public Rnic {
   }
   Status DestroySrq(RnicSrq srq) override { return lower_.DestroySrq(srq); }
   Result<RnicQp> CreateQp(const QpInit& init) override;
-  Status ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) override {
-    return lower_.ModifyQp(qp, attr, mask);
-  }
+  Status ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) override;
   Result<QpAttr> QueryQp(RnicQp qp) const override {
     return lower_.QueryQp(qp);
   }
@@ -206,6 +245,24 @@ class ReliableRnic : public Rnic {
   }
   Rnic& lower() { return lower_; }
 
+  // reliable_rnic_uc.cc: uc mode. Control call, once: makes the layer's
+  // PD, transport CQ and ACK channel (its QP sends from daemon_gid, which
+  // the lower gets as a GID) and sends HELLO. kUnsupported over a lower
+  // whose control calls run beside the data path (the control worker of
+  // step 16 is not built). link must outlive the layer.
+  Status AttachPeerLink(reliable::PeerLink* link, const Gid& daemon_gid);
+  // The mode of the VM owning gids (control call; §2.2). QPs framed
+  // already keep theirs until the live switch of step 17.
+  void SetMode(std::span<const Gid> gids, ReliabilityMode mode);
+  ReliabilityMode ModeOf(const Gid& gid) const;
+  // A message from a peer daemon (PeerLink's receiving side), on the
+  // data-path thread. Untrusted: decoded and checked, counted when bad.
+  void OnPeerMessage(std::span<const uint8_t> bytes);
+  const reliable::ReliabilityCounters& counters() const { return counters_; }
+  const reliable::AckChannel* ack_channel() const { return acks_.get(); }
+  // The connection of a virtual QP (by QPN), or nullptr (tests).
+  reliable::Connection* FindConnection(uint32_t qpn);
+
  private:
   // A ring for the next CreateCq: the prepared one, else a new one.
   std::unique_ptr<reliable::CompletionRing> TakeRing();
@@ -222,6 +279,49 @@ class ReliableRnic : public Rnic {
   // Ring memory between the control thread and the data-path thread.
   std::atomic<reliable::CompletionRing*> prepared_ring_{nullptr};
   std::atomic<reliable::CompletionRing*> dead_rings_{nullptr};
+
+  // uc mode (reliable_rnic_uc.cc).
+  struct Peer {
+    bool used = false;
+    uint64_t id = 0;
+    uint32_t ack_qpn = 0, ack_qkey = 0;
+    Gid ack_gid{};
+    RnicAh ah{};
+  };
+  struct ModeEntry {
+    Gid gid{};
+    ReliabilityMode mode = ReliabilityMode::kNative;
+  };
+  void MaybeFrame(reliable::VirtualQp& v);
+  void Unframe(reliable::VirtualQp& v);
+  void SendConnect(reliable::Connection& k, bool ok);
+  void SendHello();
+  void OnHello(uint64_t origin, const void* hello);
+  void OnConnect(uint64_t origin, const void* connect, bool request);
+  void OnConnectNative(uint64_t origin, const void* native);
+  void OnAckArrival(const reliable::AckArrival& a, uint64_t now_ns);
+  void SetAckAddress(reliable::Connection& k);
+  Peer* FindPeer(uint64_t id);
+  reliable::VirtualQp* FindQpByQpn(uint32_t qpn);
+  bool ProgressUc();
+  void DetachUc();
+
+  reliable::IdTable<uint32_t> qpn_index_;  // virtual QPN -> QP id
+  std::function<uint64_t()> clock_;
+  reliable::PeerLink* link_ = nullptr;
+  Gid daemon_gid_{};
+  RnicPd layer_pd_{};
+  RnicCq transport_cq_{};
+  uint32_t transport_depth_ = 0;
+  std::unique_ptr<reliable::AckChannel> acks_;
+  std::vector<std::unique_ptr<reliable::Connection>> conns_;
+  uint32_t framed_ = 0;
+  std::array<Peer, 16> peers_{};
+  std::vector<ModeEntry> modes_;
+  uint64_t peer_seq_ = 0;
+  uint64_t next_hello_ns_ = 0;
+  std::mt19937_64 token_rng_;
+  reliable::ReliabilityCounters counters_;
 };
 
 }  // namespace vrdma

@@ -1,9 +1,9 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 //
 // ReliableRnic's data path (reliable_rnic.h): no allocation, no lock. In
-// native mode, the only mode there is yet, a post goes to the lower QP as
-// it is; the framed modes (steps 11-17) add the QP's mode here, one branch
-// per call.
+// native mode a post goes to the lower QP as it is; once a peer link is
+// attached (uc mode, step 11) a send post looks its QP up and a framed
+// QP's WRs go to its connection's Sender.
 #include <span>
 
 #include "backend/reliable_rnic/reliable_rnic.h"
@@ -12,6 +12,13 @@ namespace vrdma {
 
 int ReliableRnic::PostSend(RnicQp qp, std::span<const SendWr> wrs,
                            Status* first_error) {
+  if (link_ != nullptr) {
+    const reliable::VirtualQp* v = qps_.Find(qp.id);
+    if (v != nullptr && v->conn != nullptr &&
+        v->conn->state() != reliable::ConnState::kNative) {
+      return v->conn->sender().Post(wrs, first_error);
+    }
+  }
   return lower_.PostSend(qp, wrs, first_error);
 }
 
@@ -47,8 +54,14 @@ bool ReliableRnic::PollAsyncEvent(AsyncEvent* ev) {
   return lower_.PollAsyncEvent(ev);
 }
 
-// Later steps: the ACK CQ, the transport CQ, timers, then the QPs with
-// work (§4.1); busy while anything is in flight (§2.1).
-bool ReliableRnic::Progress() { return lower_.Progress(); }
+// The lower's work, then uc mode's (reliable_rnic_uc.cc): the ACK CQ, the
+// transport CQ, timers and every connection (§4.1); busy while anything
+// is in flight (§2.1).
+bool ReliableRnic::Progress() {
+  const bool lower = lower_.Progress();
+  if (link_ == nullptr) return lower;
+  const bool uc = ProgressUc();
+  return lower || uc;
+}
 
 }  // namespace vrdma

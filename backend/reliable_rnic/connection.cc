@@ -1,0 +1,171 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// Connection (connection.h): one framed virtual QP's lower objects and
+// its CONNECT state.
+#include "backend/reliable_rnic/connection.h"
+
+#include <algorithm>
+
+namespace vrdma::reliable {
+
+Connection::Connection(Rnic& lower, const ConnectionInit& init,
+                       const ConnectionParams& params,
+                       ReliabilityCounters* counters, const MrTable* mrs,
+                       AckChannel* acks)
+    : lower_(lower),
+      init_(init),
+      params_(params),
+      counters_(counters),
+      mrs_(mrs),
+      acks_(acks) {}
+
+Connection::~Connection() { Close(); }
+
+uint8_t* Connection::header_slot(uint64_t post_seq) {
+  return region_.get() + header_off_ + (post_seq % header_slots_) * kHeaderSize;
+}
+
+uint8_t* Connection::bounce(uint32_t index) {
+  return region_.get() + uint64_t{index} * kBounceBytes;
+}
+
+Status Connection::Open() {
+  header_slots_ = params_.sender.chunks_in_flight;
+  header_off_ = uint64_t{params_.bounce} * kBounceBytes;
+  inline_off_ = header_off_ + uint64_t{header_slots_} * kHeaderSize;
+  region_bytes_ = inline_off_ + uint64_t{init_.sq_depth} * init_.max_inline;
+  region_ = std::make_unique<uint8_t[]>(region_bytes_);
+  Result<RnicMr> mr =
+      lower_.RegMr(init_.pd, region_.get(), region_bytes_,
+                   reinterpret_cast<uint64_t>(region_.get()), kAccessLocalWrite);
+  if (!mr.ok()) return mr.status();
+  region_mr_ = *mr;
+  QpInit qi;
+  qi.type = QpType::kUc;
+  qi.pd = init_.pd;
+  qi.send_cq = init_.transport_cq;
+  qi.recv_cq = init_.transport_cq;
+  qi.caps = QpCaps{header_slots_, params_.bounce,
+                   std::min<uint32_t>(init_.max_send_sge + 1, kMaxSge), 1, 0,
+                   QpType::kUc};
+  Result<RnicQp> qp = lower_.CreateQp(qi);
+  if (!qp.ok()) {
+    (void)lower_.DeregMr(region_mr_);
+    region_mr_ = {};
+    return qp.status();
+  }
+  data_qp_ = *qp;
+  QpAttr a;
+  a.state = QpState::kInit;
+  // The guest QP's access flags: a chunk passes the lower's checks as a
+  // native WRITE to the guest QP would.
+  a.access_flags = init_.attr.access_flags;
+  const Status st = lower_.ModifyQp(
+      data_qp_, a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags);
+  if (st != Status::kOk) {
+    Close();
+    return st;
+  }
+  SenderParams sp = params_.sender;
+  sp.max_xmits = std::min(sp.max_xmits, params_.bounce);
+  sender_ = std::make_unique<Sender>(*this, sp, init_.sq_depth, init_.max_inline,
+                                     region_.get() + inline_off_,
+                                     region_mr_.lkey);
+  receiver_ = std::make_unique<Receiver>(*this, params_.receiver,
+                                         init_.attr.path_mtu_bytes);
+  return Status::kOk;
+}
+
+Status Connection::OnPeerConnect(uint32_t peer_data_qpn, uint32_t peer_data_psn,
+                                 uint32_t peer_token) {
+  if (state_ == ConnState::kUc) {
+    return peer_token == peer_token_ ? Status::kOk : Status::kBusy;
+  }
+  if (state_ != ConnState::kConnecting) return Status::kBadState;
+  QpAttr a;
+  a.state = QpState::kRtr;
+  a.av = init_.attr.av;
+  a.path_mtu_bytes = init_.attr.path_mtu_bytes;
+  a.dest_qpn = peer_data_qpn;
+  a.rq_psn = peer_data_psn;
+  Status st = lower_.ModifyQp(
+      data_qp_, a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn);
+  if (st == Status::kOk) {
+    a.state = QpState::kRts;
+    a.sq_psn = data_psn();
+    st = lower_.ModifyQp(data_qp_, a, kQpState | kQpSqPsn);
+  }
+  if (st != Status::kOk) {
+    state_ = ConnState::kFailed;
+    return st;
+  }
+  for (uint32_t i = 0; i < params_.bounce; ++i) RepostBounce(i);
+  peer_token_ = peer_token;
+  sender_->Start(0, 0);
+  receiver_->Start(0);
+  receiver_->credits = params_.bounce;
+  state_ = ConnState::kUc;
+  return Status::kOk;
+}
+
+void Connection::Close() {
+  if (data_qp_.qpn != 0) (void)lower_.DestroyQp(data_qp_);
+  data_qp_ = {};
+  if (region_mr_.lkey != 0 || region_mr_.id != 0) (void)lower_.DeregMr(region_mr_);
+  region_mr_ = {};
+}
+
+void Connection::RepostBounce(uint32_t index) {
+  RecvWr r;
+  r.wr_id = DataWrId(init_.slot, WrKind::kBounce, index);
+  r.num_sge = 1;
+  r.sge[0] = Sge{reinterpret_cast<uint64_t>(bounce(index)), kBounceBytes,
+                 region_mr_.lkey};
+  Status st = Status::kOk;
+  (void)lower_.PostRecv(data_qp_, std::span(&r, 1), &st);
+}
+
+bool Connection::PostData(const SendWr& wr) {
+  Status st = Status::kOk;
+  return lower_.PostSend(data_qp_, std::span(&wr, 1), &st) == 1;
+}
+
+void Connection::OnTransportCompletion(const Completion& c, uint64_t now_ns) {
+  switch (DataWrKind(c.wr_id)) {
+    case WrKind::kChunk:
+    case WrKind::kRetx:
+      if (sender_) sender_->OnSendCompletion(c);
+      return;
+    case WrKind::kBounce: {
+      const uint32_t index = DataWrIndex(c.wr_id);
+      if (index >= params_.bounce || !receiver_) return;
+      if (c.status != WcStatus::kSuccess) {
+        counters_->Count(WireCounter::kRxLowerError);
+        if (c.status != WcStatus::kWrFlushErr) RepostBounce(index);
+        return;
+      }
+      if (c.opcode == WcOpcode::kRecvRdmaWithImm) {
+        receiver_->OnChunk(c.imm_data, c.byte_len, now_ns);
+      } else {
+        receiver_->OnSend(
+            std::span<const uint8_t>(bounce(index),
+                                     std::min<uint32_t>(c.byte_len, kBounceBytes)),
+            now_ns);
+      }
+      RepostBounce(index);
+      ++receiver_->credits;
+      return;
+    }
+  }
+}
+
+bool Connection::Pump(uint64_t now_ns) {
+  if (state_ != ConnState::kUc) {
+    return state_ == ConnState::kConnecting && sender_ && sender_->outstanding() > 0;
+  }
+  const bool s = sender_->Pump(now_ns);
+  const bool r = receiver_->Pump(now_ns);
+  return s || r;
+}
+
+}  // namespace vrdma::reliable

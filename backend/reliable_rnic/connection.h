@@ -1,0 +1,166 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// Connection: one framed virtual QP (docs/reliability.md §2.3, §3.5): its
+// CONNECT state and tokens, its lower UC data QP and layer region, and its
+// Sender and Receiver. Made by the layer at the virtual QP's RTR when the
+// QP is framed (ReliableRnic::ModifyQp, a control call: every table and
+// buffer is allocated there); connected when the peer's CONNECT or
+// CONNECT_OK gives its data QP (OnPeerConnect, on the data-path thread:
+// the data QP's ModifyQp runs inline, which the layer allows only over a
+// lower whose control calls share the data-path thread).
+//
+// The layer region, one MR in the virtual QP's PD with local write only
+// (no guest can name its lkey, §2.3): `bounce` receive buffers of 4160
+// bytes (a header and a unit), a 64-byte header slot per data-QP send, and
+// the inline bytes of each guest WR (sq_depth x max_inline_data), so every
+// WR's data is SGEs.
+//
+// Lower wr_ids on the data QP (the transport CQ): slot << 32 | kind << 28
+// | index (kind: WrKind).
+#ifndef VRDMA_BACKEND_RELIABLE_RNIC_CONNECTION_H_
+#define VRDMA_BACKEND_RELIABLE_RNIC_CONNECTION_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "backend/base/status.h"
+#include "backend/reliable_rnic/ack_channel.h"
+#include "backend/reliable_rnic/completion_ring.h"
+#include "backend/reliable_rnic/counters.h"
+#include "backend/reliable_rnic/mr_table.h"
+#include "backend/reliable_rnic/receiver.h"
+#include "backend/reliable_rnic/sender.h"
+#include "backend/rnic/rnic.h"
+
+namespace vrdma::reliable {
+
+inline constexpr uint32_t kBounceBytes = kHeaderSize + kUnitSize;  // 4160
+
+enum class WrKind : uint8_t { kChunk = 1, kRetx = 2, kBounce = 3 };
+
+inline uint64_t DataWrId(uint32_t slot, WrKind kind, uint32_t index) {
+  return uint64_t{slot} << 32 | uint64_t{static_cast<uint8_t>(kind)} << 28 |
+         (index & 0x0fffffff);
+}
+inline uint32_t DataWrSlot(uint64_t wr_id) {
+  return static_cast<uint32_t>(wr_id >> 32);
+}
+inline WrKind DataWrKind(uint64_t wr_id) {
+  return static_cast<WrKind>((wr_id >> 28) & 0xf);
+}
+inline uint32_t DataWrIndex(uint64_t wr_id) {
+  return static_cast<uint32_t>(wr_id & 0x0fffffff);
+}
+
+struct ConnectionParams {
+  uint32_t bounce = 32;  // §2.3 bounce_per_qp
+  SenderParams sender{};
+  ReceiverParams receiver{};
+};
+
+enum class ConnState : uint8_t {
+  kConnecting,  // CONNECT sent, the peer's data QP not known yet
+  kUc,          // the data QP is connected: the framed mode runs
+  kNative,      // the peer answered CONNECT_NATIVE: passed through
+  kFailed,      // the data QP could not be connected
+};
+
+// What the layer knows of the virtual QP when it frames it.
+struct ConnectionInit {
+  uint32_t slot = 0;      // the layer's connection slot (wr_ids)
+  RnicQp vqp{};           // the virtual QP (its lower RC QP)
+  RnicPd pd{};
+  RnicCq transport_cq{};  // the layer's: the data QP's both CQs
+  CompletionRing* send_ring = nullptr;  // the virtual send CQ's ring
+  uint32_t sq_depth = 0;
+  uint32_t max_send_sge = 0;
+  uint32_t max_inline = 0;
+  bool sq_sig_all = false;
+  QpAttr attr{};          // the virtual QP's at RTR: av, MTU, access, dest
+  uint64_t peer_daemon = 0;
+  uint32_t my_token = 0;  // the one the peer must send us
+  uint64_t retry_budget_ns = 0;  // 0: never
+};
+
+class Connection {
+ public:
+  using Clock = std::function<uint64_t()>;
+
+  Connection(Rnic& lower, const ConnectionInit& init,
+             const ConnectionParams& params, ReliabilityCounters* counters,
+             const MrTable* mrs, AckChannel* acks);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Control path: the data QP (to INIT), the region and its MR, the
+  // bounce receives. On failure nothing is left on the lower.
+  Status Open();
+  // The peer's CONNECT or CONNECT_OK: connects the data QP to the peer's
+  // (RTR, RTS) and starts both directions; kUc on success.
+  Status OnPeerConnect(uint32_t peer_data_qpn, uint32_t peer_data_psn,
+                       uint32_t peer_token);
+  // Destroys the lower objects (control path).
+  void Close();
+
+  // A completion of the transport CQ for this connection.
+  void OnTransportCompletion(const Completion& c, uint64_t now_ns);
+  // Sender and receiver work; true while anything is pending.
+  bool Pump(uint64_t now_ns);
+
+  // Posts bounce receive `index` again.
+  void RepostBounce(uint32_t index);
+  // Posts one send on the data QP (sender); false when the lower refused.
+  bool PostData(const SendWr& wr);
+
+  const ConnectionInit& init() const { return init_; }
+  uint32_t vqpn() const { return init_.vqp.qpn; }
+  uint32_t peer_vqpn() const { return init_.attr.dest_qpn; }
+  uint32_t data_qpn() const { return data_qp_.qpn; }
+  uint32_t data_psn() const { return init_.my_token & 0xffffff; }
+  uint32_t my_token() const { return init_.my_token; }
+  uint32_t peer_token() const { return peer_token_; }
+  ConnState state() const { return state_; }
+  // The guest's retry budget (§1), from its RTS attributes; 0: never.
+  uint64_t retry_budget_ns() const { return init_.retry_budget_ns; }
+  void set_retry_budget_ns(uint64_t ns) { init_.retry_budget_ns = ns; }
+  void set_state(ConnState s) { state_ = s; }
+  uint64_t next_connect_ns = 0;  // the layer's CONNECT timer
+
+  // Where ACKs to the peer go (the layer fills it from the peer's HELLO).
+  AckAddress ack_to{};
+  bool has_ack_to = false;
+
+  Rnic& lower() { return lower_; }
+  ReliabilityCounters& counters() { return *counters_; }
+  const MrTable& mrs() const { return *mrs_; }
+  AckChannel& acks() { return *acks_; }
+  uint8_t* header_slot(uint64_t post_seq);
+  uint8_t* bounce(uint32_t index);
+  uint32_t region_lkey() const { return region_mr_.lkey; }
+  Sender& sender() { return *sender_; }
+  Receiver& receiver() { return *receiver_; }
+
+ private:
+  Rnic& lower_;
+  ConnectionInit init_;
+  ConnectionParams params_;
+  ReliabilityCounters* counters_;
+  const MrTable* mrs_;
+  AckChannel* acks_;
+  ConnState state_ = ConnState::kConnecting;
+  uint32_t peer_token_ = 0;
+  RnicQp data_qp_{};
+  RnicMr region_mr_{};
+  std::unique_ptr<uint8_t[]> region_;
+  uint64_t region_bytes_ = 0;
+  uint64_t header_off_ = 0, inline_off_ = 0;
+  uint32_t header_slots_ = 0;
+  std::unique_ptr<Sender> sender_;
+  std::unique_ptr<Receiver> receiver_;
+};
+
+}  // namespace vrdma::reliable
+
+#endif  // VRDMA_BACKEND_RELIABLE_RNIC_CONNECTION_H_

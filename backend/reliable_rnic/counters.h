@@ -1,0 +1,63 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// ReliabilityCounters: what the layer counts (docs/reliability.md §3.6,
+// §9): one counter per check of §3.6 (wire_format.h's WireCounter, in its
+// order), the peer channel's checks, and the protocol's events. As built
+// (step 11) one set per layer, daemon-wide; the per-VM split and
+// stats.reliability come with step 18. Written by the data-path thread
+// only; plain integers (a reader on another thread sees them late).
+#ifndef VRDMA_BACKEND_RELIABLE_RNIC_COUNTERS_H_
+#define VRDMA_BACKEND_RELIABLE_RNIC_COUNTERS_H_
+
+#include <array>
+#include <cstdint>
+
+#include "backend/peer_channel/peer_message.h"
+#include "backend/reliable_rnic/wire_format.h"
+
+namespace vrdma::reliable {
+
+struct ReliabilityCounters {
+  // §3.6, indexed by WireCounter.
+  std::array<uint64_t, kWireCounterCount> wire{};
+  // The peer channel's codec checks (peer_message.h), and messages that
+  // decoded but named nothing of this layer (an unknown QP, a stale token).
+  peer::PeerCheckCounters peer;
+  uint64_t peer_unmatched = 0;
+
+  // Connections (§3.5).
+  uint64_t connects_sent = 0;
+  uint64_t connects_uc = 0;      // connections that run uc
+  uint64_t connects_native = 0;  // fell back to native (CONNECT_NATIVE)
+
+  // Sender.
+  uint64_t messages_posted = 0;
+  uint64_t messages_completed = 0;  // completed with success
+  uint64_t messages_failed = 0;     // completed with an error (not flushes)
+  uint64_t chunks_sent = 0;         // WRITE_WITH_IMM chunks
+  uint64_t chunk_bytes_sent = 0;
+  uint64_t retx_sent = 0;           // WRITE_RETX units
+  uint64_t lost_rack = 0;           // transmissions found lost by a later ACK
+  uint64_t lost_rto = 0;            // transmissions whose RTO expired
+  uint64_t acks_received = 0;       // ACKs used (every check passed)
+  uint64_t rtt_samples = 0;
+  uint64_t retry_exceeded = 0;      // WRs failed RETRY_EXC_ERR
+  uint64_t tail_waits = 0;          // an L chunk held for the tail rule
+
+  // Receiver.
+  uint64_t chunks_received = 0;     // chunks placed (new units)
+  uint64_t retx_copied = 0;         // WRITE_RETX units copied into place
+  uint64_t messages_delivered = 0;
+  uint64_t acks_sent = 0;
+  uint64_t naks_sent = 0;
+
+  uint64_t& operator[](WireCounter c) { return wire[static_cast<size_t>(c)]; }
+  uint64_t operator[](WireCounter c) const {
+    return wire[static_cast<size_t>(c)];
+  }
+  void Count(WireCounter c) { ++wire[static_cast<size_t>(c)]; }
+};
+
+}  // namespace vrdma::reliable
+
+#endif  // VRDMA_BACKEND_RELIABLE_RNIC_COUNTERS_H_

@@ -1,0 +1,443 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// ReliableRnic's uc mode (docs/reliability.md §2.2, §3.5, §4; step 11):
+// the peer link, modes by GID, framing a QP at its RTR, CONNECT /
+// CONNECT_OK / CONNECT_NATIVE, and the part of Progress() that runs the
+// ACK CQ, the transport CQ and every connection.
+#include <chrono>
+#include <variant>
+
+#include "backend/peer_channel/peer_message.h"
+#include "backend/reliable_rnic/reliable_rnic.h"
+
+namespace vrdma {
+
+using reliable::AckArrival;
+using reliable::ConnState;
+using reliable::Connection;
+using reliable::ConnectionInit;
+using reliable::VirtualQp;
+using reliable::WireCounter;
+
+namespace {
+
+uint64_t SteadyNs() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+// §1: (retry_cnt + 1) x 4.096 us x 2^timeout; timeout 0: never.
+uint64_t RetryBudgetNs(const QpAttr& a) {
+  if (a.timeout == 0) return 0;
+  const uint32_t t = a.timeout > 31 ? 31 : a.timeout;
+  return (uint64_t{a.retry_cnt} + 1) * (uint64_t{4096} << t);
+}
+
+}  // namespace
+
+Status ReliableRnic::AttachPeerLink(reliable::PeerLink* link,
+                                    const Gid& daemon_gid) {
+  if (link == nullptr) return Status::kInvalid;
+  if (link_ != nullptr) return Status::kBusy;
+  if (lower_.control_beside_data_path()) return Status::kUnsupported;
+  if (!clock_) clock_ = options_.clock ? options_.clock : SteadyNs;
+  token_rng_.seed(options_.token_seed != 0 ? options_.token_seed
+                                           : clock_() ^ options_.daemon_id);
+  VRDMA_RETURN_IF_ERROR(lower_.AddGid(daemon_gid));
+  Result<RnicPd> pd = lower_.AllocPd();
+  if (!pd.ok()) {
+    (void)lower_.RemoveGid(daemon_gid);
+    return pd.status();
+  }
+  layer_pd_ = *pd;
+  transport_depth_ = 1024;
+  Result<RnicCq> cq = lower_.CreateCq(transport_depth_);
+  if (!cq.ok()) {
+    (void)lower_.DeallocPd(layer_pd_);
+    (void)lower_.RemoveGid(daemon_gid);
+    return cq.status();
+  }
+  transport_cq_ = *cq;
+  acks_ = std::make_unique<reliable::AckChannel>();
+  if (Status st = acks_->Open(lower_, layer_pd_, daemon_gid, options_.ack);
+      st != Status::kOk) {
+    acks_.reset();
+    (void)lower_.DestroyCq(transport_cq_);
+    (void)lower_.DeallocPd(layer_pd_);
+    (void)lower_.RemoveGid(daemon_gid);
+    return st;
+  }
+  conns_.resize(options_.max_framed_qps);
+  daemon_gid_ = daemon_gid;
+  link_ = link;
+  SendHello();
+  next_hello_ns_ = clock_() + options_.hello_interval_ns;
+  return Status::kOk;
+}
+
+void ReliableRnic::DetachUc() {
+  if (link_ == nullptr) return;
+  for (auto& c : conns_) c.reset();  // each closes its lower objects
+  acks_.reset();
+  for (Peer& p : peers_) {
+    if (p.used) (void)lower_.DestroyAh(p.ah);
+    p = Peer{};
+  }
+  (void)lower_.DestroyCq(transport_cq_);
+  (void)lower_.DeallocPd(layer_pd_);
+  (void)lower_.RemoveGid(daemon_gid_);
+  link_ = nullptr;
+}
+
+void ReliableRnic::SetMode(std::span<const Gid> gids, ReliabilityMode mode) {
+  for (const Gid& g : gids) {
+    bool found = false;
+    for (ModeEntry& e : modes_) {
+      if (e.gid == g) {
+        e.mode = mode;
+        found = true;
+      }
+    }
+    if (!found) modes_.push_back({g, mode});
+  }
+}
+
+ReliabilityMode ReliableRnic::ModeOf(const Gid& gid) const {
+  for (const ModeEntry& e : modes_) {
+    if (e.gid == gid) return e.mode;
+  }
+  return ReliabilityMode::kNative;
+}
+
+VirtualQp* ReliableRnic::FindQpByQpn(uint32_t qpn) {
+  const uint32_t* id = qpn_index_.Find(qpn);
+  return id != nullptr ? qps_.Find(*id) : nullptr;
+}
+
+Connection* ReliableRnic::FindConnection(uint32_t qpn) {
+  VirtualQp* v = FindQpByQpn(qpn);
+  return v != nullptr ? v->conn : nullptr;
+}
+
+ReliableRnic::Peer* ReliableRnic::FindPeer(uint64_t id) {
+  for (Peer& p : peers_) {
+    if (p.used && p.id == id) return &p;
+  }
+  return nullptr;
+}
+
+// ---- ModifyQp: framing at RTR -----------------------------------------------
+
+Status ReliableRnic::ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) {
+  VRDMA_RETURN_IF_ERROR(lower_.ModifyQp(qp, attr, mask));
+  VirtualQp* v = qps_.Find(qp.id);
+  if (v == nullptr) return Status::kOk;
+  QpAttr& a = v->attr;
+  if (mask & kQpState) a.state = attr.state;
+  if (mask & kQpAccessFlags) a.access_flags = attr.access_flags;
+  if (mask & kQpAv) a.av = attr.av;
+  if (mask & kQpPathMtu) a.path_mtu_bytes = attr.path_mtu_bytes;
+  if (mask & kQpDestQpn) a.dest_qpn = attr.dest_qpn;
+  if (mask & kQpTimeout) a.timeout = attr.timeout;
+  if (mask & kQpRetryCnt) a.retry_cnt = attr.retry_cnt;
+  if (mask & kQpRnrRetry) a.rnr_retry = attr.rnr_retry;
+  if (link_ == nullptr || (mask & kQpState) == 0) return Status::kOk;
+  switch (attr.state) {
+    case QpState::kRtr:
+      if (v->conn == nullptr) MaybeFrame(*v);
+      break;
+    case QpState::kRts:
+      if (v->conn != nullptr) v->conn->set_retry_budget_ns(RetryBudgetNs(a));
+      break;
+    case QpState::kErr:
+      if (v->conn != nullptr && v->conn->state() != ConnState::kNative) {
+        v->conn->sender().Fail(WcStatus::kWrFlushErr);
+      }
+      break;
+    case QpState::kReset:
+      Unframe(*v);
+      break;
+    default:
+      break;
+  }
+  return Status::kOk;
+}
+
+void ReliableRnic::MaybeFrame(VirtualQp& v) {
+  if (v.type != QpType::kRc || v.has_srq ||
+      ModeOf(v.attr.av.sgid) != ReliabilityMode::kUc ||
+      v.caps.max_send_sge >= static_cast<uint32_t>(kMaxSge)) {
+    return;
+  }
+  const std::optional<uint64_t> peer = link_->PeerOf(v.attr.av.dgid);
+  if (!peer) return;
+  uint32_t slot = 0;
+  while (slot < conns_.size() && conns_[slot] != nullptr) ++slot;
+  if (slot == conns_.size()) return;  // the table is full: native
+  reliable::VirtualCq* scq = cqs_.Find(v.send_cq.id);
+  // The transport CQ holds every framed QP's worst case: its data QP's
+  // sends and receives.
+  const uint32_t per_qp = options_.connection.sender.chunks_in_flight +
+                          options_.connection.bounce;
+  const uint64_t need = uint64_t{framed_ + 1} * per_qp;
+  if (need > transport_depth_) {
+    const uint32_t depth = static_cast<uint32_t>(
+        std::min<uint64_t>(std::max<uint64_t>(need, 2ull * transport_depth_),
+                           lower_.limits().max_cqe));
+    if (depth < need || lower_.ResizeCq(transport_cq_, depth) != Status::kOk) {
+      return;
+    }
+    transport_depth_ = depth;
+  }
+  ConnectionInit init;
+  init.slot = slot;
+  init.vqp = v.lower;
+  init.pd = v.pd;
+  init.transport_cq = transport_cq_;
+  init.send_ring = scq != nullptr ? scq->synthesized.get() : nullptr;
+  init.sq_depth = v.caps.max_send_wr;
+  init.max_send_sge = v.caps.max_send_sge;
+  init.max_inline = v.caps.max_inline_data;
+  init.sq_sig_all = v.sq_sig_all;
+  init.attr = v.attr;
+  init.peer_daemon = *peer;
+  do {
+    init.my_token = static_cast<uint32_t>(token_rng_());
+  } while (init.my_token == 0 || (init.my_token & 0xffffff) == 0);
+  init.retry_budget_ns = RetryBudgetNs(v.attr);
+  auto k = std::make_unique<Connection>(lower_, init, options_.connection,
+                                        &counters_, &mrs_, acks_.get());
+  if (k->Open() != Status::kOk) return;
+  SetAckAddress(*k);
+  v.conn = k.get();
+  conns_[slot] = std::move(k);
+  ++framed_;
+  SendConnect(*v.conn, false);
+  v.conn->next_connect_ns = clock_() + options_.connect_interval_ns;
+}
+
+void ReliableRnic::Unframe(VirtualQp& v) {
+  if (v.conn == nullptr) return;
+  const uint32_t slot = v.conn->init().slot;
+  v.conn = nullptr;
+  conns_[slot].reset();
+  --framed_;
+}
+
+// ---- Peer messages ------------------------------------------------------------
+
+void ReliableRnic::SendHello() {
+  peer::PeerMessage m;
+  m.type = peer::MsgType::kHello;
+  m.origin = options_.daemon_id;
+  m.seq = ++peer_seq_;
+  m.body = peer::Hello{peer::kUnitSize, acks_->qpn(), acks_->qkey(), daemon_gid_};
+  uint8_t buf[peer::kMaxMessageBytes];
+  const size_t n = peer::Encode(m, buf);
+  if (n > 0) link_->Broadcast(std::span(buf, n));
+}
+
+void ReliableRnic::SendConnect(Connection& k, bool ok) {
+  peer::PeerMessage m;
+  m.type = ok ? peer::MsgType::kConnectOk : peer::MsgType::kConnect;
+  m.origin = options_.daemon_id;
+  m.seq = ++peer_seq_;
+  peer::Connect c;
+  c.src_vqpn = k.vqpn();
+  c.dst_vqpn = k.peer_vqpn();
+  c.data_qpn = k.data_qpn();
+  c.data_psn = k.data_psn();
+  // No backup QP before step 16: the backup fields repeat the data QP's.
+  c.backup_qpn = k.data_qpn();
+  c.backup_psn = k.data_psn();
+  c.conn_token = k.my_token();
+  c.mode = peer::Mode::kUc;
+  c.rnr_retry = static_cast<uint8_t>(k.init().attr.rnr_retry & 7);
+  c.retry_budget_ns = k.retry_budget_ns() != 0 ? k.retry_budget_ns() : ~uint64_t{0};
+  m.body = c;
+  uint8_t buf[peer::kMaxMessageBytes];
+  const size_t n = peer::Encode(m, buf);
+  if (n > 0 && link_->Send(k.init().peer_daemon, std::span(buf, n))) {
+    ++counters_.connects_sent;
+  }
+}
+
+void ReliableRnic::OnPeerMessage(std::span<const uint8_t> bytes) {
+  if (link_ == nullptr) return;
+  peer::PeerMessage m;
+  const peer::PeerCheck check = peer::Decode(bytes, &m);
+  counters_.peer.Count(check);
+  if (check != peer::PeerCheck::kOk) return;
+  switch (m.type) {
+    case peer::MsgType::kHello:
+      return OnHello(m.origin, &std::get<peer::Hello>(m.body));
+    case peer::MsgType::kConnect:
+    case peer::MsgType::kConnectOk:
+      return OnConnect(m.origin, &std::get<peer::Connect>(m.body),
+                       m.type == peer::MsgType::kConnect);
+    case peer::MsgType::kConnectNative:
+      return OnConnectNative(m.origin, &std::get<peer::ConnectNative>(m.body));
+    default:
+      ++counters_.peer_unmatched;  // the messages of later steps
+      return;
+  }
+}
+
+void ReliableRnic::OnHello(uint64_t origin, const void* body) {
+  const auto& h = *static_cast<const peer::Hello*>(body);
+  Peer* p = FindPeer(origin);
+  const bool known = p != nullptr;
+  if (p != nullptr && p->ack_qpn == h.ack_qpn && p->ack_qkey == h.ack_qkey &&
+      p->ack_gid == h.ack_gid) {
+    return;  // the periodic HELLO: nothing new
+  }
+  if (p == nullptr) {
+    for (Peer& q : peers_) {
+      if (!q.used) {
+        p = &q;
+        break;
+      }
+    }
+    if (p == nullptr) {
+      ++counters_.peer_unmatched;  // more peers than the table holds
+      return;
+    }
+  } else {
+    (void)lower_.DestroyAh(p->ah);
+    p->used = false;
+  }
+  AddressVector av;
+  av.dgid = h.ack_gid;
+  av.sgid = daemon_gid_;
+  Result<RnicAh> ah = lower_.CreateAh(layer_pd_, av);
+  if (!ah.ok()) return;
+  *p = Peer{true, origin, h.ack_qpn, h.ack_qkey, h.ack_gid, *ah};
+  for (auto& k : conns_) {
+    if (k != nullptr && k->init().peer_daemon == origin) SetAckAddress(*k);
+  }
+  if (!known) SendHello();  // a new peer learns of us at once
+}
+
+void ReliableRnic::SetAckAddress(Connection& k) {
+  Peer* p = FindPeer(k.init().peer_daemon);
+  if (p == nullptr) return;
+  k.ack_to = reliable::AckAddress{p->ah, p->ack_qpn, p->ack_qkey};
+  k.has_ack_to = true;
+}
+
+void ReliableRnic::OnConnect(uint64_t origin, const void* body, bool request) {
+  const auto& c = *static_cast<const peer::Connect*>(body);
+  VirtualQp* v = FindQpByQpn(c.dst_vqpn);
+  const bool paired = v != nullptr && v->attr.dest_qpn == c.src_vqpn &&
+                      (v->attr.state == QpState::kRtr ||
+                       v->attr.state == QpState::kRts) &&
+                      link_->PeerOf(v->attr.av.dgid) == origin;
+  if (!paired) {
+    ++counters_.peer_unmatched;  // not (yet) in RTR towards it: it repeats
+    return;
+  }
+  Connection* k = v->conn;
+  if (k == nullptr || c.mode != peer::Mode::kUc) {
+    // Not framed here (this VM is native, or the QP cannot be): both run
+    // native (§2.2).
+    if (!request) return;
+    peer::PeerMessage m;
+    m.type = peer::MsgType::kConnectNative;
+    m.origin = options_.daemon_id;
+    m.seq = ++peer_seq_;
+    m.body = peer::ConnectNative{v->lower.qpn, c.src_vqpn, c.conn_token};
+    uint8_t buf[peer::kMaxMessageBytes];
+    const size_t n = peer::Encode(m, buf);
+    if (n > 0) (void)link_->Send(origin, std::span(buf, n));
+    return;
+  }
+  if (k->state() == ConnState::kConnecting) {
+    if (k->OnPeerConnect(c.data_qpn, c.data_psn, c.conn_token) == Status::kOk) {
+      ++counters_.connects_uc;
+    }
+  } else if (k->state() == ConnState::kUc && k->peer_token() != c.conn_token) {
+    ++counters_.peer_unmatched;  // another incarnation: the live switch's
+    return;
+  }
+  if (request && k->state() == ConnState::kUc) SendConnect(*k, true);
+}
+
+void ReliableRnic::OnConnectNative(uint64_t origin, const void* body) {
+  const auto& c = *static_cast<const peer::ConnectNative*>(body);
+  VirtualQp* v = FindQpByQpn(c.dst_vqpn);
+  Connection* k = v != nullptr ? v->conn : nullptr;
+  if (k == nullptr || k->state() != ConnState::kConnecting ||
+      k->peer_vqpn() != c.src_vqpn || k->init().peer_daemon != origin ||
+      k->my_token() != c.conn_token) {
+    ++counters_.peer_unmatched;
+    return;
+  }
+  // uc was not agreed: what the guest posted meanwhile goes to the lower
+  // RC QP in order, and everything after it passes through.
+  k->set_state(ConnState::kNative);
+  (void)k->sender().ReplayNative(lower_, v->lower);
+  ++counters_.connects_native;
+}
+
+// ---- Progress -------------------------------------------------------------------
+
+void ReliableRnic::OnAckArrival(const AckArrival& a, uint64_t now_ns) {
+  if (a.status != WcStatus::kSuccess) {
+    counters_.Count(WireCounter::kRxLowerError);
+    return;
+  }
+  reliable::Ack ack;
+  if (reliable::WireCheck c = reliable::ParseAck(a.bytes, &ack)) {
+    counters_.Count(*c);
+    return;
+  }
+  VirtualQp* v = FindQpByQpn(ack.dst_vqpn);
+  Connection* k = v != nullptr ? v->conn : nullptr;
+  const Peer* p = k != nullptr ? FindPeer(k->init().peer_daemon) : nullptr;
+  if (k == nullptr || k->state() != ConnState::kUc || p == nullptr ||
+      p->ack_qpn != a.src_qpn || p->ack_gid != a.sgid) {
+    counters_.Count(WireCounter::kAckUnknownQp);
+    return;
+  }
+  k->sender().OnAck(ack, now_ns);
+}
+
+bool ReliableRnic::ProgressUc() {
+  const uint64_t now = clock_();
+  bool busy = false;
+  // The ACK CQ first (B §3.4.3), then the transport CQ.
+  while (acks_->Poll([&](const AckArrival& a) { OnAckArrival(a, now); }) > 0) {
+  }
+  Completion batch[64];
+  for (int round = 0; round < 8; ++round) {
+    const int n = lower_.PollCq(transport_cq_, batch);
+    for (int i = 0; i < n; ++i) {
+      const uint32_t slot = reliable::DataWrSlot(batch[i].wr_id);
+      if (slot < conns_.size() && conns_[slot] != nullptr) {
+        conns_[slot]->OnTransportCompletion(batch[i], now);
+      }
+    }
+    if (n < static_cast<int>(std::size(batch))) break;
+    busy = true;
+  }
+  for (auto& k : conns_) {
+    if (k == nullptr) continue;
+    if (k->state() == ConnState::kConnecting) {
+      busy = true;
+      if (now >= k->next_connect_ns) {
+        SendConnect(*k, false);
+        k->next_connect_ns = now + options_.connect_interval_ns;
+      }
+    }
+    busy |= k->Pump(now);
+  }
+  if (now >= next_hello_ns_) {
+    SendHello();
+    next_hello_ns_ = now + options_.hello_interval_ns;
+  }
+  return busy;
+}
+
+}  // namespace vrdma

@@ -1,0 +1,615 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// Sender (sender.h): the sending side of a uc-mode virtual QP.
+#include "backend/reliable_rnic/sender.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstring>
+
+#include "backend/reliable_rnic/connection.h"
+
+namespace vrdma::reliable {
+
+using policy::reliability::AckedResult;
+using policy::reliability::Lost;
+using policy::reliability::LossReason;
+using policy::reliability::RttSampleNs;
+using policy::reliability::SentResult;
+
+namespace {
+
+// A chunk covers at most 16 units (64 KiB): its units' acks fit a mask.
+constexpr uint64_t kMaxChunkBytes = 16 * kUnitSize;
+
+uint32_t UnitsOf(uint64_t bytes) {
+  return bytes == 0 ? 1 : static_cast<uint32_t>((bytes + kUnitSize - 1) / kUnitSize);
+}
+
+policy::reliability::ChunkSizeParams Clamped(
+    policy::reliability::ChunkSizeParams p) {
+  p.max_chunk = std::min(p.max_chunk, kMaxChunkBytes);
+  return p;
+}
+
+}  // namespace
+
+struct Sender::Msg {
+  MsgState state = MsgState::kQueued;
+  WcStatus status = WcStatus::kSuccess;
+  bool signaled = false;
+  bool started = false;      // a first chunk went out
+  bool tail_retx = false;    // the tail unit waits for every other (§2.3)
+  bool tail_counted = false;
+  uint64_t wr_id = 0;
+  uint32_t send_flags = 0;
+  uint32_t mid = 0;
+  uint64_t len = 0;
+  uint64_t remote_addr = 0;
+  uint32_t rkey = 0;
+  uint32_t units = 1;        // bookkeeping units: max(1, ceil(len / 4096))
+  uint32_t acked_units = 0;
+  uint64_t sent = 0;         // bytes sent as new chunks
+  uint64_t t_first_ns = 0;
+  uint64_t tail_cseq = 0;
+  uint32_t tail_expiries = 0;
+  uint8_t num_sge = 0;
+  std::array<Sge, kMaxSge> sge{};
+};
+
+struct Sender::ChunkRec {
+  uint64_t msg_seq = 0;
+  uint32_t mid = 0;
+  uint16_t off = 0;     // first unit in the message
+  uint16_t nunits = 1;  // bookkeeping units (a zero-length chunk: 1)
+  uint32_t bytes = 0;
+  uint16_t acked = 0;   // mask of units acked
+  uint64_t gseq = 0;    // the original WRITE's
+  uint16_t full() const { return static_cast<uint16_t>((1u << nunits) - 1); }
+};
+
+struct Sender::Xmit {
+  uint64_t gseq = ~uint64_t{0};
+  uint64_t cseq = 0;
+  uint16_t unit = 0;    // !whole: the unit of the chunk
+  bool whole = true;    // the original WRITE of the chunk
+  uint32_t bytes = 0;
+  uint32_t expiries = 0;
+  uint64_t t_sent_ns = 0;
+};
+
+Sender::Sender(Connection& conn, const SenderParams& params, uint32_t sq_depth,
+               uint32_t max_inline, uint8_t* inline_area, uint32_t region_lkey)
+    : conn_(conn),
+      p_(params),
+      sq_depth_(std::max<uint32_t>(sq_depth, 1)),
+      max_inline_(max_inline),
+      inline_area_(inline_area),
+      region_lkey_(region_lkey),
+      msgs_(std::make_unique<Msg[]>(sq_depth_)),
+      chunks_(std::make_unique<ChunkRec[]>(params.chunks_in_flight)),
+      xmits_(std::make_unique<Xmit[]>(params.chunks_in_flight)),
+      retx_(std::make_unique<RetxUnit[]>(params.chunks_in_flight * 16)),
+      retx_cap_(params.chunks_in_flight * 16),
+      loss_(0, {.capacity = params.chunks_in_flight}),
+      rto_(params.rto),
+      chunk_size_(Clamped(params.chunk)) {}
+
+Sender::~Sender() = default;
+
+void Sender::Start(uint32_t first_mid, uint64_t first_gseq) {
+  // Messages posted while connecting keep their order; they take MIDs
+  // from first_mid on.
+  for (uint64_t s = head_; s < tail_; ++s) MsgAt(s).mid = first_mid + (s - head_);
+  next_mid_ = first_mid + static_cast<uint32_t>(tail_ - head_);
+  acked_mid_ = first_mid;
+  sent_mid_end_ = first_mid;
+  next_gseq_ = first_gseq;
+  loss_ = policy::reliability::LossDetector(
+      first_gseq, {.capacity = p_.chunks_in_flight});
+}
+
+Sender::Msg& Sender::MsgAt(uint64_t seq) { return msgs_[seq % sq_depth_]; }
+Sender::ChunkRec& Sender::ChunkAt(uint64_t cseq) {
+  return chunks_[cseq % p_.chunks_in_flight];
+}
+
+Sender::Msg* Sender::FindMsg(uint32_t mid) {
+  if (head_ == tail_) return nullptr;
+  const uint32_t d = mid - MsgAt(head_).mid;
+  return d < tail_ - head_ ? &MsgAt(head_ + d) : nullptr;
+}
+
+Sender::ChunkRec* Sender::FindChunk(uint32_t mid, uint16_t off) {
+  for (uint64_t s = chunk_head_; s < chunk_tail_; ++s) {
+    ChunkRec& c = ChunkAt(s);
+    if (c.mid == mid && c.off == off && c.acked != c.full()) return &c;
+  }
+  return nullptr;
+}
+
+// ---- Posting ---------------------------------------------------------------
+
+int Sender::Post(std::span<const SendWr> wrs, Status* first_error) {
+  int n = 0;
+  for (const SendWr& wr : wrs) {
+    if (wr.opcode != WrOpcode::kRdmaWrite) {
+      if (first_error) *first_error = Status::kInvalid;
+      return n;
+    }
+    const uint64_t len = wr.total_length();
+    const bool inl = (wr.send_flags & kSendInline) != 0;
+    if (len > kMidBytes || (inl && len > max_inline_) ||
+        (!inl && wr.num_sge > kMaxSge - 1)) {
+      if (first_error) *first_error = Status::kInvalid;
+      return n;
+    }
+    if (tail_ - head_ == sq_depth_) {
+      if (first_error) *first_error = Status::kNoResource;
+      return n;
+    }
+    const uint64_t seq = tail_;
+    Msg& m = MsgAt(seq);
+    m = Msg{};
+    m.wr_id = wr.wr_id;
+    m.send_flags = wr.send_flags;
+    m.signaled = (wr.send_flags & kSendSignaled) != 0 || conn_.init().sq_sig_all;
+    m.mid = next_mid_++;
+    m.len = len;
+    m.remote_addr = wr.remote_addr;
+    m.rkey = wr.rkey;
+    m.units = UnitsOf(len);
+    if (inl) {
+      uint8_t* copy = inline_area_ + (seq % sq_depth_) * max_inline_;
+      if (len > 0) std::memcpy(copy, wr.inline_data, len);
+      m.num_sge = len > 0 ? 1 : 0;
+      m.sge[0] = Sge{reinterpret_cast<uint64_t>(copy),
+                     static_cast<uint32_t>(len), region_lkey_};
+    } else {
+      m.num_sge = wr.num_sge;
+      std::copy_n(wr.sge.begin(), wr.num_sge, m.sge.begin());
+    }
+    if (failed_) {  // the QP failed: flushed, in order
+      m.state = MsgState::kFailed;
+      m.status = WcStatus::kWrFlushErr;
+    }
+    ++tail_;
+    ++conn_.counters().messages_posted;
+    ++n;
+  }
+  return n;
+}
+
+int Sender::Slice(const Msg& m, uint64_t off, uint64_t len, Sge* out,
+                  int room) const {
+  int n = 0;
+  for (int i = 0; i < m.num_sge && len > 0; ++i) {
+    const Sge& s = m.sge[i];
+    if (off >= s.length) {
+      off -= s.length;
+      continue;
+    }
+    const uint64_t take = std::min<uint64_t>(s.length - off, len);
+    if (n == room) return -1;
+    out[n++] = Sge{s.addr + off, static_cast<uint32_t>(take), s.lkey};
+    len -= take;
+    off = 0;
+  }
+  return n;
+}
+
+bool Sender::CanTransmit() const {
+  return inflight_xmits_ < p_.max_xmits &&
+         loss_.occupied() < p_.chunks_in_flight &&
+         posts_ - posts_done_ < p_.chunks_in_flight;
+}
+
+bool Sender::PostChunk(uint64_t seq, uint64_t bytes, bool last, bool hint,
+                       uint64_t now_ns) {
+  Msg& m = MsgAt(seq);
+  if (chunk_tail_ - chunk_head_ == p_.chunks_in_flight) return false;
+  const uint16_t off = static_cast<uint16_t>(m.sent / kUnitSize);
+  SendWr w;
+  w.opcode = WrOpcode::kRdmaWriteWithImm;
+  w.send_flags = kSendSignaled;
+  w.wr_id = DataWrId(conn_.init().slot, WrKind::kChunk,
+                     static_cast<uint32_t>(posts_));
+  w.remote_addr = m.remote_addr + m.sent;
+  w.rkey = m.rkey;
+  w.imm_data = ChunkImmToImmData(EncodeChunkImm(ChunkImm{
+      .hint = hint, .last = last, .mid14 = static_cast<uint16_t>(m.mid & kMidLowMask),
+      .off = off}));
+  const int nsge = Slice(m, m.sent, bytes, w.sge.data(), kMaxSge);
+  if (nsge < 0) return false;
+  w.num_sge = static_cast<uint8_t>(nsge);
+  if (!conn_.PostData(w)) return false;
+
+  const uint64_t cseq = chunk_tail_++;
+  ChunkRec& c = ChunkAt(cseq);
+  c = ChunkRec{};
+  c.msg_seq = seq;
+  c.mid = m.mid;
+  c.off = off;
+  c.nunits = static_cast<uint16_t>(UnitsOf(bytes));
+  c.bytes = static_cast<uint32_t>(bytes);
+  c.gseq = next_gseq_;
+  Xmit& x = xmits_[next_gseq_ % p_.chunks_in_flight];
+  x = Xmit{next_gseq_, cseq, 0, true, static_cast<uint32_t>(bytes), 0, now_ns};
+  (void)loss_.OnSent(next_gseq_, now_ns, rto_.TimeoutNs(rtt_, 0), 0);
+  ++next_gseq_;
+  ++posts_;
+  inflight_bytes_ += bytes;
+  ++inflight_xmits_;
+  if (!m.started) {
+    m.started = true;
+    m.t_first_ns = now_ns;
+  }
+  m.sent += bytes;
+  if (static_cast<int32_t>(m.mid + 1 - sent_mid_end_) > 0) sent_mid_end_ = m.mid + 1;
+  ++conn_.counters().chunks_sent;
+  conn_.counters().chunk_bytes_sent += bytes;
+  return true;
+}
+
+bool Sender::PostRetx(uint64_t cseq, uint16_t unit, uint32_t expiries,
+                      uint64_t now_ns) {
+  const ChunkRec& c = ChunkAt(cseq);
+  Msg* m = FindMsg(c.mid);
+  if (m == nullptr) return true;  // delivered meanwhile: nothing to send
+  const uint32_t abs_unit = c.off + unit;
+  const uint64_t off = uint64_t{abs_unit} * kUnitSize;
+  const uint64_t len = m->len > off ? std::min<uint64_t>(kUnitSize, m->len - off) : 0;
+  uint8_t* slot = conn_.header_slot(posts_);
+  DaemonHeader h;
+  h.type = HeaderType::kWriteRetx;
+  h.flags = kHdrRetransmission | kHdrHint |
+            (abs_unit + 1 == m->units ? kHdrLast : 0);
+  h.dst_vqpn = conn_.peer_vqpn();
+  h.gseq = next_gseq_;
+  h.mid = m->mid;
+  h.off_units = abs_unit;
+  h.data_len = static_cast<uint32_t>(len);
+  h.msg_len = m->len;
+  h.remote_addr = m->remote_addr + off;
+  h.rkey = m->rkey;
+  h.conn_token = conn_.peer_token();
+  (void)EncodeHeader(h, std::span(slot, kHeaderSize));
+  SendWr w;
+  w.opcode = WrOpcode::kSend;
+  w.send_flags = kSendSignaled;
+  w.wr_id = DataWrId(conn_.init().slot, WrKind::kRetx,
+                     static_cast<uint32_t>(posts_));
+  w.sge[0] = Sge{reinterpret_cast<uint64_t>(slot), kHeaderSize, conn_.region_lkey()};
+  const int nsge = Slice(*m, off, len, w.sge.data() + 1, kMaxSge - 1);
+  if (nsge < 0) return false;
+  w.num_sge = static_cast<uint8_t>(1 + nsge);
+  if (!conn_.PostData(w)) return false;
+
+  Xmit& x = xmits_[next_gseq_ % p_.chunks_in_flight];
+  x = Xmit{next_gseq_, cseq, unit, false, static_cast<uint32_t>(len), expiries,
+           now_ns};
+  (void)loss_.OnSent(next_gseq_, now_ns, rto_.TimeoutNs(rtt_, expiries),
+                     expiries);
+  ++next_gseq_;
+  ++posts_;
+  inflight_bytes_ += len;
+  ++inflight_xmits_;
+  ++conn_.counters().retx_sent;
+  return true;
+}
+
+// ---- ACKs ------------------------------------------------------------------
+
+void Sender::AckUnits(ChunkRec& c, uint16_t mask) {
+  const uint16_t fresh = mask & c.full() & static_cast<uint16_t>(~c.acked);
+  if (fresh == 0) return;
+  c.acked |= fresh;
+  if (c.msg_seq >= head_ && c.msg_seq < tail_) {
+    Msg& m = MsgAt(c.msg_seq);
+    if (m.mid == c.mid) m.acked_units += std::popcount(fresh);
+  }
+}
+
+void Sender::OnAck(const Ack& ack, uint64_t t4_ns) {
+  ReliabilityCounters& n = conn_.counters();
+  const AckContext ctx{conn_.my_token(), acked_mid_, sent_mid_end_, next_gseq_};
+  if (WireCheck c = CheckAck(ack, ctx)) {
+    n.Count(*c);
+    return;
+  }
+  ++n.acks_received;
+  std::optional<uint64_t> t1;
+  for (uint32_t i = 0; i < ack.n; ++i) {
+    AckEntry e;
+    if (CheckAckEntry(ack, i, ctx, &e)) {
+      n.Count(WireCounter::kAckUnknownNumber);
+      continue;
+    }
+    uint64_t gseq = 0;
+    if (e.is_send) {
+      const Xmit& x = xmits_[e.gseq % p_.chunks_in_flight];
+      if (x.gseq != e.gseq || x.whole) {
+        n.Count(WireCounter::kAckUnknownNumber);
+        continue;
+      }
+      gseq = e.gseq;
+      if (ChunkLive(x.cseq)) AckUnits(ChunkAt(x.cseq), uint16_t(1u << x.unit));
+    } else {
+      ChunkRec* c = FindChunk(e.mid, e.off);
+      if (c == nullptr) {
+        n.Count(WireCounter::kAckUnknownNumber);
+        continue;
+      }
+      gseq = c->gseq;
+      AckUnits(*c, c->full());
+    }
+    const Xmit& x = xmits_[gseq % p_.chunks_in_flight];
+    const bool known = x.gseq == gseq;
+    if (loss_.OnAcked(gseq) == AckedResult::kAcked && known) {
+      inflight_bytes_ -= std::min<uint64_t>(inflight_bytes_, x.bytes);
+      --inflight_xmits_;
+    }
+    if (known && i == ack.sample) t1 = x.t_sent_ns;
+  }
+  if (CheckAckSampleIndex(ack)) {
+    n.Count(WireCounter::kAckBadSample);
+  } else if ((ack.flags & kAckSampleValid) && t1) {
+    if (std::optional<uint64_t> s = RttSampleNs(*t1, t4_ns, ack.hold_ns)) {
+      rtt_.AddSample(t4_ns, *s);
+      ++n.rtt_samples;
+    } else {
+      n.Count(WireCounter::kAckBadSample);
+    }
+  }
+  chunk_size_.OnAck(t4_ns, rtt_.srtt());
+  if (ack.flags & kAckNak) {
+    WcStatus st = WcStatus::kRemOpErr;
+    switch (static_cast<NakCode>(ack.nak_code)) {
+      case NakCode::kRnrExceeded: st = WcStatus::kRnrRetryExcErr; break;
+      case NakCode::kRemoteAccess: st = WcStatus::kRemAccessErr; break;
+      case NakCode::kInvalidRequest: st = WcStatus::kRemInvReqErr; break;
+      default: break;
+    }
+    if (Msg* m = FindMsg(ack.nak_mid); m && m->state == MsgState::kQueued) {
+      FailFrom(head_ + (ack.nak_mid - MsgAt(head_).mid), st);
+    }
+  }
+  Delivered(ack.deliv_mid);
+  PopChunks();
+  Complete();
+}
+
+void Sender::Delivered(uint32_t deliv_mid) {
+  while (static_cast<int32_t>(deliv_mid - acked_mid_) > 0) {
+    if (Msg* m = FindMsg(acked_mid_); m && m->state == MsgState::kQueued) {
+      m->state = MsgState::kDelivered;
+    }
+    ++acked_mid_;
+  }
+}
+
+void Sender::PopChunks() {
+  while (chunk_head_ < chunk_tail_) {
+    const ChunkRec& c = ChunkAt(chunk_head_);
+    const bool msg_done = c.msg_seq < head_ || MsgAt(c.msg_seq).mid != c.mid ||
+                          MsgAt(c.msg_seq).state != MsgState::kQueued;
+    if (c.acked != c.full() && !msg_done) break;
+    ++chunk_head_;
+  }
+}
+
+void Sender::OnSendCompletion(const Completion& c) {
+  ++posts_done_;
+  if (c.status != WcStatus::kSuccess && c.status != WcStatus::kWrFlushErr) {
+    Fail(c.status);  // a local error of the data QP: it is in ERR now
+  }
+}
+
+// ---- Losses, budget, retransmissions ---------------------------------------
+
+void Sender::QueueLostUnits(uint64_t cseq, uint16_t mask, uint32_t expiries) {
+  for (uint16_t u = 0; u < 16; ++u) {
+    if (!(mask & (1u << u))) continue;
+    if (retx_tail_ - retx_head_ == retx_cap_) return;  // cannot happen: bounded
+    retx_[retx_tail_++ % retx_cap_] = RetxUnit{cseq, u, expiries};
+  }
+}
+
+void Sender::DetectLosses(uint64_t now_ns) {
+  std::array<Lost, 32> out;
+  for (;;) {
+    const size_t n = loss_.DetectLost(now_ns, rtt_.srtt(), out);
+    for (size_t i = 0; i < n; ++i) {
+      const Xmit& x = xmits_[out[i].gseq % p_.chunks_in_flight];
+      if (x.gseq != out[i].gseq) continue;
+      inflight_bytes_ -= std::min<uint64_t>(inflight_bytes_, x.bytes);
+      --inflight_xmits_;
+      if (out[i].reason == LossReason::kRto) {
+        ++conn_.counters().lost_rto;
+      } else {
+        ++conn_.counters().lost_rack;
+      }
+      chunk_size_.OnLoss(now_ns);
+      if (!ChunkLive(x.cseq)) continue;
+      ChunkRec& c = ChunkAt(x.cseq);
+      Msg* m = FindMsg(c.mid);
+      if (m == nullptr || m->state != MsgState::kQueued) continue;
+      const uint16_t lost = x.whole ? c.full() : uint16_t(1u << x.unit);
+      QueueLostUnits(x.cseq, lost & static_cast<uint16_t>(~c.acked),
+                     out[i].next_expiries());
+    }
+    if (n < out.size()) break;
+  }
+}
+
+void Sender::CheckBudget(uint64_t now_ns) {
+  const uint64_t budget = conn_.retry_budget_ns();
+  if (budget == 0) return;
+  for (uint64_t s = head_; s < tail_; ++s) {
+    Msg& m = MsgAt(s);
+    if (m.state != MsgState::kQueued) continue;
+    if (m.started && now_ns - m.t_first_ns > budget) {
+      ++conn_.counters().retry_exceeded;
+      FailFrom(s, WcStatus::kRetryExcErr);
+    }
+    return;  // the oldest undelivered one started first
+  }
+}
+
+bool Sender::SendRetransmissions(uint64_t now_ns) {
+  bool did = false;
+  while (retx_head_ < retx_tail_) {
+    const RetxUnit r = retx_[retx_head_ % retx_cap_];
+    if (!ChunkLive(r.cseq)) {
+      ++retx_head_;
+      continue;
+    }
+    const ChunkRec& c = ChunkAt(r.cseq);
+    Msg* m = FindMsg(c.mid);
+    if (m == nullptr || m->state != MsgState::kQueued ||
+        (c.acked & (1u << r.unit))) {
+      ++retx_head_;
+      continue;
+    }
+    // The tail rule (§2.3): the unit holding the message's last byte goes
+    // only after every other unit was acknowledged.
+    if (m->units > 1 && c.off + r.unit + 1u == m->units &&
+        m->acked_units + 1 < m->units) {
+      m->tail_retx = true;
+      m->tail_cseq = r.cseq;
+      m->tail_expiries = r.expiries;
+      ++retx_head_;
+      continue;
+    }
+    if (!CanTransmit() || !PostRetx(r.cseq, r.unit, r.expiries, now_ns)) {
+      return did;
+    }
+    ++retx_head_;
+    did = true;
+  }
+  for (uint64_t s = head_; s < tail_; ++s) {
+    Msg& m = MsgAt(s);
+    if (!m.tail_retx || m.state != MsgState::kQueued) continue;
+    if (m.acked_units + 1 < m.units || !ChunkLive(m.tail_cseq)) continue;
+    const ChunkRec& c = ChunkAt(m.tail_cseq);
+    const uint16_t unit = static_cast<uint16_t>(m.units - 1 - c.off);
+    if (c.acked & (1u << unit)) {
+      m.tail_retx = false;
+      continue;
+    }
+    if (!CanTransmit() || !PostRetx(m.tail_cseq, unit, m.tail_expiries, now_ns)) {
+      return did;
+    }
+    m.tail_retx = false;
+    did = true;
+  }
+  return did;
+}
+
+bool Sender::SendNewChunks(uint64_t now_ns) {
+  bool did = false;
+  for (uint64_t s = head_; s < tail_; ++s) {
+    Msg& m = MsgAt(s);
+    if (m.state != MsgState::kQueued) continue;
+    // The receiver keeps records for 64 MIDs from its deliv_mid (§3.4).
+    if (m.mid - acked_mid_ >= kRxMessagesPerQp) break;
+    while (m.sent < m.len || (m.len == 0 && !m.started)) {
+      if (!CanTransmit()) return did;
+      const uint64_t srtt = rtt_.srtt();
+      std::optional<policy::reliability::Chunk> ch = chunk_size_.Next(
+          p_.cwnd, inflight_bytes_, m.sent, m.len - m.sent, srtt, srtt);
+      if (!ch) return did;  // the window is full
+      // The tail rule (§2.3): a message's L chunk goes after every chunk
+      // before it was acknowledged.
+      if (ch->last && m.sent > 0 && m.acked_units < m.sent / kUnitSize) {
+        if (!m.tail_counted) ++conn_.counters().tail_waits;
+        m.tail_counted = true;
+        break;
+      }
+      const bool hint = policy::reliability::ChunkSize::Hint(
+          p_.cwnd, inflight_bytes_ + ch->bytes, ch->last && s + 1 == tail_);
+      if (!PostChunk(s, ch->bytes, ch->last, hint, now_ns)) return did;
+      did = true;
+    }
+  }
+  return did;
+}
+
+// ---- Completions -----------------------------------------------------------
+
+void Sender::FailFrom(uint64_t seq, WcStatus status) {
+  for (uint64_t s = seq; s < tail_; ++s) {
+    Msg& m = MsgAt(s);
+    if (m.state != MsgState::kQueued) continue;
+    m.state = MsgState::kFailed;
+    m.status = s == seq ? status : WcStatus::kWrFlushErr;
+    if (s == seq && status != WcStatus::kWrFlushErr) {
+      ++conn_.counters().messages_failed;
+    }
+  }
+  failed_ = true;
+  fail_status_ = status;
+}
+
+void Sender::Fail(WcStatus status) {
+  for (uint64_t s = head_; s < tail_; ++s) {
+    if (MsgAt(s).state == MsgState::kQueued) {
+      FailFrom(s, status);
+      break;
+    }
+  }
+  failed_ = true;
+  Complete();
+}
+
+void Sender::Complete() {
+  CompletionRing* ring = conn_.init().send_ring;
+  while (head_ < tail_) {
+    Msg& m = MsgAt(head_);
+    if (m.state == MsgState::kQueued) break;
+    const WcStatus st =
+        m.state == MsgState::kDelivered ? WcStatus::kSuccess : m.status;
+    if (m.signaled || st != WcStatus::kSuccess) {
+      Completion c;
+      c.wr_id = m.wr_id;
+      c.status = st;
+      c.opcode = WcOpcode::kRdmaWrite;
+      c.qpn = conn_.vqpn();
+      if (ring == nullptr || !ring->Push(c)) break;  // again after a poll
+    }
+    if (st == WcStatus::kSuccess) ++conn_.counters().messages_completed;
+    ++head_;
+  }
+}
+
+bool Sender::Pump(uint64_t now_ns) {
+  DetectLosses(now_ns);
+  CheckBudget(now_ns);
+  SendRetransmissions(now_ns);
+  SendNewChunks(now_ns);
+  PopChunks();
+  Complete();
+  return head_ != tail_ || inflight_xmits_ > 0;
+}
+
+uint32_t Sender::ReplayNative(Rnic& lower, RnicQp qp) {
+  uint32_t refused = 0;
+  for (uint64_t s = head_; s < tail_; ++s) {
+    const Msg& m = MsgAt(s);
+    SendWr w;
+    w.wr_id = m.wr_id;
+    w.opcode = WrOpcode::kRdmaWrite;
+    w.send_flags = m.send_flags & ~uint32_t{kSendInline};
+    w.remote_addr = m.remote_addr;
+    w.rkey = m.rkey;
+    w.num_sge = m.num_sge;
+    std::copy_n(m.sge.begin(), m.num_sge, w.sge.begin());
+    Status st = Status::kOk;
+    if (lower.PostSend(qp, std::span(&w, 1), &st) != 1) ++refused;
+  }
+  head_ = tail_;
+  return refused;
+}
+
+}  // namespace vrdma::reliable

@@ -1,0 +1,169 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// Sender: the sending side of one uc-mode virtual QP (docs/reliability.md
+// §4.1, §4.4): the message table (one record per guest WR, SQ depth), the
+// chunk table (the original WRITE chunks in flight, a ring of
+// chunks_in_flight), the transmissions in flight (one per gseq, beside
+// policy/reliability's LossDetector), chunking (chunk_size.h), the tail
+// rule (§2.3), retransmission of lost units as WRITE_RETX SENDs, the
+// retry budget, and guest completions in post order, once, when the
+// peer's deliv_mid passes the message.
+//
+// As built (step 11): WRITE (with or without data) only; a fixed window
+// (SenderParams::cwnd, in bytes) and at most max_xmits transmissions in
+// flight (the receiver's bounce receives: every chunk and WRITE_RETX
+// consumes one; the credits of step 12 replace this bound); SwiftWindow is
+// step 14. Every table is sized by the constructor (a control call); Post,
+// OnAck, OnSendCompletion and Pump allocate nothing.
+#ifndef VRDMA_BACKEND_RELIABLE_RNIC_SENDER_H_
+#define VRDMA_BACKEND_RELIABLE_RNIC_SENDER_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+
+#include "backend/base/status.h"
+#include "backend/reliable_rnic/wire_format.h"
+#include "backend/rnic/rnic.h"
+#include "policy/reliability/chunk_size.h"
+#include "policy/reliability/loss_detector.h"
+#include "policy/reliability/rto.h"
+#include "policy/reliability/rtt_estimator.h"
+
+namespace vrdma::reliable {
+
+class Connection;
+
+struct SenderParams {
+  uint32_t chunks_in_flight = 256;   // §4.1: chunk table and gseq ring
+  uint32_t max_xmits = 32;           // the peer's bounce receives
+  uint64_t cwnd = uint64_t{1} << 20; // fixed until step 14
+  policy::reliability::RtoParams rto{};
+  policy::reliability::ChunkSizeParams chunk{};
+};
+
+class Sender {
+ public:
+  // sq_depth: the guest's SQ depth (message table); max_inline: its
+  // max_inline_data (inline bytes are copied into `inline_area`, a part
+  // of the connection's registered region, sq_depth x max_inline bytes,
+  // whose lkey is region_lkey).
+  Sender(Connection& conn, const SenderParams& params, uint32_t sq_depth,
+         uint32_t max_inline, uint8_t* inline_area, uint32_t region_lkey);
+  ~Sender();
+  Sender(const Sender&) = delete;
+  Sender& operator=(const Sender&) = delete;
+
+  // The first MID and gseq of this direction (CONNECT).
+  void Start(uint32_t first_mid, uint64_t first_gseq);
+
+  // Guest WRs, in order (PostSend's contract): returns how many were
+  // taken; *first_error says why the next one was not (kNoResource: the
+  // message table is full; kInvalid: an opcode uc mode does not carry yet,
+  // or more than 256 MiB).
+  int Post(std::span<const SendWr> wrs, Status* first_error);
+
+  // An ACK that passed ParseAck and the QP lookup, polled at t4_ns.
+  void OnAck(const Ack& ack, uint64_t t4_ns);
+  // A completion of a send of the data QP (chunk or WRITE_RETX).
+  void OnSendCompletion(const Completion& c);
+  // Loss detection, the retry budget, retransmissions, new chunks, guest
+  // completions. True while anything is queued or in flight.
+  bool Pump(uint64_t now_ns);
+
+  // The QP failed (its guest moved it to ERR, or a lower error): every WR
+  // not yet completed completes with status (the first) and
+  // WR_FLUSH_ERR (the rest), in order.
+  void Fail(WcStatus status);
+
+  // Messages posted but not yet completed, and whether the replay to the
+  // lower RC QP took all (a CONNECT_NATIVE answer: uc was not agreed).
+  uint32_t outstanding() const { return static_cast<uint32_t>(tail_ - head_); }
+  // Posts every held WR to the lower RC QP, in order, and empties the
+  // table; returns the number the lower refused (completed in error).
+  uint32_t ReplayNative(Rnic& lower, RnicQp qp);
+
+  uint64_t srtt_ns() const { return rtt_.srtt(); }
+  uint32_t acked_mid() const { return acked_mid_; }
+  uint32_t next_mid() const { return next_mid_; }
+  bool failed() const { return failed_; }
+
+ private:
+  enum class MsgState : uint8_t { kQueued, kDelivered, kFailed };
+  struct Msg;
+  struct ChunkRec;
+  struct Xmit;
+  struct RetxUnit {
+    uint64_t cseq = 0;
+    uint16_t unit = 0;
+    uint32_t expiries = 0;
+  };
+
+  Msg& MsgAt(uint64_t seq);
+  Msg* FindMsg(uint32_t mid);
+  ChunkRec& ChunkAt(uint64_t cseq);
+  ChunkRec* FindChunk(uint32_t mid, uint16_t off);
+  // Marks units of a chunk acked; true when any was new.
+  void AckUnits(ChunkRec& c, uint16_t mask);
+  void DetectLosses(uint64_t now_ns);
+  void QueueLostUnits(uint64_t cseq, uint16_t mask, uint32_t expiries);
+  bool SendRetransmissions(uint64_t now_ns);
+  bool SendNewChunks(uint64_t now_ns);
+  bool PostChunk(uint64_t seq, uint64_t bytes, bool last, bool hint,
+                 uint64_t now_ns);
+  bool PostRetx(uint64_t cseq, uint16_t unit, uint32_t expiries,
+                uint64_t now_ns);
+  bool ChunkLive(uint64_t cseq) const {
+    return cseq >= chunk_head_ && cseq < chunk_tail_;
+  }
+  bool CanTransmit() const;
+  // Slices [off, off + len) of m's data into out; returns the SGE count.
+  int Slice(const Msg& m, uint64_t off, uint64_t len, Sge* out,
+            int room) const;
+  void Delivered(uint32_t deliv_mid);
+  void CheckBudget(uint64_t now_ns);
+  void FailFrom(uint64_t seq, WcStatus status);
+  void Complete();
+  void PopChunks();
+
+  Connection& conn_;
+  const SenderParams p_;
+  const uint32_t sq_depth_;
+  const uint32_t max_inline_;
+  uint8_t* const inline_area_;
+  const uint32_t region_lkey_;
+
+  // Message table: records [head_, tail_) by sequence (slot seq % depth).
+  std::unique_ptr<Msg[]> msgs_;
+  uint64_t head_ = 0, tail_ = 0;
+  uint32_t next_mid_ = 0;   // MID of the next WR posted
+  uint32_t acked_mid_ = 0;  // the peer's deliv_mid: MIDs below delivered
+  uint32_t sent_mid_end_ = 0;  // one past the newest MID with a chunk sent
+
+  // Chunk table: originals [chunk_head_, chunk_tail_).
+  std::unique_ptr<ChunkRec[]> chunks_;
+  uint64_t chunk_head_ = 0, chunk_tail_ = 0;
+  // Transmissions by gseq (slot gseq % chunks_in_flight).
+  std::unique_ptr<Xmit[]> xmits_;
+  uint64_t next_gseq_ = 0;
+  uint64_t inflight_bytes_ = 0;
+  uint32_t inflight_xmits_ = 0;
+  // Units waiting to be sent again (ring).
+  std::unique_ptr<RetxUnit[]> retx_;
+  uint32_t retx_cap_ = 0;
+  uint64_t retx_head_ = 0, retx_tail_ = 0;
+  // Data-QP sends posted and completed (the SQ, and header slots).
+  uint64_t posts_ = 0, posts_done_ = 0;
+
+  policy::reliability::LossDetector loss_;
+  policy::reliability::RttEstimator rtt_;
+  policy::reliability::Rto rto_;
+  policy::reliability::ChunkSize chunk_size_;
+  bool failed_ = false;
+  WcStatus fail_status_ = WcStatus::kSuccess;
+};
+
+}  // namespace vrdma::reliable
+
+#endif  // VRDMA_BACKEND_RELIABLE_RNIC_SENDER_H_
