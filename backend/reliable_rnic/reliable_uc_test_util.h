@@ -1,0 +1,340 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// The fixture of ReliableUcTest (reliable_uc_test.cc) and
+// ReliableUcAllocTest (reliable_uc_alloc_test.cc): two ReliableRnics
+// ("daemons" A and B), each over its own SoftRnic on an InprocFabric, each
+// port behind a FaultyFabric (loss, reordering, duplication) and a Tap
+// that holds or drops the packets a test names; their peer messages go
+// through InprocPeerLink. A guest VM on each end has an RC QP towards the
+// other's; both VMs are in uc mode, so the QPs are framed. A raw third
+// port forges packets.
+#ifndef VRDMA_BACKEND_RELIABLE_RNIC_RELIABLE_UC_TEST_UTIL_H_
+#define VRDMA_BACKEND_RELIABLE_RNIC_RELIABLE_UC_TEST_UTIL_H_
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "backend/fabric/faulty_fabric.h"
+#include "backend/fabric/inproc_fabric.h"
+#include "backend/reliable_rnic/inproc_peer_link.h"
+#include "backend/reliable_rnic/reliable_rnic.h"
+#include "backend/soft_rnic/net/packet.h"
+#include "backend/soft_rnic/soft_rnic.h"
+
+namespace vrdma::testing {
+
+using reliable::ConnState;
+using reliable::WireCounter;
+using Link = reliable::InprocPeerLinkT<ReliableRnic>;
+namespace net = soft::net;
+
+constexpr uint32_t kAll = kAccessLocalWrite | kAccessRemoteWrite |
+                          kAccessRemoteRead | kAccessRemoteAtomic;
+
+inline Gid HostGid(uint8_t id) {
+  return Gid{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, id};
+}
+
+// A port that holds or drops the packets `match` picks (hold: until
+// Release), passing the rest on.
+class Tap final : public fabric::Fabric {
+ public:
+  explicit Tap(fabric::Fabric* inner) : inner_(inner) {}
+  Status AddGid(const Gid& gid) override { return inner_->AddGid(gid); }
+  Status RemoveGid(const Gid& gid) override { return inner_->RemoveGid(gid); }
+  void Send(std::span<const uint8_t> p, const Gid& dgid, uint64_t now) override {
+    if (match && match(p, dgid)) {
+      if (hold) held.push_back({std::vector<uint8_t>(p.begin(), p.end()), dgid});
+      ++matched;
+      return;
+    }
+    inner_->Send(p, dgid, now);
+  }
+  int Poll(std::span<fabric::Datagram> out, uint64_t now) override {
+    return inner_->Poll(out, now);
+  }
+  std::optional<uint64_t> NextEventNs() const override {
+    return inner_->NextEventNs();
+  }
+  // Sends held packet i now.
+  void Release(size_t i, uint64_t now) {
+    inner_->Send(held[i].bytes, held[i].dgid, now);
+  }
+
+  struct Held {
+    std::vector<uint8_t> bytes;
+    Gid dgid;
+  };
+  std::function<bool(std::span<const uint8_t>, const Gid&)> match;
+  bool hold = false;  // false: matched packets are dropped
+  std::vector<Held> held;
+  uint64_t matched = 0;
+
+ private:
+  fabric::Fabric* inner_;
+};
+
+// The packet's header, or an all-zero one when it does not decode.
+inline net::Header HeaderOf(std::span<const uint8_t> p) {
+  net::Header h;
+  if (net::Decode(p, &h) != net::Check::kOk) return net::Header{};
+  return h;
+}
+inline bool IsUcWrite(std::span<const uint8_t> p) {
+  const net::Header h = HeaderOf(p);
+  return (h.opcode & net::kTransportMask) == net::kUc &&
+         net::OpInfoOf(h.opcode).write;
+}
+inline bool IsUcSend(std::span<const uint8_t> p) {
+  const net::Header h = HeaderOf(p);
+  return (h.opcode & net::kTransportMask) == net::kUc &&
+         net::OpInfoOf(h.opcode).send;
+}
+
+struct UcVm {
+  Gid gid{};
+  RnicPd pd{};
+  RnicCq scq{}, rcq{};
+  std::vector<uint8_t> buf;
+  uint64_t iova = 0;
+  RnicMr mr{};
+  uint64_t at(uint64_t off) const { return iova + off; }
+};
+
+// Connection attributes of a test's QPs.
+struct QpConf {
+  uint32_t mtu = 1024;
+  uint8_t timeout = 18;  // 4.096 us << 18: ~1.07 s
+  uint8_t retry_cnt = 7;
+  uint32_t sq_depth = 256;
+};
+
+class ReliableUcTest : public ::testing::Test {
+ protected:
+  static constexpr size_t kBufSize = 8 << 20;
+  static constexpr uint64_t kStepNs = 2'000;
+
+  // Builds both daemons; fa and fb: the faults on what A and B send.
+  void Build(const fabric::FaultConfig& fa = {}, const fabric::FaultConfig& fb = {},
+             uint64_t seed = 1) {
+    fabric_ = std::make_unique<fabric::InprocFabric>(fabric::InprocFabricOptions{
+        .queue_packets = 16384, .latency_ns = 5'000});
+    port_a_ = fabric_->AddPort();
+    port_b_ = fabric_->AddPort();
+    raw_ = fabric_->AddPort();
+    ASSERT_EQ(raw_->AddGid(HostGid(3)), Status::kOk);
+    faulty_a_ = std::make_unique<fabric::FaultyFabric>(port_a_, fa, seed, 8192);
+    faulty_b_ = std::make_unique<fabric::FaultyFabric>(port_b_, fb, seed + 1, 8192);
+    tap_a_ = std::make_unique<Tap>(faulty_a_.get());
+    tap_b_ = std::make_unique<Tap>(faulty_b_.get());
+    RnicLimits limits = DefaultSoftRnicLimits();
+    soft_a_ = std::make_unique<SoftRnic>(limits, [this] { return now_; }, tap_a_.get());
+    soft_b_ = std::make_unique<SoftRnic>(limits, [this] { return now_; }, tap_b_.get());
+    ReliableRnicOptions o;
+    o.clock = [this] { return now_; };
+    o.ack.recvs = 512;
+    o.daemon_id = 1;
+    o.token_seed = 11;
+    la_ = std::make_unique<ReliableRnic>(*soft_a_, o);
+    o.daemon_id = 2;
+    o.token_seed = 22;
+    lb_ = std::make_unique<ReliableRnic>(*soft_b_, o);
+    link_a_ = std::make_unique<Link>(1);
+    link_b_ = std::make_unique<Link>(2);
+    Link::Join(*link_a_, *link_b_);
+    ASSERT_EQ(la_->AttachPeerLink(link_a_.get(), kDaemonA), Status::kOk);
+    ASSERT_EQ(lb_->AttachPeerLink(link_b_.get(), kDaemonB), Status::kOk);
+    MakeVm(*la_, &va_, 1);
+    MakeVm(*lb_, &vb_, 2);
+    link_a_->AddGid(va_.gid);
+    link_b_->AddGid(vb_.gid);
+  }
+
+  void MakeVm(ReliableRnic& r, UcVm* vm, uint8_t id) {
+    vm->gid = HostGid(id);
+    ASSERT_EQ(r.AddGid(vm->gid), Status::kOk);
+    vm->pd = *r.AllocPd();
+    vm->scq = *r.CreateCq(4096);
+    vm->rcq = *r.CreateCq(4096);
+    vm->buf.assign(kBufSize, 0);
+    if (id == 1) {
+      for (size_t i = 0; i < kBufSize; ++i) {
+        vm->buf[i] = static_cast<uint8_t>(i * 7 + i / 4093 + 1);
+      }
+    }
+    vm->iova = uint64_t{id} << 36;
+    Result<RnicMr> mr = r.RegMr(vm->pd, vm->buf.data(), kBufSize, vm->iova, kAll);
+    ASSERT_TRUE(mr.ok());
+    vm->mr = *mr;
+  }
+
+  RnicQp MakeQp(ReliableRnic& r, const UcVm& vm, const QpConf& c) {
+    QpInit init;
+    init.type = QpType::kRc;
+    init.pd = vm.pd;
+    init.send_cq = vm.scq;
+    init.recv_cq = vm.rcq;
+    init.caps = QpCaps{c.sq_depth, 64, 4, 4, 64, QpType::kRc};
+    Result<RnicQp> qp = r.CreateQp(init);
+    EXPECT_TRUE(qp.ok());
+    return qp.ok() ? *qp : RnicQp{};
+  }
+
+  void BringUp(ReliableRnic& r, RnicQp qp, const Gid& self, const Gid& peer,
+               uint32_t dest_qpn, const QpConf& c) {
+    QpAttr a;
+    a.state = QpState::kInit;
+    a.access_flags = kAll;
+    ASSERT_EQ(r.ModifyQp(qp, a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags),
+              Status::kOk);
+    a.state = QpState::kRtr;
+    a.av.sgid = self;
+    a.av.dgid = peer;
+    a.path_mtu_bytes = c.mtu;
+    a.dest_qpn = dest_qpn;
+    a.rq_psn = 0;
+    a.max_dest_rd_atomic = 4;
+    ASSERT_EQ(r.ModifyQp(qp, a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn |
+                                    kQpRqPsn | kQpMaxDestRdAtomic | kQpMinRnrTimer),
+              Status::kOk);
+    a.state = QpState::kRts;
+    a.sq_psn = 0;
+    a.timeout = c.timeout;
+    a.retry_cnt = c.retry_cnt;
+    a.rnr_retry = 7;
+    a.max_rd_atomic = 4;
+    ASSERT_EQ(r.ModifyQp(qp, a, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt |
+                                    kQpRnrRetry | kQpMaxQpRdAtomic),
+              Status::kOk);
+  }
+
+  // Both VMs in `mode_b` (A always uc), an RC QP each towards the other,
+  // and the peer messages exchanged.
+  void Connect(const QpConf& c = {}, ReliabilityMode mode_b = ReliabilityMode::kUc) {
+    la_->SetMode(std::span(&va_.gid, 1), ReliabilityMode::kUc);
+    lb_->SetMode(std::span(&vb_.gid, 1), mode_b);
+    qa_ = MakeQp(*la_, va_, c);
+    qb_ = MakeQp(*lb_, vb_, c);
+    BringUp(*la_, qa_, va_.gid, vb_.gid, qb_.qpn, c);
+    BringUp(*lb_, qb_, vb_.gid, va_.gid, qa_.qpn, c);
+    Run(20);
+  }
+
+  void Turn() {
+    la_->Progress();
+    lb_->Progress();
+    link_a_->Deliver(*la_);
+    link_b_->Deliver(*lb_);
+    Collect();
+    now_ += kStepNs;
+  }
+  void Run(int turns) {
+    for (int i = 0; i < turns; ++i) Turn();
+  }
+  // Runs until done() or max_turns; true when done() held.
+  bool RunUntil(const std::function<bool()>& done, int max_turns) {
+    for (int i = 0; i < max_turns; ++i) {
+      if (done()) return true;
+      Turn();
+    }
+    return done();
+  }
+
+  void Collect() {
+    std::array<Completion, 64> out;
+    int n;
+    while ((n = la_->PollCq(va_.scq, out)) > 0) {
+      got_.insert(got_.end(), out.begin(), out.begin() + n);
+    }
+    while ((n = lb_->PollCq(vb_.scq, out)) > 0) {
+      got_b_.insert(got_b_.end(), out.begin(), out.begin() + n);
+    }
+  }
+
+  // A WRITE of len bytes from A's buffer at src to B's at dst.
+  SendWr Write(uint64_t wr_id, uint64_t src, uint64_t dst, uint32_t len) {
+    SendWr w;
+    w.wr_id = wr_id;
+    w.opcode = WrOpcode::kRdmaWrite;
+    w.send_flags = kSendSignaled;
+    w.num_sge = len > 0 ? 1 : 0;
+    w.sge[0] = Sge{va_.at(src), len, va_.mr.lkey};
+    w.remote_addr = vb_.at(dst);
+    w.rkey = vb_.mr.rkey;
+    return w;
+  }
+  void Post(const SendWr& w) {
+    Status st = Status::kOk;
+    ASSERT_EQ(la_->PostSend(qa_, std::span(&w, 1), &st), 1) << StatusName(st);
+  }
+
+  struct Planned {
+    uint64_t wr_id, src, dst;
+    uint32_t len;
+  };
+  // Posts every write of `plan` (in order), runs until each completed,
+  // and checks: one completion per WR, in post order, success, and B's
+  // bytes equal A's.
+  void PostAndVerify(const std::vector<Planned>& plan, int max_turns) {
+    for (const Planned& p : plan) Post(Write(p.wr_id, p.src, p.dst, p.len));
+    const size_t before = got_.size();
+    ASSERT_TRUE(RunUntil([&] { return got_.size() >= before + plan.size(); },
+                         max_turns))
+        << "completed " << got_.size() - before << " of " << plan.size();
+    Run(200);  // nothing more may come
+    ASSERT_EQ(got_.size(), before + plan.size());
+    for (size_t i = 0; i < plan.size(); ++i) {
+      const Completion& c = got_[before + i];
+      EXPECT_EQ(c.wr_id, plan[i].wr_id) << i;
+      EXPECT_EQ(c.status, WcStatus::kSuccess) << i;
+      EXPECT_EQ(c.opcode, WcOpcode::kRdmaWrite) << i;
+      EXPECT_EQ(c.qpn, qa_.qpn) << i;
+      EXPECT_EQ(0, std::memcmp(&vb_.buf[plan[i].dst], &va_.buf[plan[i].src],
+                               plan[i].len))
+          << "WR " << plan[i].wr_id << " of " << plan[i].len << " bytes";
+    }
+  }
+
+  // A mixed plan of n WRITEs of sizes up to 256 KiB, each to its own place.
+  static std::vector<Planned> MixedPlan(int n, uint64_t seed) {
+    static constexpr uint32_t kSizes[] = {0,     1,     100,   4095,  4096,
+                                          4097,  8197,  65536, 100000, 262144};
+    std::mt19937_64 rng(seed);
+    std::vector<Planned> plan;
+    uint64_t dst = 0;
+    for (int i = 0; i < n; ++i) {
+      const uint32_t len = kSizes[rng() % std::size(kSizes)];
+      const uint64_t src = (rng() % 1000) * 7;
+      plan.push_back({100u + i, src, dst, len});
+      dst += (len + 4095) / 4096 * 4096 + 4096;
+    }
+    return plan;
+  }
+
+  const Gid kDaemonA = HostGid(101);
+  const Gid kDaemonB = HostGid(102);
+  uint64_t now_ = 1'000'000'000;
+  std::unique_ptr<fabric::InprocFabric> fabric_;
+  fabric::Fabric* port_a_ = nullptr;
+  fabric::Fabric* port_b_ = nullptr;
+  fabric::Fabric* raw_ = nullptr;
+  std::unique_ptr<fabric::FaultyFabric> faulty_a_, faulty_b_;
+  std::unique_ptr<Tap> tap_a_, tap_b_;
+  std::unique_ptr<SoftRnic> soft_a_, soft_b_;
+  std::unique_ptr<ReliableRnic> la_, lb_;
+  std::unique_ptr<Link> link_a_, link_b_;
+  UcVm va_, vb_;
+  RnicQp qa_{}, qb_{};
+  std::vector<Completion> got_, got_b_;
+};
+
+}  // namespace vrdma::testing
+
+#endif  // VRDMA_BACKEND_RELIABLE_RNIC_RELIABLE_UC_TEST_UTIL_H_
