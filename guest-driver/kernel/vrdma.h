@@ -123,6 +123,14 @@ struct vrdma_dev {
 	bool ib_registered;
 
 	/*
+	 * VIRTIO_RDMA_F_KERNEL (docs/virtio-rdma.md 4.8, vrdma_fr.c): kernel
+	 * RC/UC QPs name guest-physical memory with the local DMA lkey, and
+	 * fast-registration MRs of at most max_fr_pages pages exist.
+	 */
+	bool kernel_verbs;
+	u32 max_fr_pages;
+
+	/*
 	 * RoCE (VIRTIO_RDMA_F_ROCE, vrdma_netdev.c): the port is bound to the
 	 * netdev whose MAC is cfg.mac. netdev is changed under RTNL only (the
 	 * notifier); netdev_bound is read anywhere.
@@ -206,8 +214,22 @@ struct vrdma_ah {
 
 struct vrdma_mr {
 	struct ib_mr ibmr;
-	struct ib_umem *umem;
+	struct ib_umem *umem;     /* user MRs */
 	u32 handle;
+	/*
+	 * Fast-registration MRs (ALLOC_MR, vrdma_fr.c): the page list the
+	 * device copies at each REG_MR WQE, guest-physically contiguous.
+	 */
+	__le64 *page_list;
+	u32 max_pages;
+	u32 npages;               /* entries map_mr_sg wrote */
+	/*
+	 * The lkey as the device knows it: ALLOC_MR's, then each posted
+	 * REG_MR's key byte. The ULP puts the new key in ibmr.lkey (with
+	 * ib_update_fast_reg_key()) before it posts REG_MR; the WQE names the
+	 * MR by this one. Under the SQ lock.
+	 */
+	u32 dev_lkey;
 };
 
 struct vrdma_cq {
@@ -218,6 +240,13 @@ struct vrdma_cq {
 	bool kernel;
 	spinlock_t lock;          /* consumer index, sw_wcs */
 	struct list_head sw_wcs;  /* completions the driver made itself */
+	/*
+	 * An arm asked in atomic context (IB_POLL_SOFTIRQ): the CQ_ARM
+	 * doorbell goes at once, and arm_work makes it certain with the
+	 * REQ_NOTIFY_CQ command (vrdma_cq.c).
+	 */
+	struct work_struct arm_work;
+	bool arm_solicited;       /* arm_work's kind, read once by it */
 };
 
 struct vrdma_srq {
@@ -248,6 +277,11 @@ struct vrdma_qp {
 
 	/* Kernel QPs (vrdma_kverbs.c): the driver writes the WQEs. */
 	bool kernel;
+	/*
+	 * Created with VIRTIO_RDMA_QP_F_KERNEL (and the GSI QP): SGEs with
+	 * the local DMA lkey carry guest-physical addresses.
+	 */
+	bool local_dma;
 	spinlock_t sq_lock;       /* SQ producer index, pending */
 	spinlock_t rq_lock;       /* RQ producer index */
 	struct list_head pending; /* sends waiting for their AH (vrdma_pending_wqe) */
@@ -384,6 +418,15 @@ struct ib_mr *vrdma_get_dma_mr(struct ib_pd *ibpd, int access);
 int vrdma_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
 int vrdma_dealloc_mw(struct ib_mw *ibmw);
 
+/* vrdma_fr.c: fast-registration MRs (VIRTIO_RDMA_F_KERNEL). */
+struct ib_mr *vrdma_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type mr_type,
+			     u32 max_num_sg);
+int vrdma_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		    unsigned int *sg_offset);
+int vrdma_fr_dereg(struct vrdma_mr *mr);
+int vrdma_fr_reg_wqe(const struct ib_reg_wr *reg, struct rxe_send_wr *w);
+u32 vrdma_query_max_fr_pages(const struct vrdma_dev *dev);
+
 /* vrdma_cq.c */
 int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		    struct ib_udata *udata);
@@ -416,6 +459,7 @@ bool vrdma_kcq_empty(struct vrdma_cq *cq);
 void vrdma_kcq_free(struct vrdma_cq *cq);
 void vrdma_kqp_flush(struct vrdma_dev *dev, struct vrdma_qp *qp);
 void vrdma_kqp_drop_pending(struct vrdma_dev *dev, struct vrdma_qp *qp);
+int vrdma_kva_to_phys(u64 addr, u32 len, u64 *phys);
 
 /* vrdma_srq.c */
 int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,

@@ -11,6 +11,39 @@
 
 static_assert(sizeof(struct ib_uverbs_wc) <= VRDMA_CQE_SIZE, "CQE fits");
 
+static int vrdma_notify_cmd(struct vrdma_dev *dev, struct vrdma_cq *cq,
+			    bool solicited)
+{
+	struct virtio_rdma_req_notify_cq req = {
+		.cq_handle = cpu_to_le32(cq->handle),
+		.flags = cpu_to_le32(solicited ? VIRTIO_RDMA_NOTIFY_SOLICITED :
+						 VIRTIO_RDMA_NOTIFY_NEXT_COMP),
+	};
+
+	return vrdma_exec(dev, VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ, &req,
+			  sizeof(req), NULL, 0, NULL, 0);
+}
+
+/*
+ * A kernel CQ armed in atomic context (ib_poll_handler() of IB_POLL_SOFTIRQ
+ * CQs, nvme-rdma's and nvmet-rdma's): the CQ_ARM doorbell is asynchronous,
+ * so a CQE the device writes after the consumer's last look at the ring
+ * but before it reads the doorbell raises no event, and the consumer, which
+ * stopped polling, would wait forever. Here the command arms the device
+ * for certain; a CQE that came before it is seen in the ring, and the
+ * consumer is called as an event would have.
+ */
+static void vrdma_cq_arm_work(struct work_struct *work)
+{
+	struct vrdma_cq *cq = container_of(work, struct vrdma_cq, arm_work);
+	struct vrdma_dev *dev = to_vdev(cq->ibcq.device);
+	int ret;
+
+	ret = vrdma_notify_cmd(dev, cq, READ_ONCE(cq->arm_solicited));
+	if ((ret || !vrdma_kcq_empty(cq)) && cq->ibcq.comp_handler)
+		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+}
+
 int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		    struct ib_udata *udata)
 {
@@ -31,6 +64,7 @@ int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	cq->kernel = !udata;
 	spin_lock_init(&cq->lock);
 	INIT_LIST_HEAD(&cq->sw_wcs);
+	INIT_WORK(&cq->arm_work, vrdma_cq_arm_work);
 
 	ret = vrdma_ring_alloc(&cq->ring, attr->cqe, VRDMA_CQE_SIZE);
 	if (ret)
@@ -84,6 +118,7 @@ int vrdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	struct vrdma_cq *cq = to_vcq(ibcq);
 
 	vrdma_unpublish(dev, &dev->cqs, cq->handle);
+	cancel_work_sync(&cq->arm_work);
 	if (vrdma_destroy_or_keep(dev, VIRTIO_RDMA_CMD_DESTROY_CQ, cq->handle))
 		vrdma_ring_free(&cq->ring);
 	vrdma_kcq_free(cq);
@@ -96,7 +131,8 @@ int vrdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
  * when the command returns the device is armed, so a completion written
  * after the caller's last poll raises an event. A CQ_ARM doorbell is
  * asynchronous and would leave a window in which such a completion is
- * missed; it is used only from atomic context.
+ * missed; it is used only from atomic context, where a kernel CQ's arm is
+ * then made certain by arm_work.
  */
 int vrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 {
@@ -108,17 +144,16 @@ int vrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	int ret = 0;
 
 	if (may_sleep) {
-		struct virtio_rdma_req_notify_cq req = {
-			.cq_handle = cpu_to_le32(cq->handle),
-			.flags = cpu_to_le32(solicited ?
-					     VIRTIO_RDMA_NOTIFY_SOLICITED :
-					     VIRTIO_RDMA_NOTIFY_NEXT_COMP),
-		};
-
-		ret = vrdma_exec(dev, VIRTIO_RDMA_CMD_REQ_NOTIFY_CQ, &req,
-				 sizeof(req), NULL, 0, NULL, 0);
+		ret = vrdma_notify_cmd(dev, cq, solicited);
 		if (ret)
 			return ret;
+	} else if (cq->kernel) {
+		vrdma_ring_doorbell(dev, cq->handle,
+				    solicited ? VIRTIO_RDMA_DB_CQ_ARM_SOLICITED :
+						VIRTIO_RDMA_DB_CQ_ARM,
+				    false);
+		WRITE_ONCE(cq->arm_solicited, solicited);
+		queue_work(system_highpri_wq, &cq->arm_work);
 	} else if (!vrdma_ring_doorbell(dev, cq->handle,
 					solicited ? VIRTIO_RDMA_DB_CQ_ARM_SOLICITED :
 						    VIRTIO_RDMA_DB_CQ_ARM,

@@ -89,6 +89,16 @@ static int vrdma_query_device(struct ib_device *ibdev,
 	 */
 	if (dev->roce)
 		attr->kernel_cap_flags = IBK_LOCAL_DMA_LKEY;
+	/*
+	 * VIRTIO_RDMA_F_KERNEL (4.8): the local DMA lkey on kernel RC/UC QPs
+	 * too, and fast registration (ULPs such as nvme-rdma refuse a device
+	 * without IB_DEVICE_MEM_MGT_EXTENSIONS).
+	 */
+	if (dev->kernel_verbs) {
+		attr->kernel_cap_flags |= IBK_LOCAL_DMA_LKEY;
+		attr->device_cap_flags |= IB_DEVICE_MEM_MGT_EXTENSIONS;
+		attr->max_fast_reg_page_list_len = dev->max_fr_pages;
+	}
 	return 0;
 }
 
@@ -280,6 +290,12 @@ static const struct ib_device_ops vrdma_dev_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, vrdma_ucontext, ibuc),
 };
 
+/* VIRTIO_RDMA_F_KERNEL only: without them the core refuses ib_alloc_mr. */
+static const struct ib_device_ops vrdma_fr_ops = {
+	.alloc_mr = vrdma_alloc_mr,
+	.map_mr_sg = vrdma_map_mr_sg,
+};
+
 int vrdma_register_ib(struct vrdma_dev *dev)
 {
 	struct ib_device *ib = &dev->ib;
@@ -293,6 +309,8 @@ int vrdma_register_ib(struct vrdma_dev *dev)
 	ib->dev.parent = &dev->vdev->dev;
 	strscpy(ib->node_desc, "virtio-rdma", sizeof(ib->node_desc));
 	ib_set_device_ops(ib, &vrdma_dev_ops);
+	if (dev->kernel_verbs)
+		ib_set_device_ops(ib, &vrdma_fr_ops);
 	/*
 	 * The core leaves the data-path write() commands off unless a driver
 	 * asks: librxe's send doorbell is POST_SEND with no work requests, and

@@ -16,6 +16,11 @@
  *   lkey and a guest-physical address. The ib_device has no DMA device, so
  *   ib_dma_map_*() hands the MAD layer kernel virtual addresses
  *   (ib_uses_virt_dma()); they are translated here.
+ * - With VIRTIO_RDMA_F_KERNEL (4.8) the same holds for kernel RC/UC QPs
+ *   (qp->local_dma, created with VIRTIO_RDMA_QP_F_KERNEL): an SGE with the
+ *   local DMA lkey is translated, one with an MR's lkey (a
+ *   fast-registration MR, vrdma_fr.c) passes unchanged; REG_MR, LOCAL_INV
+ *   and SEND_WITH_INV are posted, and their completions converted.
  * - A UD/GSI send naming an AH the device has not created yet (made in
  *   atomic context, vrdma_pd_ah.c) waits on qp->pending, as does every later
  *   send of that QP (post order is ring order); dev->kwork writes them once
@@ -23,10 +28,65 @@
  *   driver makes itself (cq->sw_wcs), without the device.
  */
 #include <linux/mm.h>
+#include <linux/moduleparam.h>
 #include <linux/slab.h>
 #include <rdma/ib_verbs.h>
 
 #include "vrdma.h"
+
+/*
+ * Tracing kernel consumers' traffic (not the GSI QP's): the next
+ * trace_kverbs send WQEs and CQEs are logged (kernel log, info), then it
+ * stops. Written at run time: echo 200 >
+ * /sys/module/virtio_rdma/parameters/trace_kverbs.
+ */
+static atomic_t vrdma_trace_left = ATOMIC_INIT(0);
+
+static int vrdma_trace_set(const char *val, const struct kernel_param *kp)
+{
+	int n, ret = kstrtoint(val, 0, &n);
+
+	if (ret)
+		return ret;
+	atomic_set(&vrdma_trace_left, n);
+	return 0;
+}
+
+static int vrdma_trace_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read(&vrdma_trace_left));
+}
+
+static const struct kernel_param_ops vrdma_trace_ops = {
+	.set = vrdma_trace_set,
+	.get = vrdma_trace_get,
+};
+module_param_cb(trace_kverbs, &vrdma_trace_ops, NULL, 0644);
+MODULE_PARM_DESC(trace_kverbs, "log this many more kernel send WQEs and CQEs");
+
+static bool vrdma_trace(const struct vrdma_qp *qp)
+{
+	return qp && qp->ibqp.qp_type != IB_QPT_GSI &&
+	       atomic_read(&vrdma_trace_left) > 0 &&
+	       atomic_dec_return(&vrdma_trace_left) >= 0;
+}
+
+static void vrdma_trace_wqe(struct vrdma_qp *qp, const struct rxe_send_wqe *wqe)
+{
+	const struct rxe_send_wr *w = &wqe->wr;
+
+	if (!vrdma_trace(qp))
+		return;
+	dev_info(&to_vdev(qp->ibqp.device)->vdev->dev,
+		 "kqp %#x post op %#x flags %#x wr_id %#llx ex %#x rdma %#llx/%#x mw %#llx+%#llx lkey %#x key %#x acc %#x dma len %u nsge %u sge0 %#llx+%u lkey %#x\n",
+		 qp->ibqp.qp_num, w->opcode, w->send_flags, w->wr_id,
+		 w->ex.invalidate_rkey, w->wr.rdma.remote_addr, w->wr.rdma.rkey,
+		 w->wr.mw.addr, w->wr.mw.length, w->wr.mw.mr_lkey, w->wr.mw.rkey,
+		 w->wr.mw.access, wqe->dma.length, wqe->dma.num_sge,
+		 wqe->dma.num_sge ? wqe->dma.sge[0].addr : 0,
+		 wqe->dma.num_sge ? wqe->dma.sge[0].length : 0,
+		 wqe->dma.num_sge ? wqe->dma.sge[0].lkey : 0);
+}
 
 struct vrdma_pending_wqe {
 	struct list_head link;
@@ -63,13 +123,21 @@ static u32 vrdma_ring_used(const struct vrdma_ring *ring)
 	return (prod - cons) & mask;
 }
 
-/* Kernel virtual address (ib_uses_virt_dma) -> guest-physical. */
-static int vrdma_kva_to_phys(u64 addr, u32 len, u64 *phys)
+/*
+ * Kernel virtual address (ib_uses_virt_dma) -> guest-physical. A
+ * scatterlist entry the core mapped (sg_virt of its pages) lies in the
+ * linear map, where physically contiguous pages are virtually contiguous
+ * and the other way round: both ends valid and as far apart physically as
+ * virtually make the whole range one physical range. Anything else
+ * (vmalloc, stacks, module data) is refused.
+ */
+int vrdma_kva_to_phys(u64 addr, u32 len, u64 *phys)
 {
 	void *p = (void *)(uintptr_t)addr;
+	void *last = (u8 *)p + (len ? len - 1 : 0);
 
-	if (!virt_addr_valid(p) ||
-	    (len && !virt_addr_valid((u8 *)p + len - 1)))
+	if (!virt_addr_valid(p) || !virt_addr_valid(last) ||
+	    virt_to_phys(last) - virt_to_phys(p) != (uintptr_t)last - (uintptr_t)p)
 		return -EINVAL;
 	*phys = virt_to_phys(p);
 	return 0;
@@ -91,9 +159,10 @@ static int vrdma_fill_sges(struct vrdma_qp *qp, struct rxe_sge *dst,
 		dst[i].addr = sg[i].addr;
 		dst[i].length = sg[i].length;
 		dst[i].lkey = sg[i].lkey;
-		if (vrdma_is_gsi(qp)) {
-			if (sg[i].lkey != VIRTIO_RDMA_LOCAL_DMA_LKEY)
-				return -EINVAL;
+		if (vrdma_is_gsi(qp) && sg[i].lkey != VIRTIO_RDMA_LOCAL_DMA_LKEY)
+			return -EINVAL;
+		if (qp && qp->local_dma &&
+		    sg[i].lkey == VIRTIO_RDMA_LOCAL_DMA_LKEY) {
 			ret = vrdma_kva_to_phys(sg[i].addr, sg[i].length,
 						&dst[i].addr);
 			if (ret)
@@ -122,6 +191,17 @@ static int vrdma_check_send_opcode(struct vrdma_dev *dev, struct vrdma_qp *qp,
 		if (!virtio_has_feature(dev->vdev, VIRTIO_RDMA_F_ATOMIC))
 			return -EOPNOTSUPP;
 		return qp->ibqp.qp_type == IB_QPT_RC ? 0 : -EINVAL;
+	/* 4.7 (windows) and 4.8 (fast-registration MRs). */
+	case IB_WR_LOCAL_INV:
+	case IB_WR_SEND_WITH_INV:
+		if (!dev->kernel_verbs &&
+		    !virtio_has_feature(dev->vdev, VIRTIO_RDMA_F_MW))
+			return -EOPNOTSUPP;
+		return qp->ibqp.qp_type == IB_QPT_RC ||
+		       qp->ibqp.qp_type == IB_QPT_UC ? 0 : -EINVAL;
+	case IB_WR_REG_MR:
+		return qp->local_dma && qp->ibqp.qp_type != IB_QPT_GSI ?
+		       0 : -EOPNOTSUPP;
 	default:
 		return -EOPNOTSUPP;
 	}
@@ -155,6 +235,9 @@ static int vrdma_build_send_wqe(struct vrdma_dev *dev, struct vrdma_qp *qp,
 	if (wr->opcode == IB_WR_SEND_WITH_IMM ||
 	    wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM)
 		w->ex.imm_data = wr->ex.imm_data;
+	if (wr->opcode == IB_WR_SEND_WITH_INV ||
+	    wr->opcode == IB_WR_LOCAL_INV)
+		w->ex.invalidate_rkey = wr->ex.invalidate_rkey;
 
 	switch (qp->ibqp.qp_type) {
 	case IB_QPT_UD:
@@ -176,6 +259,16 @@ static int vrdma_build_send_wqe(struct vrdma_dev *dev, struct vrdma_qp *qp,
 		break;
 	}
 	default:
+		/* Work requests of their own: no SGEs, no data. */
+		if (wr->opcode == IB_WR_REG_MR || wr->opcode == IB_WR_LOCAL_INV) {
+			if (wr->num_sge)
+				return -EINVAL;
+			if (wr->opcode == IB_WR_REG_MR) {
+				w->send_flags &= ~IB_SEND_INLINE;
+				return vrdma_fr_reg_wqe(reg_wr(wr), w);
+			}
+			return 0;
+		}
 		if (wr->opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
 		    wr->opcode == IB_WR_ATOMIC_FETCH_AND_ADD) {
 			const struct ib_atomic_wr *a = atomic_wr(wr);
@@ -185,7 +278,8 @@ static int vrdma_build_send_wqe(struct vrdma_dev *dev, struct vrdma_qp *qp,
 			w->wr.atomic.swap = a->swap;
 			w->wr.atomic.rkey = a->rkey;
 		} else if (wr->opcode != IB_WR_SEND &&
-			   wr->opcode != IB_WR_SEND_WITH_IMM) {
+			   wr->opcode != IB_WR_SEND_WITH_IMM &&
+			   wr->opcode != IB_WR_SEND_WITH_INV) {
 			w->wr.rdma.remote_addr = rdma_wr(wr)->remote_addr;
 			w->wr.rdma.rkey = rdma_wr(wr)->rkey;
 		}
@@ -294,6 +388,7 @@ int vrdma_kpost_send(struct vrdma_qp *qp, const struct ib_send_wr *wr,
 		}
 		if (av)
 			wqe->wr.wr.ud.ah_num = av->handle;
+		vrdma_trace_wqe(qp, wqe);
 		prod = (prod + 1) & mask;
 		/* The device reads a WQE only after its producer index. */
 		smp_store_release(&qp->sq.buf->producer_index, prod);
@@ -506,6 +601,8 @@ static bool vrdma_wc_opcode(u32 op, enum ib_wc_opcode *out)
 	case IB_WC_RDMA_READ:
 	case IB_WC_COMP_SWAP:
 	case IB_WC_FETCH_ADD:
+	case IB_WC_LOCAL_INV:
+	case IB_WC_REG_MR:         /* VIRTIO_RDMA_WC_REG_MR */
 	case IB_WC_RECV:
 	case IB_WC_RECV_RDMA_WITH_IMM:
 		*out = op;
@@ -548,6 +645,11 @@ static bool vrdma_cqe_to_wc(struct vrdma_dev *dev,
 
 	if (!qp)
 		return false;
+	if (vrdma_trace(qp))
+		dev_info(&dev->vdev->dev,
+			 "kqp %#x cqe op %u status %u wr_id %#llx len %u flags %#x ex %#x\n",
+			 u->qp_num, u->opcode, u->status, u->wr_id, u->byte_len,
+			 u->wc_flags, u->ex.invalidate_rkey);
 	memset(wc, 0, sizeof(*wc));
 	wc->wr_id = u->wr_id;
 	wc->status = u->status <= IB_WC_GENERAL_ERR ? u->status :
@@ -559,10 +661,14 @@ static bool vrdma_cqe_to_wc(struct vrdma_dev *dev,
 	}
 	wc->vendor_err = u->vendor_err;
 	wc->byte_len = u->byte_len;
-	wc->ex.imm_data = u->ex.imm_data;
 	wc->qp = &qp->ibqp;
 	wc->src_qp = u->src_qp & 0xffffff;
 	wc->wc_flags = vrdma_wc_flags(u->wc_flags);
+	/* One union; the flag says which it is (a received SEND_WITH_INV). */
+	if (wc->wc_flags & IB_WC_WITH_INVALIDATE)
+		wc->ex.invalidate_rkey = u->ex.invalidate_rkey;
+	else
+		wc->ex.imm_data = u->ex.imm_data;
 	wc->pkey_index = u->pkey_index;
 	wc->slid = u->slid;
 	wc->sl = u->sl;

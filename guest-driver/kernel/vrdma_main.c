@@ -143,6 +143,13 @@ static int vrdma_query_attrs(struct vrdma_dev *dev)
 			 &dev->dev_attr, sizeof(dev->dev_attr));
 	if (ret)
 		return ret;
+	/* Kernel consumers (docs/virtio-rdma.md 4.8, vrdma_fr.c). */
+	dev->kernel_verbs = virtio_has_feature(dev->vdev, VIRTIO_RDMA_F_KERNEL);
+	dev->max_fr_pages = dev->kernel_verbs ? vrdma_query_max_fr_pages(dev) : 0;
+	if (dev->kernel_verbs && !dev->max_fr_pages) {
+		dev_warn(&dev->vdev->dev, "VIRTIO_RDMA_F_KERNEL without fast-registration pages: not used\n");
+		dev->kernel_verbs = false;
+	}
 	return vrdma_exec(dev, VIRTIO_RDMA_CMD_QUERY_PORT, &req, sizeof(req),
 			  NULL, 0, &dev->port_attr, sizeof(dev->port_attr));
 }
@@ -443,6 +450,7 @@ static const unsigned int vrdma_features[] = {
 	VIRTIO_RDMA_F_ATOMIC,
 	VIRTIO_RDMA_F_ROCE,
 	VIRTIO_RDMA_F_MW,
+	VIRTIO_RDMA_F_KERNEL,
 };
 
 static const struct virtio_device_id vrdma_id_table[] = {

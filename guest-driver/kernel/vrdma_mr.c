@@ -124,10 +124,13 @@ int vrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct vrdma_mr *mr = to_vmr(ibmr);
 	struct vrdma_dev *dev = to_vdev(ibmr->device);
+	int ret;
 
+	if (mr->page_list)
+		return vrdma_fr_dereg(mr); /* ALLOC_MR's (vrdma_fr.c) */
 	/* A device that was reset holds nothing: no command needed. */
-	int ret = vrdma_released(dev) ? 0 :
-		  vrdma_destroy_handle(dev, VIRTIO_RDMA_CMD_DEREG_MR, mr->handle);
+	ret = vrdma_released(dev) ? 0 :
+	      vrdma_destroy_handle(dev, VIRTIO_RDMA_CMD_DEREG_MR, mr->handle);
 
 	/*
 	 * With windows bound to the MR the device refuses (EINVAL) and the MR
@@ -180,7 +183,11 @@ int vrdma_dealloc_mw(struct ib_mw *ibmw)
 	return 0;
 }
 
-/* Kernel ULPs are not supported: there is no whole-memory registration. */
+/*
+ * No whole-memory registration: kernel consumers name memory with the
+ * local DMA lkey (VIRTIO_RDMA_F_KERNEL) and fast-registration MRs
+ * (vrdma_fr.c).
+ */
 struct ib_mr *vrdma_get_dma_mr(struct ib_pd *ibpd, int access)
 {
 	return ERR_PTR(-EOPNOTSUPP);

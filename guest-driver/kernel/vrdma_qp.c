@@ -6,7 +6,11 @@
  * no work requests becomes an SQ doorbell, and receives need no call at all
  * (the device pulls receive WQEs, docs/virtio-rdma.md 7.3). For a kernel QP
  * (no udata) the driver writes them (vrdma_kverbs.c). The GSI QP (QP1, the
- * MAD layer's, RoCE only) is a kernel QP of type VIRTIO_RDMA_QPT_GSI.
+ * MAD layer's, RoCE only) is a kernel QP of type VIRTIO_RDMA_QPT_GSI. With
+ * VIRTIO_RDMA_F_KERNEL a kernel RC/UC QP is created with
+ * VIRTIO_RDMA_QP_F_KERNEL (docs/virtio-rdma.md 4.8): its SGEs may name
+ * guest-physical memory with the local DMA lkey. A QP whose rings user
+ * space maps never gets the flag.
  */
 #include <linux/log2.h>
 #include <linux/slab.h>
@@ -154,6 +158,8 @@ static int vrdma_qp_create_on_dev(struct vrdma_dev *dev, struct vrdma_qp *qp,
 	req.qp_type = init->qp_type == IB_QPT_GSI ? VIRTIO_RDMA_QPT_GSI :
 						     init->qp_type;
 	req.sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
+	if (qp->local_dma && init->qp_type != IB_QPT_GSI)
+		req.flags = VIRTIO_RDMA_QP_F_KERNEL;
 	vrdma_cap_to_dev(&init->cap, &req.cap);
 	vrdma_ring_desc(&qp->sq, &req.sq);
 	if (!init->srq)
@@ -197,6 +203,10 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (ret)
 		return ret;
 	qp->kernel = !udata;
+	qp->local_dma = qp->kernel &&
+			(init->qp_type == IB_QPT_GSI ||
+			 (dev->kernel_verbs && (init->qp_type == IB_QPT_RC ||
+						init->qp_type == IB_QPT_UC)));
 	spin_lock_init(&qp->sq_lock);
 	spin_lock_init(&qp->rq_lock);
 	INIT_LIST_HEAD(&qp->pending);
