@@ -8,6 +8,20 @@
 
 namespace vrdma::reliable {
 
+uint64_t FramedQpHostBytes(const QpCaps& caps, const ConnectionParams& p,
+                           const Rnic& lower) {
+  const uint32_t chunks = p.sender.chunks_in_flight;
+  const uint64_t region = uint64_t{p.bounce} * kBounceBytes +
+                          uint64_t{chunks} * kHeaderSize +
+                          uint64_t{caps.max_send_wr} * caps.max_inline_data;
+  const QpCaps data{chunks, p.bounce,
+                    std::min<uint32_t>(caps.max_send_sge + 1, kMaxSge), 1, 0,
+                    QpType::kUc};
+  return sizeof(Connection) + Sender::HostBytes(p.sender, caps.max_send_wr) +
+         sizeof(Receiver) + region + lower.QpHostBytes(data) +
+         lower.CqHostBytes(chunks + p.bounce);
+}
+
 Connection::Connection(Rnic& lower, const ConnectionInit& init,
                        const ConnectionParams& params,
                        ReliabilityCounters* counters, const MrTable* mrs,
@@ -101,6 +115,7 @@ Status Connection::OnPeerConnect(uint32_t peer_data_qpn, uint32_t peer_data_psn,
   }
   for (uint32_t i = 0; i < params_.bounce; ++i) RepostBounce(i);
   peer_token_ = peer_token;
+  peer_data_qpn_ = peer_data_qpn;
   sender_->Start(0, 0);
   receiver_->Start(0);
   receiver_->credits = params_.bounce;

@@ -83,6 +83,12 @@ struct ConnectionInit {
   uint64_t retry_budget_ns = 0;  // 0: never
 };
 
+// The host bytes a framed QP of caps costs beyond its lower RC QP (§8):
+// its Sender's and Receiver's tables, its layer region, its data QP on
+// the lower, and the transport CQ's growth for it.
+uint64_t FramedQpHostBytes(const QpCaps& caps, const ConnectionParams& params,
+                           const Rnic& lower);
+
 class Connection {
  public:
   using Clock = std::function<uint64_t()>;
@@ -121,6 +127,7 @@ class Connection {
   uint32_t data_psn() const { return init_.my_token & 0xffffff; }
   uint32_t my_token() const { return init_.my_token; }
   uint32_t peer_token() const { return peer_token_; }
+  uint32_t peer_data_qpn() const { return peer_data_qpn_; }
   ConnState state() const { return state_; }
   // The guest's retry budget (§1), from its RTS attributes; 0: never.
   uint64_t retry_budget_ns() const { return init_.retry_budget_ns; }
@@ -151,6 +158,7 @@ class Connection {
   AckChannel* acks_;
   ConnState state_ = ConnState::kConnecting;
   uint32_t peer_token_ = 0;
+  uint32_t peer_data_qpn_ = 0;
   RnicQp data_qp_{};
   RnicMr region_mr_{};
   std::unique_ptr<uint8_t[]> region_;

@@ -190,10 +190,9 @@ class ReliableRnic : public Rnic {
   Status DestroyAh(RnicAh ah) override { return lower_.DestroyAh(ah); }
 
   // The lower's costs; a CQ also costs its synthesized-completion ring.
-  // (The framed modes' per-QP tables, §8, are charged by type with them.)
-  uint64_t QpHostBytes(const QpCaps& caps) const override {
-    return lower_.QpHostBytes(caps);
-  }
+  // Once a peer link is attached (uc mode), an RC QP also costs what it
+  // would framed (§8: the worst case whatever the mode; FramedQpHostBytes).
+  uint64_t QpHostBytes(const QpCaps& caps) const override;
   uint64_t CqHostBytes(uint32_t depth) const override;
   uint64_t SrqHostBytes(uint32_t max_wr, uint32_t max_sge) const override {
     return lower_.SrqHostBytes(max_wr, max_sge);
@@ -292,6 +291,7 @@ class ReliableRnic : public Rnic {
     Gid gid{};
     ReliabilityMode mode = ReliabilityMode::kNative;
   };
+  bool AimsAtLayerQp(const QpAttr& attr) const;
   void MaybeFrame(reliable::VirtualQp& v);
   void Unframe(reliable::VirtualQp& v);
   void SendConnect(reliable::Connection& k, bool ok);

@@ -128,9 +128,37 @@ ReliableRnic::Peer* ReliableRnic::FindPeer(uint64_t id) {
   return nullptr;
 }
 
+uint64_t ReliableRnic::QpHostBytes(const QpCaps& caps) const {
+  const uint64_t lower = lower_.QpHostBytes(caps);
+  if (link_ == nullptr || caps.type != QpType::kRc) return lower;
+  return lower + reliable::FramedQpHostBytes(caps, options_.connection, lower_);
+}
+
 // ---- ModifyQp: framing at RTR -----------------------------------------------
 
+bool ReliableRnic::AimsAtLayerQp(const QpAttr& attr) const {
+  for (const Peer& p : peers_) {
+    if (p.used && p.ack_qpn == attr.dest_qpn && p.ack_gid == attr.av.dgid) {
+      return true;
+    }
+  }
+  for (const auto& k : conns_) {
+    if (k != nullptr && k->state() == ConnState::kUc &&
+        k->peer_data_qpn() == attr.dest_qpn &&
+        k->init().attr.av.dgid == attr.av.dgid) {
+      return true;
+    }
+  }
+  return false;
+}
+
 Status ReliableRnic::ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) {
+  // §3.6: a guest QP may not be aimed at a peer's layer QP (its data QPs,
+  // its ACK QP) that this layer knows of.
+  if (link_ != nullptr && (mask & kQpState) && attr.state == QpState::kRtr &&
+      (mask & kQpDestQpn) && AimsAtLayerQp(attr)) {
+    return Status::kInvalid;
+  }
   VRDMA_RETURN_IF_ERROR(lower_.ModifyQp(qp, attr, mask));
   VirtualQp* v = qps_.Find(qp.id);
   if (v == nullptr) return Status::kOk;

@@ -364,6 +364,56 @@ TEST_F(ReliableUcTest, GuestErrFlushesEveryWrOnce) {
   EXPECT_EQ(got_[1].status, WcStatus::kWrFlushErr);
 }
 
+// §3.6: a guest cannot aim its own QP at a peer's layer QP.
+TEST_F(ReliableUcTest, GuestQpsCannotAimAtAPeersLayerQps) {
+  Build();
+  Connect();
+  reliable::Connection* ka = la_->FindConnection(qa_.qpn);
+  ASSERT_NE(ka, nullptr);
+  QpInit init;
+  init.type = QpType::kUc;
+  init.pd = va_.pd;
+  init.send_cq = va_.scq;
+  init.recv_cq = va_.rcq;
+  init.caps = QpCaps{16, 16, 1, 1, 0, QpType::kUc};
+  const RnicQp uc = *la_->CreateQp(init);
+  QpAttr a;
+  a.state = QpState::kInit;
+  a.access_flags = kAll;
+  ASSERT_EQ(la_->ModifyQp(uc, a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags),
+            Status::kOk);
+  a.state = QpState::kRtr;
+  a.av.sgid = va_.gid;
+  a.av.dgid = vb_.gid;
+  a.path_mtu_bytes = 1024;
+  a.dest_qpn = ka->peer_data_qpn();  // B's data QP of this connection
+  const uint32_t mask = kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn;
+  EXPECT_EQ(la_->ModifyQp(uc, a, mask), Status::kInvalid);
+  a.av.dgid = kDaemonB;
+  a.dest_qpn = lb_->ack_channel()->qpn();  // B's ACK QP
+  EXPECT_EQ(la_->ModifyQp(uc, a, mask), Status::kInvalid);
+  a.av.dgid = vb_.gid;
+  a.dest_qpn = qb_.qpn;  // B's guest QP: fine
+  EXPECT_EQ(la_->ModifyQp(uc, a, mask), Status::kOk);
+}
+
+TEST_F(ReliableUcTest, RcQpsAreChargedTheirFramedWorstCase) {
+  Build();
+  const QpCaps rc{256, 64, 4, 4, 64, QpType::kRc};
+  QpCaps uc = rc;
+  uc.type = QpType::kUc;
+  // §8: an RC QP is charged its tables, its region (32 x 4160 bounce
+  // bytes, 256 header slots, its inline bytes), its data QP and the
+  // transport CQ's growth; a UC QP nothing more.
+  const uint64_t extra = la_->QpHostBytes(rc) - soft_a_->QpHostBytes(rc);
+  EXPECT_GE(extra, 32u * 4160 + 256 * 64 + 256 * 64 + soft_a_->QpHostBytes(uc));
+  EXPECT_LT(extra, 1u << 20);
+  EXPECT_EQ(la_->QpHostBytes(uc), soft_a_->QpHostBytes(uc));
+  // Without a peer link the layer charges what the lower does.
+  ReliableRnic plain(*soft_a_);
+  EXPECT_EQ(plain.QpHostBytes(rc), soft_a_->QpHostBytes(rc));
+}
+
 TEST_F(ReliableUcTest, DestroyLeavesNothingOnTheLower) {
   Build();
   Run(2);  // HELLOs: each layer has an AH for the other's ACK QP

@@ -98,6 +98,13 @@ Sender::Sender(Connection& conn, const SenderParams& params, uint32_t sq_depth,
 
 Sender::~Sender() = default;
 
+uint64_t Sender::HostBytes(const SenderParams& p, uint32_t sq_depth) {
+  const uint64_t c = p.chunks_in_flight;
+  // The loss detector's ring: one entry of 24 bytes per transmission.
+  return sizeof(Sender) + uint64_t{std::max<uint32_t>(sq_depth, 1)} * sizeof(Msg) +
+         c * (sizeof(ChunkRec) + sizeof(Xmit) + 16 * sizeof(RetxUnit) + 24);
+}
+
 void Sender::Start(uint32_t first_mid, uint64_t first_gseq) {
   // Messages posted while connecting keep their order; they take MIDs
   // from first_mid on.

@@ -53,6 +53,8 @@ class Sender {
          uint32_t max_inline, uint8_t* inline_area, uint32_t region_lkey);
   ~Sender();
   Sender(const Sender&) = delete;
+  // The host bytes of a Sender's tables for an SQ of sq_depth (§8).
+  static uint64_t HostBytes(const SenderParams& params, uint32_t sq_depth);
   Sender& operator=(const Sender&) = delete;
 
   // The first MID and gseq of this direction (CONNECT).
