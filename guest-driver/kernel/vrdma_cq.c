@@ -40,7 +40,12 @@ static void vrdma_cq_arm_work(struct work_struct *work)
 	int ret;
 
 	ret = vrdma_notify_cmd(dev, cq, READ_ONCE(cq->arm_solicited));
-	if ((ret || !vrdma_kcq_empty(cq)) && cq->ibcq.comp_handler)
+	/*
+	 * A failed arm makes the consumer poll (and arm) again, except on a
+	 * dead device: that would spin until the fatal work unregisters it.
+	 */
+	if ((!vrdma_kcq_empty(cq) || (ret && !vrdma_dead(dev))) &&
+	    cq->ibcq.comp_handler)
 		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
 }
 
