@@ -176,7 +176,12 @@ void Connection::OnTransportCompletion(const Completion& c, uint64_t now_ns) {
 
 bool Connection::Pump(uint64_t now_ns) {
   if (state_ != ConnState::kUc) {
-    return state_ == ConnState::kConnecting && sender_ && sender_->outstanding() > 0;
+    if (state_ != ConnState::kConnecting || !sender_ ||
+        sender_->outstanding() == 0) {
+      return false;
+    }
+    sender_->CheckHeld(now_ns);
+    return sender_->outstanding() > 0;
   }
   const bool s = sender_->Pump(now_ns);
   const bool r = receiver_->Pump(now_ns);

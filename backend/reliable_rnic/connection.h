@@ -134,6 +134,7 @@ class Connection {
   void set_retry_budget_ns(uint64_t ns) { init_.retry_budget_ns = ns; }
   void set_state(ConnState s) { state_ = s; }
   uint64_t next_connect_ns = 0;  // the layer's CONNECT timer
+  uint32_t connects_left = 0;    // repeats before it stops asking
 
   // Where ACKs to the peer go (the layer fills it from the peer's HELLO).
   AckAddress ack_to{};

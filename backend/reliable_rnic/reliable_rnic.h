@@ -85,6 +85,9 @@ struct ReliableRnicOptions {
   reliable::ConnectionParams connection{};
   reliable::AckChannelOptions ack{};
   uint64_t connect_interval_ns = 1'000'000;  // §3.5: every 1 ms
+  // CONNECTs sent after the first before the layer stops asking (the
+  // peer's own CONNECT at its RTR still connects the QP).
+  uint32_t connect_repeats = 100;
   uint64_t hello_interval_ns = 1'000'000'000;
   uint64_t token_seed = 0;  // 0: from the clock
 };

@@ -244,6 +244,7 @@ void ReliableRnic::MaybeFrame(VirtualQp& v) {
   ++framed_;
   SendConnect(*v.conn, false);
   v.conn->next_connect_ns = clock_() + options_.connect_interval_ns;
+  v.conn->connects_left = options_.connect_repeats;
 }
 
 void ReliableRnic::Unframe(VirtualQp& v) {
@@ -452,10 +453,11 @@ bool ReliableRnic::ProgressUc() {
   }
   for (auto& k : conns_) {
     if (k == nullptr) continue;
-    if (k->state() == ConnState::kConnecting) {
-      busy = true;
+    if (k->state() == ConnState::kConnecting && k->connects_left > 0) {
+      busy = true;  // the repeat timer
       if (now >= k->next_connect_ns) {
         SendConnect(*k, false);
+        --k->connects_left;
         k->next_connect_ns = now + options_.connect_interval_ns;
       }
     }

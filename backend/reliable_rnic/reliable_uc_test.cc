@@ -116,6 +116,32 @@ TEST_F(ReliableUcTest, WritesPostedBeforeTheConnectWaitForIt) {
   EXPECT_EQ(0, std::memcmp(&vb_.buf[16384], &va_.buf[1], 3));
 }
 
+// A peer whose QP never reaches RTR: the CONNECTs stop after their
+// repeats, the held WRs fail RETRY_EXC_ERR after the budget, and the layer
+// goes idle.
+TEST_F(ReliableUcTest, WrsHeldForAPeerThatNeverConnectsFailAfterTheBudget) {
+  Build();
+  la_->SetMode(std::span(&va_.gid, 1), ReliabilityMode::kUc);
+  lb_->SetMode(std::span(&vb_.gid, 1), ReliabilityMode::kUc);
+  QpConf c;
+  c.timeout = 10;  // 4.2 ms
+  c.retry_cnt = 1;
+  qa_ = MakeQp(*la_, va_, c);
+  qb_ = MakeQp(*lb_, vb_, c);  // left in RESET
+  BringUp(*la_, qa_, va_.gid, vb_.gid, qb_.qpn, c);
+  const uint64_t t0 = now_;
+  Post(Write(1, 0, 0, 100));
+  Post(Write(2, 0, 0, 100));
+  ASSERT_TRUE(RunUntil([&] { return got_.size() >= 2; }, 20000));
+  EXPECT_EQ(got_[0].status, WcStatus::kRetryExcErr);
+  EXPECT_EQ(got_[1].status, WcStatus::kWrFlushErr);
+  EXPECT_GE(now_ - t0, 2 * (uint64_t{4096} << 10));
+  // 1 + 100 CONNECTs (every 1 ms), then nothing: the layer is idle.
+  ASSERT_TRUE(RunUntil([&] { return !la_->Progress(); }, 200000));
+  EXPECT_EQ(la_->counters().connects_sent, 101u);
+  EXPECT_EQ(la_->FindConnection(qa_.qpn)->state(), ConnState::kConnecting);
+}
+
 // ---- Faults -------------------------------------------------------------------
 
 TEST_F(ReliableUcTest, WritesSurviveOnePercentLoss) {
@@ -345,6 +371,83 @@ TEST_F(ReliableUcTest, HostileAcksAreCountedAndDropped) {
   EXPECT_EQ(after.acks_received - before.acks_received, 1u);  // bad_entry's
   EXPECT_TRUE(got_.empty());
   PostAndVerify({{1, 0, 0, 70000}, {2, 9, 90000, 1}}, 20000);
+}
+
+// Daemon headers forged onto B's data QP (as a hostile peer, or a host that
+// guesses the QPN, can): each bad one is counted and dropped; one whose
+// rkey B's MR table refuses is NAKed, and A, which sent no such message,
+// drops the NAK as ack_bad_nak. B's memory is untouched.
+TEST_F(ReliableUcTest, HostileHeadersAreCountedAndDropped) {
+  Build();
+  Connect();
+  reliable::Connection* ka = la_->FindConnection(qa_.qpn);
+  reliable::Connection* kb = lb_->FindConnection(qb_.qpn);
+  ASSERT_NE(ka, nullptr);
+  ASSERT_NE(kb, nullptr);
+  auto inject = [&](const reliable::DaemonHeader& h, uint32_t data_len,
+                    uint8_t version = reliable::kWireVersion) {
+    std::vector<uint8_t> payload(reliable::kHeaderSize + data_len, 0x77);
+    ASSERT_TRUE(reliable::EncodeHeader(h, payload));
+    payload[1] = version;
+    net::Header p;
+    p.opcode = net::kUc | net::kSendOnly;
+    p.dest_qpn = kb->data_qpn();
+    p.src_qpn = ka->data_qpn();  // forged: A's data QP
+    p.psn = 0x1234;
+    p.hop_limit = 64;
+    p.dgid = vb_.gid;
+    p.sgid = va_.gid;
+    p.payload_len = static_cast<uint16_t>(payload.size());
+    std::vector<uint8_t> bytes(net::kHeaderBytes + payload.size());
+    net::EncodeHeader(p, bytes.data());
+    std::memcpy(bytes.data() + net::kHeaderBytes, payload.data(), payload.size());
+    raw_->Send(bytes, vb_.gid, now_);
+  };
+  reliable::DaemonHeader good;
+  good.type = reliable::HeaderType::kWriteRetx;
+  good.flags = reliable::kHdrLast | reliable::kHdrRetransmission;
+  good.dst_vqpn = qb_.qpn;
+  good.conn_token = kb->my_token();
+  good.mid = 0;
+  good.off_units = 0;
+  good.data_len = 100;
+  good.msg_len = 100;
+  good.remote_addr = vb_.at(0);
+  good.rkey = vb_.mr.rkey;
+  reliable::DaemonHeader h = good;
+  inject(h, 100, 2);  // version 2
+  h = good;
+  h.dst_vqpn = qb_.qpn + 1;
+  inject(h, 100);
+  h = good;
+  h.conn_token ^= 1;
+  inject(h, 100);
+  h = good;
+  h.mid = 1000;
+  inject(h, 100);
+  h = good;
+  h.off_units = 3;
+  inject(h, 100);
+  h = good;
+  h.type = reliable::HeaderType::kSendData;  // step 12
+  inject(h, 100);
+  h = good;
+  h.rkey = vb_.mr.rkey ^ 0x100;  // no such MR at B
+  inject(h, 100);
+  Run(50);
+  const auto& b = lb_->counters();
+  EXPECT_EQ(b[WireCounter::kRxMalformed], 2u);
+  EXPECT_EQ(b[WireCounter::kRxWrongQp], 1u);
+  EXPECT_EQ(b[WireCounter::kRxStaleToken], 1u);
+  EXPECT_EQ(b[WireCounter::kRxMidOutsideWindow], 1u);
+  EXPECT_EQ(b[WireCounter::kRxBadOffset], 1u);
+  EXPECT_EQ(b[WireCounter::kRxAccessNak], 1u);
+  EXPECT_EQ(b.naks_sent, 1u);
+  EXPECT_EQ(b.retx_copied, 0u);
+  EXPECT_EQ(la_->counters()[WireCounter::kAckBadNak], 1u);
+  for (int i = 0; i < 4096; ++i) ASSERT_EQ(vb_.buf[i], 0) << i;
+  EXPECT_TRUE(got_.empty());
+  PostAndVerify({{1, 0, 0, 3000}}, 5000);
 }
 
 TEST_F(ReliableUcTest, GuestErrFlushesEveryWrOnce) {

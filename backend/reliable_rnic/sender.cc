@@ -464,6 +464,23 @@ void Sender::CheckBudget(uint64_t now_ns) {
   }
 }
 
+void Sender::CheckHeld(uint64_t now_ns) {
+  uint64_t oldest = tail_;
+  for (uint64_t s = head_; s < tail_; ++s) {
+    Msg& m = MsgAt(s);
+    if (m.state != MsgState::kQueued) continue;
+    if (m.t_first_ns == 0) m.t_first_ns = now_ns;
+    if (oldest == tail_) oldest = s;
+  }
+  const uint64_t budget = conn_.retry_budget_ns();
+  if (budget != 0 && oldest != tail_ &&
+      now_ns - MsgAt(oldest).t_first_ns > budget) {
+    ++conn_.counters().retry_exceeded;
+    FailFrom(oldest, WcStatus::kRetryExcErr);
+  }
+  Complete();
+}
+
 bool Sender::SendRetransmissions(uint64_t now_ns) {
   bool did = false;
   while (retx_head_ < retx_tail_) {

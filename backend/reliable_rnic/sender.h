@@ -74,6 +74,11 @@ class Sender {
   // completions. True while anything is queued or in flight.
   bool Pump(uint64_t now_ns);
 
+  // While connecting: the retry budget of WRs held since they were first
+  // seen here (a peer that never answers fails them RETRY_EXC_ERR, as a
+  // native RC QP towards nobody would).
+  void CheckHeld(uint64_t now_ns);
+
   // The QP failed (its guest moved it to ERR, or a lower error): every WR
   // not yet completed completes with status (the first) and
   // WR_FLUSH_ERR (the rest), in order.
