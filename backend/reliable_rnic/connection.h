@@ -16,7 +16,9 @@
 // WR's data is SGEs.
 //
 // Lower wr_ids on the data QP (the transport CQ): slot << 32 | kind << 28
-// | index (kind: WrKind).
+// | index (kind: WrKind). The layer's slot number carries a generation in
+// its high 16 bits, so that a completion of a destroyed connection's data
+// QP still in the transport CQ never reaches the next one in its slot.
 #ifndef VRDMA_BACKEND_RELIABLE_RNIC_CONNECTION_H_
 #define VRDMA_BACKEND_RELIABLE_RNIC_CONNECTION_H_
 
@@ -68,7 +70,7 @@ enum class ConnState : uint8_t {
 
 // What the layer knows of the virtual QP when it frames it.
 struct ConnectionInit {
-  uint32_t slot = 0;      // the layer's connection slot (wr_ids)
+  uint32_t slot = 0;      // the layer's slot (low 16 bits), generation
   RnicQp vqp{};           // the virtual QP (its lower RC QP)
   RnicPd pd{};
   RnicCq transport_cq{};  // the layer's: the data QP's both CQs

@@ -319,6 +319,7 @@ class ReliableRnic : public Rnic {
   std::unique_ptr<reliable::AckChannel> acks_;
   std::vector<std::unique_ptr<reliable::Connection>> conns_;
   uint32_t framed_ = 0;
+  uint16_t generation_ = 0;  // of connection slots (connection.h)
   std::array<Peer, 16> peers_{};
   std::vector<ModeEntry> modes_;
   uint64_t peer_seq_ = 0;

@@ -4,6 +4,7 @@
 // the peer link, modes by GID, framing a QP at its RTR, CONNECT /
 // CONNECT_OK / CONNECT_NATIVE, and the part of Progress() that runs the
 // ACK CQ, the transport CQ and every connection.
+#include <algorithm>
 #include <chrono>
 #include <variant>
 
@@ -69,7 +70,7 @@ Status ReliableRnic::AttachPeerLink(reliable::PeerLink* link,
     (void)lower_.RemoveGid(daemon_gid);
     return st;
   }
-  conns_.resize(options_.max_framed_qps);
+  conns_.resize(std::min<uint32_t>(options_.max_framed_qps, 0xffff));
   daemon_gid_ = daemon_gid;
   link_ = link;
   SendHello();
@@ -220,7 +221,7 @@ void ReliableRnic::MaybeFrame(VirtualQp& v) {
     transport_depth_ = depth;
   }
   ConnectionInit init;
-  init.slot = slot;
+  init.slot = slot | uint32_t{++generation_} << 16;
   init.vqp = v.lower;
   init.pd = v.pd;
   init.transport_cq = transport_cq_;
@@ -249,7 +250,7 @@ void ReliableRnic::MaybeFrame(VirtualQp& v) {
 
 void ReliableRnic::Unframe(VirtualQp& v) {
   if (v.conn == nullptr) return;
-  const uint32_t slot = v.conn->init().slot;
+  const uint32_t slot = v.conn->init().slot & 0xffff;
   v.conn = nullptr;
   conns_[slot].reset();
   --framed_;
@@ -444,8 +445,12 @@ bool ReliableRnic::ProgressUc() {
     const int n = lower_.PollCq(transport_cq_, batch);
     for (int i = 0; i < n; ++i) {
       const uint32_t slot = reliable::DataWrSlot(batch[i].wr_id);
-      if (slot < conns_.size() && conns_[slot] != nullptr) {
-        conns_[slot]->OnTransportCompletion(batch[i], now);
+      Connection* k = (slot & 0xffff) < conns_.size()
+                          ? conns_[slot & 0xffff].get()
+                          : nullptr;
+      // A destroyed connection's completion (another generation): dropped.
+      if (k != nullptr && k->init().slot == slot) {
+        k->OnTransportCompletion(batch[i], now);
       }
     }
     if (n < static_cast<int>(std::size(batch))) break;
