@@ -531,3 +531,28 @@ TEST_F(ReliableUcTest, DestroyLeavesNothingOnTheLower) {
 
 }  // namespace
 }  // namespace vrdma::testing
+
+namespace vrdma::testing {
+namespace {
+
+// Every fault at once, several seeds: each WR completes once, in order,
+// every byte verified.
+class ReliableUcSeedTest : public ReliableUcTest,
+                           public ::testing::WithParamInterface<uint64_t> {};
+
+TEST_P(ReliableUcSeedTest, MixedFaultsEveryByteOnce) {
+  fabric::FaultConfig f;
+  f.loss = 0.03;
+  f.p_reorder = 0.02;
+  f.reorder_delay_ns = 25'000;
+  f.p_dup = 0.02;
+  Build(f, f, GetParam());
+  Connect();
+  PostAndVerify(MixedPlan(80, GetParam()), 2000000);
+  EXPECT_EQ(lb_->counters().messages_delivered, 80u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, ReliableUcSeedTest, ::testing::Range<uint64_t>(1, 9));
+
+}  // namespace
+}  // namespace vrdma::testing
