@@ -64,6 +64,7 @@ class AckChannel {
   bool open() const { return lower_ != nullptr; }
 
   uint32_t qpn() const { return qp_.qpn; }
+  uint32_t cq_id() const { return cq_.id; }
   uint32_t qkey() const { return options_.qkey; }
   const Gid& gid() const { return gid_; }
 

@@ -295,6 +295,7 @@ class ReliableRnic : public Rnic {
     ReliabilityMode mode = ReliabilityMode::kNative;
   };
   bool AimsAtLayerQp(const QpAttr& attr) const;
+  bool IsLayerEvent(const AsyncEvent& ev) const;
   void MaybeFrame(reliable::VirtualQp& v);
   void Unframe(reliable::VirtualQp& v);
   void SendConnect(reliable::Connection& k, bool ok);

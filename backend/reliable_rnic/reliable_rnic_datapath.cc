@@ -50,8 +50,13 @@ bool ReliableRnic::PushSynthesized(RnicCq cq, const Completion& c) {
   return v != nullptr && v->synthesized->Push(c);
 }
 
+// The lower's events, less those of the layer's own QPs and CQs (uc mode).
 bool ReliableRnic::PollAsyncEvent(AsyncEvent* ev) {
-  return lower_.PollAsyncEvent(ev);
+  while (lower_.PollAsyncEvent(ev)) {
+    if (link_ == nullptr || !IsLayerEvent(*ev)) return true;
+    ++counters_.layer_async_events;
+  }
+  return false;
 }
 
 // The lower's work, then uc mode's (reliable_rnic_uc.cc): the ACK CQ, the

@@ -153,6 +153,18 @@ bool ReliableRnic::AimsAtLayerQp(const QpAttr& attr) const {
   return false;
 }
 
+bool ReliableRnic::IsLayerEvent(const AsyncEvent& ev) const {
+  if (ev.type == AsyncEvent::Type::kCqError) {
+    return ev.id == transport_cq_.id || ev.id == acks_->cq_id();
+  }
+  if (ev.type != AsyncEvent::Type::kQpError) return false;
+  if (ev.id == acks_->qpn()) return true;
+  for (const auto& k : conns_) {
+    if (k != nullptr && k->data_qpn() == ev.id) return true;
+  }
+  return false;
+}
+
 Status ReliableRnic::ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) {
   // §3.6: a guest QP may not be aimed at a peer's layer QP (its data QPs,
   // its ACK QP) that this layer knows of.
@@ -438,7 +450,9 @@ bool ReliableRnic::ProgressUc() {
   const uint64_t now = clock_();
   bool busy = false;
   // The ACK CQ first (B §3.4.3), then the transport CQ.
-  while (acks_->Poll([&](const AckArrival& a) { OnAckArrival(a, now); }) > 0) {
+  for (int round = 0; round < 8; ++round) {  // bounded: a flood cannot starve
+    if (acks_->Poll([&](const AckArrival& a) { OnAckArrival(a, now); }) == 0) break;
+    busy = true;
   }
   Completion batch[64];
   for (int round = 0; round < 8; ++round) {
@@ -456,8 +470,11 @@ bool ReliableRnic::ProgressUc() {
     if (n < static_cast<int>(std::size(batch))) break;
     busy = true;
   }
+  uint32_t seen = 0;
   for (auto& k : conns_) {
+    if (seen == framed_) break;  // every live one visited
     if (k == nullptr) continue;
+    ++seen;
     if (k->state() == ConnState::kConnecting && k->connects_left > 0) {
       busy = true;  // the repeat timer
       if (now >= k->next_connect_ns) {
