@@ -41,9 +41,11 @@ struct Quotas {
   uint32_t max_mw = 1024;                  // memory windows (VIRTIO_RDMA_F_MW)
   // Kernel consumers (VIRTIO_RDMA_F_KERNEL, docs/virtio-rdma.md §4.8): the
   // operator's opt-in (the local DMA lkey registers the VM's RAM per kernel
-  // PD), and the VM's fast-registration MRs (each one of max_mr too).
+  // PD), and the VM's fast-registration MRs (each one of max_mr too; an
+  // nvme-rdma controller takes its queue depth's worth per I/O queue, 128
+  // by default, and 32 for its admin queue).
   bool kernel_verbs = false;
-  uint32_t max_fr_mr = 256;
+  uint32_t max_fr_mr = 1024;
   uint64_t max_pinned_bytes = 1ull << 30;  // MR and ring pages mapped
   // Daemon memory the VM's objects cause: the engine's shadow state of its
   // rings and the RNIC's queues for its QPs, CQs and SRQs (quota.h).
@@ -175,6 +177,7 @@ struct DeviceAttr {
 // Per-VM counters, for the daemon's stats and for tests.
 struct VmStats {
   uint32_t pds = 0, cqs = 0, qps = 0, mrs = 0, ahs = 0, srqs = 0, mws = 0;
+  uint32_t fr_mrs = 0;                     // of mrs, fast-registration ones
   uint64_t pinned_bytes = 0;
   uint64_t host_bytes = 0;                 // Quotas::max_host_bytes
   uint32_t mappings = 0;                   // Quotas::max_mappings
@@ -252,8 +255,10 @@ class Engine {
   // none. A bound window is unbound by DeallocMw.
   virtual Result<AllocMwResult> AllocMw(VmId vm, uint32_t pd, uint8_t type) = 0;
   virtual Status DeallocMw(VmId vm, uint32_t mw) = 0;
-  // A fast-registration MR (docs/virtio-rdma.md §4.8), invalid until a
-  // REG_MR WQE; DeregMr frees it. kUnsupported until the engine has them.
+  // A fast-registration MR (docs/virtio-rdma.md §4.8) of at most max_pages
+  // pages (1..DeviceAttr::limits.max_fr_pages), invalid until a REG_MR WQE
+  // of a kernel QP; DeregMr frees it. Counts against Quotas::max_mr and
+  // max_fr_mr; kUnsupported without VIRTIO_RDMA_F_KERNEL (max_fr_mr 0).
   virtual Result<RegMrResult> AllocMr(VmId vm, const AllocMrRequest& req) = 0;
   virtual Result<CreateCqResult> CreateCq(VmId vm,
                                           const CreateCqRequest& req) = 0;

@@ -91,10 +91,8 @@ class EngineImpl final : public Engine,
   Status DeallocMw(VmId vm, uint32_t mw) override {
     return teardown_.DeallocMw(vm, mw);
   }
-  // Fast-registration MRs need Rnic::AllocFrMr and the REG_MR WQE, which
-  // are not built yet (docs/virtio-rdma.md §4.8): F_KERNEL is not offered.
-  Result<RegMrResult> AllocMr(VmId, const AllocMrRequest&) override {
-    return Status::kUnsupported;
+  Result<RegMrResult> AllocMr(VmId vm, const AllocMrRequest& req) override {
+    return resources_.AllocMr(vm, req);
   }
   Result<CreateCqResult> CreateCq(VmId vm,
                                   const CreateCqRequest& req) override {

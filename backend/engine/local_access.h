@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "backend/engine/mw_access.h"
 #include "backend/engine/objects.h"
 #include "backend/engine/ram_mrs.h"
 #include "vhost-rdma/abi/virtio_rdma.h"
@@ -24,6 +25,11 @@ namespace vrdma::engine {
 // lkey names guest-physical memory: it must lie inside one region, and its
 // lkey becomes that region's RAM MR's (local write, so any direction). On
 // any other QP the local DMA lkey is looked up like any lkey.
+//
+// A fast-registration MR's lkey (docs/virtio-rdma.md §4.8) is checked here
+// only for whose it is and its PD: its range, access and validity change
+// with REG_MR and LOCAL_INV WQEs in SQ order, so the RNIC checks them when
+// the WR runs, against what the engine let it map (fast_reg.h).
 inline WcStatus CheckLocalSges(const VmContext& vm, uint32_t pd, const RamMrs* ram,
                                bool writes_local, Sge* sges, uint8_t* num_sge) {
   int kept = 0;
@@ -38,6 +44,12 @@ inline WcStatus CheckLocalSges(const VmContext& vm, uint32_t pd, const RamMrs* r
       continue;
     }
     std::optional<uint32_t> h = vm.lkey_to_mr.Find(s.lkey);
+    if (!h && vm.fr_index_to_mr.size() != 0) {
+      const MrObj* fr = FindFrMr(vm, s.lkey);
+      if (fr == nullptr || fr->pd != pd) return WcStatus::kLocProtErr;
+      sges[kept++] = s;
+      continue;
+    }
     const MrObj* mr = h ? vm.mrs.Lookup(*h) : nullptr;
     if (mr == nullptr || mr->pd != pd) return WcStatus::kLocProtErr;
     if (writes_local && !(mr->access & kAccessLocalWrite)) return WcStatus::kLocProtErr;

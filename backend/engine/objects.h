@@ -54,6 +54,14 @@ struct MrObj {
   uint64_t length = 0;
   uint32_t access = 0;
   Charge charge;  // what it costs its VM (quota.h)
+  // A fast-registration MR (ALLOC_MR, docs/virtio-rdma.md §4.8) has no view,
+  // iova, length or access of its own: they are the RNIC's, set by REG_MR
+  // WQEs in SQ order. It has the guest's page list address and the pages
+  // the last REG_MR WQE named (fast_reg.h), which the RNIC reads (FrReg).
+  std::unique_ptr<FrPage[]> fr_pages;
+  uint32_t fr_max_pages = 0;
+  uint64_t fr_page_list = 0;  // guest-physical
+  bool fast_reg() const { return fr_pages != nullptr; }
 };
 
 // A memory window (docs/virtio-rdma.md §4.7). Its state (bound or not, to
@@ -301,7 +309,8 @@ struct VmContext {
         qpn_to_qp(q.max_qp > kMaxTableCapacity ? kMaxTableCapacity : q.max_qp),
         lkey_to_mr(q.max_mr > kMaxTableCapacity ? kMaxTableCapacity
                                                 : q.max_mr),
-        mw_index_to_mw(q.max_mw > kMaxTableCapacity ? kMaxTableCapacity : q.max_mw) {}
+        mw_index_to_mw(q.max_mw > kMaxTableCapacity ? kMaxTableCapacity : q.max_mw),
+        fr_index_to_mr(q.max_fr_mr > kMaxTableCapacity ? kMaxTableCapacity : q.max_fr_mr) {}
 
   VmId id = 0;
   VmConfig config;
@@ -321,6 +330,9 @@ struct VmContext {
   KeyMap lkey_to_mr;  // lkey -> MR handle
   // A window's rkey without its key byte (MwIndex) -> MW handle.
   KeyMap mw_index_to_mw;
+  // A fast-registration MR's key without its key byte (REG_MR changes it)
+  // -> MR handle; these MRs are not in lkey_to_mr.
+  KeyMap fr_index_to_mr;
   std::unique_ptr<GsiQp> gsi;  // its QP1, if it made one (Gsi)
   // Counts and charges: Resources, QpControl, Teardown; wqes_posted and
   // wqes_rejected: SendPath, RecvPath; cqes_written: Completions;

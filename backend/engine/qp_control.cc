@@ -105,6 +105,9 @@ Result<CreateQpResult> QpControl::CreateQp(VmId id,
   qp->sq_limits.elem_size = qp->sq.elem_size();
   qp->sq_limits.max_msg_sz = limits_.max_msg_sz;
   qp->sq_limits.windows = resources_.VmLimits(*vm).max_mw > 0;  // F_MW offered
+  // REG_MR on the VM's kernel QPs (F_KERNEL offered, §4.8).
+  qp->sq_limits.fast_reg = req.kernel && resources_.VmLimits(*vm).max_fr_mr > 0 &&
+                           (req.type == QpType::kRc || req.type == QpType::kUc);
   // The QP's flow in the scheduler stage: its FIFO and piece records are
   // allocated here, on the control thread.
   sched::FlowSpec flow;

@@ -131,6 +131,10 @@ RnicLimits Resources::VmLimits(const VmContext& vm) const {
   l.max_pd = std::min(l.max_pd, q.max_pd);
   l.max_srq = std::min(l.max_srq, q.max_srq);
   l.max_mw = std::min(l.max_mw, q.max_mw);
+  // Fast registration only for a VM whose operator allowed kernel
+  // consumers (VIRTIO_RDMA_F_KERNEL, docs/virtio-rdma.md §4.8).
+  l.max_fr_mr = q.kernel_verbs ? std::min(l.max_fr_mr, q.max_fr_mr) : 0;
+  l.max_fr_pages = l.max_fr_mr > 0 ? std::min(l.max_fr_pages, kMaxMrPages) : 0;
   // Ring indices are 16 bits wide at most.
   const uint32_t max_ring = (1u << VIRTIO_RDMA_MAX_RING_LOG2_ELEMS) - 1;
   l.max_qp_wr = std::min(l.max_qp_wr, max_ring);

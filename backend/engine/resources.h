@@ -93,6 +93,7 @@ class Resources {
   Result<uint32_t> CreatePd(VmId id);
   Result<RegMrResult> RegMr(VmId id, const RegMrRequest& req);
   Result<AllocMwResult> AllocMw(VmId id, uint32_t pd, uint8_t type);
+  Result<RegMrResult> AllocMr(VmId id, const AllocMrRequest& req);  // fast_reg.cc
   Result<uint32_t> CreateAh(VmId id, uint32_t pd, const GuestAh& ah);
   Result<CreateCqResult> CreateCq(VmId id, const CreateCqRequest& req);
   Status ReqNotifyCq(VmId id, uint32_t cq, bool solicited_only);

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "backend/engine/fast_reg.h"
 #include "backend/engine/local_access.h"
 #include "backend/engine/mw_access.h"
 #include "backend/engine/wqe_decoder.h"
@@ -20,9 +21,12 @@ WcStatus SendPath::CheckSendSemantics(const QpObj& qp, SendWr& wr,
     if (ah == nullptr || ah->pd != qp.pd) return WcStatus::kLocQpOpErr;
     wr.ah = ah->rnic;
   }
-  // Window operations carry no SGEs (the decoder saw to it).
+  // Window and registration operations carry no SGEs (the decoder saw to it).
   if (wr.opcode == WrOpcode::kBindMw) return CheckMwBind(vm, &wr.bind);
-  if (wr.opcode == WrOpcode::kLocalInv) return CheckLocalInvalidate(vm, wr.invalidate_rkey);
+  if (wr.opcode == WrOpcode::kLocalInv) {
+    return CheckLocalInvalidate(vm, qp.sq_limits.fast_reg, wr.invalidate_rkey);
+  }
+  if (wr.opcode == WrOpcode::kRegMr) return CheckFastReg(*qp.vm, qp, &wr.reg);
   if (wr.send_flags & kSendInline) return WcStatus::kSuccess;
   // READ and atomics write into the local buffers.
   const bool writes_local = wr.opcode == WrOpcode::kRdmaRead ||

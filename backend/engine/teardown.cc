@@ -91,7 +91,12 @@ void Teardown::DestroyMrLocked(VmContext& vm, uint32_t handle, SlowReleases* slo
   MrObj* mr = vm.mrs.Lookup(handle);
   if (mr == nullptr) return;
   if (slow != nullptr) slow->mrs.push_back(mr->rnic);
-  vm.lkey_to_mr.Erase(mr->rnic.lkey);
+  if (mr->fast_reg()) {
+    vm.fr_index_to_mr.Erase(FrIndex(mr->rnic.lkey));
+    --vm.stats.fr_mrs;
+  } else {
+    vm.lkey_to_mr.Erase(mr->rnic.lkey);
+  }
   if (PdObj* pd = vm.pds.Lookup(mr->pd)) --pd->refs;
   GiveBack(vm.stats, mr->charge);
   --vm.stats.mrs;

@@ -73,10 +73,14 @@ bool OpcodeAllowed(uint32_t op, const SendQueueLimits& limits) {
     case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
     case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
       return type == QpType::kRc && limits.atomics;
-    case IB_UVERBS_WR_LOCAL_INV:
     case IB_UVERBS_WR_BIND_MW:
-    case IB_UVERBS_WR_SEND_WITH_INV:
       return (type == QpType::kRc || type == QpType::kUc) && limits.windows;
+    case IB_UVERBS_WR_LOCAL_INV:
+    case IB_UVERBS_WR_SEND_WITH_INV:
+      return (type == QpType::kRc || type == QpType::kUc) &&
+             (limits.windows || limits.fast_reg);
+    case VIRTIO_RDMA_WR_REG_MR:
+      return (type == QpType::kRc || type == QpType::kUc) && limits.fast_reg;
     default:
       return false;
   }
@@ -96,6 +100,7 @@ bool DecodeSendIdentity(const uint8_t* h, const SendQueueLimits& limits,
     *op = WrOpcode::kSend;
     return false;
   }
+  static_assert(static_cast<uint32_t>(WrOpcode::kRegMr) == VIRTIO_RDMA_WR_REG_MR);
   *op = static_cast<WrOpcode>(raw);
   return true;
 }
@@ -103,9 +108,9 @@ bool DecodeSendIdentity(const uint8_t* h, const SendQueueLimits& limits,
 bool IsAtomic(WrOpcode op) {
   return op == WrOpcode::kAtomicCmpSwp || op == WrOpcode::kAtomicFetchAdd;
 }
-// BIND_MW and LOCAL_INV: executed by the requester, no data.
+// BIND_MW, LOCAL_INV and REG_MR: executed by the requester, no data.
 bool IsLocalOp(WrOpcode op) {
-  return op == WrOpcode::kBindMw || op == WrOpcode::kLocalInv;
+  return op == WrOpcode::kBindMw || op == WrOpcode::kLocalInv || op == WrOpcode::kRegMr;
 }
 bool IsRdma(WrOpcode op) {
   return op == WrOpcode::kRdmaWrite || op == WrOpcode::kRdmaWriteWithImm ||
@@ -136,6 +141,7 @@ WcStatus DecodeSendHeaderInto(const uint8_t* h, const SendQueueLimits& limits,
   wr.inline_data = nullptr;
   wr.invalidate_rkey = 0;
   wr.bind = {};
+  wr.reg = {};
   *ah_handle = 0;
   *payload_bytes = 0;
   // wr_id and opcode first: an error CQE must carry them.
@@ -152,6 +158,13 @@ WcStatus DecodeSendHeaderInto(const uint8_t* h, const SendQueueLimits& limits,
     wr.inline_len = 0;
     if (wr.opcode == WrOpcode::kLocalInv) {
       wr.invalidate_rkey = Load32(h + send_wqe::kInvalidateRkey);
+    } else if (wr.opcode == WrOpcode::kRegMr) {
+      // wr.mw's layout (virtio_rdma.h): the page list is fast_reg.h's.
+      wr.reg.iova = Load64(h + send_wqe::kMwAddr);
+      wr.reg.length = Load64(h + send_wqe::kMwLength);
+      wr.reg.mr_lkey = Load32(h + send_wqe::kMwMrLkey);
+      wr.reg.key = static_cast<uint8_t>(Load32(h + send_wqe::kMwRkey));
+      wr.reg.access = Load32(h + send_wqe::kMwAccess);
     } else {
       wr.bind.addr = Load64(h + send_wqe::kMwAddr);
       wr.bind.length = Load64(h + send_wqe::kMwLength);

@@ -16,12 +16,14 @@
 //
 // A WQE that fails decoding completes with the returned WcStatus, like a
 // real RNIC would complete a malformed work request:
-// BIND_MW and LOCAL_INV carry no data: their SGEs and inline data are not
-// read (num_sge 0 after decoding), as rxe ignores them; what they name is
-// checked in the data path (mw_access.h) and by the RNIC.
+// BIND_MW, LOCAL_INV and REG_MR carry no data: their SGEs and inline data
+// are not read (num_sge 0 after decoding), as rxe ignores them; what they
+// name is checked in the data path (mw_access.h, fast_reg.h) and by the
+// RNIC.
 //
 //   kLocQpOpErr  unknown or unsupported opcode for the QP type (window
-//                opcodes without SendQueueLimits::windows), unknown
+//                opcodes without SendQueueLimits::windows or fast_reg,
+//                REG_MR without fast_reg), unknown
 //                send_flags bits, too many SGEs, inline data on READ or
 //                atomics, missing AH / remote QPN beyond 24 bits (UD),
 //                misaligned atomic address;
@@ -88,6 +90,9 @@ struct SendQueueLimits {
   bool atomics = true;
   // BIND_MW, LOCAL_INV, SEND_WITH_INV on RC and UC QPs (VIRTIO_RDMA_F_MW).
   bool windows = false;
+  // REG_MR, and LOCAL_INV and SEND_WITH_INV, on a kernel QP of type RC or
+  // UC of a VM with VIRTIO_RDMA_F_KERNEL (docs/virtio-rdma.md §4.8).
+  bool fast_reg = false;
 };
 
 struct DecodedSend {

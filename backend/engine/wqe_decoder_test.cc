@@ -445,6 +445,60 @@ TEST(WqeDecoderTest, WindowOpcodes) {
   EXPECT_EQ(DecodeSendWqe(bind.bytes(), uc, &d), WcStatus::kSuccess);
 }
 
+// Fast registration (docs/virtio-rdma.md §4.8): REG_MR only with
+// SendQueueLimits::fast_reg (a kernel QP, RC or UC), its fields from wr.mw
+// (the key byte from rkey's low 8 bits), no data; LOCAL_INV and
+// SEND_WITH_INV also with fast_reg alone; BIND_MW still needs windows.
+TEST(WqeDecoderTest, FastRegistrationOpcodes) {
+  SendQueueLimits l = Limits();
+  l.fast_reg = true;
+  SendWqe reg;
+  reg.Set64(send_wqe::kWrId, 4)
+      .Set32(send_wqe::kOpcode, VIRTIO_RDMA_WR_REG_MR)
+      .Set32(send_wqe::kSendFlags, kSendSignaled)
+      .Set64(send_wqe::kMwAddr, 0xffff888000001200)
+      .Set64(send_wqe::kMwLength, 0x3000)
+      .Set32(send_wqe::kMwMrLkey, 0x1234500)
+      .Set32(send_wqe::kMwRkey, 0xabcdef42)
+      .Set32(send_wqe::kMwAccess, kAccessLocalWrite | kAccessRemoteRead)
+      .Set32(send_wqe::kDmaNumSge, 2)
+      .Sge(0, 0x1000, 100, 5);
+  DecodedSend d;
+  ASSERT_EQ(DecodeSendWqe(reg.bytes(), l, &d), WcStatus::kSuccess);
+  EXPECT_EQ(d.wr.opcode, WrOpcode::kRegMr);
+  EXPECT_EQ(d.wr.reg.iova, 0xffff888000001200u);
+  EXPECT_EQ(d.wr.reg.length, 0x3000u);
+  EXPECT_EQ(d.wr.reg.mr_lkey, 0x1234500u);
+  EXPECT_EQ(d.wr.reg.key, 0x42);
+  EXPECT_EQ(d.wr.reg.access, uint32_t{kAccessLocalWrite | kAccessRemoteRead});
+  EXPECT_EQ(d.wr.reg.pages, nullptr);  // fast_reg.h's, in the data path
+  EXPECT_EQ(d.wr.num_sge, 0);
+  EXPECT_EQ(d.payload_bytes, 0u);
+
+  SendWqe inv;
+  inv.Set32(send_wqe::kOpcode, IB_UVERBS_WR_LOCAL_INV).Set32(send_wqe::kInvalidateRkey, 0x1234542);
+  ASSERT_EQ(DecodeSendWqe(inv.bytes(), l, &d), WcStatus::kSuccess);
+  EXPECT_EQ(d.wr.reg.mr_lkey, 0u);  // nothing left over from the registration
+  SendWqe bind;
+  bind.Set32(send_wqe::kOpcode, IB_UVERBS_WR_BIND_MW);
+  EXPECT_EQ(DecodeSendWqe(bind.bytes(), l, &d), WcStatus::kLocQpOpErr);
+
+  // Not a kernel QP of the feature, or a UD QP: an unknown opcode, whose
+  // flush reports kSend; with it, REG_MR's own completion opcode.
+  EXPECT_EQ(DecodeSendWqe(reg.bytes(), Limits(), &d), WcStatus::kLocQpOpErr);
+  SendQueueLimits ud = Limits(QpType::kUd);
+  ud.fast_reg = true;
+  EXPECT_EQ(DecodeSendWqe(reg.bytes(), ud, &d), WcStatus::kLocQpOpErr);
+  auto flush = [&](const SendQueueLimits& limits) {
+    return DecodeSendFlush(std::span<const uint8_t, kSendFlushBytes>(reg.bytes().data(),
+                                                                     kSendFlushBytes),
+                           limits)
+        .opcode;
+  };
+  EXPECT_EQ(flush(l), WcOpcode::kRegMr);
+  EXPECT_EQ(flush(Limits()), WcOpcode::kSend);
+}
+
 TEST(WqeDecoderTest, RecvFlushAgreesWithTheFullDecode) {
   std::vector<uint8_t> b(128, 0xa5);
   const uint64_t wr_id = 0x0102030405060708u;
@@ -476,6 +530,8 @@ static_assert(static_cast<uint32_t>(SendCompletionOpcode(
                   WrOpcode::kAtomicCmpSwp)) == IB_UVERBS_WC_COMP_SWAP);
 static_assert(static_cast<uint32_t>(SendCompletionOpcode(
                   WrOpcode::kAtomicFetchAdd)) == IB_UVERBS_WC_FETCH_ADD);
+static_assert(static_cast<uint32_t>(SendCompletionOpcode(WrOpcode::kRegMr)) ==
+              VIRTIO_RDMA_WC_REG_MR);
 static_assert(SendCompletionOpcode(WrOpcode::kWait) == WcOpcode::kSend);
 static_assert(SendCompletionOpcode(WrOpcode::kEnable) == WcOpcode::kSend);
 

@@ -82,6 +82,11 @@ enum class WrOpcode : uint8_t {
   kLocalInv = 7,
   kBindMw = 8,
   kSendWithInv = 9,
+  // Fast registration (RnicLimits::max_fr_mr > 0; RC and UC QPs): a local
+  // operation in SQ order that maps a fast-registration MR (AllocFrMr) onto
+  // the pages SendWr::reg names and makes it valid. kLocalInv and
+  // kSendWithInv also take such an MR's rkey (docs/virtio-rdma.md §4.8).
+  kRegMr = 0x20,  // the kernel's IB_WR_REG_MR (VIRTIO_RDMA_WR_REG_MR)
   // The QP processes nothing after this WR until wait_cq has produced
   // wait_index completions in all (absolute count since the CQ was
   // created); a wait_index already reached completes at once and, like
@@ -159,6 +164,7 @@ enum class WcOpcode : uint8_t {
   kFetchAdd = 4,
   kBindMw = 5,
   kLocalInv = 6,
+  kRegMr = 8,  // IB_WC_REG_MR (VIRTIO_RDMA_WC_REG_MR): user space has none
   kRecv = 128,
   kRecvRdmaWithImm = 129,
 };
@@ -180,6 +186,8 @@ constexpr WcOpcode SendCompletionOpcode(WrOpcode op) {
       return WcOpcode::kLocalInv;
     case WrOpcode::kBindMw:
       return WcOpcode::kBindMw;
+    case WrOpcode::kRegMr:
+      return WcOpcode::kRegMr;
     case WrOpcode::kRdmaRead:
       return WcOpcode::kRdmaRead;
     case WrOpcode::kAtomicCmpSwp:
@@ -233,6 +241,47 @@ struct MwBind {
   uint32_t mr_id = 0;
 };
 
+// One 4 KiB page of a fast registration, named as an SGE is: an iova
+// inside an MR of the registered MR's PD (the engine's RAM MRs,
+// docs/virtio-rdma.md §4.8), so that an RNIC can map it indirectly (mlx5:
+// a KLM entry {lkey, va}; SoftRnic: resolved through its MR table at each
+// access). addr is 4 KiB aligned.
+struct FrPage {
+  uint32_t lkey = 0;
+  uint64_t addr = 0;
+};
+
+// What a kRegMr registers (IB_WR_REG_MR: ib_reg_wr with the MR's page list).
+// The RNIC checks, in SQ order, and fails the WR with kLocQpOpErr (QP to
+// ERR, as rxe's rxe_reg_fast_mr) on any violation: mr_lkey is the current
+// lkey of a fast-registration MR of the QP's PD that is not valid; access
+// holds only kAccessLocalWrite and kAccessRemote{Read,Write,Atomic}, remote
+// write or atomic with local write; num_pages ==
+// ((iova % 4096) + length + 4095) / 4096 and at most the MR's max_pages
+// (else kLocLenErr). Then the MR covers [iova, iova + length) with byte
+// iova at pages[0].addr + iova % 4096 and continuing page after page; its
+// lkey and rkey take key as their low 8 bits (ib_update_fast_reg_key) and
+// it is valid from the next WR of the SQ on. A page whose lkey no longer
+// names an MR covering it fails the access that reaches it (local:
+// kLocProtErr; remote: the rkey's remote access error), never the
+// registration: the engine named only the posting VM's own RAM.
+//
+// pages is the engine's memory, one array per MR sized at AllocFrMr: the
+// RNIC reads it when the WR runs (an RNIC that needs its own copy makes it
+// then) and may keep the pointer until DeregMr. The engine rewrites it
+// only while decoding the next kRegMr of that MR, which IB requires to
+// follow an invalidation.
+struct FrReg {
+  uint32_t mr_lkey = 0;  // the MR's current lkey
+  uint8_t key = 0;       // the new key byte
+  uint64_t iova = 0;
+  uint64_t length = 0;
+  uint32_t access = 0;
+  const FrPage* pages = nullptr;
+  uint32_t num_pages = 0;
+  uint32_t mr_id = 0;    // RnicMr::id, checked against mr_lkey like MwBind's
+};
+
 struct SendWr {
   uint64_t wr_id = 0;                    // the engine's cookie, opaque here
   WrOpcode opcode = WrOpcode::kSend;
@@ -262,8 +311,14 @@ struct SendWr {
   // receiver's RNIC invalidates it after placing the data (a valid type 2
   // window of the receiving QP's PD, else the receive completes
   // kRemInvReqErr and the receiving QP goes to ERR, as on rxe).
+  // With fast registration, both also take a fast-registration MR's
+  // current rkey, valid or not (as rxe_invalidate_mr), of the QP's PD
+  // (kLocalInv) or the receiving QP's PD (kSendWithInv: on a shared RNIC
+  // the PD is what keeps one VM's peer off another VM's MRs), else the
+  // same errors as for a window.
   uint32_t invalidate_rkey = 0;
   MwBind bind{};                         // kBindMw
+  FrReg reg{};                           // kRegMr
 
   uint64_t total_length() const {
     if (send_flags & kSendInline) return inline_len;
@@ -401,6 +456,10 @@ struct RnicLimits {
   // Memory windows (types 1 and 2B): 0 when the RNIC has none; AllocMw and
   // the window opcodes are then refused.
   uint32_t max_mw = 0;
+  // Fast-registration MRs (AllocFrMr, kRegMr; docs/virtio-rdma.md §4.8): 0
+  // when the RNIC has none; max_fr_pages bounds one MR's page list.
+  uint32_t max_fr_mr = 0;
+  uint32_t max_fr_pages = 0;
   uint64_t max_mr_size = 0;
   uint32_t max_pd = 0;
   uint32_t max_srq = 0;
@@ -457,6 +516,17 @@ class Rnic {
     return Status::kUnsupported;
   }
   virtual Status DeallocMw(RnicMw) { return Status::kUnsupported; }
+  // A fast-registration MR of pd for up to max_pages 4 KiB pages
+  // (IB_MR_TYPE_MEM_REG): not valid, no access, until a kRegMr. Its lkey and
+  // rkey are equal, `index << 8 | key byte`, and the index (key >> 8) is
+  // unique among the RNIC's live fast-registration MRs and windows, so that
+  // the engine can name either by it whatever the key byte. DeregMr frees
+  // it, valid or not. kInvalid for max_pages 0 or above max_fr_pages,
+  // kNoResource beyond max_fr_mr, kUnsupported where max_fr_mr is 0.
+  // A control call, like RegMr.
+  virtual Result<RnicMr> AllocFrMr(RnicPd /*pd*/, uint32_t /*max_pages*/) {
+    return Status::kUnsupported;
+  }
   virtual Result<RnicCq> CreateCq(uint32_t depth) = 0;
   // Grows cq to hold depth completions, keeping those it holds
   // (ibv_resize_cq). kUnsupported where the RNIC cannot; kInvalid above

@@ -40,6 +40,7 @@ constexpr policy::WrKind WrKindOf(WrOpcode op) {
     case WrOpcode::kSendWithInv:
     case WrOpcode::kLocalInv:  // windows (§4.7): local, no data; as a SEND of 0
     case WrOpcode::kBindMw:
+    case WrOpcode::kRegMr:  // fast registration (§4.8): the same
     case WrOpcode::kWait:
     case WrOpcode::kEnable:
       break;

@@ -44,6 +44,7 @@ void CopyWr(const SendWr& src, SendWr* dst) {
   dst->enable_count = src.enable_count;
   dst->invalidate_rkey = src.invalidate_rkey;
   dst->bind = src.bind;
+  dst->reg = src.reg;
 }
 
 int SliceSges(std::span<const Sge> in, uint64_t offset, uint64_t length,

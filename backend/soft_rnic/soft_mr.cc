@@ -140,8 +140,12 @@ WcStatus SoftRnic::RegFrMr(const soft::Qp* q, const FrReg& r) {
 }
 
 bool SoftRnic::InvalidateFr(uint32_t rkey, const soft::Pd* pd) {
+  // rxe_invalidate_mr: the current key of an MR, valid or not (an MR a
+  // peer's SEND_WITH_INV already invalidated may be invalidated again, as
+  // ULPs that always post LOCAL_INV do). The PD check is not rxe's: here
+  // it keeps one VM's SEND_WITH_INV off another's MRs on a shared RNIC.
   soft::FrMr* fr = frs_.GetAnyTag(rkey);
-  if (fr == nullptr || fr->key != rkey || !fr->valid || fr->pd != pd) {
+  if (fr == nullptr || fr->key != rkey || fr->pd != pd) {
     return false;
   }
   fr->valid = false;

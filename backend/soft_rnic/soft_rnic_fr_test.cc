@@ -480,8 +480,13 @@ TEST_F(FrTest, LocalInvalidateEndsRemoteAccess) {
   EXPECT_EQ(Write(rkey, kB.iova, 32), WcStatus::kRemAccessErr);
   EXPECT_EQ(StateOf(qb_), QpState::kErr);
   Reconnect();
-  // It is invalid: a second LOCAL_INV fails and breaks the QP.
-  EXPECT_EQ(Run(qb_, b_.scq, LocalInv(rkey)).status, WcStatus::kLocQpOpErr);
+  // It is invalid: a second LOCAL_INV succeeds as on rxe (rxe_invalidate_mr
+  // takes any MR whose key matches) and leaves it invalid; a stale key byte
+  // fails and breaks the QP.
+  EXPECT_EQ(Run(qb_, b_.scq, LocalInv(rkey)).status, WcStatus::kSuccess);
+  EXPECT_EQ(Write(rkey, kB.iova, 32), WcStatus::kRemAccessErr);
+  Reconnect();
+  EXPECT_EQ(Run(qb_, b_.scq, LocalInv(Rekey(mr.rkey, 2))).status, WcStatus::kLocQpOpErr);
   EXPECT_EQ(StateOf(qb_), QpState::kErr);
   Reconnect();
   // And another PD's QP cannot invalidate it.

@@ -151,6 +151,9 @@ Status VerbsRnic::Init(std::string* error) {
   l.node_guid = be64toh(dev.node_guid);
   l.cross_channel = false;
   l.atomics = dev.atomic_cap != IBV_ATOMIC_NONE;
+  // ibv_reg_mr without IBV_ACCESS_ON_DEMAND: the kernel pins every page of
+  // a registration for its life (ib_umem_get), rxe included.
+  l.pins_memory = true;
   l.link_rate_bps = static_cast<uint64_t>(LaneGbps(port.active_speed) *
                                           Lanes(port.active_width) * 1e9);
   pds_.Init(l.max_pd);

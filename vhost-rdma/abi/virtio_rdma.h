@@ -231,7 +231,8 @@ struct virtio_rdma_resp_query_device {
 	__u8 phys_port_cnt;
 	__u8 reserved;
 	__le32 max_mw;               /* VIRTIO_RDMA_F_MW: the VM's window quota */
-	__le32 reserved2;
+	__le32 max_fr_pages;         /* VIRTIO_RDMA_F_KERNEL: ALLOC_MR's max_pages bound
+	                              * (max_fast_reg_page_list_len), else 0 */
 };
 
 struct virtio_rdma_req_query_port {
@@ -534,7 +535,7 @@ struct virtio_rdma_resp_alloc_mw {
  */
 struct virtio_rdma_req_alloc_mr {
 	__le32 pd_handle;
-	__le32 max_pages;            /* 1 .. config.max_mr_pages */
+	__le32 max_pages;            /* 1 .. resp_query_device.max_fr_pages */
 	__le64 page_list;
 };
 

@@ -355,6 +355,7 @@ json Daemon::Stats() const {
     entry["ahs"] = s.ahs;
     entry["srqs"] = s.srqs;
     entry["mws"] = s.mws;
+    entry["fr_mrs"] = s.fr_mrs;  // of mrs, fast-registration (kernel consumers)
     entry["pinned_bytes"] = s.pinned_bytes;
     entry["host_bytes"] = s.host_bytes;  // shadow state and RNIC queues
     entry["mappings"] = s.mappings;      // kernel mappings of page views

@@ -38,6 +38,8 @@ constexpr VmMetric kVmMetrics[] = {
     {"ahs", "vrdma_vm_ahs", Kind::kGauge, "address handles the guest holds"},
     {"srqs", "vrdma_vm_srqs", Kind::kGauge, "shared receive queues the guest holds"},
     {"mws", "vrdma_vm_mws", Kind::kGauge, "memory windows the guest holds"},
+    {"fr_mrs", "vrdma_vm_fr_mrs", Kind::kGauge,
+     "of its memory regions, fast-registration ones (kernel consumers)"},
     {"pinned_bytes", "vrdma_vm_pinned_bytes", Kind::kGauge, "guest memory mapped for MRs and rings"},
     {"host_bytes", "vrdma_vm_host_bytes", Kind::kGauge, "daemon memory the VM's objects cause"},
     {"mappings", "vrdma_vm_mappings", Kind::kGauge, "kernel mappings of the VM's page views"},

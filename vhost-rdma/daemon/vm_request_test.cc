@@ -82,7 +82,7 @@ TEST(VmRequestTest, KernelVerbsDefaultOff) {
   std::string err;
   ASSERT_TRUE(ParseAttachRequest(j, kCard, &r, &err)) << err;
   EXPECT_FALSE(r.config.quotas.kernel_verbs);
-  EXPECT_EQ(r.config.quotas.max_fr_mr, 256u);
+  EXPECT_EQ(r.config.quotas.max_fr_mr, 1024u);
 }
 
 TEST(VmRequestTest, RejectsBadRequests) {

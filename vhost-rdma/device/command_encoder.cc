@@ -72,6 +72,7 @@ virtio_rdma_resp_query_device EncodeQueryDevice(const engine::DeviceAttr& a) {
   r.local_ca_ack_delay = 15;
   r.phys_port_cnt = 1;
   r.max_mw = htole32(l.max_mw);  // 0 unless VIRTIO_RDMA_F_MW is offered
+  r.max_fr_pages = htole32(l.max_fr_pages);  // 0 unless VIRTIO_RDMA_F_KERNEL is
   return r;
 }
 

@@ -67,10 +67,12 @@ TEST_F(CommandHandlerTest, QueryDeviceAndPort) {
   engine::DeviceAttr a;
   a.limits.max_qp = 42;
   a.limits.max_msg_sz = 1 << 20;
+  a.limits.max_fr_pages = 512;
   EXPECT_CALL(engine_, QueryDevice(kVm)).Times(2).WillRepeatedly(Return(a));
   auto r = handler_.Handle(Req(VIRTIO_RDMA_CMD_QUERY_DEVICE));
   ASSERT_EQ(r.status, Status::kOk);
   EXPECT_EQ(le32toh(Body<virtio_rdma_resp_query_device>(r).max_qp), 42u);
+  EXPECT_EQ(le32toh(Body<virtio_rdma_resp_query_device>(r).max_fr_pages), 512u);
   r = handler_.Handle(Req(VIRTIO_RDMA_CMD_QUERY_PORT,
                           virtio_rdma_req_query_port{htole32(1), 0}));
   ASSERT_EQ(r.status, Status::kOk);

@@ -20,10 +20,13 @@ constexpr uint64_t kBaseFeatures =
 // RoCE v2 needs the VM's NIC: offered only when the operator named it.
 // Atomics: when the RNIC has them. Memory windows: when the RNIC has them
 // and the VM's quota allows any (limits are the VM's, after its quotas).
+// Kernel consumers: when the RNIC has fast registration and the operator
+// allowed them (the engine's limits then have max_fr_mr > 0).
 uint64_t OfferedFeatures(const engine::VmConfig& vm, const RnicLimits& limits) {
   return kBaseFeatures | (vm.mac ? uint64_t{1} << VIRTIO_RDMA_F_ROCE : 0) |
          (limits.atomics ? uint64_t{1} << VIRTIO_RDMA_F_ATOMIC : 0) |
-         (limits.max_mw > 0 ? uint64_t{1} << VIRTIO_RDMA_F_MW : 0);
+         (limits.max_mw > 0 ? uint64_t{1} << VIRTIO_RDMA_F_MW : 0) |
+         (limits.max_fr_mr > 0 ? uint64_t{1} << VIRTIO_RDMA_F_KERNEL : 0);
 }
 // Virtio reserves feature bits 0..23 for the device type.
 constexpr uint64_t kDeviceFeatureMask = (uint64_t{1} << 24) - 1;

@@ -228,6 +228,23 @@ TEST_F(RdmaDeviceTest, AtomicsFollowTheRnic) {
   EXPECT_CALL(engine_, DetachVm(kVm));
 }
 
+// Kernel consumers (§4.8) are offered when the engine's limits for the VM
+// have fast-registration MRs: the RNIC has them and the operator set
+// kernel_verbs (Resources::VmLimits). Without, a driver cannot take them.
+TEST_F(RdmaDeviceTest, KernelConsumersFollowTheVmsLimits) {
+  EXPECT_EQ(dev_->SetFeatures(1ull << VIRTIO_RDMA_F_KERNEL), Status::kInvalid);
+  engine::DeviceAttr a = Attr();
+  a.limits.max_fr_mr = 256;
+  a.limits.max_fr_pages = 512;
+  EXPECT_CALL(engine_, QueryDevice(_)).WillOnce(Return(a));
+  auto dev = RdmaDevice::Create(engine_, config_, control_, datapath_, exec_,
+                                {.num_doorbell_queues = 1});
+  ASSERT_TRUE(dev.ok());
+  EXPECT_TRUE((*dev)->device_features() & (1ull << VIRTIO_RDMA_F_KERNEL));
+  EXPECT_EQ((*dev)->SetFeatures(1ull << VIRTIO_RDMA_F_KERNEL), Status::kOk);
+  EXPECT_CALL(engine_, DetachVm(kVm));
+}
+
 TEST_F(RdmaDeviceTest, RejectsBadOptions) {
   EXPECT_FALSE(RdmaDevice::Create(engine_, config_, control_, datapath_, exec_,
                                   {.num_doorbell_queues = 0})

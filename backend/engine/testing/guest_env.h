@@ -129,7 +129,10 @@ struct GuestSend {
   uint32_t rkey = 0;
   uint64_t compare_add = 0, swap = 0;
   uint32_t ud_qpn = 0, ud_qkey = 0, ah = 0;
-  MwBind bind{};  // IB_UVERBS_WR_BIND_MW (LOCAL_INV, SEND_WITH_INV: imm is the rkey)
+  // IB_UVERBS_WR_BIND_MW, and VIRTIO_RDMA_WR_REG_MR in the same layout
+  // (mr_lkey, addr = the new iova, length, rkey = the new key byte, access;
+  // mw_rkey unused). LOCAL_INV, SEND_WITH_INV: imm is the rkey.
+  MwBind bind{};
   std::vector<Sge> sges;
   std::vector<uint8_t> inline_data;
 };
@@ -148,7 +151,7 @@ inline void WriteSendWqe(uint8_t* e, const GuestSend& s) {
     p64(send_wqe::kAtomicCompareAdd, s.compare_add);
     p64(send_wqe::kAtomicSwap, s.swap);
     p32(send_wqe::kAtomicRkey, s.rkey);
-  } else if (s.opcode == IB_UVERBS_WR_BIND_MW) {
+  } else if (s.opcode == IB_UVERBS_WR_BIND_MW || s.opcode == VIRTIO_RDMA_WR_REG_MR) {
     p64(send_wqe::kMwAddr, s.bind.addr);
     p64(send_wqe::kMwLength, s.bind.length);
     p32(send_wqe::kMwMrLkey, s.bind.mr_lkey);
