@@ -243,6 +243,36 @@ TEST_F(ReliableUcTest, LateRetransmissionNeverLandsAfterDelivery) {
   EXPECT_EQ(got_.size(), 1u);  // no CQE twice
 }
 
+// The other order: the retransmission completes the message, and the
+// original chunk, only late, arrives after delivery. The lower UC RNIC
+// places it before the layer sees it (docs/reliability.md open question
+// 9): the layer can only count it. This pins today's behaviour down.
+TEST_F(ReliableUcTest, LateOriginalChunkAfterDeliveryIsCountedNotPrevented) {
+  Build();
+  QpConf c;
+  c.mtu = 4096;
+  Connect(c);
+  tap_a_->match = [](std::span<const uint8_t> p, const Gid&) {
+    return IsUcWrite(p) || IsUcSend(p);
+  };
+  tap_a_->hold = true;
+  Post(Write(1, 0, 0, 4096));
+  ASSERT_TRUE(RunUntil([&] { return la_->counters().retx_sent >= 1; }, 5000));
+  Run(5);
+  ASSERT_EQ(tap_a_->held.size(), 3u);
+  tap_a_->match = nullptr;
+  tap_a_->Release(1, now_);  // the WRITE_RETX
+  tap_a_->Release(2, now_);
+  ASSERT_TRUE(RunUntil([&] { return !got_.empty(); }, 2000));
+  EXPECT_EQ(lb_->counters().retx_copied, 1u);
+  std::memset(vb_.buf.data(), 0xee, 4096);
+  tap_a_->Release(0, now_);  // the original chunk, late
+  Run(500);
+  EXPECT_EQ(lb_->counters()[WireCounter::kRxAfterDelivery], 1u);
+  EXPECT_EQ(0, std::memcmp(vb_.buf.data(), va_.buf.data(), 4096));  // landed
+  EXPECT_EQ(got_.size(), 1u);  // still no CQE twice
+}
+
 // A WRITE_RETX copies a unit only while its message is not delivered: a
 // lost chunk is completed by its retransmitted units, the tail unit last.
 TEST_F(ReliableUcTest, LostChunkIsCompletedByRetransmittedUnits) {
