@@ -176,8 +176,9 @@ void Connection::OnTransportCompletion(const Completion& c, uint64_t now_ns) {
 
 bool Connection::Pump(uint64_t now_ns) {
   if (state_ != ConnState::kUc) {
-    if (state_ != ConnState::kConnecting || !sender_ ||
-        sender_->outstanding() == 0) {
+    // Connecting, or the data QP could not be connected: held WRs wait
+    // within their retry budget.
+    if (state_ == ConnState::kNative || !sender_ || sender_->outstanding() == 0) {
       return false;
     }
     sender_->CheckHeld(now_ns);
