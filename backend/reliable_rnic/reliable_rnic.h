@@ -40,7 +40,11 @@
 // Progress allocate nothing and take no lock. The synthesized-completion
 // ring a CreateCq installs is made by PrepareCq on the control thread (a
 // CreateCq not prepared for makes its own), and the rings DestroyCq drops
-// are freed by Reclaim there, as SoftRnic does with its queues.
+// are freed by Reclaim there, as SoftRnic does with its queues. With a
+// peer link, OnPeerMessage and Progress also make the lower control calls
+// CONNECT and HELLO need (the data QP's RTR and RTS, a peer's AH) inline:
+// hence uc mode only over a lower whose control calls share the data-path
+// thread (AttachPeerLink), until the control worker of step 16.
 #ifndef VRDMA_BACKEND_RELIABLE_RNIC_RELIABLE_RNIC_H_
 #define VRDMA_BACKEND_RELIABLE_RNIC_RELIABLE_RNIC_H_
 
