@@ -517,6 +517,88 @@ TEST_F(ReliableUcTest, HostileHeadersAreCountedAndDropped) {
   PostAndVerify({{1, 0, 0, 3000}}, 5000);
 }
 
+// An ACK whose hold time exceeds the round trip the sender measured is
+// used, but gives no RTT sample (§3.6 ack_bad_sample).
+TEST_F(ReliableUcTest, AckWithAnImpossibleHoldTimeGivesNoSample) {
+  Build();
+  Connect();
+  reliable::Connection* ka = la_->FindConnection(qa_.qpn);
+  ASSERT_NE(ka, nullptr);
+  tap_a_->match = [](std::span<const uint8_t> p, const Gid&) { return IsUcWrite(p); };
+  Post(Write(1, 0, 0, 100));
+  Run(3);  // the chunk left (and was lost): in flight, unacknowledged
+  reliable::Ack a;
+  a.dst_vqpn = qa_.qpn;
+  a.conn_token = ka->my_token();
+  a.n = 1;
+  a.entries[0] = reliable::ReliableNumber(0, 0);
+  a.flags = reliable::kAckSampleValid;
+  a.sample = 0;
+  a.hold_ns = 4'000'000'000u;  // longer than since the chunk was posted
+  std::array<uint8_t, reliable::kAckMaxSize> buf{};
+  const size_t n = reliable::EncodeAck(a, buf);
+  net::Header h;
+  h.opcode = net::kUd | net::kSendOnly;
+  h.dest_qpn = la_->ack_channel()->qpn();
+  h.src_qpn = lb_->ack_channel()->qpn();
+  h.qkey = la_->ack_channel()->qkey();
+  h.dgid = kDaemonA;
+  h.sgid = kDaemonB;
+  const uint64_t samples = la_->counters().rtt_samples;
+  Inject(h, std::span(buf.data(), n));
+  Run(5);
+  EXPECT_EQ(la_->counters()[WireCounter::kAckBadSample], 1u);
+  EXPECT_EQ(la_->counters().rtt_samples, samples);
+  EXPECT_EQ(la_->counters().acks_received, 1u);  // used all the same
+}
+
+// A message whose units arrive in 17 disjoint ranges: the 17th is dropped
+// unacknowledged (§4.2, rx_ranges_full), to be resent once holes fill.
+TEST_F(ReliableUcTest, SeventeenthRangeIsDroppedUnacknowledged) {
+  Build();
+  QpConf c;
+  c.mtu = 4096;
+  Connect(c);
+  reliable::Connection* ka = la_->FindConnection(qa_.qpn);
+  reliable::Connection* kb = lb_->FindConnection(qb_.qpn);
+  ASSERT_NE(kb, nullptr);
+  uint32_t psn = 0x100;
+  for (uint32_t i = 0; i <= 16; ++i) {  // units 0, 2, ..., 32
+    reliable::DaemonHeader d;
+    d.type = reliable::HeaderType::kWriteRetx;
+    d.flags = reliable::kHdrRetransmission;
+    d.dst_vqpn = qb_.qpn;
+    d.conn_token = kb->my_token();
+    d.gseq = 1000 + i;
+    d.mid = 0;
+    d.off_units = 2 * i;
+    d.data_len = 4096;
+    d.msg_len = 40 * 4096;
+    d.remote_addr = vb_.at(uint64_t{2 * i} * 4096);
+    d.rkey = vb_.mr.rkey;
+    std::vector<uint8_t> payload(reliable::kHeaderSize + 4096, static_cast<uint8_t>(i + 1));
+    ASSERT_TRUE(reliable::EncodeHeader(d, payload));
+    net::Header h;
+    h.dest_qpn = kb->data_qpn();
+    h.src_qpn = ka->data_qpn();
+    h.dgid = vb_.gid;
+    h.sgid = va_.gid;
+    h.opcode = net::kUc | net::kSendFirst;
+    h.psn = psn++;
+    Inject(h, std::span(payload.data(), 4096));
+    h.opcode = net::kUc | net::kSendLast;
+    h.psn = psn++;
+    Inject(h, std::span(payload.data() + 4096, reliable::kHeaderSize));
+  }
+  Run(20);
+  const auto& b = lb_->counters();
+  EXPECT_EQ(b.retx_copied, 16u);
+  EXPECT_EQ(b[WireCounter::kRxRangesFull], 1u);
+  EXPECT_EQ(vb_.buf[30 * 4096], 16);    // the 16th range's unit
+  EXPECT_EQ(vb_.buf[32 * 4096], 0);     // the 17th: not copied
+  EXPECT_EQ(b.messages_delivered, 0u);  // holes remain
+}
+
 TEST_F(ReliableUcTest, GuestErrFlushesEveryWrOnce) {
   Build();
   Connect();

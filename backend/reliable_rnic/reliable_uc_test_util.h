@@ -247,6 +247,19 @@ class ReliableUcTest : public ::testing::Test {
     return done();
   }
 
+  // Sends one hand-made packet from the raw port: its header h (payload
+  // length filled in) and payload.
+  void Inject(net::Header h, std::span<const uint8_t> payload) {
+    h.hop_limit = 64;
+    h.payload_len = static_cast<uint16_t>(payload.size());
+    std::vector<uint8_t> bytes(net::kHeaderBytes + payload.size());
+    net::EncodeHeader(h, bytes.data());
+    if (!payload.empty()) {
+      std::memcpy(bytes.data() + net::kHeaderBytes, payload.data(), payload.size());
+    }
+    raw_->Send(bytes, h.dgid, now_);
+  }
+
   void Collect() {
     std::array<Completion, 64> out;
     int n;
