@@ -21,7 +21,6 @@
 #include <linux/mm.h>
 #include <linux/slab.h>
 #include <linux/scatterlist.h>
-#include <asm/unaligned.h>
 #include <rdma/ib_verbs.h>
 
 #include "vrdma.h"
@@ -29,18 +28,10 @@
 static_assert(IB_WR_REG_MR == VIRTIO_RDMA_WR_REG_MR, "REG_MR opcode");
 static_assert(IB_WC_REG_MR == VIRTIO_RDMA_WC_REG_MR, "REG_MR completion");
 
-/*
- * QUERY_DEVICE's max_fr_pages: the last word of the response (reserved2 in
- * the first copies of the §4.8 ABI, zero there), read by its offset so the
- * driver builds against either; config.max_mr_pages when it is zero.
- */
-static_assert(offsetof(struct virtio_rdma_resp_query_device, max_mw) + 8 ==
-	      sizeof(struct virtio_rdma_resp_query_device), "max_fr_pages word");
-
+/* QUERY_DEVICE's max_fr_pages, else (an older device) config.max_mr_pages. */
 u32 vrdma_query_max_fr_pages(const struct vrdma_dev *dev)
 {
-	u32 n = get_unaligned_le32((const u8 *)&dev->dev_attr.max_mw +
-				   sizeof(dev->dev_attr.max_mw));
+	u32 n = le32_to_cpu(dev->dev_attr.max_fr_pages);
 
 	return n ? n : le32_to_cpu(dev->cfg.max_mr_pages);
 }
