@@ -155,8 +155,12 @@ void Connection::OnTransportCompletion(const Completion& c, uint64_t now_ns) {
       const uint32_t index = DataWrIndex(c.wr_id);
       if (index >= params_.bounce || !receiver_) return;
       if (c.status != WcStatus::kSuccess) {
-        counters_->Count(WireCounter::kRxLowerError);
-        if (c.status != WcStatus::kWrFlushErr) RepostBounce(index);
+        // The lower's length or protection check; the flushes that follow
+        // when it took the data QP to ERR are not counted again.
+        if (c.status != WcStatus::kWrFlushErr) {
+          counters_->Count(WireCounter::kRxLowerError);
+          RepostBounce(index);
+        }
         return;
       }
       if (c.opcode == WcOpcode::kRecvRdmaWithImm) {

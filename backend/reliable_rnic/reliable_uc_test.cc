@@ -599,6 +599,37 @@ TEST_F(ReliableUcTest, SeventeenthRangeIsDroppedUnacknowledged) {
   EXPECT_EQ(b.messages_delivered, 0u);  // holes remain
 }
 
+// A SEND longer than a bounce buffer: the lower completes the receive in
+// error (and, as SoftRnic does, takes the data QP to ERR, flushing the
+// other receives); the layer counts rx_lower_error once and reads nothing
+// from the buffer. (The connection is then broken: its WRs fail after
+// their budget; recovering the data QP is step 16's.)
+TEST_F(ReliableUcTest, OversizeSendIsALowerError) {
+  Build();
+  QpConf c;
+  c.mtu = 4096;
+  Connect(c);
+  reliable::Connection* ka = la_->FindConnection(qa_.qpn);
+  reliable::Connection* kb = lb_->FindConnection(qb_.qpn);
+  std::vector<uint8_t> payload(4096 + 200, 0x55);
+  net::Header h;
+  h.dest_qpn = kb->data_qpn();
+  h.src_qpn = ka->data_qpn();
+  h.dgid = vb_.gid;
+  h.sgid = va_.gid;
+  h.opcode = net::kUc | net::kSendFirst;
+  h.psn = 7;
+  Inject(h, std::span(payload.data(), 4096));
+  h.opcode = net::kUc | net::kSendLast;
+  h.psn = 8;
+  Inject(h, std::span(payload.data() + 4096, 200));
+  Run(10);
+  const auto& b = lb_->counters();
+  EXPECT_EQ(b[WireCounter::kRxLowerError], 1u);
+  EXPECT_EQ(b[WireCounter::kRxMalformed], 0u);
+  EXPECT_EQ(b.retx_copied, 0u);
+}
+
 TEST_F(ReliableUcTest, GuestErrFlushesEveryWrOnce) {
   Build();
   Connect();
