@@ -350,6 +350,7 @@ int vrdma_publish(struct vrdma_dev *dev, struct xarray *xa, u32 handle,
 void vrdma_unpublish(struct vrdma_dev *dev, struct xarray *xa, u32 handle);
 
 /* vrdma_main.c */
+extern struct workqueue_struct *vrdma_wq; /* WQ_MEM_RECLAIM: kwork, arm_work */
 int vrdma_read_config(struct vrdma_dev *dev);
 bool vrdma_check_dead(struct vrdma_dev *dev);
 

@@ -158,7 +158,7 @@ int vrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 						VIRTIO_RDMA_DB_CQ_ARM,
 				    false);
 		WRITE_ONCE(cq->arm_solicited, solicited);
-		queue_work(system_highpri_wq, &cq->arm_work);
+		queue_work(vrdma_wq, &cq->arm_work);
 	} else if (!vrdma_ring_doorbell(dev, cq->handle,
 					solicited ? VIRTIO_RDMA_DB_CQ_ARM_SOLICITED :
 						    VIRTIO_RDMA_DB_CQ_ARM,

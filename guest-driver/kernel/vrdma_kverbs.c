@@ -318,7 +318,7 @@ static void vrdma_kqp_queue_work(struct vrdma_dev *dev, struct vrdma_qp *qp)
 	if (!qp->dying && list_empty(&qp->kwork_link))
 		list_add_tail(&qp->kwork_link, &dev->kqp_work);
 	spin_unlock_irqrestore(&dev->kwork_lock, flags);
-	queue_work(system_long_wq, &dev->kwork);
+	queue_work(vrdma_wq, &dev->kwork);
 }
 
 /* The SQ doorbell from any context; owed to dev->kwork if it cannot go. */
@@ -558,6 +558,17 @@ static int vrdma_post_recv_ring(struct vrdma_dev *dev, struct vrdma_qp *qp,
 					   vrdma_ring_slot(ring, prod));
 		if (ret)
 			break;
+		if (vrdma_trace(qp)) {
+			const struct rxe_recv_wqe *w = vrdma_ring_slot(ring, prod);
+
+			dev_info(&dev->vdev->dev,
+				 "kqp %#x recv slot %u wr_id %#llx len %u nsge %u sge0 %#llx+%u sge1 %#llx+%u\n",
+				 handle, prod, w->wr_id, w->dma.length,
+				 w->dma.num_sge, w->dma.sge[0].addr,
+				 w->dma.sge[0].length,
+				 w->dma.num_sge > 1 ? w->dma.sge[1].addr : 0,
+				 w->dma.num_sge > 1 ? w->dma.sge[1].length : 0);
+		}
 		prod = (prod + 1) & mask;
 		smp_store_release(&ring->buf->producer_index, prod);
 		posted = true;
@@ -637,6 +648,37 @@ static int vrdma_wc_flags(u32 uflags)
 	return f;
 }
 
+/*
+ * A failed receive of a kernel consumer: the RQ slots still holding its
+ * WQE (the ULP reposts it only after this completion), as the device was
+ * given it, and the ring's indices.
+ */
+static void vrdma_log_recv_wqe(struct vrdma_dev *dev, struct vrdma_qp *qp,
+			       u64 wr_id)
+{
+	const struct vrdma_ring *rq = &qp->rq;
+	u32 i, n = 0;
+
+	if (qp->has_srq || !rq->buf)
+		return;
+	for (i = 0; i <= vrdma_ring_mask(rq) && n < 2; i++) {
+		const struct rxe_recv_wqe *w = vrdma_ring_slot(rq, i);
+
+		if (w->wr_id != wr_id)
+			continue;
+		n++;
+		dev_info_ratelimited(&dev->vdev->dev,
+				     "kqp %#x: RQ slot %u (prod %u cons %u): len %u nsge %u sge0 %#llx+%u lkey %#x sge1 %#llx+%u lkey %#x\n",
+				     qp->ibqp.qp_num, i, rq->buf->producer_index,
+				     rq->buf->consumer_index, w->dma.length,
+				     w->dma.num_sge, w->dma.sge[0].addr,
+				     w->dma.sge[0].length, w->dma.sge[0].lkey,
+				     w->dma.num_sge > 1 ? w->dma.sge[1].addr : 0,
+				     w->dma.num_sge > 1 ? w->dma.sge[1].length : 0,
+				     w->dma.num_sge > 1 ? w->dma.sge[1].lkey : 0);
+	}
+}
+
 /* Returns false for a CQE naming no QP of ours (it is dropped). */
 static bool vrdma_cqe_to_wc(struct vrdma_dev *dev,
 			    const struct ib_uverbs_wc *u, struct ib_wc *wc)
@@ -645,11 +687,24 @@ static bool vrdma_cqe_to_wc(struct vrdma_dev *dev,
 
 	if (!qp)
 		return false;
-	if (vrdma_trace(qp))
+	/*
+	 * A kernel consumer's failed work request (not a flush): ULPs recover
+	 * quietly (nvme-rdma reconnects), so say what the device answered.
+	 */
+	if (u->status != IB_WC_SUCCESS && u->status != IB_WC_WR_FLUSH_ERR &&
+	    qp->ibqp.qp_type != IB_QPT_GSI) {
+		dev_info_ratelimited(&dev->vdev->dev,
+				     "kqp %#x: CQE op %u status %u vendor_err %#x wr_id %#llx len %u\n",
+				     u->qp_num, u->opcode, u->status,
+				     u->vendor_err, u->wr_id, u->byte_len);
+		if (u->opcode & IB_WC_RECV)
+			vrdma_log_recv_wqe(dev, qp, u->wr_id);
+	} else if (vrdma_trace(qp)) {
 		dev_info(&dev->vdev->dev,
 			 "kqp %#x cqe op %u status %u wr_id %#llx len %u flags %#x ex %#x\n",
 			 u->qp_num, u->opcode, u->status, u->wr_id, u->byte_len,
 			 u->wc_flags, u->ex.invalidate_rkey);
+	}
 	memset(wc, 0, sizeof(*wc));
 	wc->wr_id = u->wr_id;
 	wc->status = u->status <= IB_WC_GENERAL_ERR ? u->status :

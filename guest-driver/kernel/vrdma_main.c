@@ -470,7 +470,35 @@ static struct virtio_driver vrdma_driver = {
 	.config_changed = vrdma_config_changed,
 };
 
-module_virtio_driver(vrdma_driver);
+/*
+ * The work kernel consumers may wait for (dev->kwork, a kernel CQ's
+ * arm_work): storage ULPs flush it from their own WQ_MEM_RECLAIM
+ * workqueues (nvmet-rdma destroys its QPs from nvmet-wq), which the kernel
+ * allows only when the flushed work runs on a WQ_MEM_RECLAIM queue too.
+ */
+struct workqueue_struct *vrdma_wq;
+
+static int __init vrdma_init(void)
+{
+	int ret;
+
+	vrdma_wq = alloc_workqueue("virtio_rdma", WQ_MEM_RECLAIM | WQ_HIGHPRI, 0);
+	if (!vrdma_wq)
+		return -ENOMEM;
+	ret = register_virtio_driver(&vrdma_driver);
+	if (ret)
+		destroy_workqueue(vrdma_wq);
+	return ret;
+}
+
+static void __exit vrdma_exit(void)
+{
+	unregister_virtio_driver(&vrdma_driver);
+	destroy_workqueue(vrdma_wq);
+}
+
+module_init(vrdma_init);
+module_exit(vrdma_exit);
 MODULE_DEVICE_TABLE(virtio, vrdma_id_table);
 MODULE_DESCRIPTION("virtio-rdma (vhost-rdma) guest driver, Soft-RoCE user ABI");
 MODULE_LICENSE("Dual BSD/GPL");

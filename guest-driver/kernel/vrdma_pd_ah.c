@@ -103,7 +103,7 @@ void vrdma_av_put(struct vrdma_dev *dev, struct vrdma_av *av, bool may_sleep)
 			spin_lock_irqsave(&dev->kwork_lock, flags);
 			list_add_tail(&h->link, &dev->av_destroy);
 			spin_unlock_irqrestore(&dev->kwork_lock, flags);
-			queue_work(system_long_wq, &dev->kwork);
+			queue_work(vrdma_wq, &dev->kwork);
 		} else {
 			dev_warn_ratelimited(&dev->vdev->dev,
 					     "AH %#x leaked on the device\n",
@@ -161,7 +161,7 @@ int vrdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 		spin_lock_irqsave(&dev->kwork_lock, flags);
 		list_add_tail(&av->link, &dev->av_create);
 		spin_unlock_irqrestore(&dev->kwork_lock, flags);
-		queue_work(system_long_wq, &dev->kwork);
+		queue_work(vrdma_wq, &dev->kwork);
 		return 0;
 	}
 

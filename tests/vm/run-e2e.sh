@@ -384,6 +384,11 @@ if ((roce)); then
   check "nvme: the 16 MiB read back again with 1 MiB I/Os, identical" \
     nvme_steps b nvme reread_1M compare_again
   check "nvme: vm-b disconnected" nvme_steps b nvme disconnect
+  # nvme-rdma hides a failed work request behind a reconnect and requeue.
+  check "nvme: no transport error on vm-b (no error recovery, reconnect, failed WR, warning)" \
+    nvme_steps b nvme no_transport_errors
+  check "nvme: no transport error on vm-a (no failed WR, fatal controller error, warning)" \
+    nvme_steps a nvme_target no_transport_errors
   check "nvme: vm-a's RAM disk holds exactly what vm-b wrote (checksums)" \
     nvme_steps a nvme_target ramdisk_holds_data
   check "nvme: vm-a took the target down" nvme_steps a nvme_target unconfigure

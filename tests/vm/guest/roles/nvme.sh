@@ -36,6 +36,15 @@ nvme_features() {
   [ -w $t ] && echo ${NVME_TRACE:-150} >$t
 }
 
+# No transport error on the way: nvme-rdma recovers from one quietly
+# (error recovery, reconnect, the I/O requeued), so data alone would not
+# show it. PATTERN: what this side's kernel logs then; also any kernel
+# warning, and the driver's failed-CQE line ("kqp <qpn>: CQE ...").
+nvme_clean_log() {
+  bad=$(dmesg | grep -E "$1|WARNING:|BUG:|kqp 0x[0-9a-f]*: CQE")
+  [ -z "$bad" ] || { echo "$bad" | head -20; return 1; }
+}
+
 nvme_dump() { # after a failure: the kernel's view, then its log
   echo "--- rdma res"
   rdma res show qp 2>&1 | tail -8
@@ -99,6 +108,7 @@ nvme_target() {
     big=$(dd if=/dev/ram0 bs=1M count=$NVME_BIG iflag=direct 2>/dev/null | sha256sum | cut -d' ' -f1)
     small=$(dd if=/dev/ram0 bs=4k skip=$NVME_SMALL_AT count=256 iflag=direct 2>/dev/null | sha256sum | cut -d' ' -f1)
     nvme_step ramdisk_holds_data test "$big $small" = "$3 $4"
+    nvme_step no_transport_errors nvme_clean_log "nvmet.*(fatal error|failed with status)"
     nvme_step unconfigure nvme_unconfigure
     [ $nvme_failed = 0 ] || nvme_dump 200
   } </dev/null >$R/nvme_target.out 2>&1
@@ -153,6 +163,8 @@ nvme_host() {
       nvme_step compare_again cmp /tmp/nvme.big /tmp/nvme.back
       nvme list 2>&1 | grep -i nvme
       nvme_step disconnect nvme disconnect -n $NVME_NQN
+      nvme_step no_transport_errors nvme_clean_log \
+        "nvme.*(error recovery|Reconnecting|failed with status|timeout|failed to connect)"
     fi
     msg="done $nvme_failed $(sha256sum </tmp/nvme.big | cut -d' ' -f1) $(sha256sum </tmp/nvme.small | cut -d' ' -f1)"
     echo "to vm-a: $msg"
