@@ -26,6 +26,7 @@ bool Qpn(uint32_t q) { return q > 1 && q <= 0xffffff; }
 void CheckRanges(const PeerMessage& m) {
   Require(m.origin != 0);
   Require((m.type == MsgType::kAck) == (m.seq == 0));
+  Require(m.type == MsgType::kAck ? m.behind == 0 : m.behind < m.seq);
   if (const auto* c = std::get_if<Connect>(&m.body)) {
     Require(Qpn(c->src_vqpn) && Qpn(c->dst_vqpn) && Qpn(c->data_qpn) && Qpn(c->backup_qpn));
     Require(c->data_psn <= 0xffffff && c->backup_psn <= 0xffffff);
@@ -38,7 +39,8 @@ void CheckRanges(const PeerMessage& m) {
       for (uint32_t j = 0; j < i; ++j) Require(g->gids[i] != g->gids[j]);
     }
   } else if (const auto* h = std::get_if<Hello>(&m.body)) {
-    Require(h->unit_size == kUnitSize && Qpn(h->ack_qpn) && h->ack_gid != Gid{});
+    const bool none = h->ack_qpn == 0 && h->ack_qkey == 0 && h->ack_gid == Gid{};
+    Require(h->unit_size == kUnitSize && (none || (Qpn(h->ack_qpn) && h->ack_gid != Gid{})));
   }
 }
 

@@ -35,8 +35,10 @@ PeerCheck DecodeHello(const uint8_t* b, Hello* h) {
   h->ack_qkey = LoadLe32(b + 8);
   std::memcpy(h->ack_gid.data(), b + 16, 16);
   if (h->unit_size != kUnitSize) return PeerCheck::kUnitSize;
-  if (!QpnOk(h->ack_qpn)) return PeerCheck::kQpn;
-  if (h->ack_gid == Gid{}) return PeerCheck::kZeroGid;
+  // No ACK QP at all: a daemon without the layer.
+  const bool none = h->ack_qpn == 0 && h->ack_qkey == 0 && h->ack_gid == Gid{};
+  if (!none && !QpnOk(h->ack_qpn)) return PeerCheck::kQpn;
+  if (!none && h->ack_gid == Gid{}) return PeerCheck::kZeroGid;
   if (!Zero(b + 12, 4)) return PeerCheck::kReserved;
   return PeerCheck::kOk;
 }
@@ -293,13 +295,16 @@ PeerCheck Decode(std::span<const uint8_t> bytes, PeerMessage* out) {
   if (LoadLe16(p + 2) != bytes.size()) return PeerCheck::kLength;
   if (p[1] != kVersion) return PeerCheck::kVersion;
   if (p[0] == 0 || p[0] > kMaxType) return PeerCheck::kType;
-  if (!Zero(p + 4, 4)) return PeerCheck::kReserved;
   out->type = static_cast<MsgType>(p[0]);
+  out->behind = LoadLe32(p + 4);
   out->origin = LoadLe64(p + 8);
   out->seq = LoadLe64(p + 16);
   if (out->origin == 0) return PeerCheck::kOrigin;
   // ACKs are not sequenced (never resent, never acknowledged).
   if ((out->type == MsgType::kAck) != (out->seq == 0)) return PeerCheck::kSeq;
+  if (out->type == MsgType::kAck ? out->behind != 0 : out->behind >= out->seq) {
+    return PeerCheck::kSeq;
+  }
   return DecodeBody(out->type, bytes.subspan(kHeaderBytes), &out->body);
 }
 
@@ -310,6 +315,7 @@ size_t Encode(const PeerMessage& m, std::span<uint8_t> out) {
   buf[0] = static_cast<uint8_t>(m.type);
   buf[1] = kVersion;
   StoreLe16(buf.data() + 2, static_cast<uint16_t>(len));
+  StoreLe32(buf.data() + 4, m.behind);
   StoreLe64(buf.data() + 8, m.origin);
   StoreLe64(buf.data() + 16, m.seq);
   // The rules on every field are Decode's: a message it would refuse is

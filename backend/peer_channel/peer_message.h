@@ -8,7 +8,10 @@
 //
 // Header (24 bytes):
 //   0  type (MsgType)   1  version (1)   2  length: the whole message (u16)
-//   4  reserved (4 bytes, 0)
+//   4  behind: how many sequence numbers before seq the origin may still
+//      resend (u32, below seq; ACK: 0). The receiver takes none below
+//      seq - behind any more: the channel's resync after a loss it gave
+//      up on, a restart, an eviction (peer_channel.h)
 //   8  origin: the sending daemon's id (u64, not 0)
 //   16 seq: its sequence number, per origin (u64; not 0, except ACK: 0)
 // Bodies, by type (QPNs and PSNs are 24-bit values in u32 fields; vqpn:
@@ -16,6 +19,7 @@
 //   ACK            0 acked seq (u64, not 0)                          8 bytes
 //   HELLO          0 unit_size (4096)  4 ACK QP's QPN  8 its Q_Key
 //                  12 reserved  16 ACK QP's GID (16)                32 bytes
+//                  (QPN, Q_Key and GID all 0: a daemon without the layer)
 //   GIDS           0 op (1 add, 2 remove)  1 count (1..30)  2 reserved (6)
 //                  8 count GIDs of 16 bytes, none zero, none twice  8 + 16n
 //   CONNECT,       0 src_vqpn (the sender's)  4 dst_vqpn  8 data QPN
@@ -159,6 +163,7 @@ struct PeerMessage {
   uint64_t origin = 0;
   uint64_t seq = 0;
   Body body;  // the alternative of type (Connect for CONNECT and CONNECT_OK)
+  uint32_t behind = 0;  // below seq (ACK: 0); set by the channel
   bool operator==(const PeerMessage&) const = default;
 };
 
@@ -171,9 +176,9 @@ enum class PeerCheck : uint8_t {
   kLength,        // the length field is not the number of bytes
   kVersion,       // not kVersion
   kType,          // no such MsgType
-  kReserved,      // a reserved byte (header or body) not 0
+  kReserved,      // a reserved byte (of a body) not 0
   kOrigin,        // origin 0
-  kSeq,           // seq 0 (ACK: not 0)
+  kSeq,           // seq 0 (ACK: not 0); behind not below seq (ACK: not 0)
   kBodyLength,    // the body is not its type's size (GIDS: 8 + 16 x count)
   kQpn,           // a QPN wider than 24 bits, or 0 or 1
   kPsn,           // a PSN wider than 24 bits

@@ -207,6 +207,41 @@ TEST(PeerMessageTest, EncodeRefusesWhatDecodeWould) {
   EXPECT_EQ(Encode(Msg(MsgType::kReady, Ready{9}), small), kHeaderBytes + 8);
 }
 
+// The header's behind field (the channel's resync) and a HELLO without the
+// layer's ACK QP.
+TEST(PeerMessageTest, BehindAndLayerlessHello) {
+  PeerMessage m = Msg(MsgType::kReady, Ready{9});
+  m.seq = 10;
+  m.behind = 9;
+  std::vector<uint8_t> b = Bytes(m);
+  EXPECT_EQ(b[4], 9);
+  PeerMessage back;
+  ASSERT_EQ(Decode(b, &back), PeerCheck::kOk);
+  EXPECT_EQ(back, m);
+  b[4] = 10;  // behind == seq: nothing before seq 1
+  EXPECT_EQ(Decode(b, &back), PeerCheck::kSeq);
+  std::vector<uint8_t> out(kMaxMessageBytes);
+  m.behind = 10;
+  EXPECT_EQ(Encode(m, out), 0u);
+  PeerMessage ack = Msg(MsgType::kAck, Ack{5});
+  ack.seq = 0;
+  ack.behind = 1;
+  EXPECT_EQ(Encode(ack, out), 0u);
+  ack.behind = 0;
+  b = Bytes(ack);
+  b[5] = 1;
+  EXPECT_EQ(Decode(b, &back), PeerCheck::kSeq);
+
+  const PeerMessage none = Msg(MsgType::kHello, Hello{kUnitSize, 0, 0, Gid{}});
+  b = Bytes(none);
+  ASSERT_EQ(Decode(b, &back), PeerCheck::kOk);
+  EXPECT_EQ(back, none);
+  // Partly there is not "none".
+  EXPECT_EQ(Encode(Msg(MsgType::kHello, Hello{kUnitSize, 0, 1, Gid{}}), out), 0u);
+  EXPECT_EQ(Encode(Msg(MsgType::kHello, Hello{kUnitSize, 0, 0, G(1)}), out), 0u);
+  EXPECT_EQ(Encode(Msg(MsgType::kHello, Hello{kUnitSize, 5, 0, Gid{}}), out), 0u);
+}
+
 TEST(PeerMessageTest, MutatedMessagesAreRefusedOrCanonical) {
   std::mt19937_64 rng(15);
   const std::vector<Sample> samples = EveryType();
