@@ -18,6 +18,7 @@ uint64_t FramedQpHostBytes(const QpCaps& caps, const ConnectionParams& p,
                     std::min<uint32_t>(caps.max_send_sge + 1, kMaxSge), 1, 0,
                     QpType::kUc};
   return sizeof(Connection) + Sender::HostBytes(p.sender, caps.max_send_wr) +
+         RecvQueue::HostBytes(caps.max_recv_wr, caps.max_recv_sge) +
          sizeof(Receiver) + region + lower.QpHostBytes(data) +
          lower.CqHostBytes(chunks + p.bounce);
 }
@@ -91,7 +92,7 @@ Status Connection::Open() {
 }
 
 Status Connection::OnPeerConnect(uint32_t peer_data_qpn, uint32_t peer_data_psn,
-                                 uint32_t peer_token) {
+                                 uint32_t peer_token, uint8_t peer_rnr_retry) {
   if (state_ == ConnState::kUc) {
     return peer_token == peer_token_ ? Status::kOk : Status::kBusy;
   }
@@ -117,7 +118,7 @@ Status Connection::OnPeerConnect(uint32_t peer_data_qpn, uint32_t peer_data_psn,
   peer_token_ = peer_token;
   peer_data_qpn_ = peer_data_qpn;
   sender_->Start(0, 0);
-  receiver_->Start(0);
+  receiver_->Start(0, peer_rnr_retry);
   receiver_->credits = params_.bounce;
   state_ = ConnState::kUc;
   return Status::kOk;
@@ -160,16 +161,18 @@ void Connection::OnTransportCompletion(const Completion& c, uint64_t now_ns) {
         if (c.status != WcStatus::kWrFlushErr) {
           counters_->Count(WireCounter::kRxLowerError);
           RepostBounce(index);
+          ++receiver_->credits;
         }
         return;
       }
       if (c.opcode == WcOpcode::kRecvRdmaWithImm) {
         receiver_->OnChunk(c.imm_data, c.byte_len, now_ns);
-      } else {
-        receiver_->OnSend(
-            std::span<const uint8_t>(bounce(index),
-                                     std::min<uint32_t>(c.byte_len, kBounceBytes)),
-            now_ns);
+      } else if (receiver_->OnSend(
+                     std::span<const uint8_t>(
+                         bounce(index),
+                         std::min<uint32_t>(c.byte_len, kBounceBytes)),
+                     index, now_ns)) {
+        return;  // kept until its guest receive is posted
       }
       RepostBounce(index);
       ++receiver_->credits;

@@ -32,6 +32,7 @@
 #include "backend/reliable_rnic/counters.h"
 #include "backend/reliable_rnic/mr_table.h"
 #include "backend/reliable_rnic/receiver.h"
+#include "backend/reliable_rnic/recv_queue.h"
 #include "backend/reliable_rnic/sender.h"
 #include "backend/rnic/rnic.h"
 
@@ -75,6 +76,8 @@ struct ConnectionInit {
   RnicPd pd{};
   RnicCq transport_cq{};  // the layer's: the data QP's both CQs
   CompletionRing* send_ring = nullptr;  // the virtual send CQ's ring
+  CompletionRing* recv_ring = nullptr;  // the virtual receive CQ's ring
+  RecvQueue* rq = nullptr;              // the guest's receives (step 12)
   uint32_t sq_depth = 0;
   uint32_t max_send_sge = 0;
   uint32_t max_inline = 0;
@@ -108,7 +111,7 @@ class Connection {
   // The peer's CONNECT or CONNECT_OK: connects the data QP to the peer's
   // (RTR, RTS) and starts both directions; kUc on success.
   Status OnPeerConnect(uint32_t peer_data_qpn, uint32_t peer_data_psn,
-                       uint32_t peer_token);
+                       uint32_t peer_token, uint8_t peer_rnr_retry = 7);
   // Destroys the lower objects (control path).
   void Close();
 
@@ -135,6 +138,8 @@ class Connection {
   uint64_t retry_budget_ns() const { return init_.retry_budget_ns; }
   void set_retry_budget_ns(uint64_t ns) { init_.retry_budget_ns = ns; }
   void set_state(ConnState s) { state_ = s; }
+  void set_rnr_retry(uint8_t r) { init_.attr.rnr_retry = r; }
+  bool connect_sent = false;     // the first CONNECT went (at RTS)
   uint64_t next_connect_ns = 0;  // the layer's CONNECT timer
   uint32_t connects_left = 0;    // repeats before it stops asking
 

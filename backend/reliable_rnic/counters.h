@@ -46,6 +46,8 @@ struct ReliabilityCounters {
   uint64_t rtt_samples = 0;
   uint64_t retry_exceeded = 0;      // WRs failed RETRY_EXC_ERR
   uint64_t tail_waits = 0;          // an L chunk held for the tail rule
+  uint64_t sends_sent = 0;          // SEND_DATA, WRITE_TAIL originals
+  uint64_t rnr_exceeded = 0;        // WRs failed RNR_RETRY_EXC_ERR
 
   // Receiver.
   uint64_t chunks_received = 0;     // chunks placed (new units)
@@ -53,6 +55,11 @@ struct ReliabilityCounters {
   uint64_t messages_delivered = 0;
   uint64_t acks_sent = 0;
   uint64_t naks_sent = 0;
+  uint64_t units_copied = 0;     // SEND_DATA, WRITE_TAIL units copied
+  uint64_t recvs_completed = 0;  // guest receives completed (success)
+  uint64_t recv_errors = 0;      // ... in error (LOC_LEN_ERR, LOC_PROT_ERR)
+  uint64_t rnr_waits = 0;        // messages that waited for a guest receive
+  uint64_t rnr_naks = 0;         // ... and were dropped, NAKed RNR
 
   uint64_t& operator[](WireCounter c) { return wire[static_cast<size_t>(c)]; }
   uint64_t operator[](WireCounter c) const {

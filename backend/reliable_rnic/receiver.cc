@@ -21,14 +21,36 @@ uint32_t UnitsOf(uint64_t bytes) {
   return static_cast<uint32_t>((bytes + kUnitSize - 1) / kUnitSize);
 }
 
+// IBA table 45 (the RNR timer), in units of 10 us; entry 0 is 655.36 ms.
+uint64_t RnrTimerNs(uint8_t encoded) {
+  static constexpr uint32_t kTenUs[32] = {
+      65536, 1,    2,    3,    4,    6,     8,     12,    16,    24,   32,
+      48,    64,   96,   128,  192,  256,   384,   512,   768,   1024, 1536,
+      2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152};
+  return uint64_t{kTenUs[encoded & 31]} * 10'000;
+}
+
+// While a message waits for a guest receive, the peer hears so this often
+// (its retry budget restarts at each, §2.3).
+constexpr uint64_t kWaitAckNs = 200'000;
+
 }  // namespace
 
 Receiver::Receiver(Connection& conn, const ReceiverParams& params,
                    uint32_t path_mtu)
     : conn_(conn), p_(params), trigger_(path_mtu, 0, params.trigger) {}
 
-void Receiver::Start(uint32_t first_mid) {
+void Receiver::Start(uint32_t first_mid, uint8_t peer_rnr_retry) {
   deliv_mid_ = first_mid;
+  rq_ = conn_.init().rq;
+  rcv_next_ = 0;
+  rq_next_ = rq_ != nullptr ? rq_->head() : 0;
+  nheld_ = 0;
+  waiting_ = false;
+  failed_ = false;
+  rnr_forever_ = (peer_rnr_retry & 7) == 7;
+  rnr_budget_ns_ = uint64_t{peer_rnr_retry & 7u} *
+                   RnrTimerNs(conn_.init().attr.min_rnr_timer);
   trigger_ = AckTrigger(conn_.init().attr.path_mtu_bytes, first_mid, p_.trigger);
   npending_ = 0;
   for (Record& r : ring_) r = Record{};
@@ -100,13 +122,196 @@ bool Receiver::Complete(const Record& r) {
   return r.nranges == 1 && r.ranges[0].begin == 0 && r.ranges[0].end == units;
 }
 
-void Receiver::Deliver() {
+void Receiver::Deliver(uint64_t now_ns) {
+  ReliabilityCounters& n = conn_.counters();
   while (Record* r = Find(deliv_mid_)) {
-    if (!Complete(*r)) return;
+    if (failed_ && static_cast<int32_t>(deliv_mid_ - fail_mid_) >= 0) return;
+    if (r->held > 0) return;
+    if (r->err == WcStatus::kSuccess && !Complete(*r)) return;
+    if (r->consumes) {
+      // Receives are consumed in message order (§1).
+      if (rq_ == nullptr || r->rcv_index != rcv_next_ || !rq_->Has(rq_next_)) {
+        n.Count(WireCounter::kRxBadRcvIndex);
+        FailFrom(r->mid, NakCode::kInvalidRequest, true, now_ns);
+        return;
+      }
+      Completion c;
+      c.status = r->err;
+      c.opcode = r->is_send ? WcOpcode::kRecv : WcOpcode::kRecvRdmaWithImm;
+      c.qpn = conn_.vqpn();
+      c.src_qpn = conn_.peer_vqpn();
+      if (r->err == WcStatus::kSuccess) {
+        c.byte_len = static_cast<uint32_t>(r->len);
+        if (r->with_imm) {
+          c.wc_flags = kWcWithImm;
+          c.imm_data = r->imm_be;
+        }
+      }
+      rq_->Finish(rq_next_, c);
+      ++rq_next_;
+      ++rcv_next_;
+      rq_->Report(conn_.init().recv_ring);
+      if (r->err != WcStatus::kSuccess) {
+        // As a native responder: the receive completes in error, the QP
+        // goes to ERR, the sender learns REM_INV_REQ_ERR (length) or
+        // REM_OP_ERR (the receive's SGEs).
+        ++n.recv_errors;
+        FailFrom(r->mid,
+                 r->err == WcStatus::kLocLenErr ? NakCode::kInvalidRequest
+                                                : NakCode::kRemoteOperation,
+                 true, now_ns);
+        return;
+      }
+      ++n.recvs_completed;
+    }
     r->used = false;
     ++deliv_mid_;
-    ++conn_.counters().messages_delivered;
+    ++n.messages_delivered;
   }
+}
+
+bool Receiver::ReceivePosted(uint32_t rcv_index) const {
+  return rq_ != nullptr && SeqOf(rcv_index) < rq_->posted();
+}
+
+bool Receiver::BadRcvIndex(const DaemonHeader& h, const Record* rec) const {
+  if (rq_ == nullptr) return true;
+  // At most one receive per message from deliv_mid on.
+  if (h.rcv_index - rcv_next_ > h.mid - deliv_mid_) return true;
+  if (rec != nullptr && rec->consumes) return rec->rcv_index != h.rcv_index;
+  for (const Record& r : ring_) {
+    if (r.used && r.consumes && r.mid != h.mid && r.rcv_index == h.rcv_index) {
+      return true;  // another message's receive
+    }
+  }
+  return false;
+}
+
+const MrRecord* Receiver::WriteTarget(const DaemonHeader& h) const {
+  const MrRecord* mr = conn_.mrs().FindByRkey(h.rkey);
+  const bool ok = mr != nullptr && mr->pd.id == conn_.init().pd.id &&
+                  (mr->access & kAccessRemoteWrite) != 0 &&
+                  (conn_.init().attr.access_flags & kAccessRemoteWrite) != 0 &&
+                  h.remote_addr >= mr->iova &&
+                  h.remote_addr - mr->iova <= mr->length &&
+                  h.data_len <= mr->length - (h.remote_addr - mr->iova);
+  return ok ? mr : nullptr;
+}
+
+WcStatus Receiver::CopyToReceive(uint64_t seq, uint64_t off,
+                                 const uint8_t* data, uint32_t len) const {
+  const RecvQueue::Entry& e = rq_->At(seq);
+  const Sge* sges = rq_->Sges(seq);
+  for (int i = 0; i < e.num_sge && len > 0; ++i) {
+    const Sge& s = sges[i];
+    if (off >= s.length) {
+      off -= s.length;
+      continue;
+    }
+    // The receive's SGE, by the RNIC's local rules: an MR of the QP's PD
+    // with local write, covering it.
+    const MrRecord* mr = conn_.mrs().FindByLkey(s.lkey);
+    if (mr == nullptr || mr->pd.id != conn_.init().pd.id ||
+        (mr->access & kAccessLocalWrite) == 0 || s.addr < mr->iova ||
+        s.addr - mr->iova > mr->length ||
+        s.length > mr->length - (s.addr - mr->iova)) {
+      return WcStatus::kLocProtErr;
+    }
+    const uint32_t take =
+        static_cast<uint32_t>(std::min<uint64_t>(s.length - off, len));
+    std::memcpy(mr->addr + (s.addr - mr->iova) + off, data, take);
+    data += take;
+    len -= take;
+    off = 0;
+  }
+  return WcStatus::kSuccess;
+}
+
+void Receiver::Place(const DaemonHeader& h, std::span<const uint8_t> data,
+                     Record& rec, uint64_t now_ns) {
+  if (h.type == HeaderType::kSendData) {
+    if (rec.err != WcStatus::kSuccess) return;
+    const uint64_t seq = SeqOf(h.rcv_index);
+    if (h.msg_len > rq_->At(seq).length) {
+      rec.err = WcStatus::kLocLenErr;  // nothing of it is placed
+      return;
+    }
+    rec.err = CopyToReceive(seq, uint64_t{h.off_units} * kUnitSize, data.data(),
+                            h.data_len);
+  } else if (h.data_len > 0) {  // WRITE_TAIL, WRITE_RETX
+    const MrRecord* mr = WriteTarget(h);
+    if (mr == nullptr) {  // deregistered while the unit waited
+      conn_.counters().Count(WireCounter::kRxAccessNak);
+      FailFrom(h.mid, NakCode::kRemoteAccess, false, now_ns);
+      return;
+    }
+    std::memcpy(mr->addr + (h.remote_addr - mr->iova), data.data(), h.data_len);
+  }
+  ++conn_.counters().units_copied;
+}
+
+void Receiver::Release(uint32_t bounce) {
+  conn_.RepostBounce(bounce);
+  ++credits;
+}
+
+void Receiver::FailFrom(uint32_t mid, NakCode code, bool flush,
+                        uint64_t now_ns) {
+  if (!failed_ || static_cast<int32_t>(mid - fail_mid_) < 0) {
+    failed_ = true;
+    fail_mid_ = mid;
+    fail_code_ = code;
+  }
+  for (uint32_t i = 0; i < nheld_; ++i) Release(held_[i].bounce);
+  nheld_ = 0;
+  waiting_ = false;
+  if (flush && rq_ != nullptr) {
+    rq_->FlushAll(conn_.vqpn(), conn_.init().recv_ring);
+    conn_.sender().Fail(WcStatus::kWrFlushErr);
+  }
+  Nak(fail_code_, fail_mid_, now_ns);
+}
+
+void Receiver::RnrExpired(uint64_t now_ns) {
+  // The oldest message waiting (receives are consumed in order, so every
+  // held unit belongs to it or a later one).
+  uint32_t mid = held_[0].mid;
+  for (uint32_t i = 1; i < nheld_; ++i) {
+    if (static_cast<int32_t>(held_[i].mid - mid) < 0) mid = held_[i].mid;
+  }
+  ++conn_.counters().rnr_naks;
+  FailFrom(mid, NakCode::kRnrExceeded, false, now_ns);
+}
+
+void Receiver::OnRecvPosted(uint64_t now_ns) {
+  if (nheld_ == 0 || failed_) return;
+  uint32_t kept = 0;
+  bool released = false;
+  for (uint32_t i = 0; i < nheld_; ++i) {
+    const Held hd = held_[i];
+    const std::span<const uint8_t> bytes(conn_.bounce(hd.bounce), hd.bytes);
+    DaemonHeader h;
+    if (ParseHeader(bytes, &h) || !ReceivePosted(h.rcv_index)) {
+      held_[kept++] = hd;
+      continue;
+    }
+    if (Record* rec = Find(h.mid)) {
+      --rec->held;
+      Place(h, bytes.subspan(kHeaderSize), *rec, now_ns);
+    }
+    Release(hd.bounce);
+    released = true;
+    if (failed_) return;  // Place failed the QP: every held unit released
+  }
+  nheld_ = kept;
+  if (!released) return;
+  if (nheld_ == 0) {
+    waiting_ = false;
+  } else {
+    wait_since_ns_ = now_ns;  // the next message's wait starts
+  }
+  Deliver(now_ns);
+  Flush(now_ns);  // the credits given back, at once
 }
 
 void Receiver::OnChunk(uint32_t imm_data, uint32_t byte_len, uint64_t now_ns) {
@@ -118,6 +323,10 @@ void Receiver::OnChunk(uint32_t imm_data, uint32_t byte_len, uint64_t now_ns) {
   const Arrival arrival{mid, imm.off, units, byte_len, imm.last, imm.hint,
                         false, false};
   const Pending entry{false, 0, ReliableNumber(mid, imm.off), now_ns};
+  if (failed_ && static_cast<int32_t>(mid - fail_mid_) >= 0) {
+    Nak(fail_code_, fail_mid_, now_ns);  // nothing from there on
+    return;
+  }
   if (WireCheck c = CheckChunk(imm, mid, byte_len, Context(rec))) {
     n.Count(*c);
     if (WireCounterAction(*c) == WireAction::kAckAgain) {
@@ -145,53 +354,62 @@ void Receiver::OnChunk(uint32_t imm_data, uint32_t byte_len, uint64_t now_ns) {
     rec->len = uint64_t{imm.off} * kUnitSize + byte_len;
   }
   ++n.chunks_received;
-  Deliver();
+  Deliver(now_ns);
   Arrived(entry, arrival, now_ns);
 }
 
-void Receiver::OnSend(std::span<const uint8_t> bytes, uint64_t now_ns) {
+bool Receiver::OnSend(std::span<const uint8_t> bytes, uint32_t bounce,
+                      uint64_t now_ns) {
   ReliabilityCounters& n = conn_.counters();
   DaemonHeader h;
   if (WireCheck c = ParseHeader(bytes, &h)) {
     n.Count(*c);
-    return;
+    return false;
   }
-  if (h.type != HeaderType::kWriteRetx) {
-    n.Count(WireCounter::kRxMalformed);  // steps 12-13 carry the others
-    return;
+  if (h.type == HeaderType::kReadReq || h.type == HeaderType::kReadResp) {
+    n.Count(WireCounter::kRxMalformed);  // step 13 carries them
+    return false;
   }
+  // SEND_DATA and WRITE_TAIL consume the message's guest receive.
+  const bool piece = h.type != HeaderType::kWriteRetx;
   Record* rec = Find(h.mid);
   const bool last = (h.flags & kHdrLast) != 0;
   const Arrival arrival{h.mid, h.off_units, h.data_len > 0 ? 1u : 0u,
                         bytes.size(), last, (h.flags & kHdrHint) != 0,
                         false, false};
   const Pending entry{true, h.gseq, 0, now_ns};
-  if (WireCheck c = CheckHeader(h, Context(rec))) {
+  RxContext ctx = Context(rec);
+  ctx.rcv_next = rcv_next_;
+  ctx.rcv_window = rq_ != nullptr ? rq_->depth() : 0;
+  if (WireCheck c = CheckHeader(h, ctx)) {
     n.Count(*c);
     if (WireCounterAction(*c) == WireAction::kAckAgain) {
       Arrival dup = arrival;
       dup.duplicate = true;
       Arrived(entry, dup, now_ns);
     }
-    return;
+    return false;
+  }
+  if (failed_ && static_cast<int32_t>(h.mid - fail_mid_) >= 0) {
+    Nak(fail_code_, fail_mid_, now_ns);  // nothing from there on
+    return false;
+  }
+  if (piece && BadRcvIndex(h, rec)) {
+    n.Count(WireCounter::kRxBadRcvIndex);
+    return false;
+  }
+  // A unit that would wait with every held slot taken (more buffers than
+  // the table: not with the default 32) is dropped unacknowledged.
+  if (piece && nheld_ == held_.size() && !ReceivePosted(h.rcv_index)) {
+    return false;
   }
   // §3.6 rx_access_nak: the rkey in the QP's PD, with remote write, the
   // range inside the MR, and the QP's access flags.
-  const MrRecord* mr = nullptr;
-  if (h.data_len > 0) {
-    mr = conn_.mrs().FindByRkey(h.rkey);
-    const bool ok =
-        mr != nullptr && mr->pd.id == conn_.init().pd.id &&
-        (mr->access & kAccessRemoteWrite) != 0 &&
-        (conn_.init().attr.access_flags & kAccessRemoteWrite) != 0 &&
-        h.remote_addr >= mr->iova &&
-        h.remote_addr - mr->iova <= mr->length &&
-        h.data_len <= mr->length - (h.remote_addr - mr->iova);
-    if (!ok) {
-      n.Count(WireCounter::kRxAccessNak);
-      Nak(NakCode::kRemoteAccess, h.mid, now_ns);
-      return;
-    }
+  if (h.type != HeaderType::kSendData && h.data_len > 0 &&
+      WriteTarget(h) == nullptr) {
+    n.Count(WireCounter::kRxAccessNak);
+    Nak(NakCode::kRemoteAccess, h.mid, now_ns);
+    return false;
   }
   const Range u{h.off_units, h.off_units + 1};
   rec = FindOrMake(h.mid);
@@ -200,24 +418,44 @@ void Receiver::OnSend(std::span<const uint8_t> bytes, uint64_t now_ns) {
     Arrival dup = arrival;
     dup.duplicate = true;
     Arrived(entry, dup, now_ns);
-    return;
+    return false;
   }
   if (!Insert(*rec, u)) {
     n.Count(WireCounter::kRxRangesFull);
-    return;
+    return false;
   }
-  // Only while the MID is not delivered (CheckHeader: mid >= deliv_mid).
-  if (mr != nullptr) {
-    std::memcpy(mr->addr + (h.remote_addr - mr->iova), bytes.data() + kHeaderSize,
-                h.data_len);
+  if (piece && !rec->consumes) {
+    rec->consumes = true;
+    rec->is_send = h.type == HeaderType::kSendData;
+    rec->with_imm = (h.flags & kHdrWithImm) != 0;
+    rec->rcv_index = h.rcv_index;
+    rec->imm_be = h.guest_imm_be;
   }
   if (last) {
     rec->len_known = true;
     rec->len = h.msg_len;
   }
-  ++n.retx_copied;
-  Deliver();
+  if (h.type == HeaderType::kWriteRetx) ++n.retx_copied;
+  if (piece && !ReceivePosted(h.rcv_index)) {
+    // No guest receive yet: the unit waits in its bounce buffer, which
+    // holds back a credit (§2.3); the peer hears at once that it waits.
+    held_[nheld_++] = Held{bounce, static_cast<uint32_t>(bytes.size()), h.mid};
+    ++rec->held;
+    if (!waiting_) {
+      waiting_ = true;
+      wait_since_ns_ = now_ns;
+      next_wait_ack_ns_ = now_ns + kWaitAckNs;
+      ++n.rnr_waits;
+    }
+    Arrived(entry, arrival, now_ns);
+    Flush(now_ns);
+    return true;
+  }
+  // Only while the MID is not delivered (CheckHeader: mid >= deliv_mid).
+  Place(h, bytes.subspan(kHeaderSize), *rec, now_ns);
+  Deliver(now_ns);
   Arrived(entry, arrival, now_ns);
+  return false;
 }
 
 void Receiver::Arrived(const Pending& p, const Arrival& a, uint64_t now_ns) {
@@ -232,10 +470,23 @@ void Receiver::Nak(NakCode code, uint32_t mid, uint64_t now_ns) {
 }
 
 bool Receiver::Pump(uint64_t now_ns) {
+  if (waiting_) {
+    if (nheld_ == 0) {
+      waiting_ = false;
+    } else if (!rnr_forever_ && now_ns - wait_since_ns_ >= rnr_budget_ns_) {
+      RnrExpired(now_ns);
+    } else if (now_ns >= next_wait_ack_ns_) {
+      flush_wanted_ = true;  // "still waiting": the peer's budget restarts
+      next_wait_ack_ns_ = now_ns + kWaitAckNs;
+    }
+  }
   if (flush_wanted_ || trigger_.OnTimer(now_ns) != AckReason::kNone) {
     Flush(now_ns);
   }
-  return npending_ > 0 || flush_wanted_;
+  // Receives completed while the virtual CQ's ring was full.
+  if (rq_ != nullptr && rq_->unreported()) rq_->Report(conn_.init().recv_ring);
+  return npending_ > 0 || flush_wanted_ || waiting_ ||
+         (rq_ != nullptr && rq_->unreported());
 }
 
 bool Receiver::Flush(uint64_t now_ns, uint8_t nak_code, uint32_t nak_mid) {
@@ -251,6 +502,7 @@ bool Receiver::Flush(uint64_t now_ns, uint8_t nak_code, uint32_t nak_mid) {
     a.conn_token = conn_.peer_token();
     a.deliv_mid = deliv_mid_;
     a.credits = credits;
+    if (nheld_ > 0) a.flags |= kAckWaitingReceive;
     uint64_t base = std::numeric_limits<uint64_t>::max();
     for (uint32_t i = 0; i < n; ++i) {
       if (pending_[done + i].is_send) base = std::min(base, pending_[done + i].gseq);

@@ -9,9 +9,19 @@
 // delivery in MID order; and the ACKs (ack_trigger.h decides when; up to
 // 48 entries each, with the hold time of the newest arrival, §4.4).
 //
-// As built (step 11): WRITE chunks and WRITE_RETX; SEND_DATA, WRITE_TAIL
-// and the READ types are counted rx_malformed until steps 12-13 carry
-// them. Fixed tables, sized by the constructor (a control call).
+// As built (steps 11-12): WRITE chunks, WRITE_RETX, SEND_DATA and
+// WRITE_TAIL; the READ types are counted rx_malformed until step 13. A
+// SEND_DATA unit is copied into the guest receive its rcv_index names (the
+// connection's RecvQueue) when it arrives if that receive is posted; else
+// its bounce buffer is kept (no credit goes back, so the sender stops)
+// until the guest posts it, or until rnr_retry x min_rnr_timer passed: then
+// the message is dropped and NAKed RNR (§2.3, "Receive credits and RNR").
+// A WRITE_TAIL's bytes go into place like a WRITE_RETX's, under the same
+// wait. At delivery the receive completes with the message's length and
+// immediate; a SEND longer than its receive completes it LOC_LEN_ERR (a bad
+// receive SGE LOC_PROT_ERR) and the QP's receive side fails, as a native
+// responder goes to ERR. Fixed tables, sized by the constructor (a control
+// call).
 #ifndef VRDMA_BACKEND_RELIABLE_RNIC_RECEIVER_H_
 #define VRDMA_BACKEND_RELIABLE_RNIC_RECEIVER_H_
 
@@ -19,6 +29,7 @@
 #include <cstdint>
 #include <span>
 
+#include "backend/reliable_rnic/recv_queue.h"
 #include "backend/reliable_rnic/wire_format.h"
 #include "backend/rnic/rnic.h"
 #include "policy/reliability/ack_trigger.h"
@@ -39,14 +50,23 @@ class Receiver {
 
   Receiver(Connection& conn, const ReceiverParams& params, uint32_t path_mtu);
 
-  // The first MID the peer sends (CONNECT).
-  void Start(uint32_t first_mid);
+  // The first MID the peer sends, and the peer's rnr_retry (CONNECT; 7:
+  // wait for a receive forever).
+  void Start(uint32_t first_mid, uint8_t peer_rnr_retry = 7);
 
   // A chunk (the data QP's WRITE_WITH_IMM receive completion), polled at
   // now_ns (T2).
   void OnChunk(uint32_t imm_data, uint32_t byte_len, uint64_t now_ns);
-  // A SEND into a bounce buffer: bytes is what arrived (byte_len).
-  void OnSend(std::span<const uint8_t> bytes, uint64_t now_ns);
+  // A SEND into bounce buffer `bounce`: bytes is what arrived (byte_len).
+  // True when the receiver keeps the buffer (a unit waiting for its guest
+  // receive): it reposts it itself later. False: repost it now.
+  bool OnSend(std::span<const uint8_t> bytes, uint32_t bounce, uint64_t now_ns);
+  // The guest posted receives (the RecvQueue has them): units waiting for
+  // them are copied, their buffers reposted, and the credits told.
+  void OnRecvPosted(uint64_t now_ns);
+  // Units held in bounce buffers, waiting for a guest receive.
+  uint32_t held() const { return nheld_; }
+  bool failed() const { return failed_; }
   // The ACK timer; sends what is pending when due. True while anything is
   // pending.
   bool Pump(uint64_t now_ns);
@@ -61,6 +81,13 @@ class Receiver {
   };
   struct Record {
     bool used = false;
+    bool consumes = false;  // SEND_DATA or WRITE_TAIL seen: a receive
+    bool is_send = false;
+    bool with_imm = false;
+    uint32_t rcv_index = 0;
+    uint32_t imm_be = 0;
+    uint32_t held = 0;                  // its units held in bounce buffers
+    WcStatus err = WcStatus::kSuccess;  // the receive's error, if any
     uint32_t mid = 0;
     bool len_known = false;
     uint64_t len = 0;
@@ -74,14 +101,40 @@ class Receiver {
     uint64_t t2_ns = 0;   // its arrival
   };
 
+  struct Held {
+    uint32_t bounce = 0;
+    uint32_t bytes = 0;
+    uint32_t mid = 0;
+  };
+
   RxContext Context(const Record* rec) const;
+  // The RecvQueue sequence of receive rcv_index, and whether it is posted.
+  uint64_t SeqOf(uint32_t rcv_index) const {
+    return rq_next_ + (rcv_index - rcv_next_);
+  }
+  bool ReceivePosted(uint32_t rcv_index) const;
+  bool BadRcvIndex(const DaemonHeader& h, const Record* rec) const;
+  // The MR a WRITE_TAIL or WRITE_RETX writes, if every §3.6 access rule
+  // holds (rx_access_nak otherwise).
+  const struct MrRecord* WriteTarget(const DaemonHeader& h) const;
+  // Copies a unit into its place: the guest receive (SEND_DATA) or the MR
+  // (WRITE_TAIL); a receive error is kept in the record.
+  void Place(const DaemonHeader& h, std::span<const uint8_t> data, Record& rec,
+             uint64_t now_ns);
+  WcStatus CopyToReceive(uint64_t seq, uint64_t off, const uint8_t* data,
+                         uint32_t len) const;
+  void Release(uint32_t bounce);
+  // The receive side fails from mid on (an RNR give-up, a receive error):
+  // held units dropped, NAKed; flush: the QP's receives flush (ERR).
+  void FailFrom(uint32_t mid, NakCode code, bool flush, uint64_t now_ns);
+  void RnrExpired(uint64_t now_ns);
   Record* Find(uint32_t mid);
   Record* FindOrMake(uint32_t mid);
   static bool Covered(const Record& r, Range u);
   // Inserts u (merging); false when it would need a 17th range.
   bool Insert(Record& r, Range u) const;
   static bool Complete(const Record& r);
-  void Deliver();
+  void Deliver(uint64_t now_ns);
   void Arrived(const Pending& p, const policy::reliability::Arrival& a,
                uint64_t now_ns);
   void Nak(NakCode code, uint32_t mid, uint64_t now_ns);
@@ -97,6 +150,21 @@ class Receiver {
   std::array<Pending, kPendingMax> pending_{};
   uint32_t npending_ = 0;
   bool flush_wanted_ = false;
+
+  // Receives (step 12).
+  RecvQueue* rq_ = nullptr;
+  uint32_t rcv_next_ = 0;         // rcv_index of the next receive to complete
+  uint64_t rq_next_ = 0;          // its RecvQueue sequence
+  std::array<Held, 256> held_{};  // at most the bounce receives
+  uint32_t nheld_ = 0;
+  bool waiting_ = false;
+  uint64_t wait_since_ns_ = 0;
+  uint64_t next_wait_ack_ns_ = 0;
+  uint64_t rnr_budget_ns_ = 0;  // rnr_retry x min_rnr_timer
+  bool rnr_forever_ = true;     // rnr_retry 7
+  bool failed_ = false;
+  uint32_t fail_mid_ = 0;
+  NakCode fail_code_ = NakCode::kNone;
 };
 
 }  // namespace vrdma::reliable

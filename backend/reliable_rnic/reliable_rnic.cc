@@ -158,7 +158,11 @@ Result<RnicQp> ReliableRnic::CreateQp(const QpInit& init) {
   v.srq = init.srq;
   v.caps = init.caps;
   v.sq_sig_all = init.sq_sig_all;
-  if (qps_.Insert(qp->id, v) == nullptr) {
+  if (link_ != nullptr && init.type == QpType::kRc && !init.has_srq) {
+    v.rq = std::make_unique<reliable::RecvQueue>(init.caps.max_recv_wr,
+                                                 init.caps.max_recv_sge);
+  }
+  if (qps_.Insert(qp->id, std::move(v)) == nullptr) {
     (void)lower_.DestroyQp(*qp);
     return Status::kIoError;
   }

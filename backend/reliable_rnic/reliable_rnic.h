@@ -126,6 +126,9 @@ struct VirtualQp {
   bool sq_sig_all = false;
   // The attributes ModifyQp set so far (what a framed QP needs).
   QpAttr attr{};
+  // Once a peer link is attached, an RC QP without SRQ: the guest's
+  // receives, kept by the layer until the QP's mode is known (step 12).
+  std::unique_ptr<RecvQueue> rq;
   // uc mode: the QP's connection once framed (slot in the layer's table),
   // else nullptr. Written by control calls and read by the data path,
   // which share one thread wherever uc mode runs (AttachPeerLink).
@@ -303,6 +306,7 @@ class ReliableRnic : public Rnic {
   void MaybeFrame(reliable::VirtualQp& v);
   void Unframe(reliable::VirtualQp& v);
   void SendConnect(reliable::Connection& k, bool ok);
+  void StartConnect(reliable::Connection& k);
   void SendHello();
   void OnHello(uint64_t origin, const void* hello);
   void OnConnect(uint64_t origin, const void* connect, bool request);

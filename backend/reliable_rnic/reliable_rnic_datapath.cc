@@ -24,6 +24,22 @@ int ReliableRnic::PostSend(RnicQp qp, std::span<const SendWr> wrs,
 
 int ReliableRnic::PostRecv(RnicQp qp, std::span<const RecvWr> wrs,
                            Status* first_error) {
+  if (link_ != nullptr) {
+    reliable::VirtualQp* v = qps_.Find(qp.id);
+    if (v != nullptr && v->rq != nullptr && v->rq->holding()) {
+      // The layer keeps them (step 12): until the QP's mode is known, and
+      // in uc mode, where its receiver fills them by copy.
+      reliable::VirtualCq* cq = cqs_.Find(v->recv_cq.id);
+      const int n =
+          v->rq->Post(wrs, first_error, qp.qpn,
+                      cq != nullptr ? cq->synthesized.get() : nullptr);
+      if (n > 0 && v->conn != nullptr &&
+          v->conn->state() == reliable::ConnState::kUc) {
+        v->conn->receiver().OnRecvPosted(clock_());
+      }
+      return n;
+    }
+  }
   return lower_.PostRecv(qp, wrs, first_error);
 }
 

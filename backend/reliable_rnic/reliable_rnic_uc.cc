@@ -184,21 +184,42 @@ Status ReliableRnic::ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) {
   if (mask & kQpTimeout) a.timeout = attr.timeout;
   if (mask & kQpRetryCnt) a.retry_cnt = attr.retry_cnt;
   if (mask & kQpRnrRetry) a.rnr_retry = attr.rnr_retry;
+  if (mask & kQpMinRnrTimer) a.min_rnr_timer = attr.min_rnr_timer;
   if (link_ == nullptr || (mask & kQpState) == 0) return Status::kOk;
   switch (attr.state) {
     case QpState::kRtr:
       if (v->conn == nullptr) MaybeFrame(*v);
+      // Not framed: the receives kept so far go to the lower RC QP, and
+      // the QP passes through.
+      if (v->conn == nullptr && v->rq != nullptr && v->rq->holding()) {
+        (void)v->rq->ReplayTo(lower_, v->lower);
+      }
       break;
     case QpState::kRts:
-      if (v->conn != nullptr) v->conn->set_retry_budget_ns(RetryBudgetNs(a));
+      if (v->conn != nullptr) {
+        v->conn->set_retry_budget_ns(RetryBudgetNs(a));
+        v->conn->set_rnr_retry(a.rnr_retry);
+        // The first CONNECT goes at RTS, when the QP's rnr_retry (which
+        // the peer's receiver needs, §2.3) is known.
+        if (v->conn->state() == ConnState::kConnecting &&
+            !v->conn->connect_sent) {
+          StartConnect(*v->conn);
+        }
+      }
       break;
     case QpState::kErr:
       if (v->conn != nullptr && v->conn->state() != ConnState::kNative) {
         v->conn->sender().Fail(WcStatus::kWrFlushErr);
       }
+      if (v->rq != nullptr && v->rq->holding()) {
+        reliable::VirtualCq* rcq = cqs_.Find(v->recv_cq.id);
+        v->rq->FlushAll(v->lower.qpn,
+                        rcq != nullptr ? rcq->synthesized.get() : nullptr);
+      }
       break;
     case QpState::kReset:
       Unframe(*v);
+      if (v->rq != nullptr) v->rq->Reset();
       break;
     default:
       break;
@@ -207,7 +228,7 @@ Status ReliableRnic::ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) {
 }
 
 void ReliableRnic::MaybeFrame(VirtualQp& v) {
-  if (v.type != QpType::kRc || v.has_srq ||
+  if (v.type != QpType::kRc || v.has_srq || v.rq == nullptr ||
       ModeOf(v.attr.av.sgid) != ReliabilityMode::kUc ||
       v.caps.max_send_sge >= static_cast<uint32_t>(kMaxSge)) {
     return;
@@ -238,6 +259,9 @@ void ReliableRnic::MaybeFrame(VirtualQp& v) {
   init.pd = v.pd;
   init.transport_cq = transport_cq_;
   init.send_ring = scq != nullptr ? scq->synthesized.get() : nullptr;
+  reliable::VirtualCq* rcq = cqs_.Find(v.recv_cq.id);
+  init.recv_ring = rcq != nullptr ? rcq->synthesized.get() : nullptr;
+  init.rq = v.rq.get();
   init.sq_depth = v.caps.max_send_wr;
   init.max_send_sge = v.caps.max_send_sge;
   init.max_inline = v.caps.max_inline_data;
@@ -255,9 +279,16 @@ void ReliableRnic::MaybeFrame(VirtualQp& v) {
   v.conn = k.get();
   conns_[slot] = std::move(k);
   ++framed_;
-  SendConnect(*v.conn, false);
-  v.conn->next_connect_ns = clock_() + options_.connect_interval_ns;
-  v.conn->connects_left = options_.connect_repeats;
+  // CONNECT goes at RTS (StartConnect); a peer's CONNECT connects the QP
+  // meanwhile.
+  if (v.attr.state == QpState::kRts) StartConnect(*v.conn);
+}
+
+void ReliableRnic::StartConnect(Connection& k) {
+  k.connect_sent = true;
+  SendConnect(k, false);
+  k.next_connect_ns = clock_() + options_.connect_interval_ns;
+  k.connects_left = options_.connect_repeats;
 }
 
 void ReliableRnic::Unframe(VirtualQp& v) {
@@ -396,7 +427,8 @@ void ReliableRnic::OnConnect(uint64_t origin, const void* body, bool request) {
     return;
   }
   if (k->state() == ConnState::kConnecting) {
-    if (k->OnPeerConnect(c.data_qpn, c.data_psn, c.conn_token) == Status::kOk) {
+    if (k->OnPeerConnect(c.data_qpn, c.data_psn, c.conn_token, c.rnr_retry) ==
+        Status::kOk) {
       ++counters_.connects_uc;
     }
   } else if (k->state() == ConnState::kUc && k->peer_token() != c.conn_token) {
@@ -420,6 +452,8 @@ void ReliableRnic::OnConnectNative(uint64_t origin, const void* body) {
   // RC QP in order, and everything after it passes through.
   k->set_state(ConnState::kNative);
   (void)k->sender().ReplayNative(lower_, v->lower);
+  if (v->rq != nullptr && v->rq->holding())
+    (void)v->rq->ReplayTo(lower_, v->lower);
   ++counters_.connects_native;
 }
 

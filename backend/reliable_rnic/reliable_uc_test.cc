@@ -496,14 +496,16 @@ TEST_F(ReliableUcTest, HostileHeadersAreCountedAndDropped) {
   h.off_units = 3;
   inject(h, 100);
   h = good;
-  h.type = reliable::HeaderType::kSendData;  // step 12
+  h.type = reliable::HeaderType::kSendData;
+  h.rcv_index = 5000;  // far beyond B's receive queue (step 12)
   inject(h, 100);
   h = good;
   h.rkey = vb_.mr.rkey ^ 0x100;  // no such MR at B
   inject(h, 100);
   Run(50);
   const auto& b = lb_->counters();
-  EXPECT_EQ(b[WireCounter::kRxMalformed], 2u);
+  EXPECT_EQ(b[WireCounter::kRxMalformed], 1u);
+  EXPECT_EQ(b[WireCounter::kRxBadRcvIndex], 1u);
   EXPECT_EQ(b[WireCounter::kRxWrongQp], 1u);
   EXPECT_EQ(b[WireCounter::kRxStaleToken], 1u);
   EXPECT_EQ(b[WireCounter::kRxMidOutsideWindow], 1u);

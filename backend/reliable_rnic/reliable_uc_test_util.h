@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -114,6 +115,8 @@ struct QpConf {
   uint8_t timeout = 18;  // 4.096 us << 18: ~1.07 s
   uint8_t retry_cnt = 7;
   uint32_t sq_depth = 256;
+  uint8_t rnr_retry = 7;       // the sender's (7: forever)
+  uint8_t min_rnr_timer = 12;  // the receiver's (IB encoded: 0.64 ms)
 };
 
 class ReliableUcTest : public ::testing::Test {
@@ -201,6 +204,7 @@ class ReliableUcTest : public ::testing::Test {
     a.dest_qpn = dest_qpn;
     a.rq_psn = 0;
     a.max_dest_rd_atomic = 4;
+    a.min_rnr_timer = c.min_rnr_timer;
     ASSERT_EQ(r.ModifyQp(qp, a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn |
                                     kQpRqPsn | kQpMaxDestRdAtomic | kQpMinRnrTimer),
               Status::kOk);
@@ -208,7 +212,7 @@ class ReliableUcTest : public ::testing::Test {
     a.sq_psn = 0;
     a.timeout = c.timeout;
     a.retry_cnt = c.retry_cnt;
-    a.rnr_retry = 7;
+    a.rnr_retry = c.rnr_retry;
     a.max_rd_atomic = 4;
     ASSERT_EQ(r.ModifyQp(qp, a, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt |
                                     kQpRnrRetry | kQpMaxQpRdAtomic),
@@ -269,6 +273,37 @@ class ReliableUcTest : public ::testing::Test {
     while ((n = lb_->PollCq(vb_.scq, out)) > 0) {
       got_b_.insert(got_b_.end(), out.begin(), out.begin() + n);
     }
+    while ((n = lb_->PollCq(vb_.rcq, out)) > 0) {
+      recv_b_.insert(recv_b_.end(), out.begin(), out.begin() + n);
+    }
+    while ((n = la_->PollCq(va_.rcq, out)) > 0) {
+      recv_a_.insert(recv_a_.end(), out.begin(), out.begin() + n);
+    }
+  }
+
+  // A receive on B's QP of nsge SGEs of sge_len bytes each, from B's
+  // buffer at off (contiguous).
+  void PostRecvB(uint64_t wr_id, uint64_t off, uint32_t sge_len, int nsge = 1) {
+    RecvWr r;
+    r.wr_id = wr_id;
+    r.num_sge = static_cast<uint8_t>(nsge);
+    for (int i = 0; i < nsge; ++i) {
+      r.sge[i] = Sge{vb_.at(off + uint64_t{sge_len} * i), sge_len, vb_.mr.lkey};
+    }
+    Status st = Status::kOk;
+    ASSERT_EQ(lb_->PostRecv(qb_, std::span(&r, 1), &st), 1) << StatusName(st);
+  }
+  // A SEND (imm: SEND_WITH_IMM) of len bytes from A's buffer at src.
+  SendWr Send(uint64_t wr_id, uint64_t src, uint32_t len,
+              std::optional<uint32_t> imm = std::nullopt) {
+    SendWr w;
+    w.wr_id = wr_id;
+    w.opcode = imm ? WrOpcode::kSendWithImm : WrOpcode::kSend;
+    w.imm_data = imm.value_or(0);
+    w.send_flags = kSendSignaled;
+    w.num_sge = len > 0 ? 1 : 0;
+    w.sge[0] = Sge{va_.at(src), len, va_.mr.lkey};
+    return w;
   }
 
   // A WRITE of len bytes from A's buffer at src to B's at dst.
@@ -346,6 +381,7 @@ class ReliableUcTest : public ::testing::Test {
   UcVm va_, vb_;
   RnicQp qa_{}, qb_{};
   std::vector<Completion> got_, got_b_;
+  std::vector<Completion> recv_a_, recv_b_;  // the receive CQs' completions
 };
 
 }  // namespace vrdma::testing

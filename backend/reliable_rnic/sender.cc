@@ -23,6 +23,11 @@ namespace {
 // A chunk covers at most 16 units (64 KiB): its units' acks fit a mask.
 constexpr uint64_t kMaxChunkBytes = 16 * kUnitSize;
 
+bool ConsumesReceive(WrOpcode op) {
+  return op == WrOpcode::kSend || op == WrOpcode::kSendWithImm ||
+         op == WrOpcode::kRdmaWriteWithImm;
+}
+
 uint32_t UnitsOf(uint64_t bytes) {
   return bytes == 0 ? 1 : static_cast<uint32_t>((bytes + kUnitSize - 1) / kUnitSize);
 }
@@ -37,6 +42,11 @@ policy::reliability::ChunkSizeParams Clamped(
 
 struct Sender::Msg {
   MsgState state = MsgState::kQueued;
+  WrOpcode op = WrOpcode::kRdmaWrite;
+  bool tail_sent = false;  // WRITE_WITH_IMM: its WRITE_TAIL went out
+  uint32_t imm = 0;        // the guest's immediate (network order)
+  uint32_t rcv_index = 0;  // receive-consuming messages (§3.2)
+  uint64_t body = 0;       // bytes carried by WRITE chunks (§2.3)
   WcStatus status = WcStatus::kSuccess;
   bool signaled = false;
   bool started = false;      // a first chunk went out
@@ -77,6 +87,7 @@ struct Sender::Xmit {
   uint32_t bytes = 0;
   uint32_t expiries = 0;
   uint64_t t_sent_ns = 0;
+  bool lost = false;  // found lost (its credit given back)
 };
 
 Sender::Sender(Connection& conn, const SenderParams& params, uint32_t sq_depth,
@@ -113,6 +124,8 @@ void Sender::Start(uint32_t first_mid, uint64_t first_gseq) {
   acked_mid_ = first_mid;
   sent_mid_end_ = first_mid;
   next_gseq_ = first_gseq;
+  peer_credits_ = p_.max_xmits;  // the peer's bounce receives at connect
+  credit_used_ = 0;
   loss_ = policy::reliability::LossDetector(
       first_gseq, {.capacity = p_.chunks_in_flight});
 }
@@ -141,8 +154,10 @@ Sender::ChunkRec* Sender::FindChunk(uint32_t mid, uint16_t off) {
 int Sender::Post(std::span<const SendWr> wrs, Status* first_error) {
   int n = 0;
   for (const SendWr& wr : wrs) {
-    if (wr.opcode != WrOpcode::kRdmaWrite) {
-      if (first_error) *first_error = Status::kInvalid;
+    if (wr.opcode != WrOpcode::kRdmaWrite &&
+        wr.opcode != WrOpcode::kRdmaWriteWithImm &&
+        wr.opcode != WrOpcode::kSend && wr.opcode != WrOpcode::kSendWithImm) {
+      if (first_error) *first_error = Status::kInvalid;  // READ, atomics: 13
       return n;
     }
     const uint64_t len = wr.total_length();
@@ -167,6 +182,17 @@ int Sender::Post(std::span<const SendWr> wrs, Status* first_error) {
     m.remote_addr = wr.remote_addr;
     m.rkey = wr.rkey;
     m.units = UnitsOf(len);
+    m.op = wr.opcode;
+    m.imm = wr.imm_data;
+    if (ConsumesReceive(wr.opcode)) m.rcv_index = next_rcv_++;
+    // §2.3: a WRITE is chunks; a WRITE_WITH_IMM chunks for [0, len - t)
+    // and its tail t (the last unit, whole or not) a WRITE_TAIL; a SEND is
+    // SEND_DATA units only.
+    if (wr.opcode == WrOpcode::kRdmaWrite) {
+      m.body = len;
+    } else if (wr.opcode == WrOpcode::kRdmaWriteWithImm) {
+      m.body = len == 0 ? 0 : (len - 1) / kUnitSize * kUnitSize;
+    }
     if (inl) {
       uint8_t* copy = inline_area_ + (seq % sq_depth_) * max_inline_;
       if (len > 0) std::memcpy(copy, wr.inline_data, len);
@@ -206,8 +232,14 @@ int Sender::Slice(const Msg& m, uint64_t off, uint64_t len, Sge* out,
   return n;
 }
 
+uint32_t Sender::Credits() const {
+  const int32_t c = static_cast<int32_t>(peer_credits_ - credit_used_);
+  return c <= 0 ? 0
+                : std::min<uint32_t>(static_cast<uint32_t>(c), p_.max_xmits);
+}
+
 bool Sender::CanTransmit() const {
-  return inflight_xmits_ < p_.max_xmits &&
+  return inflight_xmits_ < p_.max_xmits && Credits() > 0 &&
          loss_.occupied() < p_.chunks_in_flight &&
          posts_ - posts_done_ < p_.chunks_in_flight;
 }
@@ -246,6 +278,7 @@ bool Sender::PostChunk(uint64_t seq, uint64_t bytes, bool last, bool hint,
   (void)loss_.OnSent(next_gseq_, now_ns, rto_.TimeoutNs(rtt_, 0), 0);
   ++next_gseq_;
   ++posts_;
+  ++credit_used_;
   inflight_bytes_ += bytes;
   ++inflight_xmits_;
   if (!m.started) {
@@ -264,35 +297,74 @@ bool Sender::PostRetx(uint64_t cseq, uint16_t unit, uint32_t expiries,
   const ChunkRec& c = ChunkAt(cseq);
   Msg* m = FindMsg(c.mid);
   if (m == nullptr) return true;  // delivered meanwhile: nothing to send
-  const uint32_t abs_unit = c.off + unit;
+  return PostPiece(head_ + (m->mid - MsgAt(head_).mid), c.off + unit, cseq,
+                   unit, expiries, true, true, now_ns);
+}
+
+bool Sender::PostPiece(uint64_t seq, uint32_t abs_unit, uint64_t cseq,
+                       uint16_t unit, uint32_t expiries, bool retx, bool hint,
+                       uint64_t now_ns) {
+  if (!retx && chunk_tail_ - chunk_head_ == p_.chunks_in_flight) return false;
+  Msg& m = MsgAt(seq);
   const uint64_t off = uint64_t{abs_unit} * kUnitSize;
-  const uint64_t len = m->len > off ? std::min<uint64_t>(kUnitSize, m->len - off) : 0;
+  const uint64_t len =
+      m.len > off ? std::min<uint64_t>(kUnitSize, m.len - off) : 0;
+  const bool last = abs_unit + 1 == m.units;
   uint8_t* slot = conn_.header_slot(posts_);
   DaemonHeader h;
-  h.type = HeaderType::kWriteRetx;
-  h.flags = kHdrRetransmission | kHdrHint |
-            (abs_unit + 1 == m->units ? kHdrLast : 0);
+  if (m.op == WrOpcode::kSend || m.op == WrOpcode::kSendWithImm) {
+    h.type = HeaderType::kSendData;
+  } else if (m.op == WrOpcode::kRdmaWriteWithImm && last) {
+    h.type = HeaderType::kWriteTail;
+  } else {
+    h.type = HeaderType::kWriteRetx;
+  }
+  const bool consumes = h.type != HeaderType::kWriteRetx;
+  h.flags = static_cast<uint8_t>(
+      (hint ? kHdrHint : 0) | (last ? kHdrLast : 0) |
+      (retx ? kHdrRetransmission : 0) |
+      (consumes && (m.send_flags & kSendSolicited) ? kHdrSolicited : 0) |
+      (consumes && m.op != WrOpcode::kSend ? kHdrWithImm : 0));
   h.dst_vqpn = conn_.peer_vqpn();
   h.gseq = next_gseq_;
-  h.mid = m->mid;
+  h.mid = m.mid;
   h.off_units = abs_unit;
   h.data_len = static_cast<uint32_t>(len);
-  h.msg_len = m->len;
-  h.remote_addr = m->remote_addr + off;
-  h.rkey = m->rkey;
+  h.msg_len = m.len;
+  if (consumes) {
+    h.rcv_index = m.rcv_index;
+    if (m.op != WrOpcode::kSend) h.guest_imm_be = m.imm;
+  }
+  if (h.type != HeaderType::kSendData) {
+    h.remote_addr = m.remote_addr + off;
+    h.rkey = m.rkey;
+  }
   h.conn_token = conn_.peer_token();
+  h.credits = conn_.receiver().credits;
   (void)EncodeHeader(h, std::span(slot, kHeaderSize));
   SendWr w;
   w.opcode = WrOpcode::kSend;
   w.send_flags = kSendSignaled;
-  w.wr_id = DataWrId(conn_.init().slot, WrKind::kRetx,
+  w.wr_id = DataWrId(conn_.init().slot, retx ? WrKind::kRetx : WrKind::kChunk,
                      static_cast<uint32_t>(posts_));
   w.sge[0] = Sge{reinterpret_cast<uint64_t>(slot), kHeaderSize, conn_.region_lkey()};
-  const int nsge = Slice(*m, off, len, w.sge.data() + 1, kMaxSge - 1);
+  const int nsge = Slice(m, off, len, w.sge.data() + 1, kMaxSge - 1);
   if (nsge < 0) return false;
   w.num_sge = static_cast<uint8_t>(1 + nsge);
   if (!conn_.PostData(w)) return false;
 
+  if (!retx) {  // an original piece: a chunk record of its one unit
+    cseq = chunk_tail_++;
+    unit = 0;
+    ChunkRec& c = ChunkAt(cseq);
+    c = ChunkRec{};
+    c.msg_seq = seq;
+    c.mid = m.mid;
+    c.off = static_cast<uint16_t>(abs_unit);
+    c.nunits = 1;
+    c.bytes = static_cast<uint32_t>(len);
+    c.gseq = next_gseq_;
+  }
   Xmit& x = xmits_[next_gseq_ % p_.chunks_in_flight];
   x = Xmit{next_gseq_, cseq, unit, false, static_cast<uint32_t>(len), expiries,
            now_ns};
@@ -300,9 +372,21 @@ bool Sender::PostRetx(uint64_t cseq, uint16_t unit, uint32_t expiries,
                      expiries);
   ++next_gseq_;
   ++posts_;
+  ++credit_used_;
   inflight_bytes_ += len;
   ++inflight_xmits_;
-  ++conn_.counters().retx_sent;
+  if (retx) {
+    ++conn_.counters().retx_sent;
+  } else {
+    ++conn_.counters().sends_sent;
+    if (!m.started) {
+      m.started = true;
+      m.t_first_ns = now_ns;
+    }
+    m.sent = off + len;
+    if (static_cast<int32_t>(m.mid + 1 - sent_mid_end_) > 0)
+      sent_mid_end_ = m.mid + 1;
+  }
   return true;
 }
 
@@ -356,6 +440,10 @@ void Sender::OnAck(const Ack& ack, uint64_t t4_ns) {
     if (loss_.OnAcked(gseq) == AckedResult::kAcked && known) {
       inflight_bytes_ -= std::min<uint64_t>(inflight_bytes_, x.bytes);
       --inflight_xmits_;
+    } else if (known && x.lost) {
+      // Found lost, yet it arrived: it took a receive after all.
+      xmits_[gseq % p_.chunks_in_flight].lost = false;
+      ++credit_used_;
     }
     if (known && i == ack.sample) t1 = x.t_sent_ns;
   }
@@ -370,10 +458,26 @@ void Sender::OnAck(const Ack& ack, uint64_t t4_ns) {
     }
   }
   chunk_size_.OnAck(t4_ns, rtt_.srtt());
+  // Credits (§3.2): the peer's bounce receives posted since connect,
+  // wrapping; only a newer count is taken (Credits() caps the belief).
+  if (static_cast<int32_t>(ack.credits - peer_credits_) > 0) {
+    peer_credits_ = ack.credits;
+  }
+  // A message waits at the peer for a guest receive (§2.3): the peer
+  // decides RNR, so the retry budget restarts while it says so.
+  if (ack.flags & kAckWaitingReceive) {
+    for (uint64_t s = head_; s < tail_; ++s) {
+      Msg& m = MsgAt(s);
+      if (m.state == MsgState::kQueued && m.started) m.t_first_ns = t4_ns;
+    }
+  }
   if (ack.flags & kAckNak) {
     WcStatus st = WcStatus::kRemOpErr;
     switch (static_cast<NakCode>(ack.nak_code)) {
-      case NakCode::kRnrExceeded: st = WcStatus::kRnrRetryExcErr; break;
+      case NakCode::kRnrExceeded:
+        st = WcStatus::kRnrRetryExcErr;
+        ++n.rnr_exceeded;
+        break;
       case NakCode::kRemoteAccess: st = WcStatus::kRemAccessErr; break;
       case NakCode::kInvalidRequest: st = WcStatus::kRemInvReqErr; break;
       default: break;
@@ -432,6 +536,10 @@ void Sender::DetectLosses(uint64_t now_ns) {
       if (x.gseq != out[i].gseq) continue;
       inflight_bytes_ -= std::min<uint64_t>(inflight_bytes_, x.bytes);
       --inflight_xmits_;
+      // It took no receive at the peer (or its ACK was lost: then the
+      // belief is one too high, which the lower's drop corrects).
+      xmits_[out[i].gseq % p_.chunks_in_flight].lost = true;
+      --credit_used_;
       if (out[i].reason == LossReason::kRto) {
         ++conn_.counters().lost_rto;
       } else {
@@ -498,7 +606,8 @@ bool Sender::SendRetransmissions(uint64_t now_ns) {
     }
     // The tail rule (§2.3): the unit holding the message's last byte goes
     // only after every other unit was acknowledged.
-    if (m->units > 1 && c.off + r.unit + 1u == m->units &&
+    if (m->units > 1 && m->op != WrOpcode::kSend &&
+        m->op != WrOpcode::kSendWithImm && c.off + r.unit + 1u == m->units &&
         m->acked_units + 1 < m->units) {
       m->tail_retx = true;
       m->tail_cseq = r.cseq;
@@ -538,24 +647,55 @@ bool Sender::SendNewChunks(uint64_t now_ns) {
     if (m.state != MsgState::kQueued) continue;
     // The receiver keeps records for 64 MIDs from its deliv_mid (§3.4).
     if (m.mid - acked_mid_ >= kRxMessagesPerQp) break;
-    while (m.sent < m.len || (m.len == 0 && !m.started)) {
+    const bool send = m.op == WrOpcode::kSend || m.op == WrOpcode::kSendWithImm;
+    if (send) {
+      // SEND_DATA units, one SEND each (§2.3).
+      while (m.sent < m.len || (m.len == 0 && !m.started)) {
+        if (!CanTransmit() || inflight_bytes_ >= p_.cwnd) return did;
+        const uint32_t unit = static_cast<uint32_t>(m.sent / kUnitSize);
+        const bool hint =
+            Credits() == 1 || (unit + 1 == m.units && s + 1 == tail_);
+        if (!PostPiece(s, unit, 0, 0, 0, false, hint, now_ns)) return did;
+        did = true;
+      }
+      continue;
+    }
+    // WRITE chunks: the whole of a WRITE, the body of a WRITE_WITH_IMM.
+    const bool with_imm = m.op == WrOpcode::kRdmaWriteWithImm;
+    while (m.sent < m.body || (!with_imm && m.len == 0 && !m.started)) {
       if (!CanTransmit()) return did;
       const uint64_t srtt = rtt_.srtt();
       std::optional<policy::reliability::Chunk> ch = chunk_size_.Next(
-          p_.cwnd, inflight_bytes_, m.sent, m.len - m.sent, srtt, srtt);
+          p_.cwnd, inflight_bytes_, m.sent, m.body - m.sent, srtt, srtt);
       if (!ch) return did;  // the window is full
       // The tail rule (§2.3): a message's L chunk goes after every chunk
       // before it was acknowledged.
-      if (ch->last && m.sent > 0 && m.acked_units < m.sent / kUnitSize) {
+      if (!with_imm && ch->last && m.sent > 0 &&
+          m.acked_units < m.sent / kUnitSize) {
         if (!m.tail_counted) ++conn_.counters().tail_waits;
         m.tail_counted = true;
         break;
       }
-      const bool hint = policy::reliability::ChunkSize::Hint(
-          p_.cwnd, inflight_bytes_ + ch->bytes, ch->last && s + 1 == tail_);
-      if (!PostChunk(s, ch->bytes, ch->last, hint, now_ns)) return did;
+      const bool last = ch->last && !with_imm;
+      const bool hint =
+          Credits() == 1 ||
+          policy::reliability::ChunkSize::Hint(
+              p_.cwnd, inflight_bytes_ + ch->bytes, last && s + 1 == tail_);
+      if (!PostChunk(s, ch->bytes, last, hint, now_ns)) return did;
       did = true;
     }
+    if (!with_imm || m.sent < m.body || m.tail_sent) continue;
+    // The WRITE_TAIL, under the tail rule: after every body chunk was
+    // acknowledged.
+    if (m.body > 0 && m.acked_units < m.body / kUnitSize) {
+      if (!m.tail_counted) ++conn_.counters().tail_waits;
+      m.tail_counted = true;
+      continue;
+    }
+    if (!CanTransmit()) return did;
+    if (!PostPiece(s, m.units - 1, 0, 0, 0, false, true, now_ns)) return did;
+    m.tail_sent = true;
+    did = true;
   }
   return did;
 }
@@ -598,7 +738,7 @@ void Sender::Complete() {
       Completion c;
       c.wr_id = m.wr_id;
       c.status = st;
-      c.opcode = WcOpcode::kRdmaWrite;
+      c.opcode = SendCompletionOpcode(m.op);
       c.qpn = conn_.vqpn();
       if (ring == nullptr || !ring->Push(c)) break;  // again after a poll
     }
@@ -623,7 +763,8 @@ uint32_t Sender::ReplayNative(Rnic& lower, RnicQp qp) {
     const Msg& m = MsgAt(s);
     SendWr w;
     w.wr_id = m.wr_id;
-    w.opcode = WrOpcode::kRdmaWrite;
+    w.opcode = m.op;
+    w.imm_data = m.imm;
     w.send_flags = m.send_flags & ~uint32_t{kSendInline};
     w.remote_addr = m.remote_addr;
     w.rkey = m.rkey;

@@ -9,10 +9,11 @@
 // retry budget, and guest completions in post order, once, when the
 // peer's deliv_mid passes the message.
 //
-// As built (step 11): WRITE (with or without data) only; a fixed window
-// (SenderParams::cwnd, in bytes) and at most max_xmits transmissions in
-// flight (the receiver's bounce receives: every chunk and WRITE_RETX
-// consumes one; the credits of step 12 replace this bound); SwiftWindow is
+// As built (steps 11-12): WRITE, WRITE_WITH_IMM (chunks for the body, a
+// WRITE_TAIL under the tail rule), SEND and SEND_WITH_IMM (SEND_DATA
+// units); a fixed window (SenderParams::cwnd, in bytes), at most max_xmits
+// transmissions in flight and the peer's credits (§3.2: every chunk and
+// daemon-header SEND consumes one of its bounce receives); SwiftWindow is
 // step 14. Every table is sized by the constructor (a control call); Post,
 // OnAck, OnSendCompletion and Pump allocate nothing.
 #ifndef VRDMA_BACKEND_RELIABLE_RNIC_SENDER_H_
@@ -62,8 +63,8 @@ class Sender {
 
   // Guest WRs, in order (PostSend's contract): returns how many were
   // taken; *first_error says why the next one was not (kNoResource: the
-  // message table is full; kInvalid: an opcode uc mode does not carry yet,
-  // or more than 256 MiB).
+  // message table is full; kInvalid: READ and atomics, which uc mode does
+  // not carry yet (step 13), or more than 256 MiB).
   int Post(std::span<const SendWr> wrs, Status* first_error);
 
   // An ACK that passed ParseAck and the QP lookup, polled at t4_ns.
@@ -121,6 +122,15 @@ class Sender {
                  uint64_t now_ns);
   bool PostRetx(uint64_t cseq, uint16_t unit, uint32_t expiries,
                 uint64_t now_ns);
+  // One unit abs_unit of message seq as a daemon-header SEND: SEND_DATA
+  // (SENDs), WRITE_TAIL (a WRITE_WITH_IMM's last unit) or WRITE_RETX.
+  // retx: unit `unit` of chunk cseq sent again; else an original piece,
+  // which takes a chunk record of its own.
+  bool PostPiece(uint64_t seq, uint32_t abs_unit, uint64_t cseq, uint16_t unit,
+                 uint32_t expiries, bool retx, bool hint, uint64_t now_ns);
+  // Receives the peer has posted that this end has not used (§3.2): never
+  // more than its bounce count.
+  uint32_t Credits() const;
   bool ChunkLive(uint64_t cseq) const {
     return cseq >= chunk_head_ && cseq < chunk_tail_;
   }
@@ -147,6 +157,11 @@ class Sender {
   uint32_t next_mid_ = 0;   // MID of the next WR posted
   uint32_t acked_mid_ = 0;  // the peer's deliv_mid: MIDs below delivered
   uint32_t sent_mid_end_ = 0;  // one past the newest MID with a chunk sent
+  uint32_t next_rcv_ = 0;      // rcv_index of the next receive-consuming WR
+  // Credits: the peer's count of bounce receives posted (from its ACKs),
+  // and this end's transmissions that took one (less those found lost).
+  uint32_t peer_credits_ = 0;
+  uint32_t credit_used_ = 0;
 
   // Chunk table: originals [chunk_head_, chunk_tail_).
   std::unique_ptr<ChunkRec[]> chunks_;
