@@ -3,8 +3,10 @@
 // uc mode's data path allocates nothing (docs/reliability.md §2.1): once
 // two layers are connected, WRITEs posted, chunked, lost, sent again,
 // acknowledged, delivered and completed run under a global operator new
-// that counts. The lower SoftRnics and the fabrics allocate nothing on
-// their data paths either, so every allocation would be the layer's.
+// that counts (and, step 12, SENDs, SEND_WITH_IMMs and WRITE_WITH_IMMs
+// into receives posted meanwhile). The lower SoftRnics and the fabrics
+// allocate nothing on their data paths either, so every allocation would
+// be the layer's.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -25,7 +27,9 @@ std::atomic<long> g_allocs{0};
   throw std::bad_alloc();
 }
 [[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete(void* p, size_t) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p, size_t) noexcept {
+  std::free(p);
+}
 
 namespace vrdma::testing {
 namespace {
@@ -44,7 +48,8 @@ TEST_F(ReliableUcAllocTest, SteadyStateDataPathDoesNotAllocate) {
   PostAndVerify(MixedPlan(20, 5), 400000);
   const std::vector<Planned> plan = MixedPlan(40, 6);
   std::vector<SendWr> wrs;
-  for (const Planned& p : plan) wrs.push_back(Write(p.wr_id, p.src, p.dst, p.len));
+  for (const Planned& p : plan)
+    wrs.push_back(Write(p.wr_id, p.src, p.dst, p.len));
   got_.reserve(got_.size() + plan.size() + 64);
   got_b_.reserve(64);
   const size_t want = got_.size() + plan.size();
@@ -72,6 +77,94 @@ TEST_F(ReliableUcAllocTest, SteadyStateDataPathDoesNotAllocate) {
     EXPECT_EQ(c.status, WcStatus::kSuccess);
     EXPECT_EQ(0, std::memcmp(&vb_.buf[plan[i].dst], &va_.buf[plan[i].src],
                              plan[i].len));
+  }
+}
+
+// Step 12: SENDs, SEND_WITH_IMMs and WRITE_WITH_IMMs, receives posted
+// while they run (some units wait for theirs in bounce buffers), losses
+// repaired: no allocation either.
+TEST_F(ReliableUcAllocTest, SendsAndReceivesDoNotAllocate) {
+  fabric::FaultConfig f;
+  f.loss = 0.02;
+  f.p_reorder = 0.01;
+  f.reorder_delay_ns = 20'000;
+  f.p_dup = 0.01;
+  Build(f, f, 4);
+  Connect();
+  constexpr int kN = 60;
+  constexpr uint32_t kSizes[] = {0, 1, 100, 4096, 4097, 9000, 30000};
+  auto plan = [&](int base) {
+    std::vector<SendWr> wrs;
+    for (int i = 0; i < kN; ++i) {
+      const uint32_t len = kSizes[(base + i) % std::size(kSizes)];
+      SendWr w;
+      if (i % 4 == 3) {
+        w = Write(base + i, i * 11, (1 << 20) + i * 32768, len);
+        w.opcode = WrOpcode::kRdmaWriteWithImm;
+        w.imm_data = 7 + i;
+      } else {
+        w = Send(base + i, i * 11, len,
+                 i % 2 ? std::optional<uint32_t>(i) : std::nullopt);
+      }
+      wrs.push_back(w);
+    }
+    return wrs;
+  };
+  auto recvs = [&](int base) {
+    std::vector<RecvWr> rs(kN);
+    for (int i = 0; i < kN; ++i) {
+      rs[i].wr_id = base + i;
+      rs[i].num_sge = 2;
+      rs[i].sge[0] = Sge{vb_.at(i * 32768), 16384, vb_.mr.lkey};
+      rs[i].sge[1] = Sge{vb_.at(i * 32768 + 16384), 16384, vb_.mr.lkey};
+    }
+    return rs;
+  };
+  auto run = [&](const std::vector<SendWr>& wrs,
+                 const std::vector<RecvWr>& rs) {
+    const size_t want_s = got_.size() + wrs.size();
+    const size_t want_r = recv_b_.size() + rs.size();
+    Status st = Status::kOk;
+    EXPECT_EQ(la_->PostSend(qa_, wrs, &st), static_cast<int>(wrs.size()));
+    // The receives come late, in two halves: units wait for them.
+    for (int i = 0; i < 200; ++i) Turn();
+    EXPECT_EQ(lb_->PostRecv(qb_, std::span(rs).first(kN / 2), &st), kN / 2);
+    for (int i = 0; i < 200; ++i) Turn();
+    EXPECT_EQ(lb_->PostRecv(qb_, std::span(rs).subspan(kN / 2), &st), kN / 2);
+    for (int i = 0;
+         i < 800000 && (got_.size() < want_s || recv_b_.size() < want_r); ++i) {
+      Turn();
+    }
+    EXPECT_EQ(got_.size(), want_s);
+    EXPECT_EQ(recv_b_.size(), want_r);
+  };
+  got_.reserve(4 * kN + 64);
+  recv_b_.reserve(4 * kN + 64);
+  got_b_.reserve(64);
+  run(plan(0), recvs(1000));  // warm-up
+  const std::vector<SendWr> wrs = plan(100);
+  const std::vector<RecvWr> rs = recvs(2000);
+  const size_t s0 = got_.size(), r0 = recv_b_.size();
+  const uint64_t waits = lb_->counters().rnr_waits;
+  const long before = g_allocs.load();
+  run(wrs, rs);
+  const long allocs = g_allocs.load() - before;
+  EXPECT_EQ(allocs, 0);
+  EXPECT_GT(lb_->counters().rnr_waits, waits);
+  EXPECT_GT(la_->counters().retx_sent, 0u);
+  ASSERT_EQ(got_.size(), s0 + kN);
+  ASSERT_EQ(recv_b_.size(), r0 + kN);
+  for (int i = 0; i < kN; ++i) {
+    EXPECT_EQ(got_[s0 + i].status, WcStatus::kSuccess) << i;
+    const Completion& r = recv_b_[r0 + i];
+    EXPECT_EQ(r.wr_id, 2000u + i);
+    EXPECT_EQ(r.status, WcStatus::kSuccess) << i;
+    EXPECT_EQ(r.byte_len, wrs[i].total_length()) << i;
+    if (wrs[i].opcode == WrOpcode::kSend) {
+      EXPECT_EQ(0,
+                std::memcmp(&vb_.buf[i * 32768], &va_.buf[i * 11], r.byte_len))
+          << i;
+    }
   }
 }
 

@@ -298,8 +298,11 @@ TEST_F(ReliableUcSendTest, RnrRetrySevenWaitsForAReceive) {
   EXPECT_TRUE(recv_b_.empty());
   reliable::Receiver& rb = lb_->FindConnection(qb_.qpn)->receiver();
   EXPECT_GT(rb.held(), 0u);
-  // The sender stopped at the credits B has (its bounce receives).
+  // The sender stopped at the credits B has (its bounce receives): the
+  // units held there were acknowledged, nothing was sent again.
   EXPECT_LE(rb.held(), 32u);
+  EXPECT_EQ(la_->counters().sends_sent, rb.held());
+  EXPECT_EQ(la_->counters().retx_sent, 0u);
   EXPECT_EQ(la_->counters().messages_failed, 0u);
   for (int i = 0; i < 40; ++i) PostRecvB(100 + i, i * 8192, 8192);
   ASSERT_TRUE(RunUntil(
