@@ -194,6 +194,112 @@ TEST_F(EngineKernelTest, SgeBelowRamIsRefused) {
             kLocProtErr);
 }
 
+// nvmet-rdma's shape (issue 14 part 3's e2e): the target posts its 128
+// receives of two SGEs (a 64-byte command, a 4 KiB inline page) while its
+// QP is in INIT, before RDMA CM connects it, into a ring of 256 slots, and
+// refills them late and in bursts as commands complete; the initiator sends
+// commands of 64 bytes and of 64 + 4096, up to its queue depth in flight.
+// Every receive completes with its message, in every slot of the ring.
+// (Receives the engine had posted in INIT were whole receives, while those
+// after RTR were cut to each announced message's size: the 129th message
+// landed in a receive cut for the 1st, and a 4160-byte command in a 64-byte
+// receive failed with LOC_LEN_ERR. The engine now posts nothing before RTR,
+// where the receive mode is chosen.)
+TEST_F(EngineKernelTest, ReceivesPostedInInitThenADeepRingRefilledLate) {
+  AddGuest(a_, 1, QpType::kRc, /*kernel=*/true);
+  AddGuest(b_, 2, QpType::kRc, /*kernel=*/true);
+  auto make_qp = [&](Guest& g, GuestRingRef& sq, GuestRingRef& rq, GuestRingRef& scq,
+                     GuestRingRef& rcq) {
+    uint32_t cqs[2];
+    GuestRingRef* rings[2] = {&scq, &rcq};
+    for (int i = 0; i < 2; ++i) {
+      *rings[i] = GuestRingRef(g.env, 9, 6);
+      CreateCqRequest cq;
+      cq.cqe = 511;
+      cq.ring = rings[i]->spec;
+      cqs[i] = engine_->CreateCq(g.vm, cq)->handle;
+    }
+    CreateQpRequest q;
+    q.pd = g.pd;
+    q.send_cq = cqs[0];
+    q.recv_cq = cqs[1];
+    q.caps = {128, 129, 2, 2, 0};
+    q.kernel = true;
+    sq = GuestRingRef(g.env, 8, 8);
+    rq = GuestRingRef(g.env, 8, 7);
+    q.sq = sq.spec;
+    q.rq = rq.spec;
+    Result<CreateQpResult> r = engine_->CreateQp(g.vm, q);
+    EXPECT_TRUE(r.ok()) << StatusName(r.status());
+    return r.ok() ? r->qpn : 0;
+  };
+  GuestRingRef asq, arq, ascq, arcq, bsq, brq, bscq, brcq;
+  Guest ta(0), tb(0);
+  ta.vm = a_.vm;
+  tb.vm = b_.vm;
+  ta.qpn = make_qp(a_, asq, arq, ascq, arcq);
+  tb.qpn = make_qp(b_, bsq, brq, bscq, brcq);
+  ta.gid = a_.gid;
+  tb.gid = b_.gid;
+
+  constexpr int kRecvs = 128, kMessages = 3000, kWindow = 128;
+  const uint64_t rbufs = b_.env.AllocPages(2 * kRecvs);  // cmd page, data page
+  auto post_recv = [&](int i) {
+    const uint64_t base = rbufs + uint64_t(i % kRecvs) * 8192;
+    testing::PostRecv(brq, i, {{base, 64, kDma}, {base + 4096, 4096, kDma}});
+  };
+  // The target's QP in INIT (rdma_create_qp), its receives posted there.
+  ModifyQpRequest init;
+  init.qpn = tb.qpn;
+  init.state = QpState::kInit;
+  init.mask = VIRTIO_RDMA_QP_STATE | VIRTIO_RDMA_QP_PKEY_INDEX | VIRTIO_RDMA_QP_PORT |
+              VIRTIO_RDMA_QP_ACCESS_FLAGS;
+  init.access_flags = testing::kAllAccess;
+  ASSERT_EQ(engine_->ModifyQp(b_.vm, init), Status::kOk);
+  for (int i = 0; i < kRecvs; ++i) post_recv(i);
+  engine_->Doorbell(b_.vm, VIRTIO_RDMA_DB_RQ, tb.qpn);
+  for (int i = 0; i < 10; ++i) engine_->PollOnce();
+  BringUp(ta, QpType::kRc, &tb);
+  BringUp(tb, QpType::kRc, &ta);
+
+  const uint64_t sbuf = a_.env.AllocPages(2);
+  // Message m: a command alone every third time, else with 4 KiB inline.
+  auto length = [](uint64_t m) { return m % 3 == 0 ? 64u : 4160u; };
+  int sent = 0, send_done = 0, received = 0, bad = 0, turn = 0;
+  std::vector<int> repost;
+  while (received < kMessages) {
+    ASSERT_LT(++turn, 2000000);
+    while (sent < kMessages && sent - send_done < kWindow) {
+      GuestSend s{.wr_id = uint64_t(sent), .sges = {{sbuf, 64, kDma}}};
+      if (length(sent) > 64) s.sges.push_back({sbuf + 4096, 4096, kDma});
+      testing::PostSend(asq, s);
+      ++sent;
+    }
+    engine_->Doorbell(a_.vm, VIRTIO_RDMA_DB_SQ, ta.qpn);
+    engine_->PollOnce();
+    for (const ib_uverbs_wc& wc : testing::DrainCq(ascq)) {
+      ++send_done;
+      if (wc.status != kOk) ++bad;
+      EXPECT_EQ(wc.status, kOk) << "send " << wc.wr_id;
+    }
+    for (const ib_uverbs_wc& wc : testing::DrainCq(brcq)) {
+      EXPECT_EQ(wc.status, kOk) << "receive " << wc.wr_id << ", message " << received;
+      EXPECT_EQ(wc.byte_len, length(received)) << "message " << received;
+      if (wc.status != kOk) ++bad;
+      ++received;
+      repost.push_back(static_cast<int>(wc.wr_id) + kRecvs);
+    }
+    // The target reposts late and in bursts (its work runs later): the
+    // initiator's SENDs meanwhile find no receive (RNR) now and then.
+    if (turn % 7 == 0) {
+      for (int i : repost) post_recv(i);
+      repost.clear();
+      if (turn % 14 == 0) engine_->Doorbell(b_.vm, VIRTIO_RDMA_DB_RQ, tb.qpn);
+    }
+    ASSERT_LT(bad, 3);
+  }
+}
+
 // The lookup itself: inside one RAM MR only, edges exact, no wrap, and two
 // adjacent regions are still two (an SGE may not span them: they are two
 // MRs on the RNIC).

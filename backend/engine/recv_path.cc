@@ -33,7 +33,12 @@ bool RecvPath::Replenish(RecvQueue& rq) {
       }
       return f.did;
     }
-    if (qp->state == QpState::kReset) {
+    // Nothing reaches the RNIC before RTR: no message can arrive before
+    // it, and RTR is where the receive mode is chosen (ChooseReceiveMode).
+    // A receive posted whole in INIT and then matched to an announced
+    // message of another size would fail it (RDMA CM applications and
+    // kernel ULPs post their receives in INIT).
+    if (qp->state == QpState::kReset || qp->state == QpState::kInit) {
       Unlink(rq);
       return false;
     }
@@ -125,7 +130,8 @@ void RecvPath::FailRecv(RecvQueue& rq, uint32_t slot, uint64_t guest_wr_id,
 }
 
 void RecvPath::UpdateSweep(RecvQueue& rq) {
-  const bool runnable = rq.srq != nullptr || rq.qp->state != QpState::kReset;
+  const bool runnable = rq.srq != nullptr || (rq.qp->state != QpState::kReset &&
+                                               rq.qp->state != QpState::kInit);
   if (runnable && rq.posted < rq.low_watermark) {
     sweep_rq_.PushBack(&rq);
   } else {

@@ -43,9 +43,9 @@ QpObj* RecvPath::LocalPeer(const QpObj& qp) const {
 void RecvPath::ChooseReceiveMode(QpObj& qp) {
   RecvQueue& rq = qp.rq;
   if (qp.srq != nullptr) return;
-  // At RTR, before any receive is posted: an RC/UC QP accepts messages
-  // only from its destination QP, so a local destination is the only
-  // sender there can be.
+  // At RTR, before any receive is posted (Replenish posts none in RESET or
+  // INIT): an RC/UC QP accepts messages only from its destination QP, so a
+  // local destination is the only sender there can be.
   QpObj* sender = LocalPeer(qp);
   rq.announced = sender != nullptr;
   rq.sender = sender ? sender->flow : sched::kNoFlow;
