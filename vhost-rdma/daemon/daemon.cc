@@ -13,6 +13,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "vhost-rdma/daemon/peer_flags.h"
 #include "vhost-rdma/daemon/unix_socket.h"
 #include "vhost-rdma/daemon/vm_request.h"
 
@@ -186,6 +187,10 @@ json Daemon::AttachVm(const json& request) {
   if (!ParseAttachRequest(request, deps_.card, &req, &error)) return Error(error);
   if (vms_.count(req.config.name) != 0) return Error("VM already attached: " + req.config.name);
   if (!GuaranteesFit(req.config.name, req.config.qos, &error)) return Error("qos." + error);
+  if (req.reliability != ReliabilityMode::kNative && deps_.layer == nullptr) {
+    return Error("reliability: " + std::string(ReliabilityName(req.reliability)) +
+                 " needs a daemon started with --reliability-layer");
+  }
   for (const auto& [name, vm] : vms_) {
     if (vm->socket_path == req.socket_path) return Error("socket in use by VM " + name);
   }
@@ -235,8 +240,19 @@ json Daemon::AttachVm(const json& request) {
     unlink(raw->socket_path.c_str());
     return Error("control loop refused the socket");
   }
+  raw->gids = req.config.gids;
+  raw->reliability = req.reliability;
+  if (deps_.layer != nullptr && raw->reliability != ReliabilityMode::kNative) {
+    // A control call of the layer, on the data path as the RNIC's are.
+    deps_.datapath_executor->RunSync(
+        [&] { deps_.layer->SetMode(raw->gids, raw->reliability); });
+  }
+  if (deps_.peers != nullptr) deps_.peers->AddGids(raw->gids);
   vms_[raw->name] = std::move(vm);
-  spdlog::info("attached VM {} on {}", raw->name, raw->socket_path);
+  spdlog::info("attached VM {} on {}{}", raw->name, raw->socket_path,
+               raw->reliability != ReliabilityMode::kNative
+                   ? std::string(", reliability ") + ReliabilityName(raw->reliability)
+                   : std::string());
   return json{{"ok", true},
               {"name", raw->name},
               {"socket", raw->socket_path},
@@ -259,7 +275,14 @@ void Daemon::DestroyVm(Vm* vm) {
   unlink(vm->socket_path.c_str());
   spdlog::info("detached VM {}", vm->name);
   const std::string name = vm->name;
+  const std::vector<Gid> gids = vm->gids;
+  const bool framed = vm->reliability != ReliabilityMode::kNative;
   vms_.erase(name);  // destroys the device: it detaches the VM from the engine
+  if (deps_.peers != nullptr) deps_.peers->RemoveGids(gids);
+  if (deps_.layer != nullptr && framed) {
+    deps_.datapath_executor->RunSync(
+        [&] { deps_.layer->SetMode(gids, ReliabilityMode::kNative); });
+  }
 }
 
 void Daemon::AcceptVhostUser(Vm* vm) {
@@ -337,6 +360,7 @@ json Daemon::Stats() const {
     entry["qos"] = QosJson(vm->device->qos());
     entry["qos_change"] = vm->qos_change.is_null() ? json::object() : vm->qos_change;
     entry["qos_rejections"] = vm->qos_rejections;
+    entry["reliability"] = ReliabilityName(vm->reliability);
     json effective = json::object();
     if (auto id = vm->device->vm(); id.has_value()) {
       json pol = json::object();
@@ -385,6 +409,7 @@ json Daemon::Stats() const {
         [&] { snap = SnapshotFabric(*deps_.fabric, deps_.soft_rnic); });
     reply["fabric"] = FabricStatsJson(snap);
   }
+  if (deps_.peers != nullptr) reply["peers"] = PeerStatsJson(*deps_.peers);
   return reply;
 }
 

@@ -21,7 +21,12 @@
 //                                  force; scheduler: the stage's accounting;
 //                                  with --fabric-listen also "fabric":
 //                                  {"listen","routes","udp":{...},
-//                                  "faults":{...},"packets":{...}}
+//                                  "faults":{...},"packets":{...}};
+//                                  with --peer-listen also "peers":
+//                                  {"listen","id","peers_known","peers":[...],
+//                                  "gid_table":[...],"sent","resent",
+//                                  "dropped","malformed",...}; each VM's
+//                                  "reliability": its mode (attach-vm's)
 //   {"cmd":"set-qos","name":N,"qos":{"weight":..,"class":..,...}}
 //                                  the fields named replace the VM's QoS; a
 //                                  refusal changes nothing; the reply comes
@@ -49,6 +54,8 @@
 #include "backend/base/event_loop.h"
 #include "backend/base/executor.h"
 #include "backend/engine/engine.h"
+#include "backend/peer_channel/peer_channel.h"
+#include "backend/reliable_rnic/reliable_rnic.h"
 #include "vhost-rdma/daemon/fabric_flags.h"
 #include "vhost-rdma/device/rdma_device.h"
 #include "vhost-rdma/vhost_user/connection.h"
@@ -79,6 +86,13 @@ struct DaemonDeps {
   // nullptr: none.
   const DaemonFabric* fabric = nullptr;
   const SoftRnic* soft_rnic = nullptr;  // the RNIC on that fabric
+  // --peer-listen: the peer channel (control thread): every VM's GIDs are
+  // told to the peers at attach and detach; stats' "peers". nullptr: none.
+  peer::PeerChannel* peers = nullptr;
+  // --reliability-layer: the layer under the engine; attach-vm's
+  // "reliability" sets the VM's mode (SetMode, through datapath_executor).
+  // nullptr: none, and attach-vm refuses "uc".
+  ReliableRnic* layer = nullptr;
 };
 
 class Daemon {
@@ -108,6 +122,8 @@ class Daemon {
     uint64_t connections = 0;  // accepted so far
     nlohmann::json qos_change;    // the last set-qos (stats' "qos_change")
     uint64_t qos_rejections = 0;  // set-qos refused
+    std::vector<Gid> gids;        // told to the peers (deps_.peers)
+    ReliabilityMode reliability = ReliabilityMode::kNative;
   };
   struct ControlClient {
     int fd = -1;

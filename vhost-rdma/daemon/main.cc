@@ -24,6 +24,7 @@
 #include "backend/base/event_loop.h"
 #include "backend/base/executor_mailbox.h"
 #include "backend/engine/engine.h"
+#include "backend/reliable_rnic/reliable_rnic.h"
 #include "backend/soft_rnic/soft_rnic.h"
 #ifdef VRDMA_HAVE_VERBS
 #include "backend/verbs_rnic/verbs_rnic.h"
@@ -31,6 +32,7 @@
 #include "policy/policy_registry.h"
 #include "vhost-rdma/daemon/daemon.h"
 #include "vhost-rdma/daemon/fabric_flags.h"
+#include "vhost-rdma/daemon/peer_flags.h"
 #ifdef VRDMA_HAVE_LIBVIRT
 #include "vhost-rdma/daemon/libvirt_watch.h"
 #endif
@@ -203,6 +205,7 @@ int main(int argc, char** argv) {
   std::string libvirt_uri;
   std::string metrics_address;
   vrdma::daemon::FabricFlags fabric_flags;
+  vrdma::daemon::PeerFlags peer_flags;
   app.add_option("--control-socket,--control", control_path,
                  "JSON control socket (attach-vm, detach-vm, list-vms, stats)")
       ->required();
@@ -235,6 +238,21 @@ int main(int argc, char** argv) {
   app.add_option("--fabric-fault-seed", fabric_flags.fault_seed,
                  "seed of --fabric-fault's random choices (the same seed and traffic: "
                  "the same packets lost)");
+  app.add_option("--peer-listen", peer_flags.listen,
+                 "this daemon's peer-channel UDP ADDR:PORT on the host network (IPv6: "
+                 "[ADDR]:PORT): HELLO, the GID table, the reliability layer's messages "
+                 "(docs/reliability.md §3.5)");
+  app.add_option("--peer", peer_flags.peers,
+                 "another daemon's --peer-listen ADDR:PORT (repeatable; datagrams from "
+                 "any other address are dropped)");
+  app.add_option("--daemon-gid", peer_flags.daemon_gid,
+                 "with --reliability-layer: the daemon's own GID (never a VM's), which the "
+                 "layer's ACK QP sends from");
+  app.add_flag("--reliability-layer", peer_flags.reliability_layer,
+               "run the reliability layer (docs/reliability.md) over --rnic soft: VMs "
+               "attached with \"reliability\":\"uc\" get software reliability towards "
+               "peers whose VMs ask the same; needs --peer-listen, --daemon-gid and "
+               "--fabric-listen");
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   app.add_option("--doorbell-queues", doorbell_queues, "doorbell virtqueues per VM")
@@ -310,7 +328,32 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // The peer channel outlives the layer that sends through it.
+  vrdma::daemon::PeerConfig peer_config;
+  std::unique_ptr<vrdma::peer::PeerChannel> peer_channel;
+  {
+    std::string peer_error;
+    if (!vrdma::daemon::ParsePeerFlags(peer_flags, rnic_kind == "soft", fabric_config.enabled,
+                                       &peer_config, &peer_error)) {
+      spdlog::error("{}", peer_error);
+      return 2;
+    }
+    if (peer_config.enabled) {
+      peer_channel = vrdma::daemon::OpenPeerChannel(peer_config, &peer_error);
+      if (!peer_channel) {
+        spdlog::error("{}", peer_error);
+        return 2;
+      }
+      spdlog::info("peer channel: udp {} (daemon id {:016x}, {} peers){}",
+                   vrdma::fabric::UdpAddressToString(peer_channel->local_address()),
+                   peer_channel->id(), peer_config.peers.size(),
+                   peer_config.layer ? fmt::format(", reliability layer, daemon GID {}",
+                                                   peer_flags.daemon_gid)
+                                     : std::string());
+    }
+  }
   std::unique_ptr<vrdma::Rnic> rnic_owner;
+  std::unique_ptr<vrdma::ReliableRnic> layer;  // --reliability-layer, over rnic_owner
   if (rnic_kind == "soft") {
     if (!probe_gid_text.empty()) {
       spdlog::error("--probe-gid is for an rdma-core device (--rnic NAME) only");
@@ -342,6 +385,11 @@ int main(int argc, char** argv) {
     }
     rnic_owner = std::make_unique<vrdma::SoftRnic>(
         limits, vrdma::SoftRnicClock{}, fabric ? fabric->port() : nullptr);
+    if (peer_config.layer) {
+      vrdma::ReliableRnicOptions layer_options;
+      layer_options.daemon_id = peer_channel->id();
+      layer = std::make_unique<vrdma::ReliableRnic>(*rnic_owner, layer_options);
+    }
   } else {
     if (fabric_config.enabled) {
       spdlog::error("--fabric-listen is for --rnic soft only (a physical RNIC has its "
@@ -368,7 +416,7 @@ int main(int argc, char** argv) {
     return 2;
 #endif
   }
-  vrdma::Rnic& rnic = *rnic_owner;
+  vrdma::Rnic& rnic = layer ? static_cast<vrdma::Rnic&>(*layer) : *rnic_owner;
   // The card the policy plans for: the RNIC's line rate where it reports
   // one, then what --card says.
   vrdma::policy::CardProfile card;
@@ -446,6 +494,19 @@ int main(int argc, char** argv) {
   // poller has the RNIC read them (SoftRnic::Progress polls its fabric).
   const int fabric_fd = fabric ? fabric->udp->fd() : -1;
   if (fabric_fd >= 0) datapath_loop->AddFd(fabric_fd, EPOLLIN, [](uint32_t) {});
+  // The layer's messages from peers: the channel (control thread) fills an
+  // inbox the data path drains into the layer; its eventfd wakes a
+  // sleeping data path.
+  uint64_t peer_poller = 0;
+  const int peer_inbox_fd = layer ? peer_channel->inbox_fd() : -1;
+  if (layer) {
+    peer_channel->SetSink(
+        [l = layer.get()](std::span<const uint8_t> bytes) { l->OnPeerMessage(bytes); });
+    datapath_loop->AddFd(peer_inbox_fd, EPOLLIN,
+                         [ch = peer_channel.get()](uint32_t) { ch->ReadInboxFd(); });
+    peer_poller = datapath_loop->AddPoller(
+        [ch = peer_channel.get()] { return ch->DrainInbox() > 0; });
+  }
   int tick_fd = MakeTickFd();
   if (tick_fd >= 0) {
     datapath_loop->AddFd(tick_fd, EPOLLIN, [tick_fd](uint32_t) {
@@ -484,8 +545,25 @@ int main(int argc, char** argv) {
     deps.probe_gid = engine_options.probe_gid;
     if (fabric) {
       deps.fabric = fabric.get();
-      deps.soft_rnic = static_cast<const vrdma::SoftRnic*>(&rnic);  // --fabric-listen: soft only
+      // --fabric-listen: soft only (under the layer, if any).
+      deps.soft_rnic = static_cast<const vrdma::SoftRnic*>(rnic_owner.get());
     }
+    deps.peers = peer_channel.get();
+    deps.layer = layer.get();
+    if (layer) {
+      // A control call of the layer: on the data path, as the software
+      // RNIC's are. Its first HELLO waits in the channel's outbox.
+      vrdma::Status st = vrdma::Status::kOk;
+      executor->RunSync(
+          [&] { st = layer->AttachPeerLink(peer_channel.get(), peer_config.daemon_gid); });
+      if (st != vrdma::Status::kOk) {
+        spdlog::error("--reliability-layer: the layer refused the peer channel ({}; "
+                      "--daemon-gid {})",
+                      vrdma::StatusName(st), peer_flags.daemon_gid);
+        rc = 1;
+      }
+    }
+    if (peer_channel) peer_channel->Start(*control_loop);
     if (!socket_group.empty()) {
       const group* g = getgrnam(socket_group.c_str());
       if (g == nullptr) {
@@ -543,6 +621,7 @@ int main(int argc, char** argv) {
     }
     // ~Daemon detaches every VM (through the data-path executor).
   }
+  if (peer_channel) peer_channel->Stop();  // the control loop has stopped
   executor->RunSync([&] {
     datapath_loop->RemovePoller(engine_poller);
     if (completion_fd >= 0) {
@@ -551,12 +630,18 @@ int main(int argc, char** argv) {
     }
     if (tick_fd >= 0) datapath_loop->RemoveFd(tick_fd);
     if (fabric_fd >= 0) datapath_loop->RemoveFd(fabric_fd);
+    if (peer_inbox_fd >= 0) {
+      datapath_loop->RemovePoller(peer_poller);
+      datapath_loop->RemoveFd(peer_inbox_fd);
+    }
   });
   datapath_loop->Stop();
   datapath.join();
   if (tick_fd >= 0) close(tick_fd);
   engine.reset();
+  layer.reset();       // after the engine, before the RNIC under it
   rnic_owner.reset();  // after the engine released every object on it
+  peer_channel.reset();  // after the layer that sent through it
   fabric.reset();      // after the RNIC that sent through it
   executor.reset();
   close(sig_fd);

@@ -208,6 +208,20 @@ bool ParseAttachRequest(const json& j, const policy::CardProfile& card, AttachRe
     out->config.gids.push_back(gid);
   }
 
+  out->reliability = ReliabilityMode::kNative;
+  if (auto r = j.find("reliability"); r != j.end()) {
+    const std::string m = r->is_string() ? r->get<std::string>() : r->dump();
+    if (m == "uc") {
+      out->reliability = ReliabilityMode::kUc;
+    } else if (m == "rc") {
+      *error = "reliability: rc is not built yet (docs/reliability.md §10 step 16): native or uc";
+      return false;
+    } else if (m != "native") {
+      *error = "reliability: native or uc, not " + r->dump();
+      return false;
+    }
+  }
+
   out->config.mac.reset();
   if (auto m = j.find("mac"); m != j.end()) {
     engine::MacAddress mac{};
@@ -326,6 +340,15 @@ bool ParseTenantClass(const std::string& text, policy::TenantClass* out) {
     return false;
   }
   return true;
+}
+
+const char* ReliabilityName(ReliabilityMode m) {
+  switch (m) {
+    case ReliabilityMode::kNative: return "native";
+    case ReliabilityMode::kRc: return "rc";
+    case ReliabilityMode::kUc: return "uc";
+  }
+  return "native";
 }
 
 const char* TenantClassName(policy::TenantClass c) {

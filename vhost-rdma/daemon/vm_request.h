@@ -8,7 +8,10 @@
 //    "mac":"52:54:00:12:34:56",   optional: the VM NIC's MAC; RoCE v2 on it
 //    "quotas":{"max_qp":64,"max_pinned_bytes":1073741824,...},   optional
 //    "qos":{"weight":2,"class":"latency","latency_target_ns":0,
-//           "max_rate_bps":0,"max_msgs_per_s":0,"min_rate_bps":0}} optional
+//           "max_rate_bps":0,"max_msgs_per_s":0,"min_rate_bps":0}}, optional
+//    "reliability":"uc"}          optional: native (default) or uc, the VM's
+//                                 mode under --reliability-layer
+//                                 (docs/reliability.md §2.2); rc is not built
 //
 // The qos fields (policy::TenantQos; docs/operators.md, "QoS"): weight >= 1;
 // class, Justitia's application class (bandwidth, the default; throughput;
@@ -25,12 +28,14 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/engine/engine.h"
+#include "backend/reliable_rnic/reliable_rnic.h"
 
 namespace vrdma::daemon {
 
 struct AttachRequest {
   engine::VmConfig config;
   std::string socket_path;
+  ReliabilityMode reliability = ReliabilityMode::kNative;
 };
 
 // Returns false and sets *error when the request is malformed. card: what
@@ -50,6 +55,8 @@ nlohmann::json QosJson(const policy::TenantQos& q);
 nlohmann::json EffectiveQosJson(const policy::TenantQos& q, uint32_t applied);
 // The "quotas" object, as ParseAttachRequest reads it (every field).
 nlohmann::json QuotasJson(const engine::Quotas& q);
+// "native", "rc", "uc".
+const char* ReliabilityName(ReliabilityMode m);
 bool ParseTenantClass(const std::string& text, policy::TenantClass* out);
 const char* TenantClassName(policy::TenantClass c);
 // IPv6 text (incl. ::ffff:a.b.c.d) to a GID.

@@ -35,6 +35,27 @@ TEST(VmRequestTest, ParsesFullRequest) {
   EXPECT_FALSE(r.config.mac.has_value()) << "no mac: the InfiniBand-layer port";
 }
 
+TEST(VmRequestTest, ReliabilityMode) {
+  json j = json::parse(R"({"name":"a","socket":"/run/a.sock","gids":["::ffff:10.0.0.1"]})");
+  AttachRequest r;
+  std::string err;
+  ASSERT_TRUE(ParseAttachRequest(j, kCard, &r, &err)) << err;
+  EXPECT_EQ(r.reliability, ReliabilityMode::kNative);
+  j["reliability"] = "uc";
+  ASSERT_TRUE(ParseAttachRequest(j, kCard, &r, &err)) << err;
+  EXPECT_EQ(r.reliability, ReliabilityMode::kUc);
+  EXPECT_STREQ(ReliabilityName(r.reliability), "uc");
+  j["reliability"] = "native";
+  ASSERT_TRUE(ParseAttachRequest(j, kCard, &r, &err)) << err;
+  EXPECT_EQ(r.reliability, ReliabilityMode::kNative);
+  j["reliability"] = "rc";
+  EXPECT_FALSE(ParseAttachRequest(j, kCard, &r, &err));
+  EXPECT_NE(err.find("rc is not built"), std::string::npos) << err;
+  j["reliability"] = 2;
+  EXPECT_FALSE(ParseAttachRequest(j, kCard, &r, &err));
+  EXPECT_NE(err.find("reliability: native or uc"), std::string::npos) << err;
+}
+
 TEST(VmRequestTest, MacOfTheVmsNic) {
   json j = json::parse(R"({"name":"a","socket":"/run/a.sock","gids":["::ffff:10.0.0.1"],
                            "mac":"52:54:00:AB:cd:01"})");

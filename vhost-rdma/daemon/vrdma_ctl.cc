@@ -118,6 +118,11 @@ int main(int argc, char** argv) {
   attach->add_option("--gid", gids, "RoCEv2 GID (IPv6 text), repeatable")->required();
   std::string mac;
   attach->add_option("--mac", mac, "MAC of the VM's NIC: the device is RoCE v2 on it");
+  std::string reliability;
+  attach->add_option("--reliability", reliability,
+                     "native (default) or uc: software reliability towards peers that ask "
+                     "the same (a daemon with --reliability-layer; docs/reliability.md)")
+      ->check(CLI::IsMember({"native", "uc"}));
   attach->add_option("--max-pd", max_pd);
   attach->add_option("--max-cq", max_cq);
   attach->add_option("--max-qp", max_qp);
@@ -176,6 +181,7 @@ int main(int argc, char** argv) {
   if (*attach) {
     request = {{"cmd", "attach-vm"}, {"name", name}, {"socket", vm_socket}, {"gids", gids}};
     if (!mac.empty()) request["mac"] = mac;
+    if (!reliability.empty()) request["reliability"] = reliability;
     json quotas = json::object();
     auto put = [](json& j, const char* k, const std::optional<uint64_t>& v) {
       if (v) j[k] = *v;

@@ -1,0 +1,345 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// The peer flags (peer_flags.h): ParsePeerFlags on good and bad values and
+// the combinations that cannot work (each refusal names its flag), the
+// stats "peers" object, and the real vhost-rdma-daemon started with them:
+// two daemons find each other, each one's stats show the other's VM GIDs,
+// a detach removes them; the layer starts over the software RNIC and
+// attach-vm's "reliability" is taken or refused.
+#include "vhost-rdma/daemon/peer_flags.h"
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "backend/fabric/udp_fabric.h"
+#include "vhost-rdma/daemon/control_client.h"
+#include "vhost-rdma/daemon/vm_request.h"
+
+#ifndef VRDMA_DAEMON_BIN
+#define VRDMA_DAEMON_BIN "vhost-rdma-daemon"
+#endif
+
+namespace vrdma::daemon {
+namespace {
+
+uint16_t PortOf(const fabric::UdpAddress& a) {
+  return ntohs(reinterpret_cast<const sockaddr_in&>(a.storage).sin_port);
+}
+
+TEST(PeerFlagsTest, NoFlagsNoChannel) {
+  PeerConfig c;
+  std::string error;
+  ASSERT_TRUE(ParsePeerFlags({}, true, false, &c, &error)) << error;
+  EXPECT_FALSE(c.enabled);
+  EXPECT_FALSE(c.layer);
+}
+
+TEST(PeerFlagsTest, EveryFlag) {
+  PeerFlags f;
+  f.listen = "127.0.0.1:7000";
+  f.peers = {"127.0.0.1:7001", "10.1.2.3:7000"};
+  f.daemon_gid = "::ffff:10.9.0.1";
+  f.reliability_layer = true;
+  PeerConfig c;
+  std::string error;
+  ASSERT_TRUE(ParsePeerFlags(f, true, true, &c, &error)) << error;
+  EXPECT_TRUE(c.enabled);
+  EXPECT_TRUE(c.layer);
+  ASSERT_EQ(c.peers.size(), 2u);
+  EXPECT_EQ(fabric::UdpAddressToString(c.peers[1]), "10.1.2.3:7000");
+  EXPECT_EQ(GidToString(c.daemon_gid), "::ffff:10.9.0.1");
+}
+
+TEST(PeerFlagsTest, BadValuesAndCombinationsNameTheirFlag) {
+  struct Case {
+    PeerFlags f;
+    bool soft = true, fabric = true;
+    std::string message;
+  } cases[] = {
+      {{"", {"127.0.0.1:7001"}, "", false}, true, true, "--peer needs --peer-listen"},
+      {{"127.0.0.1", {}, "", false}, true, true, "--peer-listen: "},
+      {{"127.0.0.1:7000", {"nohost:1"}, "", false}, true, true, "--peer: "},
+      {{"127.0.0.1:7000", {"127.0.0.1:0"}, "", false}, true, true, "port 0"},
+      {{"127.0.0.1:7000", {"[::1]:7001"}, "", false}, true, true, "address family"},
+      {{"127.0.0.1:7000", {"127.0.0.1:7001", "127.0.0.1:7001"}, "", false}, true, true,
+       "given twice"},
+      {{"127.0.0.1:7000", {}, "::ffff:10.0.0.9", false}, true, true,
+       "--daemon-gid is the reliability layer's"},
+      {{"127.0.0.1:7000", {}, "::", true}, true, true, "--daemon-gid: '::' is not a GID"},
+      {{"", {}, "::ffff:10.0.0.9", true}, true, true, "--reliability-layer needs --peer-listen"},
+      {{"127.0.0.1:7000", {}, "", true}, true, true, "--reliability-layer needs --daemon-gid"},
+      {{"127.0.0.1:7000", {}, "::ffff:10.0.0.9", true}, true, false,
+       "--reliability-layer needs --fabric-listen"},
+      {{"127.0.0.1:7000", {}, "::ffff:10.0.0.9", true}, false, true,
+       "--reliability-layer runs over --rnic soft only"},
+  };
+  for (const Case& c : cases) {
+    PeerConfig out;
+    std::string error;
+    EXPECT_FALSE(ParsePeerFlags(c.f, c.soft, c.fabric, &out, &error)) << c.message;
+    EXPECT_NE(error.find(c.message), std::string::npos) << error;
+  }
+  PeerFlags many;
+  many.listen = "127.0.0.1:7000";
+  for (int i = 0; i < 17; ++i) many.peers.push_back("127.0.0.1:" + std::to_string(8000 + i));
+  PeerConfig out;
+  std::string error;
+  EXPECT_FALSE(ParsePeerFlags(many, true, true, &out, &error));
+  EXPECT_NE(error.find("at most 16 peers"), std::string::npos) << error;
+}
+
+TEST(PeerFlagsTest, StatsJson) {
+  PeerFlags f;
+  f.listen = "127.0.0.1:0";
+  f.peers = {"127.0.0.1:9"};
+  PeerConfig c;
+  std::string error;
+  ASSERT_TRUE(ParsePeerFlags(f, true, false, &c, &error)) << error;
+  auto ch = OpenPeerChannel(c, &error);
+  ASSERT_TRUE(ch) << error;
+  const nlohmann::json j = PeerStatsJson(*ch);
+  EXPECT_EQ(j["peers_known"], 0);
+  ASSERT_EQ(j["peers"].size(), 1u);
+  EXPECT_EQ(j["peers"][0]["address"], "127.0.0.1:9");
+  EXPECT_EQ(j["peers"][0]["known"], false);
+  for (const char* k : {"sent", "resent", "dropped", "malformed", "gid_table", "id", "listen"}) {
+    EXPECT_TRUE(j.contains(k)) << k;
+  }
+}
+
+// The daemon binary as a child process, its output in a temp directory.
+class DaemonProcess {
+ public:
+  explicit DaemonProcess(const std::vector<std::string>& extra) {
+    char tmpl[] = "/tmp/vrdma-peer-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    control_ = dir_ + "/control.sock";
+    log_ = dir_ + "/daemon.log";
+    const char* env = std::getenv("VRDMA_DAEMON");
+    const std::string bin = env != nullptr && *env != '\0' ? env : VRDMA_DAEMON_BIN;
+    pid_ = fork();
+    if (pid_ == 0) {
+      FILE* f = std::freopen(log_.c_str(), "w", stdout);
+      (void)f;
+      dup2(STDOUT_FILENO, STDERR_FILENO);
+      std::vector<std::string> args = {bin, "--control-socket", control_};
+      args.insert(args.end(), extra.begin(), extra.end());
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(bin.c_str(), argv.data());
+      _exit(127);
+    }
+  }
+  ~DaemonProcess() {
+    if (pid_ > 0 && exit_status_ < 0) {
+      kill(pid_, SIGTERM);
+      (void)Wait(std::chrono::seconds(10));
+    }
+    std::error_code ec;
+    if (std::getenv("VRDMA_KEEP_TMP") == nullptr) std::filesystem::remove_all(dir_, ec);
+  }
+
+  // Whether the control socket answers within 10 s (false: it exited).
+  bool Serving() {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < end) {
+      if (Exited()) return false;
+      struct stat st;
+      nlohmann::json reply;
+      std::string error;
+      if (stat(control_.c_str(), &st) == 0 &&
+          ControlRequest(control_, {{"cmd", "list-vms"}}, &reply, &error,
+                         std::chrono::seconds(2)) &&
+          reply.value("ok", false)) {
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+  // The control socket's "stats" reply (null on failure).
+  nlohmann::json Stats() {
+    nlohmann::json reply;
+    std::string error;
+    if (!ControlRequest(control_, {{"cmd", "stats"}}, &reply, &error,
+                        std::chrono::seconds(5))) {
+      ADD_FAILURE() << error;
+      return nullptr;
+    }
+    return reply;
+  }
+  // Its exit status once it has exited, -1 if it has not within `t`.
+  int Wait(std::chrono::seconds t) {
+    const auto end = std::chrono::steady_clock::now() + t;
+    while (!Exited() && std::chrono::steady_clock::now() < end) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return exit_status_;
+  }
+  const std::string& dir() const { return dir_; }
+  nlohmann::json Request(const nlohmann::json& request) {
+    nlohmann::json reply;
+    std::string error;
+    if (!ControlRequest(control_, request, &reply, &error, std::chrono::seconds(5))) {
+      ADD_FAILURE() << error;
+      return nullptr;
+    }
+    return reply;
+  }
+  std::string Log() const {
+    std::ifstream in(log_);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+ private:
+  bool Exited() {
+    if (exit_status_ >= 0) return true;
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) != pid_) return false;
+    exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return true;
+  }
+
+  std::string dir_, control_, log_;
+  pid_t pid_ = -1;
+  int exit_status_ = -1;
+};
+
+// A UDP port on 127.0.0.1 that was free a moment ago.
+uint16_t FreePort() {
+  fabric::UdpAddress a;
+  EXPECT_TRUE(fabric::ParseUdpAddress("127.0.0.1:0", &a));
+  std::string error;
+  auto f = fabric::UdpFabric::Open(a, {}, &error);
+  return f ? PortOf(f->local_address()) : 0;
+}
+
+std::string Local(uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
+
+nlohmann::json Attach(DaemonProcess& d, const std::string& name, const std::string& gid,
+                      const std::string& reliability = "") {
+  nlohmann::json r{{"cmd", "attach-vm"},
+                   {"name", name},
+                   {"socket", d.dir() + "/" + name + ".sock"},
+                   {"gids", {gid}}};
+  if (!reliability.empty()) r["reliability"] = reliability;
+  return d.Request(r);
+}
+
+// Waits until pred(stats) holds (10 s at most); returns the last stats.
+template <typename Pred>
+nlohmann::json WaitStats(DaemonProcess& d, Pred pred) {
+  nlohmann::json st;
+  for (int i = 0; i < 1000; ++i) {
+    st = d.Stats();
+    if (!st.is_null() && pred(st)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return st;
+}
+
+bool HasGid(const nlohmann::json& st, const std::string& gid) {
+  for (const auto& e : st["peers"]["gid_table"]) {
+    if (e["gid"] == gid) return true;
+  }
+  return false;
+}
+
+TEST(DaemonPeerFlagsTest, TwoDaemonsLearnEachOthersGids) {
+  const uint16_t pa = FreePort(), pb = FreePort();
+  DaemonProcess a({"--peer-listen", Local(pa), "--peer", Local(pb)});
+  DaemonProcess b({"--peer-listen", Local(pb), "--peer", Local(pa)});
+  ASSERT_TRUE(a.Serving()) << a.Log();
+  ASSERT_TRUE(b.Serving()) << b.Log();
+  EXPECT_NE(a.Log().find("peer channel: udp " + Local(pa)), std::string::npos) << a.Log();
+  ASSERT_EQ(Attach(a, "va", "::ffff:10.0.0.1")["ok"], true);
+  ASSERT_EQ(Attach(b, "vb", "::ffff:10.0.0.2")["ok"], true);
+  nlohmann::json sa = WaitStats(a, [](const auto& s) { return HasGid(s, "::ffff:10.0.0.2"); });
+  nlohmann::json sb = WaitStats(b, [](const auto& s) { return HasGid(s, "::ffff:10.0.0.1"); });
+  EXPECT_TRUE(HasGid(sa, "::ffff:10.0.0.2")) << sa["peers"].dump();
+  EXPECT_TRUE(HasGid(sb, "::ffff:10.0.0.1")) << sb["peers"].dump();
+  EXPECT_FALSE(HasGid(sa, "::ffff:10.0.0.1"));  // its own are not in its table
+  EXPECT_EQ(sa["peers"]["peers_known"], 1);
+  EXPECT_EQ(sa["peers"]["peers"][0]["id"], sb["peers"]["id"]);
+  EXPECT_EQ(sa["peers"]["peers"][0]["layer"], false);
+  EXPECT_EQ(sa["peers"]["malformed"], 0);
+  EXPECT_EQ(sa["vms"][0]["reliability"], "native");
+  // Without the layer, uc is refused.
+  const nlohmann::json r = Attach(a, "vc", "::ffff:10.0.0.3", "uc");
+  EXPECT_EQ(r["ok"], false);
+  EXPECT_NE(r["error"].get<std::string>().find("--reliability-layer"), std::string::npos) << r;
+  // A detach takes the GID out of the other's table.
+  ASSERT_EQ(b.Request({{"cmd", "detach-vm"}, {"name", "vb"}})["ok"], true);
+  sa = WaitStats(a, [](const auto& s) { return !HasGid(s, "::ffff:10.0.0.2"); });
+  EXPECT_FALSE(HasGid(sa, "::ffff:10.0.0.2")) << sa["peers"].dump();
+  // A stranger's datagram is counted and dropped.
+  const int raw = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  fabric::UdpAddress to;
+  ASSERT_TRUE(fabric::ParseUdpAddress(Local(pa), &to));
+  const char junk[] = "not a peer message";
+  ASSERT_GT(sendto(raw, junk, sizeof(junk), 0, to.sa(), to.len), 0);
+  close(raw);
+  sa = WaitStats(a, [](const auto& s) { return s["peers"]["unknown_sender"] == 1; });
+  EXPECT_EQ(sa["peers"]["unknown_sender"], 1);
+}
+
+TEST(DaemonPeerFlagsTest, TheLayerStartsAndTakesUcVms) {
+  const uint16_t pa = FreePort(), fa = FreePort();
+  DaemonProcess a({"--peer-listen", Local(pa), "--peer", "127.0.0.1:9", "--fabric-listen",
+                   Local(fa), "--daemon-gid", "::ffff:10.9.0.1", "--reliability-layer"});
+  ASSERT_TRUE(a.Serving()) << a.Log();
+  EXPECT_NE(a.Log().find("reliability layer, daemon GID ::ffff:10.9.0.1"), std::string::npos)
+      << a.Log();
+  nlohmann::json r = Attach(a, "va", "::ffff:10.0.0.1", "uc");
+  ASSERT_EQ(r["ok"], true) << r;
+  r = Attach(a, "vb", "::ffff:10.0.0.2", "rc");
+  EXPECT_EQ(r["ok"], false);
+  EXPECT_NE(r["error"].get<std::string>().find("rc is not built"), std::string::npos) << r;
+  r = Attach(a, "vb", "::ffff:10.0.0.2", "fast");
+  EXPECT_EQ(r["ok"], false);
+  const nlohmann::json st = a.Stats();
+  EXPECT_EQ(st["vms"][0]["reliability"], "uc");
+  EXPECT_EQ(st["peers"]["local_gids"], 1);
+  // The layer's HELLO went out (its sends to a peer that never answers).
+  EXPECT_GE(st["peers"]["sent"].get<uint64_t>(), 2u) << st["peers"].dump();
+  ASSERT_EQ(a.Request({{"cmd", "detach-vm"}, {"name", "va"}})["ok"], true);
+}
+
+TEST(DaemonPeerFlagsTest, BadCombinationsStopTheDaemonAtStartUp) {
+  const std::string listen = Local(FreePort());
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  } cases[] = {
+      {{"--reliability-layer"}, "--reliability-layer needs --peer-listen"},
+      {{"--peer", "127.0.0.1:9"}, "--peer needs --peer-listen"},
+      {{"--peer-listen", listen, "--reliability-layer", "--daemon-gid", "::ffff:10.9.0.1"},
+       "--reliability-layer needs --fabric-listen"},
+      {{"--peer-listen", "127.0.0.1:x"}, "--peer-listen: "},
+  };
+  for (const Case& c : cases) {
+    DaemonProcess d(c.args);
+    EXPECT_EQ(d.Wait(std::chrono::seconds(10)), 2) << c.message << "\n" << d.Log();
+    EXPECT_NE(d.Log().find(c.message), std::string::npos) << d.Log();
+  }
+}
+
+}  // namespace
+}  // namespace vrdma::daemon
