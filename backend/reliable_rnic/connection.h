@@ -153,6 +153,7 @@ class Connection {
   AckChannel& acks() { return *acks_; }
   uint8_t* header_slot(uint64_t post_seq);
   uint8_t* bounce(uint32_t index);
+  uint32_t bounce_count() const { return params_.bounce; }
   uint32_t region_lkey() const { return region_mr_.lkey; }
   Sender& sender() { return *sender_; }
   Receiver& receiver() { return *receiver_; }

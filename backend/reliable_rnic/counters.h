@@ -60,6 +60,8 @@ struct ReliabilityCounters {
   uint64_t recv_errors = 0;      // ... in error (LOC_LEN_ERR, LOC_PROT_ERR)
   uint64_t rnr_waits = 0;        // messages that waited for a guest receive
   uint64_t rnr_naks = 0;         // ... and were dropped, NAKed RNR
+  uint64_t hold_refused = 0;     // units dropped: too many held already
+  uint64_t resent_after_wait = 0;  // sent again when a wait at the peer ended
 
   uint64_t& operator[](WireCounter c) { return wire[static_cast<size_t>(c)]; }
   uint64_t operator[](WireCounter c) const {

@@ -170,6 +170,13 @@ void Receiver::Deliver(uint64_t now_ns) {
   }
 }
 
+uint32_t Receiver::HoldMax() const {
+  const uint32_t bounce = conn_.bounce_count();
+  const uint32_t reserve = std::max<uint32_t>(1, bounce / 4);
+  return std::min<uint32_t>(bounce > reserve ? bounce - reserve : 0,
+                            static_cast<uint32_t>(held_.size()));
+}
+
 bool Receiver::ReceivePosted(uint32_t rcv_index) const {
   return rq_ != nullptr && SeqOf(rcv_index) < rq_->posted();
 }
@@ -398,9 +405,14 @@ bool Receiver::OnSend(std::span<const uint8_t> bytes, uint32_t bounce,
     n.Count(WireCounter::kRxBadRcvIndex);
     return false;
   }
-  // A unit that would wait with every held slot taken (more buffers than
-  // the table: not with the default 32) is dropped unacknowledged.
-  if (piece && nheld_ == held_.size() && !ReceivePosted(h.rcv_index)) {
+  // A unit that would wait while a quarter of the bounce receives (at
+  // least one) are all that is left unheld is dropped unacknowledged, as
+  // an RNR NAK would send it again later: the rest stay for units whose
+  // receives are posted, among them the ones that complete the messages
+  // before it (else a peer that sent ahead could hold every buffer while
+  // an earlier message waits for one unit, and neither moves).
+  if (piece && nheld_ >= HoldMax() && !ReceivePosted(h.rcv_index)) {
+    ++n.hold_refused;
     return false;
   }
   // §3.6 rx_access_nak: the rkey in the QP's PD, with remote write, the

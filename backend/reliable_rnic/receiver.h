@@ -113,6 +113,8 @@ class Receiver {
     return rq_next_ + (rcv_index - rcv_next_);
   }
   bool ReceivePosted(uint32_t rcv_index) const;
+  // The most units held at once: the bounce receives less a reserve.
+  uint32_t HoldMax() const;
   bool BadRcvIndex(const DaemonHeader& h, const Record* rec) const;
   // The MR a WRITE_TAIL or WRITE_RETX writes, if every §3.6 access rule
   // holds (rx_access_nak otherwise).

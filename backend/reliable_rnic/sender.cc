@@ -465,12 +465,19 @@ void Sender::OnAck(const Ack& ack, uint64_t t4_ns) {
   }
   // A message waits at the peer for a guest receive (§2.3): the peer
   // decides RNR, so the retry budget restarts while it says so.
-  if (ack.flags & kAckWaitingReceive) {
+  // Units the peer refused meanwhile (it holds a few in its bounce
+  // receives, §2.3) were sent again by their RTO with its backoff; when
+  // the wait ends they go at once, as a native RNR retry would.
+  const bool waiting = (ack.flags & kAckWaitingReceive) != 0;
+  if (waiting) {
     for (uint64_t s = head_; s < tail_; ++s) {
       Msg& m = MsgAt(s);
       if (m.state == MsgState::kQueued && m.started) m.t_first_ns = t4_ns;
     }
+  } else if (peer_waiting_) {
+    DetectLosses(t4_ns, true);
   }
+  peer_waiting_ = waiting;
   if (ack.flags & kAckNak) {
     WcStatus st = WcStatus::kRemOpErr;
     switch (static_cast<NakCode>(ack.nak_code)) {
@@ -527,10 +534,13 @@ void Sender::QueueLostUnits(uint64_t cseq, uint16_t mask, uint32_t expiries) {
   }
 }
 
-void Sender::DetectLosses(uint64_t now_ns) {
+void Sender::DetectLosses(uint64_t now_ns, bool all) {
   std::array<Lost, 32> out;
+  // all: every transmission in flight counts as lost now, its backoff
+  // reset (the end of a wait for a receive at the peer, below).
+  const uint64_t at = all ? now_ns + (uint64_t{1} << 40) : now_ns;
   for (;;) {
-    const size_t n = loss_.DetectLost(now_ns, rtt_.srtt(), out);
+    const size_t n = loss_.DetectLost(at, rtt_.srtt(), out);
     for (size_t i = 0; i < n; ++i) {
       const Xmit& x = xmits_[out[i].gseq % p_.chunks_in_flight];
       if (x.gseq != out[i].gseq) continue;
@@ -540,7 +550,9 @@ void Sender::DetectLosses(uint64_t now_ns) {
       // belief is one too high, which the lower's drop corrects).
       xmits_[out[i].gseq % p_.chunks_in_flight].lost = true;
       --credit_used_;
-      if (out[i].reason == LossReason::kRto) {
+      if (all) {
+        ++conn_.counters().resent_after_wait;
+      } else if (out[i].reason == LossReason::kRto) {
         ++conn_.counters().lost_rto;
       } else {
         ++conn_.counters().lost_rack;
@@ -552,7 +564,7 @@ void Sender::DetectLosses(uint64_t now_ns) {
       if (m == nullptr || m->state != MsgState::kQueued) continue;
       const uint16_t lost = x.whole ? c.full() : uint16_t(1u << x.unit);
       QueueLostUnits(x.cseq, lost & static_cast<uint16_t>(~c.acked),
-                     out[i].next_expiries());
+                     all ? 0 : out[i].next_expiries());
     }
     if (n < out.size()) break;
   }

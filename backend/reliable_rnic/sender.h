@@ -114,7 +114,7 @@ class Sender {
   ChunkRec* FindChunk(uint32_t mid, uint16_t off);
   // Marks units of a chunk acked; true when any was new.
   void AckUnits(ChunkRec& c, uint16_t mask);
-  void DetectLosses(uint64_t now_ns);
+  void DetectLosses(uint64_t now_ns, bool all = false);
   void QueueLostUnits(uint64_t cseq, uint16_t mask, uint32_t expiries);
   bool SendRetransmissions(uint64_t now_ns);
   bool SendNewChunks(uint64_t now_ns);
@@ -162,6 +162,7 @@ class Sender {
   // and this end's transmissions that took one (less those found lost).
   uint32_t peer_credits_ = 0;
   uint32_t credit_used_ = 0;
+  bool peer_waiting_ = false;  // the peer's last ACK: a message waits there
 
   // Chunk table: originals [chunk_head_, chunk_tail_).
   std::unique_ptr<ChunkRec[]> chunks_;
