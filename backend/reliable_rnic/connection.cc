@@ -131,6 +131,12 @@ void Connection::Close() {
   region_mr_ = {};
 }
 
+void Connection::EnterError() {
+  QpAttr a;
+  a.state = QpState::kErr;
+  (void)lower_.ModifyQp(init_.vqp, a, kQpState);
+}
+
 void Connection::RepostBounce(uint32_t index) {
   RecvWr r;
   r.wr_id = DataWrId(init_.slot, WrKind::kBounce, index);

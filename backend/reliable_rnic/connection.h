@@ -120,6 +120,11 @@ class Connection {
   // Sender and receiver work; true while anything is pending.
   bool Pump(uint64_t now_ns);
 
+  // The receive side failed as a native responder's QP would (a receive
+  // error): the virtual QP's lower RC QP goes to ERR, so QueryQp says so.
+  // A control call on the lower, inline: uc mode runs only where control
+  // calls share the data-path thread (AttachPeerLink).
+  void EnterError();
   // Posts bounce receive `index` again.
   void RepostBounce(uint32_t index);
   // Posts one send on the data QP (sender); false when the lower refused.

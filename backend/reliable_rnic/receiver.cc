@@ -275,6 +275,7 @@ void Receiver::FailFrom(uint32_t mid, NakCode code, bool flush,
   if (flush && rq_ != nullptr) {
     rq_->FlushAll(conn_.vqpn(), conn_.init().recv_ring);
     conn_.sender().Fail(WcStatus::kWrFlushErr);
+    conn_.EnterError();
   }
   Nak(fail_code_, fail_mid_, now_ns);
 }

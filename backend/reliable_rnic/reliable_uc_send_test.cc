@@ -521,6 +521,14 @@ TEST_P(ReliableUcSendModeTest, SendLongerThanTheReceiveIsLocLenErr) {
   EXPECT_EQ(got_[0].status, WcStatus::kRemInvReqErr);
   EXPECT_EQ(got_[1].status, WcStatus::kWrFlushErr);
   for (int i = 0; i < 200; ++i) ASSERT_EQ(vb_.buf[i], 0) << i;
+  // The receiving QP is in ERR.
+  Result<QpAttr> qb = lb_->QueryQp(qb_);
+  ASSERT_TRUE(qb.ok());
+  EXPECT_EQ(qb->state, QpState::kErr);
+  int events = 0;
+  AsyncEvent ev;
+  while (lb_->PollAsyncEvent(&ev)) ++events;
+  EXPECT_EQ(events, 0);  // natively none either: the errors are in CQEs
   if (mode == ReliabilityMode::kUc) {
     EXPECT_EQ(lb_->counters().recv_errors, 1u);
     EXPECT_GT(la_->counters().sends_sent, 0u);
