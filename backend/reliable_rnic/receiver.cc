@@ -33,6 +33,9 @@ uint64_t RnrTimerNs(uint8_t encoded) {
 // While a message waits for a guest receive, the peer hears so this often
 // (its retry budget restarts at each, §2.3).
 constexpr uint64_t kWaitAckNs = 200'000;
+// A failed receive side repeats its NAK this often, this many times.
+constexpr uint64_t kNakRepeatNs = 1'000'000;
+constexpr uint32_t kNakRepeats = 8;
 
 }  // namespace
 
@@ -48,6 +51,7 @@ void Receiver::Start(uint32_t first_mid, uint8_t peer_rnr_retry) {
   nheld_ = 0;
   waiting_ = false;
   failed_ = false;
+  naks_left_ = 0;
   rnr_forever_ = (peer_rnr_retry & 7) == 7;
   rnr_budget_ns_ = uint64_t{peer_rnr_retry & 7u} *
                    RnrTimerNs(conn_.init().attr.min_rnr_timer);
@@ -278,6 +282,11 @@ void Receiver::FailFrom(uint32_t mid, NakCode code, bool flush,
     conn_.EnterError();
   }
   Nak(fail_code_, fail_mid_, now_ns);
+  // The NAK travels on the unreliable ACK QP and the sender may have
+  // nothing left to send again (every unit of the message was
+  // acknowledged while it waited): it is repeated a few times.
+  naks_left_ = kNakRepeats;
+  next_nak_ns_ = now_ns + kNakRepeatNs;
 }
 
 void Receiver::RnrExpired(uint64_t now_ns) {
@@ -483,6 +492,11 @@ void Receiver::Nak(NakCode code, uint32_t mid, uint64_t now_ns) {
 }
 
 bool Receiver::Pump(uint64_t now_ns) {
+  if (failed_ && naks_left_ > 0 && now_ns >= next_nak_ns_) {
+    --naks_left_;
+    next_nak_ns_ = now_ns + kNakRepeatNs;
+    Nak(fail_code_, fail_mid_, now_ns);
+  }
   if (waiting_) {
     if (nheld_ == 0) {
       waiting_ = false;
@@ -499,7 +513,7 @@ bool Receiver::Pump(uint64_t now_ns) {
   // Receives completed while the virtual CQ's ring was full.
   if (rq_ != nullptr && rq_->unreported()) rq_->Report(conn_.init().recv_ring);
   return npending_ > 0 || flush_wanted_ || waiting_ ||
-         (rq_ != nullptr && rq_->unreported());
+         (failed_ && naks_left_ > 0) || (rq_ != nullptr && rq_->unreported());
 }
 
 bool Receiver::Flush(uint64_t now_ns, uint8_t nak_code, uint32_t nak_mid) {

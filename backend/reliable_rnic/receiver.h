@@ -167,6 +167,8 @@ class Receiver {
   bool failed_ = false;
   uint32_t fail_mid_ = 0;
   NakCode fail_code_ = NakCode::kNone;
+  uint32_t naks_left_ = 0;  // repeats of the NAK still to send
+  uint64_t next_nak_ns_ = 0;
 };
 
 }  // namespace vrdma::reliable

@@ -404,6 +404,32 @@ TEST_F(ReliableUcSendTest, RnrRetryExceededAfterItsBudget) {
   EXPECT_TRUE(got_b_.empty());
 }
 
+// The same with half of B's packets lost, its ACKs and NAKs among them:
+// the NAK is repeated, and A still fails the WR RNR_RETRY_EXC_ERR, not
+// RETRY_EXC_ERR.
+TEST_F(ReliableUcSendTest, RnrNakSurvivesLostAcks) {
+  fabric::FaultConfig fb;
+  fb.loss = 0.5;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    SCOPED_TRACE(seed);
+    got_.clear();
+    la_.reset();  // the layers before what they run over
+    lb_.reset();
+    Build({}, fb, seed);
+    QpConf c;
+    c.rnr_retry = 1;
+    c.min_rnr_timer = 10;  // 0.32 ms
+    c.timeout = 12;        // retry budget 8 x 16.8 ms
+    Connect(c);
+    ASSERT_EQ(la_->FindConnection(qa_.qpn)->state(), ConnState::kUc);
+    Post(Send(1, 0, 3000));
+    Post(Send(2, 0, 10));
+    ASSERT_TRUE(RunUntil([&] { return got_.size() >= 2; }, 100000));
+    EXPECT_EQ(got_[0].status, WcStatus::kRnrRetryExcErr);
+    EXPECT_EQ(got_[1].status, WcStatus::kWrFlushErr);
+  }
+}
+
 // rnr_retry 7: the SENDs wait at B, for longer than A's retry budget
 // (B tells A so in its ACKs), until B posts receives; then every one
 // completes, in order, with its bytes.
