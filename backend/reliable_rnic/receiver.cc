@@ -133,6 +133,8 @@ void Receiver::Deliver(uint64_t now_ns) {
     if (r->held > 0) return;
     if (r->err == WcStatus::kSuccess && !Complete(*r)) return;
     if (r->consumes) {
+      // The QP is in ERR (the guest's ModifyQp): its receives flushed.
+      if (rq_ != nullptr && rq_->error()) return;
       // Receives are consumed in message order (§1).
       if (rq_ == nullptr || r->rcv_index != rcv_next_ || !rq_->Has(rq_next_)) {
         n.Count(WireCounter::kRxBadRcvIndex);
@@ -241,7 +243,7 @@ WcStatus Receiver::CopyToReceive(uint64_t seq, uint64_t off,
 void Receiver::Place(const DaemonHeader& h, std::span<const uint8_t> data,
                      Record& rec, uint64_t now_ns) {
   if (h.type == HeaderType::kSendData) {
-    if (rec.err != WcStatus::kSuccess) return;
+    if (rec.err != WcStatus::kSuccess || rq_->error()) return;
     const uint64_t seq = SeqOf(h.rcv_index);
     if (h.msg_len > rq_->At(seq).length) {
       rec.err = WcStatus::kLocLenErr;  // nothing of it is placed

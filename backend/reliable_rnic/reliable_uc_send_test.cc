@@ -470,6 +470,28 @@ TEST_F(ReliableUcSendTest, RnrRetrySevenWaitsForAReceive) {
   EXPECT_GT(la_->counters().resent_after_wait, 0u);
 }
 
+// The guest moves B's QP to ERR with receives posted and SENDs on the
+// way: every receive completes once, WR_FLUSH_ERR, none is filled after,
+// and a receive posted later flushes at once.
+TEST_F(ReliableUcSendTest, GuestErrFlushesEveryReceiveOnce) {
+  Build();
+  Connect();
+  PostRecvB(1, 0, 4096);
+  PostRecvB(2, 4096, 4096);
+  QpAttr a;
+  a.state = QpState::kErr;
+  ASSERT_EQ(lb_->ModifyQp(qb_, a, kQpState), Status::kOk);
+  for (int i = 0; i < 4; ++i) Post(Send(10 + i, 0, 1000));
+  PostRecvB(3, 8192, 4096);
+  Run(3000);
+  ASSERT_EQ(recv_b_.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(recv_b_[i].wr_id, 1u + i);
+    EXPECT_EQ(recv_b_[i].status, WcStatus::kWrFlushErr);
+  }
+  for (int i = 0; i < 12288; ++i) ASSERT_EQ(vb_.buf[i], 0) << i;
+}
+
 // Receives posted before the QP's RTR (the usual order) are kept by the
 // layer and filled once it is framed.
 TEST_F(ReliableUcSendTest, ReceivesPostedBeforeRtrAreUsed) {
