@@ -37,6 +37,22 @@ bool DaemonPair::Start(const std::vector<std::string>& extra, std::string* err,
                                      std::string(kGidB) + "=" + listen_b_};
   std::vector<std::string> args_b = {"--fabric-listen", listen_b_, "--fabric-route",
                                      std::string(kGidA) + "=" + listen_a_};
+  if (peers_) {
+    uint16_t qa = FreeUdpPort(), qb = FreeUdpPort();
+    for (int i = 0; i < 10 && (qa == pa || qa == pb); ++i) qa = FreeUdpPort();
+    for (int i = 0; i < 10 && (qb == pa || qb == pb || qb == qa); ++i) qb = FreeUdpPort();
+    if (qa == 0 || qb == 0 || qa == qb) return *err = "no free UDP ports", false;
+    peer_a_ = "127.0.0.1:" + std::to_string(qa);
+    peer_b_ = "127.0.0.1:" + std::to_string(qb);
+    args_a.insert(args_a.end(), {"--peer-listen", peer_a_, "--peer", peer_b_});
+    args_b.insert(args_b.end(), {"--peer-listen", peer_b_, "--peer", peer_a_});
+    if (layer_) {
+      args_a.insert(args_a.end(), {"--reliability-layer", "--daemon-gid", kDaemonGidA,
+                                   "--fabric-route", std::string(kDaemonGidB) + "=" + listen_b_});
+      args_b.insert(args_b.end(), {"--reliability-layer", "--daemon-gid", kDaemonGidB,
+                                   "--fabric-route", std::string(kDaemonGidA) + "=" + listen_a_});
+    }
+  }
   args_a.insert(args_a.end(), extra.begin(), extra.end());
   args_b.insert(args_b.end(), extra.begin(), extra.end());
   args_a.insert(args_a.end(), extra_a.begin(), extra_a.end());
@@ -44,6 +60,28 @@ bool DaemonPair::Start(const std::vector<std::string>& extra, std::string* err,
   if (!a_.Start(err, args_a)) return *err = "daemon A: " + *err, false;
   if (!b_.Start(err, args_b)) return *err = "daemon B: " + *err, false;
   return true;
+}
+
+std::string DaemonPair::Attach(DaemonHarness& d, const std::string& name, const char* gid,
+                               const std::string& reliability) {
+  if (reliability.empty()) return d.AttachVm(name, gid);
+  const std::string sock = d.dir() + "/" + name + ".sock";
+  const nlohmann::json r = d.Control({{"cmd", "attach-vm"},
+                                      {"name", name},
+                                      {"socket", sock},
+                                      {"gids", {gid}},
+                                      {"reliability", reliability}});
+  if (!r.value("ok", false)) ADD_FAILURE() << "attach-vm " << name << ": " << r.dump();
+  return r.value("ok", false) ? sock : "";
+}
+
+nlohmann::json DaemonPair::Peers(DaemonHarness& d) {
+  const nlohmann::json stats = d.Control({{"cmd", "stats"}});
+  if (!stats.value("ok", false) || !stats.contains("peers")) {
+    ADD_FAILURE() << "stats without peers: " << stats.dump();
+    return nullptr;
+  }
+  return stats["peers"];
 }
 
 void DaemonPair::Stop() {

@@ -3,10 +3,14 @@
 // Two real vhost-rdma-daemon processes, each its own host, pointed at each
 // other over UdpFabric on 127.0.0.1 (docs/reliability.md §7.3): daemon A
 // has the GID kGidA and a route to B's socket for kGidB, B the reverse
-// (--fabric-listen, --fabric-route: the static stand-in for the peer
-// channel's GIDS, which does not exist yet). Faults (--fabric-fault) apply
-// to what each daemon sends. FabricCounters reads a daemon's `stats`
-// "fabric" object, so a test can show its traffic crossed the fabric.
+// (--fabric-listen, --fabric-route: the peer channel tells daemons which
+// peer has a GID, not its fabric address, so the routes stay). Faults
+// (--fabric-fault) apply to what each daemon sends. FabricCounters reads a
+// daemon's `stats` "fabric" object, so a test can show its traffic crossed
+// the fabric. With UsePeers, each daemon also gets --peer-listen and the
+// other as --peer (the peer channel, §3.5), and with the layer
+// --reliability-layer, its own daemon GID (kDaemonGidA/B) and a fabric
+// route to the other's; AttachA/B then take a VM's reliability mode.
 #ifndef VRDMA_TESTS_INTEGRATION_TWO_DAEMON_FIXTURE_H_
 #define VRDMA_TESTS_INTEGRATION_TWO_DAEMON_FIXTURE_H_
 
@@ -23,6 +27,9 @@ namespace vrdma::integration {
 
 inline constexpr char kGidA[] = "::ffff:10.0.0.1";
 inline constexpr char kGidB[] = "::ffff:10.0.0.2";
+// The daemons' own GIDs (--daemon-gid: the layer's ACK QPs).
+inline constexpr char kDaemonGidA[] = "::ffff:10.9.0.1";
+inline constexpr char kDaemonGidB[] = "::ffff:10.9.0.2";
 
 // A UDP port on 127.0.0.1 that was free a moment ago (0 on failure).
 uint16_t FreeUdpPort();
@@ -49,6 +56,13 @@ struct FabricCounters {
 
 class DaemonPair {
  public:
+  // Before Start: run the peer channel between A and B, and with `layer`
+  // the reliability layer on both.
+  void UsePeers(bool layer) {
+    peers_ = true;
+    layer_ = layer;
+  }
+
   // Picks two free ports and starts A and B, each routed to the other,
   // with `extra` flags on both (--doorbell-queues, ...) and extra_a /
   // extra_b on one (faults with a seed each). false and *err on failure.
@@ -58,20 +72,34 @@ class DaemonPair {
   void Stop();
 
   // attach-vm of `name` with kGidA on A / kGidB on B: its socket or "".
-  std::string AttachA(const std::string& name) { return a_.AttachVm(name, kGidA); }
-  std::string AttachB(const std::string& name) { return b_.AttachVm(name, kGidB); }
+  // reliability: attach-vm's field ("": not given).
+  std::string AttachA(const std::string& name, const std::string& reliability = "") {
+    return Attach(a_, name, kGidA, reliability);
+  }
+  std::string AttachB(const std::string& name, const std::string& reliability = "") {
+    return Attach(b_, name, kGidB, reliability);
+  }
 
   DaemonHarness& a() { return a_; }
   DaemonHarness& b() { return b_; }
   const std::string& listen_a() const { return listen_a_; }
   const std::string& listen_b() const { return listen_b_; }
+  const std::string& peer_listen_a() const { return peer_a_; }
+  const std::string& peer_listen_b() const { return peer_b_; }
 
   // The counters of one daemon; ADD_FAILUREs when its stats have no fabric.
   static FabricCounters Counters(DaemonHarness& d);
+  // A daemon's `stats` "peers" object (null, with an ADD_FAILURE, when
+  // it has none).
+  static nlohmann::json Peers(DaemonHarness& d);
 
  private:
+  static std::string Attach(DaemonHarness& d, const std::string& name, const char* gid,
+                            const std::string& reliability);
+
   DaemonHarness a_, b_;
-  std::string listen_a_, listen_b_;
+  std::string listen_a_, listen_b_, peer_a_, peer_b_;
+  bool peers_ = false, layer_ = false;
 };
 
 // A gtest fixture: a DaemonPair with a VM on each, driven by in-process

@@ -410,6 +410,26 @@ json Daemon::Stats() const {
     reply["fabric"] = FabricStatsJson(snap);
   }
   if (deps_.peers != nullptr) reply["peers"] = PeerStatsJson(*deps_.peers);
+  if (deps_.layer != nullptr) {
+    // The layer's counters are the data path's: copied there.
+    reliable::ReliabilityCounters r;
+    deps_.datapath_executor->RunSync([&] { r = deps_.layer->counters(); });
+    reply["reliability"] = json{{"connects_sent", r.connects_sent},
+                                {"connects_uc", r.connects_uc},
+                                {"connects_native", r.connects_native},
+                                {"peer_unmatched", r.peer_unmatched},
+                                {"messages_posted", r.messages_posted},
+                                {"messages_completed", r.messages_completed},
+                                {"messages_failed", r.messages_failed},
+                                {"messages_delivered", r.messages_delivered},
+                                {"chunks_sent", r.chunks_sent},
+                                {"retx_sent", r.retx_sent},
+                                {"lost_rack", r.lost_rack},
+                                {"lost_rto", r.lost_rto},
+                                {"acks_sent", r.acks_sent},
+                                {"acks_received", r.acks_received},
+                                {"retry_exceeded", r.retry_exceeded}};
+  }
   return reply;
 }
 

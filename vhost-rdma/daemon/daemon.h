@@ -26,7 +26,10 @@
 //                                  {"listen","id","peers_known","peers":[...],
 //                                  "gid_table":[...],"sent","resent",
 //                                  "dropped","malformed",...}; each VM's
-//                                  "reliability": its mode (attach-vm's)
+//                                  "reliability": its mode (attach-vm's);
+//                                  with --reliability-layer "reliability":
+//                                  {"connects_uc","chunks_sent","retx_sent",
+//                                  ...}, the layer's counters
 //   {"cmd":"set-qos","name":N,"qos":{"weight":..,"class":..,...}}
 //                                  the fields named replace the VM's QoS; a
 //                                  refusal changes nothing; the reply comes
