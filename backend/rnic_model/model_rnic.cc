@@ -2,6 +2,9 @@
 #include "backend/rnic_model/model_rnic.h"
 
 #include <algorithm>
+#include <cstring>
+
+#include "backend/rnic/roce_grh.h"
 
 namespace vrdma::model {
 
@@ -17,6 +20,34 @@ bool ModelWorld::HostOfGid(const Gid& gid, HostId* host) const {
   if (it == gids_.end()) return false;
   *host = it->second;
   return true;
+}
+
+uint8_t* ModelWorld::HostBytes(uint32_t key, uint32_t tag, uint64_t addr, uint64_t len) const {
+  uint64_t iova = 0;
+  const MrId mr = MrOfKey(key, tag, &iova);
+  if (mr == kNoMr || mr >= mr_mem_.size() || mr_mem_[mr].addr == nullptr) return nullptr;
+  const MrMemory& m = mr_mem_[mr];
+  if (addr < iova || addr - iova > m.length || len > m.length - (addr - iova)) return nullptr;
+  return m.addr + (addr - iova);
+}
+
+ModelWorld::Carried& ModelWorld::NewCarried() {
+  if (carry_.empty()) carry_.resize(kCarrySlots);
+  ++carried_;
+  if (++next_carry_ == 0) next_carry_ = 1;  // tag 0 means none
+  Carried& c = carry_[next_carry_ % kCarrySlots];
+  c.tag = next_carry_;
+  c.len = 0;
+  return c;
+}
+
+const ModelWorld::Carried* ModelWorld::FindCarried(uint32_t tag) {
+  if (tag == 0) return nullptr;
+  if (carry_.empty() || carry_[tag % kCarrySlots].tag != tag) {
+    ++carry_overwritten_;
+    return nullptr;
+  }
+  return &carry_[tag % kCarrySlots];
 }
 
 ModelRnic::ModelRnic(ModelWorld& world, const NicParams& nic) : world_(world) {
@@ -54,9 +85,11 @@ Status ModelRnic::RemoveGid(const Gid& gid) {
 Result<RnicPd> ModelRnic::AllocPd() { return RnicPd{next_pd_++}; }
 Status ModelRnic::DeallocPd(RnicPd) { return Status::kOk; }
 
-Result<RnicMr> ModelRnic::RegMr(RnicPd, uint8_t*, uint64_t length, uint64_t iova, uint32_t) {
+Result<RnicMr> ModelRnic::RegMr(RnicPd, uint8_t* addr, uint64_t length, uint64_t iova,
+                                uint32_t) {
   const MrId mr = world_.sim().RegisterMr(host_, length, 4096);
   world_.set_mr_iova(mr, iova);
+  world_.set_mr_memory(mr, addr, length);
   return RnicMr{mr, mr << 8 | 1, mr << 8 | 2};
 }
 Status ModelRnic::DeregMr(RnicMr mr) {
@@ -70,6 +103,10 @@ Result<RnicCq> ModelRnic::CreateCq(uint32_t) {
   return RnicCq{static_cast<uint32_t>(cqs_.size())};
 }
 Status ModelRnic::DestroyCq(RnicCq cq) {
+  return cq.id >= 1 && cq.id <= cqs_.size() ? Status::kOk : Status::kBadHandle;
+}
+
+Status ModelRnic::ResizeCq(RnicCq cq, uint32_t) {
   return cq.id >= 1 && cq.id <= cqs_.size() ? Status::kOk : Status::kBadHandle;
 }
 
@@ -95,7 +132,8 @@ Result<RnicQp> ModelRnic::CreateQp(const QpInit& init) {
   e.live = true;
   e.model = world_.sim().CreateQp(host_, c);
   e.type = init.type;
-  qps_.push_back(e);
+  by_model_[e.model] = static_cast<uint32_t>(qps_.size());
+  qps_.push_back(std::move(e));
   // QPN = model QP id + kFirstQpn: unique across every card of the world,
   // and never 0 or 1 (SMI and GSI, as on every RNIC).
   return RnicQp{static_cast<uint32_t>(qps_.size()), e.model + kFirstQpn};
@@ -160,7 +198,7 @@ Result<RnicAh> ModelRnic::CreateAh(RnicPd, const AddressVector& av) {
   // model must know which card the dgid names.
   if (!world_.HostOfGid(av.sgid, &own) || own != host_) return Status::kInvalid;
   if (!world_.HostOfGid(av.dgid, &dst)) return Status::kInvalid;
-  ahs_.push_back(AhEntry{true, dst});
+  ahs_.push_back(AhEntry{true, dst, av});
   return RnicAh{static_cast<uint32_t>(ahs_.size())};
 }
 Status ModelRnic::DestroyAh(RnicAh ah) {
@@ -190,6 +228,9 @@ bool ModelRnic::ToModelWr(const SendWr& in, Wr* out) const {
   w.bytes = static_cast<uint32_t>(in.total_length());
   w.signaled = (in.send_flags & kSendSignaled) != 0;
   w.inline_data = (in.send_flags & kSendInline) != 0;
+  if (in.opcode == WrOpcode::kRdmaWriteWithImm || in.opcode == WrOpcode::kSendWithImm) {
+    w.imm = in.imm_data;
+  }
   uint64_t iova = 0;
   if (!w.inline_data && in.num_sge > 0) {
     w.local_mr = world_.MrOfKey(in.sge[0].lkey, 1, &iova);
@@ -270,6 +311,7 @@ int ModelRnic::PostSend(RnicQp qp, std::span<const SendWr> wrs, Status* first_er
         bad = in.ah.id != 0 ? Status::kInvalid : Status::kUnsupported;
         break;
       }
+      Carry(*e, in, &buf[n]);
       ++n;
     }
     if (n == 0) {
@@ -292,7 +334,10 @@ int ModelRnic::PostRecv(RnicQp qp, std::span<const RecvWr> wrs, Status* first_er
     if (first_error) *first_error = e == nullptr ? Status::kBadHandle : Status::kBadState;
     return 0;
   }
-  for (const RecvWr& r : wrs) world_.sim().PostRecv(e->model, r.wr_id);
+  for (const RecvWr& r : wrs) {
+    world_.sim().PostRecv(e->model, r.wr_id);
+    e->recvs.push_back(r);
+  }
   return static_cast<int>(wrs.size());
 }
 
@@ -316,6 +361,7 @@ Completion ModelRnic::ToCompletion(const Cqe& c) {
     case CqeStatus::kRnrRetryExceeded: o.status = WcStatus::kRnrRetryExcErr; break;
   }
   o.byte_len = c.bytes;
+  if (c.op == Op::kWriteImm || c.op == Op::kSendImm) o.imm_data = c.imm;
   o.qpn = c.qp + kFirstQpn;
   if (c.src_qp != kNoQp) o.src_qpn = c.src_qp + kFirstQpn;
   o.timestamp_ns = c.time / kPicosPerNano;
@@ -333,7 +379,63 @@ int ModelRnic::PollCq(RnicCq cq, std::span<Completion> out) {
   // Straight from the model's ring (an empty CQ costs a comparison: the
   // scheduler stage polls its control CQs on every pass).
   return world_.sim().DrainCq(cqs_[cq.id - 1], static_cast<int>(out.size()),
-                              [&](int i, const Cqe& c) { out[i] = ToCompletion(c); });
+                              [&](int i, const Cqe& c) {
+                                out[i] = ToCompletion(c);
+                                if (c.recv) Land(c, &out[i]);
+                              });
+}
+
+void ModelRnic::Carry(const QpEntry& e, const SendWr& in, Wr* w) {
+  if (in.opcode != WrOpcode::kSend && in.opcode != WrOpcode::kSendWithImm) return;
+  const bool ud = e.type == QpType::kUd;
+  // RC/UC: only a SEND whose first SGE is registered memory has bytes to
+  // carry (the bench's tenants post hot-region keys: nothing is taken).
+  if (!ud && (in.num_sge == 0 ||
+              world_.HostBytes(in.sge[0].lkey, 1, in.sge[0].addr, 0) == nullptr)) {
+    return;
+  }
+  ModelWorld::Carried& c = world_.NewCarried();
+  uint32_t at = 0;
+  if (ud) {
+    BuildRoceGrh(ahs_[in.ah.id - 1].av, static_cast<uint32_t>(in.total_length()),
+                 c.data.data());
+    at = ModelWorld::kCarryGrh;
+  }
+  uint32_t left = ModelWorld::kCarryBytes;
+  for (uint32_t i = 0; i < in.num_sge && left > 0; ++i) {
+    const uint32_t n = std::min(in.sge[i].length, left);
+    const uint8_t* src = world_.HostBytes(in.sge[i].lkey, 1, in.sge[i].addr, n);
+    if (src == nullptr) break;  // not registered memory: carry what came before
+    std::memcpy(c.data.data() + at, src, n);
+    at += n;
+    left -= n;
+  }
+  c.len = at;
+  w->carry = c.tag;
+}
+
+void ModelRnic::Land(const Cqe& c, Completion* o) {
+  auto q = by_model_.find(c.qp);
+  if (q == by_model_.end()) return;
+  QpEntry& e = qps_[q->second];
+  // Receives complete in post order; search in case a flush raced.
+  auto r = e.recvs.begin();
+  while (r != e.recvs.end() && r->wr_id != c.wr_id) ++r;
+  if (r == e.recvs.end()) return;
+  const RecvWr recv = *r;
+  e.recvs.erase(r);
+  if (c.status != CqeStatus::kSuccess) return;
+  if (e.type == QpType::kUd) o->byte_len += ModelWorld::kCarryGrh;  // the GRH, as RoCE
+  const ModelWorld::Carried* data = world_.FindCarried(c.carry);
+  if (data == nullptr) return;
+  uint32_t from = 0;
+  for (uint32_t i = 0; i < recv.num_sge && from < data->len; ++i) {
+    const uint32_t n = std::min(recv.sge[i].length, data->len - from);
+    uint8_t* dst = world_.HostBytes(recv.sge[i].lkey, 1, recv.sge[i].addr, n);
+    if (dst == nullptr) break;
+    std::memcpy(dst, data->data.data() + from, n);
+    from += n;
+  }
 }
 
 bool ModelRnic::Progress() {

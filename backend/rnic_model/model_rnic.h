@@ -31,6 +31,8 @@
 #ifndef VRDMA_BACKEND_RNIC_MODEL_MODEL_RNIC_H_
 #define VRDMA_BACKEND_RNIC_MODEL_MODEL_RNIC_H_
 
+#include <array>
+#include <deque>
 #include <map>
 #include <vector>
 
@@ -64,7 +66,38 @@ class ModelWorld {
   }
   void clear_mr(MrId mr) {
     if (mr < mr_iova_.size()) mr_iova_[mr] = kNoIova;
+    if (mr < mr_mem_.size()) mr_mem_[mr] = MrMemory{};
   }
+  // The host memory behind an MR (RegMr's addr and length), so the few
+  // bytes the model carries (below) can be read and written.
+  void set_mr_memory(MrId mr, uint8_t* addr, uint64_t length) {
+    if (mr_mem_.size() <= mr) mr_mem_.resize(mr + 1);
+    mr_mem_[mr] = MrMemory{addr, length};
+  }
+  // The host bytes of [addr, addr + len) under lkey (tag 1) or rkey (tag
+  // 2); nullptr unless a live MR with memory holds the whole range.
+  uint8_t* HostBytes(uint32_t key, uint32_t tag, uint64_t addr, uint64_t len) const;
+
+  // What the model carries besides timing (docs/rnic-model.md, "Bytes the
+  // model carries"): the first kCarryBytes of a SEND (after, for UD, the
+  // 40-byte GRH the receiver gets), snapshot at post. Held in a ring of
+  // kCarrySlots: a snapshot is found by the tag Wr::carry brought to the
+  // receive completion while its slot was not reused (else
+  // carry_overwritten counts it and the receive gets no bytes).
+  static constexpr uint32_t kCarryBytes = 256;
+  static constexpr uint32_t kCarrySlots = 16384;
+  static constexpr uint32_t kCarryGrh = 40;
+  struct Carried {
+    uint32_t tag = 0;  // 0: free
+    uint32_t len = 0;  // bytes in data (GRH included)
+    std::array<uint8_t, kCarryGrh + kCarryBytes> data{};
+  };
+  // A slot for a new snapshot; its tag (never 0) goes in Wr::carry.
+  Carried& NewCarried();
+  // The snapshot of tag, nullptr when overwritten (counted) or tag is 0.
+  const Carried* FindCarried(uint32_t tag);
+  uint64_t carry_overwritten() const { return carry_overwritten_; }
+  uint64_t carried() const { return carried_; }
   // GIDs of the world's cards (ModelRnic::AddGid): which host each names.
   // Add: false when the GID is already some card's.
   bool AddGid(const Gid& gid, HostId host) { return gids_.emplace(gid, host).second; }
@@ -75,8 +108,17 @@ class ModelWorld {
 
  private:
   static constexpr uint64_t kNoIova = ~uint64_t{0};
+  struct MrMemory {
+    uint8_t* addr = nullptr;
+    uint64_t length = 0;
+  };
   Simulator sim_;
   std::vector<uint64_t> mr_iova_;
+  std::vector<MrMemory> mr_mem_;
+  std::vector<Carried> carry_;  // kCarrySlots once the first is taken
+  uint32_t next_carry_ = 0;
+  uint64_t carry_overwritten_ = 0;
+  uint64_t carried_ = 0;
   std::map<Gid, HostId> gids_;
 };
 
@@ -106,6 +148,8 @@ class ModelRnic final : public Rnic {
   Status DeregMr(RnicMr mr) override;
   Result<RnicCq> CreateCq(uint32_t depth) override;
   Status DestroyCq(RnicCq cq) override;
+  // The model's CQs have no fixed depth: a resize of a live CQ succeeds.
+  Status ResizeCq(RnicCq cq, uint32_t depth) override;
   Result<RnicSrq> CreateSrq(RnicPd pd, uint32_t max_wr, uint32_t max_sge) override;
   Status DestroySrq(RnicSrq srq) override;
   Result<RnicQp> CreateQp(const QpInit& init) override;
@@ -140,11 +184,19 @@ class ModelRnic final : public Rnic {
     QpId model = 0;
     QpAttr attr;
     QpType type = QpType::kRc;
+    // Receives posted and not completed, in post order: where carried
+    // bytes go (the model consumes receives in order).
+    std::deque<RecvWr> recvs;
   };
   struct AhEntry {
     bool live = false;
     HostId host = 0;  // the card the AH's dgid names
+    AddressVector av;  // for the GRH a UD receiver gets
   };
+  // Snapshots what the model carries of a WR (imm, a SEND's first bytes).
+  void Carry(const QpEntry& e, const SendWr& in, Wr* w);
+  // A receive completion of this card: its receive's bytes, imm, length.
+  void Land(const Cqe& c, Completion* o);
   QpEntry* Find(RnicQp qp);
   const QpEntry* Find(RnicQp qp) const;
 
@@ -155,6 +207,7 @@ class ModelRnic final : public Rnic {
   std::vector<CqId> cqs_;          // RnicCq.id - 1 -> model CQ
   std::vector<QpEntry> qps_;       // RnicQp.id - 1
   std::vector<AhEntry> ahs_;       // RnicAh.id - 1
+  std::map<QpId, uint32_t> by_model_;  // model QP -> RnicQp.id - 1
 };
 
 }  // namespace vrdma::model

@@ -4,8 +4,11 @@
 // timing as driving the simulator directly (what the isolation bench does).
 #include "backend/rnic_model/model_rnic.h"
 
+#include <array>
+#include <cstring>
 #include <vector>
 
+#include "backend/rnic/roce_grh.h"
 #include "gtest/gtest.h"
 
 namespace vrdma::model {
@@ -191,7 +194,7 @@ TEST(ModelRnic, UdSendThroughAddressHandle) {
   EXPECT_EQ(out[0].status, WcStatus::kSuccess);
   EXPECT_EQ(out[2].wr_id, 41u);
   EXPECT_EQ(out[2].opcode, WcOpcode::kRecv);
-  EXPECT_EQ(out[2].byte_len, 1024u);
+  EXPECT_EQ(out[2].byte_len, 1024u + kGrhBytes);  // RoCE: the GRH in front
   EXPECT_EQ(out[2].qpn, c.qb.qpn);
   EXPECT_EQ(out[2].src_qpn, c.qa.qpn);
 
@@ -350,6 +353,153 @@ TEST(ModelRnic, RegMrMapsKeysToModelMemoryRegions) {
   w.sge[0].lkey = la.lkey;
   ASSERT_TRUE(c.a.ToModelWr(w, &m));
   EXPECT_EQ(m.local_mr, kNoMr);  // deregistered
+}
+
+// What ReliableRnic needs of its lower RNIC (docs/reliability.md §9, §10
+// step 15): the immediate of WRITE_WITH_IMM and SEND_WITH_IMM in the
+// receiver's completion, and the first 256 bytes of a SEND (its daemon
+// header) from the sender's registered memory into the posted receive's
+// SGEs; nothing beyond them (the model moves no payload).
+TEST(ModelRnicTest, CarriesImmediateAndHeader) {
+  for (QpType type : {QpType::kRc, QpType::kUc}) {
+    SCOPED_TRACE(type == QpType::kRc ? "RC" : "UC");
+    Cards c;
+    c.SetUp(type);
+    c.Connect();
+    std::vector<uint8_t> src(8192), dst(8192, 0xee);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 7 + 3);
+    const uint64_t src_iova = 0x100000, dst_iova = 0x200000;
+    const RnicMr ma = *c.a.RegMr(RnicPd{1}, src.data(), src.size(), src_iova, 0);
+    const RnicMr mb = *c.b.RegMr(RnicPd{1}, dst.data(), dst.size(), dst_iova, 0);
+
+    // A SEND_WITH_IMM of 300 bytes from two SGEs into a receive of two
+    // SGEs (100 + 400 bytes): bytes 0..255 land, the rest stays.
+    RecvWr r;
+    r.wr_id = 61;
+    r.num_sge = 2;
+    r.sge[0] = Sge{dst_iova, 100, mb.lkey};
+    r.sge[1] = Sge{dst_iova + 1000, 400, mb.lkey};
+    ASSERT_EQ(c.b.PostRecv(c.qb, {&r, 1}, nullptr), 1);
+    SendWr w = MakeWr(5, WrOpcode::kSendWithImm, 0);
+    w.num_sge = 2;
+    w.sge[0] = Sge{src_iova + 16, 200, ma.lkey};
+    w.sge[1] = Sge{src_iova + 4096, 100, ma.lkey};
+    w.imm_data = 0x11223344;
+    ASSERT_EQ(c.a.PostSend(c.qa, {&w, 1}, nullptr), 1);
+    Completion out[4];
+    int na = 0, nb = 0;
+    c.RunUntilBothComplete(out, &na, &nb);
+    ASSERT_EQ(nb, 1);
+    EXPECT_EQ(out[2].wr_id, 61u);
+    EXPECT_EQ(out[2].status, WcStatus::kSuccess);
+    EXPECT_EQ(out[2].opcode, WcOpcode::kRecv);
+    EXPECT_EQ(out[2].byte_len, 300u);
+    EXPECT_TRUE(out[2].wc_flags & kWcWithImm);
+    EXPECT_EQ(out[2].imm_data, 0x11223344u);
+    std::array<uint8_t, 300> want;
+    std::memcpy(want.data(), src.data() + 16, 200);
+    std::memcpy(want.data() + 200, src.data() + 4096, 100);
+    EXPECT_EQ(std::memcmp(dst.data(), want.data(), 100), 0);
+    EXPECT_EQ(std::memcmp(dst.data() + 1000, want.data() + 100, 156), 0);
+    EXPECT_EQ(dst[1000 + 156], 0xee) << "only the first 256 bytes are carried";
+    EXPECT_EQ(dst[100], 0xee) << "nothing between the receive's SGEs";
+
+    // A WRITE_WITH_IMM: the immediate and the length, no bytes moved.
+    std::fill(dst.begin(), dst.end(), 0xee);
+    r.wr_id = 62;
+    ASSERT_EQ(c.b.PostRecv(c.qb, {&r, 1}, nullptr), 1);
+    w = MakeWr(6, WrOpcode::kRdmaWriteWithImm, 0);
+    w.sge[0] = Sge{src_iova, 5000, ma.lkey};
+    w.remote_addr = dst_iova;
+    w.rkey = mb.rkey;
+    w.imm_data = 0xa5b6c7d8;
+    ASSERT_EQ(c.a.PostSend(c.qa, {&w, 1}, nullptr), 1);
+    na = nb = 0;
+    c.RunUntilBothComplete(out, &na, &nb);
+    ASSERT_EQ(nb, 1);
+    EXPECT_EQ(out[2].wr_id, 62u);
+    EXPECT_EQ(out[2].opcode, WcOpcode::kRecvRdmaWithImm);
+    EXPECT_EQ(out[2].byte_len, 5000u);
+    EXPECT_TRUE(out[2].wc_flags & kWcWithImm);
+    EXPECT_EQ(out[2].imm_data, 0xa5b6c7d8u);
+    EXPECT_EQ(dst[0], 0xee);
+    EXPECT_EQ(dst[1000], 0xee);
+
+    // A plain SEND has no immediate; its 64 bytes land whole.
+    r.wr_id = 63;
+    ASSERT_EQ(c.b.PostRecv(c.qb, {&r, 1}, nullptr), 1);
+    w = MakeWr(7, WrOpcode::kSend, 0);
+    w.sge[0] = Sge{src_iova + 64, 64, ma.lkey};
+    w.imm_data = 0x99;  // ignored: not an immediate opcode
+    ASSERT_EQ(c.a.PostSend(c.qa, {&w, 1}, nullptr), 1);
+    na = nb = 0;
+    c.RunUntilBothComplete(out, &na, &nb);
+    ASSERT_EQ(nb, 1);
+    EXPECT_EQ(out[2].byte_len, 64u);
+    EXPECT_FALSE(out[2].wc_flags & kWcWithImm);
+    EXPECT_EQ(out[2].imm_data, 0u);
+    EXPECT_EQ(std::memcmp(dst.data(), src.data() + 64, 64), 0);
+    EXPECT_EQ(dst[64], 0xee);
+    EXPECT_EQ(c.world.carry_overwritten(), 0u);
+  }
+}
+
+// UD (the layer's ACK channel): the receive gets the 40-byte GRH a RoCE
+// RNIC writes (BuildRoceGrh of the sender's AH) and then the payload;
+// byte_len counts both, src_qpn names the sender.
+TEST(ModelRnicTest, UdReceiveGetsGrhAndPayload) {
+  Cards c;
+  c.SetUp(QpType::kUd);
+  ASSERT_EQ(c.a.AddGid(GidOf(1)), Status::kOk);
+  ASSERT_EQ(c.b.AddGid(GidOf(2)), Status::kOk);
+  QpAttr at;
+  for (auto [rnic, qp] : {std::pair{&c.a, c.qa}, std::pair{&c.b, c.qb}}) {
+    for (QpState st : {QpState::kInit, QpState::kRtr, QpState::kRts}) {
+      at.state = st;
+      ASSERT_EQ(rnic->ModifyQp(qp, at, kQpState), Status::kOk);
+    }
+  }
+  AddressVector av;
+  av.sgid = GidOf(1);
+  av.dgid = GidOf(2);
+  av.hop_limit = 64;
+  const RnicAh ah = *c.a.CreateAh(RnicPd{1}, av);
+  std::vector<uint8_t> src(512), dst(512, 0xee);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i ^ 0x5a);
+  const RnicMr ma = *c.a.RegMr(RnicPd{1}, src.data(), src.size(), 0x1000, 0);
+  const RnicMr mb = *c.b.RegMr(RnicPd{1}, dst.data(), dst.size(), 0x9000, 0);
+  RecvWr r;
+  r.wr_id = 3;
+  r.num_sge = 1;
+  r.sge[0] = Sge{0x9000, 320, mb.lkey};
+  ASSERT_EQ(c.b.PostRecv(c.qb, {&r, 1}, nullptr), 1);
+  SendWr w = MakeWr(4, WrOpcode::kSend, 0);
+  w.sge[0] = Sge{0x1000 + 8, 240, ma.lkey};
+  w.ah = ah;
+  w.remote_qpn = c.qb.qpn;
+  ASSERT_EQ(c.a.PostSend(c.qa, {&w, 1}, nullptr), 1);
+  Completion out[4];
+  int na = 0, nb = 0;
+  c.RunUntilBothComplete(out, &na, &nb);
+  ASSERT_EQ(nb, 1);
+  EXPECT_EQ(out[2].byte_len, 240u + kGrhBytes);
+  EXPECT_EQ(out[2].src_qpn, c.qa.qpn);
+  uint8_t grh[kGrhBytes];
+  BuildRoceGrh(av, 240, grh);
+  EXPECT_EQ(std::memcmp(dst.data(), grh, kGrhBytes), 0);
+  EXPECT_EQ(std::memcmp(dst.data() + kGrhBytes, src.data() + 8, 240), 0);
+  EXPECT_EQ(dst[kGrhBytes + 240], 0xee);
+}
+
+// What else the layer asks of a lower RNIC: ResizeCq on a live CQ, control
+// calls on the data-path thread (the layer runs its control calls inline).
+TEST(ModelRnicTest, OffersWhatTheLayerAsksOfALowerRnic) {
+  Cards c;
+  c.SetUp();
+  EXPECT_EQ(c.a.ResizeCq(c.cqa, 4096), Status::kOk);
+  EXPECT_EQ(c.a.ResizeCq(RnicCq{99}, 4096), Status::kBadHandle);
+  EXPECT_FALSE(c.a.control_beside_data_path());
+  EXPECT_EQ(c.a.limits().max_srq, 0u);  // the layer keeps SRQ QPs native
 }
 
 }  // namespace

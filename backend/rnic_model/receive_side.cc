@@ -246,6 +246,8 @@ void Simulator::DeliverRecv(Qp& q, QpId qpid, const Packet& pk) {
   c.bytes = pk.msg_bytes;
   c.post_time = now_;
   c.src_qp = pk.src_qp;
+  c.imm = pk.imm;
+  c.carry = pk.carry;
   EmitCqe(c);
 }
 

@@ -203,6 +203,8 @@ void Simulator::OnPuPacket(HostId hid, uint32_t pu) {
     const uint32_t psn = w->first_psn + q.proc_pkt;
     pk.type = w->wr.op == Op::kRead ? kReadReq : read_like ? kAtomicReq : kData;
     pk.raddr = w->wr.raddr;
+    pk.imm = w->wr.imm;
+    pk.carry = w->wr.carry;
     pk.op = w->wr.op;
     pk.psn = psn;
     pk.wqe = q.proc;

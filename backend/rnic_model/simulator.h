@@ -89,6 +89,12 @@ struct Wr {
   // UD: the address handle (destination host and QP).
   HostId ah_host = 0;
   QpId ah_qp = kNoQp;
+  // Carried to the receive completion untouched (the model moves no
+  // payload): the immediate of kWriteImm/kSendImm (network order, as
+  // rnic.h keeps it) and an opaque tag of the user's (ModelRnic: which
+  // snapshot of a SEND's first bytes goes with it; 0 = none).
+  uint32_t imm = 0;
+  uint32_t carry = 0;
 };
 
 enum class CqeStatus : uint8_t {
@@ -106,6 +112,8 @@ struct Cqe {
   Picos post_time = 0;   // when the WR was posted (send side)
   Picos time = 0;        // hardware timestamp: when the CQE became visible
   QpId src_qp = kNoQp;   // UD receive: the sender's QP
+  uint32_t imm = 0;      // receive: the sender's Wr::imm
+  uint32_t carry = 0;    // receive: the sender's Wr::carry
 };
 
 // Receives completions as they become visible, instead of the CQ ring.
@@ -282,6 +290,8 @@ class Simulator {
     bool ack_req = false;
     uint8_t rnr_timer = 0;     // RNR NAK: the responder's min_rnr_timer
     uint64_t raddr = 0;        // atomic request
+    uint32_t imm = 0;          // data: the WR's imm and carry tag
+    uint32_t carry = 0;
   };
 
   struct Wqe {
