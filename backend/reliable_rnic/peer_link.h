@@ -8,9 +8,9 @@
 //
 // Two implementations: InprocPeerLink (inproc_peer_link.h), which joins
 // layers in one process for tests, and the UDP peer channel of step 9
-// (not built yet), which resends until acknowledged. The layer itself
-// repeats what it must get an answer to (CONNECT, every 1 ms), so a link
-// may drop a message it cannot queue.
+// (backend/peer_channel/peer_channel.h), which resends until acknowledged.
+// The layer itself repeats what it must get an answer to (CONNECT, every
+// 1 ms), so a link may drop a message it cannot queue.
 //
 // Calls come from the layer's data-path thread (OnPeerMessage, Progress)
 // and its control calls (ModifyQp, AttachPeerLink); an implementation
