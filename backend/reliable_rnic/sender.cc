@@ -105,7 +105,8 @@ Sender::Sender(Connection& conn, const SenderParams& params, uint32_t sq_depth,
       retx_cap_(params.chunks_in_flight * 16),
       loss_(0, {.capacity = params.chunks_in_flight}),
       rto_(params.rto),
-      chunk_size_(Clamped(params.chunk)) {}
+      chunk_size_(Clamped(params.chunk)),
+      window_(params.window) {}
 
 Sender::~Sender() = default;
 
@@ -244,6 +245,17 @@ bool Sender::CanTransmit() const {
          posts_ - posts_done_ < p_.chunks_in_flight;
 }
 
+void Sender::Paced(uint64_t now_ns) { last_send_ns_ = now_ns; }
+
+bool Sender::PaceOpen(uint64_t now_ns) const {
+  const uint64_t iv = window_.PacingIntervalNs(rtt_.srtt());
+  return iv == 0 || now_ns >= last_send_ns_ + iv;
+}
+
+bool Sender::WindowOpen(uint64_t now_ns) const {
+  return inflight_bytes_ < window_.cwnd() && PaceOpen(now_ns);
+}
+
 bool Sender::PostChunk(uint64_t seq, uint64_t bytes, bool last, bool hint,
                        uint64_t now_ns) {
   Msg& m = MsgAt(seq);
@@ -279,6 +291,7 @@ bool Sender::PostChunk(uint64_t seq, uint64_t bytes, bool last, bool hint,
   ++next_gseq_;
   ++posts_;
   ++credit_used_;
+  Paced(now_ns);
   inflight_bytes_ += bytes;
   ++inflight_xmits_;
   if (!m.started) {
@@ -373,6 +386,7 @@ bool Sender::PostPiece(uint64_t seq, uint32_t abs_unit, uint64_t cseq,
   ++next_gseq_;
   ++posts_;
   ++credit_used_;
+  Paced(now_ns);
   inflight_bytes_ += len;
   ++inflight_xmits_;
   if (retx) {
@@ -411,6 +425,8 @@ void Sender::OnAck(const Ack& ack, uint64_t t4_ns) {
   }
   ++n.acks_received;
   std::optional<uint64_t> t1;
+  uint64_t acked_bytes = 0;
+  std::optional<uint64_t> sample;
   for (uint32_t i = 0; i < ack.n; ++i) {
     AckEntry e;
     if (CheckAckEntry(ack, i, ctx, &e)) {
@@ -440,6 +456,7 @@ void Sender::OnAck(const Ack& ack, uint64_t t4_ns) {
     if (loss_.OnAcked(gseq) == AckedResult::kAcked && known) {
       inflight_bytes_ -= std::min<uint64_t>(inflight_bytes_, x.bytes);
       --inflight_xmits_;
+      acked_bytes += x.bytes;
     } else if (known && x.lost) {
       // Found lost, yet it arrived: it took a receive after all.
       xmits_[gseq % p_.chunks_in_flight].lost = false;
@@ -453,10 +470,15 @@ void Sender::OnAck(const Ack& ack, uint64_t t4_ns) {
     if (std::optional<uint64_t> s = RttSampleNs(*t1, t4_ns, ack.hold_ns)) {
       rtt_.AddSample(t4_ns, *s);
       ++n.rtt_samples;
+      sample = s;
     } else {
       n.Count(WireCounter::kAckBadSample);
     }
   }
+  // The window (§4.5): the sample against base_rtt + 10 us; an ACK
+  // without one restarts the RTO count only.
+  window_.OnAck(t4_ns, acked_bytes, sample, rtt_.srtt(),
+                rtt_.base_rtt(t4_ns));
   chunk_size_.OnAck(t4_ns, rtt_.srtt());
   // Credits (§3.2): the peer's bounce receives posted since connect,
   // wrapping; only a newer count is taken (Credits() caps the belief).
@@ -539,6 +561,7 @@ void Sender::DetectLosses(uint64_t now_ns, bool all) {
   // all: every transmission in flight counts as lost now, its backoff
   // reset (the end of a wait for a receive at the peer, below).
   const uint64_t at = all ? now_ns + (uint64_t{1} << 40) : now_ns;
+  bool rack = false, rto = false;
   for (;;) {
     const size_t n = loss_.DetectLost(at, rtt_.srtt(), out);
     for (size_t i = 0; i < n; ++i) {
@@ -554,10 +577,11 @@ void Sender::DetectLosses(uint64_t now_ns, bool all) {
         ++conn_.counters().resent_after_wait;
       } else if (out[i].reason == LossReason::kRto) {
         ++conn_.counters().lost_rto;
+        rto = true;
       } else {
         ++conn_.counters().lost_rack;
+        rack = true;
       }
-      chunk_size_.OnLoss(now_ns);
       if (!ChunkLive(x.cseq)) continue;
       ChunkRec& c = ChunkAt(x.cseq);
       Msg* m = FindMsg(c.mid);
@@ -567,6 +591,15 @@ void Sender::DetectLosses(uint64_t now_ns, bool all) {
                      all ? 0 : out[i].next_expiries());
     }
     if (n < out.size()) break;
+  }
+  // One reaction per pass (§4.1, §4.5): the losses one pass finds are one
+  // event (a burst tail-dropped at a queue, a blackout's RTOs), so
+  // max_chunk halves once and one pass's RTOs count as one expiry. The
+  // end of a wait at the peer (all) is no loss of the network's.
+  if (rack || rto) {
+    chunk_size_.OnLoss(now_ns);
+    const bool reset = rto ? window_.OnRto(now_ns) : window_.OnLoss(now_ns);
+    if (reset) ++conn_.counters().cwnd_resets;
   }
 }
 
@@ -627,7 +660,8 @@ bool Sender::SendRetransmissions(uint64_t now_ns) {
       ++retx_head_;
       continue;
     }
-    if (!CanTransmit() || !PostRetx(r.cseq, r.unit, r.expiries, now_ns)) {
+    if (!CanTransmit() || !WindowOpen(now_ns) ||
+        !PostRetx(r.cseq, r.unit, r.expiries, now_ns)) {
       return did;
     }
     ++retx_head_;
@@ -643,7 +677,8 @@ bool Sender::SendRetransmissions(uint64_t now_ns) {
       m.tail_retx = false;
       continue;
     }
-    if (!CanTransmit() || !PostRetx(m.tail_cseq, unit, m.tail_expiries, now_ns)) {
+    if (!CanTransmit() || !WindowOpen(now_ns) ||
+        !PostRetx(m.tail_cseq, unit, m.tail_expiries, now_ns)) {
       return did;
     }
     m.tail_retx = false;
@@ -654,6 +689,8 @@ bool Sender::SendRetransmissions(uint64_t now_ns) {
 
 bool Sender::SendNewChunks(uint64_t now_ns) {
   bool did = false;
+  const uint64_t srtt = rtt_.srtt();
+  const uint64_t target = window_.TargetNs(rtt_.base_rtt(now_ns));
   for (uint64_t s = head_; s < tail_; ++s) {
     Msg& m = MsgAt(s);
     if (m.state != MsgState::kQueued) continue;
@@ -663,7 +700,7 @@ bool Sender::SendNewChunks(uint64_t now_ns) {
     if (send) {
       // SEND_DATA units, one SEND each (§2.3).
       while (m.sent < m.len || (m.len == 0 && !m.started)) {
-        if (!CanTransmit() || inflight_bytes_ >= p_.cwnd) return did;
+        if (!CanTransmit() || !WindowOpen(now_ns)) return did;
         const uint32_t unit = static_cast<uint32_t>(m.sent / kUnitSize);
         const bool hint =
             Credits() == 1 || (unit + 1 == m.units && s + 1 == tail_);
@@ -675,10 +712,10 @@ bool Sender::SendNewChunks(uint64_t now_ns) {
     // WRITE chunks: the whole of a WRITE, the body of a WRITE_WITH_IMM.
     const bool with_imm = m.op == WrOpcode::kRdmaWriteWithImm;
     while (m.sent < m.body || (!with_imm && m.len == 0 && !m.started)) {
-      if (!CanTransmit()) return did;
-      const uint64_t srtt = rtt_.srtt();
+      if (!CanTransmit() || !PaceOpen(now_ns)) return did;
+      const uint64_t cwnd = window_.cwnd();
       std::optional<policy::reliability::Chunk> ch = chunk_size_.Next(
-          p_.cwnd, inflight_bytes_, m.sent, m.body - m.sent, srtt, srtt);
+          cwnd, inflight_bytes_, m.sent, m.body - m.sent, target, srtt);
       if (!ch) return did;  // the window is full
       // The tail rule (§2.3): a message's L chunk goes after every chunk
       // before it was acknowledged.
@@ -692,7 +729,7 @@ bool Sender::SendNewChunks(uint64_t now_ns) {
       const bool hint =
           Credits() == 1 ||
           policy::reliability::ChunkSize::Hint(
-              p_.cwnd, inflight_bytes_ + ch->bytes, last && s + 1 == tail_);
+              cwnd, inflight_bytes_ + ch->bytes, last && s + 1 == tail_);
       if (!PostChunk(s, ch->bytes, last, hint, now_ns)) return did;
       did = true;
     }
@@ -704,7 +741,7 @@ bool Sender::SendNewChunks(uint64_t now_ns) {
       m.tail_counted = true;
       continue;
     }
-    if (!CanTransmit()) return did;
+    if (!CanTransmit() || !WindowOpen(now_ns)) return did;
     if (!PostPiece(s, m.units - 1, 0, 0, 0, false, true, now_ns)) return did;
     m.tail_sent = true;
     did = true;

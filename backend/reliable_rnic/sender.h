@@ -11,11 +11,12 @@
 //
 // As built (steps 11-12): WRITE, WRITE_WITH_IMM (chunks for the body, a
 // WRITE_TAIL under the tail rule), SEND and SEND_WITH_IMM (SEND_DATA
-// units); a fixed window (SenderParams::cwnd, in bytes), at most max_xmits
-// transmissions in flight and the peer's credits (§3.2: every chunk and
-// daemon-header SEND consumes one of its bounce receives); SwiftWindow is
-// step 14. Every table is sized by the constructor (a control call); Post,
-// OnAck, OnSendCompletion and Pump allocate nothing.
+// units); the window is SwiftWindow's (§4.5, step 14: delay-based AIMD,
+// pacing below one unit), within at most max_xmits transmissions in
+// flight and the peer's credits (§3.2: every chunk and daemon-header SEND
+// consumes one of its bounce receives). Every table is sized by the
+// constructor (a control call); Post, OnAck, OnSendCompletion and Pump
+// allocate nothing.
 #ifndef VRDMA_BACKEND_RELIABLE_RNIC_SENDER_H_
 #define VRDMA_BACKEND_RELIABLE_RNIC_SENDER_H_
 
@@ -31,6 +32,7 @@
 #include "policy/reliability/loss_detector.h"
 #include "policy/reliability/rto.h"
 #include "policy/reliability/rtt_estimator.h"
+#include "policy/reliability/swift_window.h"
 
 namespace vrdma::reliable {
 
@@ -39,7 +41,8 @@ class Connection;
 struct SenderParams {
   uint32_t chunks_in_flight = 256;   // §4.1: chunk table and gseq ring
   uint32_t max_xmits = 32;           // the peer's bounce receives
-  uint64_t cwnd = uint64_t{1} << 20; // fixed until step 14
+  // The congestion window (§4.5, step 14).
+  policy::reliability::SwiftWindowParams window{};
   policy::reliability::RtoParams rto{};
   policy::reliability::ChunkSizeParams chunk{};
 };
@@ -93,6 +96,14 @@ class Sender {
   uint32_t ReplayNative(Rnic& lower, RnicQp qp);
 
   uint64_t srtt_ns() const { return rtt_.srtt(); }
+  // The congestion window (bytes), bytes in flight, the delay target
+  // (ns) at now_ns, and the unscaled max_chunk (§4.1, §4.5).
+  uint64_t cwnd() const { return window_.cwnd(); }
+  uint64_t inflight_bytes() const { return inflight_bytes_; }
+  uint64_t target_ns(uint64_t now_ns) const {
+    return window_.TargetNs(rtt_.base_rtt(now_ns));
+  }
+  uint64_t max_chunk() const { return chunk_size_.max_chunk(); }
   uint32_t acked_mid() const { return acked_mid_; }
   uint32_t next_mid() const { return next_mid_; }
   bool failed() const { return failed_; }
@@ -135,6 +146,14 @@ class Sender {
     return cseq >= chunk_head_ && cseq < chunk_tail_;
   }
   bool CanTransmit() const;
+  // Pacing (§4.5): false while cwnd < one unit and the next transmission's
+  // time has not come; Paced records one that left at now_ns.
+  bool PaceOpen(uint64_t now_ns) const;
+  // Room in the window (inflight < cwnd, so one unit always fits while
+  // nothing is in flight) and the pacing time has come: every
+  // transmission, retransmissions included, waits for both.
+  bool WindowOpen(uint64_t now_ns) const;
+  void Paced(uint64_t now_ns);
   // Slices [off, off + len) of m's data into out; returns the SGE count.
   int Slice(const Msg& m, uint64_t off, uint64_t len, Sge* out,
             int room) const;
@@ -183,6 +202,8 @@ class Sender {
   policy::reliability::RttEstimator rtt_;
   policy::reliability::Rto rto_;
   policy::reliability::ChunkSize chunk_size_;
+  policy::reliability::SwiftWindow window_;
+  uint64_t last_send_ns_ = 0;  // pacing: the newest transmission's time
   bool failed_ = false;
   WcStatus fail_status_ = WcStatus::kSuccess;
 };
