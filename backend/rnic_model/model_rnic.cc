@@ -439,6 +439,7 @@ void ModelRnic::Land(const Cqe& c, Completion* o) {
 }
 
 bool ModelRnic::Progress() {
+  if (quantum_ == 0) return false;
   Simulator& sim = world_.sim();
   const uint64_t before = sim.events_processed();
   sim.RunUntil(sim.now() + quantum_);

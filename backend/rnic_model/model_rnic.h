@@ -9,8 +9,15 @@
 // it by progress_quantum and runs what happened meanwhile; PollCq() returns
 // CQEs that became visible, with the virtual time as hardware timestamp.
 //
-// It is a timing model: it moves no bytes and does not check keys, access
-// rights or lengths (backend/soft_rnic is the functional twin). RegMr
+// It is a timing model: it moves no payload and does not check keys, access
+// rights or lengths (backend/soft_rnic is the functional twin), except what
+// a ReliableRnic above it needs (docs/reliability.md §9): the immediate of
+// WRITE_WITH_IMM/SEND_WITH_IMM reaches the receive completion, and the
+// first 256 bytes of a SEND are read from the sender's registered memory
+// at post and written into the posted receive's SGEs (registered memory)
+// when it completes; a UD receive gets the 40-byte RoCE GRH first and its
+// byte_len counts it. ResizeCq succeeds (the model's CQs have no depth).
+// RegMr
 // registers a model MR (4 KiB pages) on this card: a SendWr whose first
 // SGE's lkey (and, for RDMA, whose rkey) names one gets the MR's MPT/MTT
 // cache behaviour with offset = addr - iova; any other key means the
@@ -136,6 +143,9 @@ class ModelRnic final : public Rnic {
   ModelRnic(ModelWorld& world, const NicParams& nic);
 
   HostId host() const { return host_; }
+  // 0: Progress() leaves virtual time alone (a user that runs the world
+  // itself, as the bench's hosts do under a ReliableRnic, which calls its
+  // lower's Progress() on every turn).
   void set_progress_quantum(Picos q) { quantum_ = q; }
 
   RnicLimits limits() const override;
@@ -165,6 +175,8 @@ class ModelRnic final : public Rnic {
   uint64_t CqProduced(RnicCq cq) const override;
   bool Progress() override;
 
+  // CQs created on this card so far (RnicCq ids 1..num_cqs()).
+  uint32_t num_cqs() const { return static_cast<uint32_t>(cqs_.size()); }
   // The model's id of a CQ of this card (kNoCq when it is not one).
   static constexpr CqId kNoCq = UINT32_MAX;
   CqId model_cq(RnicCq cq) const {

@@ -11,6 +11,7 @@
 #include <deque>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include <unistd.h>
 
@@ -52,11 +53,30 @@ std::string CheckRunnable(const ScenarioSpec& spec) {
       out += fmt::format("{}{} is not supported by the RNIC model yet\n", at, what);
     };
     if (t.mrs.count > 0) refuse(".mrs: registering memory regions");
+    if (t.reliability) {
+      // The layer carries every opcode over SoftRnic (steps 11-12); the
+      // bench drives it with WRITEs only so far.
+      if (t.transport != Transport::kRc) refuse(".reliability: a layer under a non-rc QP");
+      for (const OpShare& o : t.ops) {
+        if (o.op != OpKind::kWrite) refuse(".reliability: ops other than write through the layer");
+      }
+    }
+    if (t.reliability.has_value() != spec.tenants.front().reliability.has_value()) {
+      refuse(".reliability: set on some tenants only (the layer runs on every host or none)");
+    }
     if (t.inline_data) refuse(".inline: inline data");
     // The file allows a UD message of one 4096-byte MTU; the card's may be
     // smaller.
     model::NicParams nic;
     if (!model::PresetByName(spec.preset, &nic)) nic = model::ConnectX6RoCE100();
+    for (const TenantSpec& u : spec.tenants) {
+      const bool shares = u.src_host == t.src_host || u.src_host == t.dst_host ||
+                          u.dst_host == t.src_host || u.dst_host == t.dst_host;
+      if (shares && u.reliability && t.reliability && *u.reliability != *t.reliability) {
+        refuse(".reliability: two modes on one host (a host's VMs share one GID here)");
+        break;
+      }
+    }
     for (const SizeShare& z : t.sizes) {
       if (t.transport == Transport::kUd && z.bytes > nic.mtu_bytes) {
         out += fmt::format("{}.size: a ud message of {} bytes is over the MTU of card {} ({})\n",
@@ -86,7 +106,21 @@ std::string AloneKey(const ScenarioSpec& s, const TenantSpec& t) {
                      t.rnr_timer ? *t.rnr_timer : -1, t.timeout ? *t.timeout : -1);
   for (const OpShare& o : t.ops) key += fmt::format("|o{}:{}", static_cast<int>(o.op), o.weight);
   for (const SizeShare& z : t.sizes) key += fmt::format("|s{}:{}", z.bytes, z.weight);
+  if (t.reliability) key += fmt::format("|rel{}", static_cast<int>(*t.reliability));
   return key;
+}
+
+ScenarioSpec AloneSpec(const ScenarioSpec& spec, size_t i) {
+  ScenarioSpec one = spec;
+  one.tenants = {spec.tenants[i]};
+  if (one.tenants[0].reliability) {
+    // docs/reliability.md §9: a layer tenant's reference is native RC on
+    // the lossless fabric.
+    one.tenants[0].reliability = Reliability::kNative;
+    one.fabric.random_loss = 0;
+    one.fabric.lossless = true;
+  }
+  return one;
 }
 
 void ScaleDuration(ScenarioSpec* spec, double scale) {
@@ -173,10 +207,21 @@ class Runner final : public model::TimerSink {
     for (const TenantSpec& t : spec_.tenants) {
       hosts = std::max({hosts, t.src_host + 1, t.dst_host + 1});
     }
+    const bool layer = !spec_.tenants.empty() && spec_.tenants.front().reliability.has_value();
     for (uint32_t h = 0; h < hosts; ++h) {
       hosts_.push_back(std::make_unique<ModelHost>(
           set_, nic, policy_(card, h),
-          sched::StageOptions{.adaptive_signaling = spec_.adaptive_signaling}));
+          sched::StageOptions{.adaptive_signaling = spec_.adaptive_signaling}, layer));
+    }
+    if (layer) {
+      std::vector<ReliabilityMode> mode(hosts, ReliabilityMode::kNative);
+      for (const TenantSpec& t : spec_.tenants) {
+        if (*t.reliability != Reliability::kUc) continue;
+        mode[t.src_host] = mode[t.dst_host] = ReliabilityMode::kUc;
+      }
+      std::vector<ModelHost*> all;
+      for (auto& h : hosts_) all.push_back(h.get());
+      ModelHost::JoinLayers(all, mode);
     }
     world_.sim().set_cqe_listener(&set_);
     warm_ = model::NsToPs(spec_.warmup_us * 1e3);
@@ -239,6 +284,9 @@ class Runner final : public model::TimerSink {
     sched::FlowId flow = sched::kNoFlow;
     RnicQp qp, peer;
     RnicAh ah;                    // UD: towards peer's card
+    // Through a layer: the tenant's registered source and target.
+    uint32_t lkey = 0, rkey = 0;
+    uint64_t laddr = 0, raddr = 0;
     uint32_t outstanding = 0;
     bool failed = false;          // a WR completed in error: the QP is dead
     uint32_t seq = 0;
@@ -301,7 +349,7 @@ class Runner final : public model::TimerSink {
     return model::PsToNs(world_.sim().now()) >= s.stop_us * 1e3;
   }
 
-  static void Connect(model::ModelRnic& a, RnicQp qa, model::ModelRnic& b, RnicQp qb) {
+  static void Connect(Rnic& a, RnicQp qa, Rnic& b, RnicQp qb) {
     QpAttr at;
     at.state = QpState::kInit;
     (void)a.ModifyQp(qa, at, kQpState);
@@ -317,7 +365,43 @@ class Runner final : public model::TimerSink {
   }
 
   // A UD QP has no peer: straight to RTS.
-  static void BringUpUd(model::ModelRnic& r, RnicQp q) {
+  // Through a ReliableRnic: what it frames by (GIDs, access, MTU, the
+  // retry attributes it carries in CONNECT), as reliable_uc_test does.
+  static void ConnectLayer(Rnic& a, RnicQp qa, const Gid& ga, Rnic& b, RnicQp qb,
+                           const Gid& gb, const TenantSpec& s, uint32_t mtu) {
+    for (auto [r, q] : {std::pair<Rnic*, RnicQp>{&a, qa}, std::pair<Rnic*, RnicQp>{&b, qb}}) {
+      QpAttr at;
+      at.state = QpState::kInit;
+      at.access_flags = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead;
+      (void)r->ModifyQp(q, at, kQpState | kQpAccessFlags);
+    }
+    for (auto [r, q, self, peer, dest] :
+         {std::tuple<Rnic*, RnicQp, Gid, Gid, uint32_t>{&a, qa, ga, gb, qb.qpn},
+          std::tuple<Rnic*, RnicQp, Gid, Gid, uint32_t>{&b, qb, gb, ga, qa.qpn}}) {
+      QpAttr at;
+      at.state = QpState::kRtr;
+      at.av.sgid = self;
+      at.av.dgid = peer;
+      at.path_mtu_bytes = mtu;
+      at.dest_qpn = dest;
+      at.max_dest_rd_atomic = 4;
+      at.min_rnr_timer = s.rnr_timer.value_or(1);
+      (void)r->ModifyQp(q, at, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
+                                   kQpMaxDestRdAtomic | kQpMinRnrTimer);
+    }
+    for (auto [r, q] : {std::pair<Rnic*, RnicQp>{&a, qa}, std::pair<Rnic*, RnicQp>{&b, qb}}) {
+      QpAttr at;
+      at.state = QpState::kRts;
+      at.timeout = s.timeout.value_or(14);  // perftest's default: 67 ms
+      at.retry_cnt = s.retry_cnt.value_or(7);
+      at.rnr_retry = s.rnr_retry.value_or(7);
+      at.max_rd_atomic = 4;
+      (void)r->ModifyQp(q, at, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry |
+                                   kQpMaxQpRdAtomic);
+    }
+  }
+
+  static void BringUpUd(Rnic& r, RnicQp q) {
     QpAttr at;
     for (QpState st : {QpState::kInit, QpState::kRtr, QpState::kRts}) {
       at.state = st;
@@ -326,7 +410,7 @@ class Runner final : public model::TimerSink {
   }
 
   // The tenant's RC retry attributes, when it sets any, on one end.
-  static void SetRetry(model::ModelRnic& r, RnicQp q, const TenantSpec& s) {
+  static void SetRetry(Rnic& r, RnicQp q, const TenantSpec& s) {
     Result<QpAttr> at = r.QueryQp(q);
     if (!at.ok()) return;
     at->retry_cnt = s.retry_cnt.value_or(7);
@@ -358,6 +442,25 @@ class Runner final : public model::TimerSink {
     // consume receives; the guest reposts at once.
     for (const OpShare& o : s.ops) receives = receives || ConsumesReceive(o.op);
     const bool ud = s.transport == Transport::kUd;
+    // Through a layer the tenant's WRITEs name real memory: the layer
+    // checks a retransmitted unit's rkey and copies it into place.
+    RnicPd pd_src{1}, pd_dst{1};
+    RnicMr mr_src{}, mr_dst{};
+    uint64_t iova_src = 0, iova_dst = 0;
+    if (s.reliability) {
+      uint64_t most = 1;
+      for (const SizeShare& z : s.sizes) most = std::max<uint64_t>(most, z.bytes);
+      pd_src = *src.top().AllocPd();
+      pd_dst = *dst.top().AllocPd();
+      iova_src = (uint64_t{ti} + 1) << 36;
+      iova_dst = iova_src | (uint64_t{1} << 35);
+      memory_.push_back(std::make_unique<uint8_t[]>(most));
+      mr_src = *src.top().RegMr(pd_src, memory_.back().get(), most, iova_src,
+                                kAccessLocalWrite);
+      memory_.push_back(std::make_unique<uint8_t[]>(most));
+      mr_dst = *dst.top().RegMr(pd_dst, memory_.back().get(), most, iova_dst,
+                                kAccessLocalWrite | kAccessRemoteWrite);
+    }
     for (uint32_t p = 0; p < s.processes; ++p) {
       const uint32_t proc = static_cast<uint32_t>(procs_.size());
       procs_.emplace_back();
@@ -373,24 +476,38 @@ class Runner final : public model::TimerSink {
         QpInit init;
         init.type = QpTypeOf(s.transport);
         // As the engine sizes a guest QP's host QP.
-        init.caps.max_send_wr = sched::HostSqDepth(depth, src.rnic().limits().max_qp_wr);
+        init.caps.max_send_wr = sched::HostSqDepth(depth, src.top().limits().max_qp_wr);
         init.send_cq = init.recv_cq = src.cq();
-        q->qp = *src.rnic().CreateQp(init);
+        if (s.reliability) {
+          init.caps.max_recv_wr = 64;
+          init.caps.max_send_sge = init.caps.max_recv_sge = 1;
+          init.caps.type = QpType::kRc;
+          init.pd = pd_src;
+        }
+        q->qp = *src.top().CreateQp(init);
         init.send_cq = init.recv_cq = dst.cq();
-        q->peer = *dst.rnic().CreateQp(init);
+        if (s.reliability) init.pd = pd_dst;
+        q->peer = *dst.top().CreateQp(init);
         if (ud) {
-          BringUpUd(src.rnic(), q->qp);
-          BringUpUd(dst.rnic(), q->peer);
+          BringUpUd(src.top(), q->qp);
+          BringUpUd(dst.top(), q->peer);
           AddressVector av;
           av.sgid = src.gid();
           av.dgid = dst.gid();
-          q->ah = *src.rnic().CreateAh(RnicPd{1}, av);
+          q->ah = *src.top().CreateAh(RnicPd{1}, av);
+        } else if (s.reliability) {
+          ConnectLayer(src.top(), q->qp, src.gid(), dst.top(), q->peer, dst.gid(), s,
+                       src.rnic().limits().active_mtu_bytes);
+          q->lkey = mr_src.lkey;
+          q->laddr = iova_src;
+          q->rkey = mr_dst.rkey;
+          q->raddr = iova_dst;
         } else {
-          Connect(src.rnic(), q->qp, dst.rnic(), q->peer);
+          Connect(src.top(), q->qp, dst.top(), q->peer);
         }
-        if (s.rnr_retry || s.retry_cnt || s.rnr_timer || s.timeout) {
-          SetRetry(src.rnic(), q->qp, s);
-          SetRetry(dst.rnic(), q->peer, s);
+        if (!s.reliability && (s.rnr_retry || s.retry_cnt || s.rnr_timer || s.timeout)) {
+          SetRetry(src.top(), q->qp, s);
+          SetRetry(dst.top(), q->peer, s);
         }
         q->flow = src.AddFlow(static_cast<policy::TenantId>(ti), q->qp, init.type, depth,
                               s.dst_host, q.get());
@@ -431,10 +548,10 @@ class Runner final : public model::TimerSink {
       QpInit init;
       init.caps.max_send_wr = 4;
       init.send_cq = init.recv_cq = src.own_cq();
-      RnicQp a = *src.rnic().CreateQp(init);
+      RnicQp a = *src.top().CreateQp(init);
       init.send_cq = init.recv_cq = dst.cq();
-      RnicQp b = *dst.rnic().CreateQp(init);
-      Connect(src.rnic(), a, dst.rnic(), b);
+      RnicQp b = *dst.top().CreateQp(init);
+      Connect(src.top(), a, dst.top(), b);
       src.AddProbePath(to, a);
     }
   }
@@ -453,6 +570,12 @@ class Runner final : public model::TimerSink {
     wr.num_sge = 1;
     wr.sge[0].length = bytes;
     if (IsAtomic(op)) wr.remote_addr = AtomicAddress(q.tenant);
+    if (q.lkey != 0) {
+      wr.sge[0].addr = q.laddr;
+      wr.sge[0].lkey = q.lkey;
+      wr.remote_addr = q.raddr;
+      wr.rkey = q.rkey;
+    }
     if (q.ah.id != 0) {
       wr.ah = q.ah;
       wr.remote_qpn = q.peer.qpn;
@@ -585,6 +708,9 @@ class Runner final : public model::TimerSink {
       // Throughput from delivered bytes (a 1 GiB message may not complete
       // inside the window); rate and MCT from completions.
       r.gbps = wire[ti] * 8.0 / (window_us * 1e3);
+      // Through a layer: goodput, the guest payload completed (a uc
+      // tenant's bytes travel on the layer's QPs, docs/reliability.md §9).
+      if (spec_.tenants[ti].reliability) r.gbps = t.bytes * 8.0 / (window_us * 1e3);
       r.mmps = t.messages / window_us;
       auto figures = [&r](auto& mct) {
         if (mct.empty()) return;
@@ -619,6 +745,7 @@ class Runner final : public model::TimerSink {
   std::vector<Proc> procs_;
   std::vector<Tenant> tenants_;
   std::set<std::pair<uint32_t, uint32_t>> paths_;
+  std::vector<std::unique_ptr<uint8_t[]>> memory_;  // layer tenants' MRs
   Picos warm_ = 0, end_ = 0;
 };
 
@@ -637,9 +764,7 @@ std::vector<TenantResult> RunScenario(const ScenarioSpec& spec, const PolicyFact
 
 TenantResult RunAlone(const ScenarioSpec& spec, size_t i, const PolicyFactory& policy,
                       RunStats* stats) {
-  ScenarioSpec one = spec;
-  one.tenants = {spec.tenants[i]};
-  return RunScenario(one, policy, stats).front();
+  return RunScenario(AloneSpec(spec, i), policy, stats).front();
 }
 
 }  // namespace vrdma::bench

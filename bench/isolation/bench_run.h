@@ -39,6 +39,11 @@ std::string CheckRunnable(const ScenarioSpec& spec);
 // Tenant t of spec alone gives the same figures for the same key.
 std::string AloneKey(const ScenarioSpec& spec, const TenantSpec& t);
 
+// Tenant i alone: the scenario with that tenant only; a tenant with
+// `reliability` is measured against native RC on the lossless fabric
+// (docs/reliability.md §9), so its "alone" is that reference.
+ScenarioSpec AloneSpec(const ScenarioSpec& spec, size_t i);
+
 // Multiplies the simulated duration and warm-up (a quick run: 0.25).
 void ScaleDuration(ScenarioSpec* spec, double scale);
 

@@ -91,20 +91,57 @@ void HostSet::SendPeer(uint32_t from, uint32_t to,
 
 ModelHost::ModelHost(HostSet& set, const model::NicParams& nic,
                      std::unique_ptr<policy::SchedulerPolicy> policy,
-                     sched::StageOptions stage_options)
+                     sched::StageOptions stage_options, bool reliability_layer)
     : set_(set),
       id_(static_cast<uint32_t>(set.size())),
       rnic_(set.world(), nic),
       policy_(std::move(policy)) {
-  stage_ = std::make_unique<sched::Stage>(rnic_, *policy_, *this, stage_options);
-  cq_ = *rnic_.CreateCq(1u << 16);
-  own_cq_ = *rnic_.CreateCq(1u << 12);
+  if (reliability_layer) {
+    rnic_.set_progress_quantum(0);  // the bench runs virtual time, not the layer
+    ReliableRnicOptions o;
+    o.daemon_id = id_ + 1;
+    o.token_seed = 1000 + id_;
+    o.clock = [this] { return static_cast<uint64_t>(now_ns()); };
+    layer_ = std::make_unique<ReliableRnic>(rnic_, o);
+    link_ = std::make_unique<Link>(id_ + 1);
+  }
+  stage_ = std::make_unique<sched::Stage>(top(), *policy_, *this, stage_options);
+  cq_ = *top().CreateCq(1u << 16);
+  own_cq_ = *top().CreateCq(1u << 12);
   stage_->SetOwnCq(own_cq_);
   set_.WatchCq(rnic_.model_cq(cq_), this);
   set_.WatchCq(rnic_.model_cq(own_cq_), this);
   set_.Add(this);
-  (void)rnic_.AddGid(gid());
+  (void)top().AddGid(gid());
   SetUpPreemptionControl();
+}
+
+Gid ModelHost::daemon_gid() const {
+  Gid g = gid();
+  g[2] = 0xda;  // the daemon's own GID (its ACK QP), beside the VMs' gid()
+  return g;
+}
+
+void ModelHost::WatchCards() {
+  for (uint32_t id = 1; id <= rnic_.num_cqs(); ++id) {
+    set_.WatchCq(rnic_.model_cq(RnicCq{id}), this);
+  }
+}
+
+void ModelHost::JoinLayers(const std::vector<ModelHost*>& hosts,
+                           const std::vector<ReliabilityMode>& mode) {
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    for (size_t j = i + 1; j < hosts.size(); ++j) Link::Join(*hosts[i]->link_, *hosts[j]->link_);
+  }
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    ModelHost& h = *hosts[i];
+    (void)h.layer_->AttachPeerLink(h.link_.get(), h.daemon_gid());
+    const Gid vm = h.gid();
+    h.link_->AddGid(vm);
+    h.layer_->SetMode(std::span(&vm, 1), mode[i]);
+    h.WatchCards();  // the layer's ACK and transport CQs
+    h.set_.MarkDirty(h);
+  }
 }
 
 Gid ModelHost::gid() const {
@@ -119,26 +156,29 @@ void ModelHost::SetUpPreemptionControl() {
   // PeRF's preemption control queue on this card (§3.5.1): a managed QP
   // with its own CQ, connected to a sink QP of the same host, and a QP
   // that carries the ENABLEs, connected the same way.
-  RnicCq pcc = *rnic_.CreateCq(1u << 12);
+  Rnic& r = top();
+  RnicCq pcc = *r.CreateCq(1u << 12);
   QpInit init;
   init.caps.max_send_wr = kPcqDepth;
   init.send_cq = init.recv_cq = pcc;
   init.managed = true;
-  RnicQp pcq = *rnic_.CreateQp(init);
+  Result<RnicQp> managed = r.CreateQp(init);
+  if (!managed.ok()) return;  // a layer without managed QPs: no PeRF preemption control
+  RnicQp pcq = *managed;
   init.managed = false;
-  RnicQp sink = *rnic_.CreateQp(init);
-  RnicQp enabler = *rnic_.CreateQp(init);
-  RnicQp sink2 = *rnic_.CreateQp(init);
+  RnicQp sink = *r.CreateQp(init);
+  RnicQp enabler = *r.CreateQp(init);
+  RnicQp sink2 = *r.CreateQp(init);
   for (auto [a, b] : {std::pair{pcq, sink}, std::pair{enabler, sink2}}) {
     for (auto [q, peer] : {std::pair{a, b}, std::pair{b, a}}) {
       QpAttr at;
       at.state = QpState::kInit;
-      (void)rnic_.ModifyQp(q, at, kQpState);
+      (void)r.ModifyQp(q, at, kQpState);
       at.state = QpState::kRtr;
       at.dest_qpn = peer.qpn;
-      (void)rnic_.ModifyQp(q, at, kQpState | kQpDestQpn);
+      (void)r.ModifyQp(q, at, kQpState | kQpDestQpn);
       at.state = QpState::kRts;
-      (void)rnic_.ModifyQp(q, at, kQpState);
+      (void)r.ModifyQp(q, at, kQpState);
     }
   }
   (void)stage_->SetPreemptionControl(sched::PreemptionControl{pcc, pcq, kPcqDepth, enabler});
@@ -160,7 +200,7 @@ sched::FlowId ModelHost::AddFlow(policy::TenantId tenant, RnicQp qp, QpType type
   spec.qp = qp;
   spec.type = type;
   spec.send_cq = cq_;
-  spec.rnic_depth = sched::HostSqDepth(depth, rnic().limits().max_qp_wr);
+  spec.rnic_depth = sched::HostSqDepth(depth, top().limits().max_qp_wr);
   spec.queue_capacity = depth;
   spec.dest = dest;
   const sched::FlowId flow =
@@ -188,7 +228,7 @@ void ModelHost::AddReceiver(RnicQp qp, uint32_t count, bool advertises, uint32_t
   RecvWr r;
   for (uint32_t i = 0; i < count; ++i) {
     r.wr_id = i;
-    (void)rnic_.PostRecv(qp, {&r, 1}, nullptr);
+    (void)top().PostRecv(qp, {&r, 1}, nullptr);
   }
   rc.advertises = advertises;
   if (!advertises) return;
@@ -238,8 +278,12 @@ void ModelHost::AddProbePath(sched::DestId dest, RnicQp qp) {
 void ModelHost::Turn() {
   dirty = false;
   const policy::Nanos now = now_ns();
+  if (layer_) {
+    link_->Deliver(*layer_);
+    (void)layer_->Progress();
+  }
   int n;
-  while ((n = rnic_.PollCq(cq_, poll_)) > 0) {
+  while ((n = top().PollCq(cq_, poll_)) > 0) {
     for (int i = 0; i < n; ++i) {
       const Completion& c = poll_[i];
       if (c.opcode == WcOpcode::kRecv || c.opcode == WcOpcode::kRecvRdmaWithImm) {
@@ -248,7 +292,7 @@ void ModelHost::Turn() {
         Receiver& rc = receivers_[c.qpn];
         RecvWr r;
         r.wr_id = c.wr_id;
-        if (rnic_.PostRecv(rc.qp, {&r, 1}, nullptr) == 1 && rc.advertises) {
+        if (top().PostRecv(rc.qp, {&r, 1}, nullptr) == 1 && rc.advertises) {
           rc.credits.Posted(1);
           advertise_.push_back(c.qpn);
         }
@@ -263,6 +307,11 @@ void ModelHost::Turn() {
   if (!held_.empty()) WakeExpiredHolds(now);
   // A pass is bounded (kMaxPass pieces): serve until nothing moves.
   for (int i = 0; i < 64 && stage_->Run(now); ++i) {
+  }
+  if (layer_) {
+    // What the stage posted goes out now; the layer's timers need turns.
+    (void)layer_->Progress();
+    ArmWake(set_.sim().now() + model::NsToPs(kLayerTurnNs));
   }
   if (stage_->has_ready()) {
     // The model's send queue was full (unsignaled WRs free it silently):

@@ -19,6 +19,8 @@
 #include <optional>
 #include <vector>
 
+#include "backend/reliable_rnic/inproc_peer_link.h"
+#include "backend/reliable_rnic/reliable_rnic.h"
 #include "backend/rnic_model/model_rnic.h"
 #include "backend/scheduler/receive_credit.h"
 #include "backend/scheduler/stage.h"
@@ -72,13 +74,27 @@ class ModelHost final : public sched::StageOwner, public model::TimerSink {
     virtual void OnWrDone(uint32_t tag, WcStatus status) = 0;
   };
 
+  // reliability_layer: a ReliableRnic (docs/reliability.md) between the
+  // stage and the card: every QP, CQ and WR of this host goes through it
+  // (top()); JoinLayers connects the hosts' layers.
   ModelHost(HostSet& set, const model::NicParams& nic,
             std::unique_ptr<policy::SchedulerPolicy> policy,
-            sched::StageOptions stage_options = {});
+            sched::StageOptions stage_options = {}, bool reliability_layer = false);
   ~ModelHost() override;
 
   uint32_t id() const { return id_; }
   model::ModelRnic& rnic() { return rnic_; }
+  // What the stage and the tenants' QPs use: the layer, or the card.
+  Rnic& top() { return layer_ ? static_cast<Rnic&>(*layer_) : rnic_; }
+  ReliableRnic* layer() { return layer_.get(); }
+  // Joins the layers of hosts (each built with reliability_layer) by
+  // in-process peer links, attaches them (each host's daemon GID) and puts
+  // each host's VM GID (gid()) in mode[host]. Every CQ the layers made is
+  // watched, and a host with a layer takes a turn at least every
+  // kLayerTurnNs (its timers: ACK timer, RTO, CONNECT repeats).
+  static void JoinLayers(const std::vector<ModelHost*>& hosts,
+                         const std::vector<ReliabilityMode>& mode);
+  static constexpr uint64_t kLayerTurnNs = 2000;
   RnicCq cq() const { return cq_; }
   sched::Stage& stage() { return *stage_; }
   policy::Nanos now_ns() const;
@@ -133,9 +149,15 @@ class ModelHost final : public sched::StageOwner, public model::TimerSink {
   void SetUpPreemptionControl();
   static constexpr uint32_t kPcqDepth = 64;
 
+  using Link = reliable::InprocPeerLinkT<ReliableRnic>;
+  void WatchCards();
+  Gid daemon_gid() const;
+
   HostSet& set_;
   uint32_t id_;
   model::ModelRnic rnic_;
+  std::unique_ptr<ReliableRnic> layer_;
+  std::unique_ptr<Link> link_;
   std::unique_ptr<policy::SchedulerPolicy> policy_;
   std::unique_ptr<sched::Stage> stage_;
   RnicCq cq_;

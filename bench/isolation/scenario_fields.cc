@@ -17,7 +17,8 @@ namespace {
 
 const std::vector<std::string> kScenarioKeys = {
     "name", "group",  "paper", "card",  "hosts",   "duration_us", "warmup_us",
-    "seed", "fabric", "vars",  "sweep", "tenants", "expect", "adaptive_signaling"};
+    "seed", "fabric", "vars",  "sweep", "tenants", "expect", "adaptive_signaling",
+    "in_all"};
 const std::vector<std::string> kFabricKeys = {
     "link_propagation_ns", "switch_latency_ns", "switch_buffer_bytes",
     "ecn_threshold_bytes", "random_loss",       "lossless",
@@ -30,6 +31,7 @@ const std::vector<std::string> kOpNames = {
     "write", "write_imm", "send", "send_imm", "read", "cas", "faa"};
 const std::vector<std::string> kTransportNames = {"rc", "uc", "ud"};
 const std::vector<std::string> kModeNames = {"latency", "bandwidth"};
+const std::vector<std::string> kReliabilityNames = {"native", "uc"};
 const std::vector<std::string> kClassNames = {"bandwidth", "throughput",
                                               "latency"};
 const std::vector<std::string> kMetricNames = {"gbps", "mmps", "avg_us",
@@ -105,7 +107,7 @@ const std::vector<std::string>& TenantKeys() {
       "mrs",      "rate",     "turnaround_ns", "start_us", "stop_us",
       "src_host", "dst_host", "weight",        "class",    "recv_depth",
       "rnr_retry", "rnr_timer", "retry_cnt", "timeout", "max_gbps",
-      "max_mmps", "min_gbps", "latency_target_us"};
+      "max_mmps", "min_gbps", "latency_target_us", "reliability"};
   return keys;
 }
 
@@ -298,6 +300,7 @@ std::optional<ScenarioSpec> ScenarioReader::Read(
           fmt::format("must be below duration_us ({})", s.duration_us));
   }
   OptUint(n["seed"], "seed", 0, UINT64_MAX, &s.seed);
+  if (n["in_all"]) Flag(n["in_all"], "in_all", &s.in_all);
   if (n["adaptive_signaling"]) {
     Flag(n["adaptive_signaling"], "adaptive_signaling", &s.adaptive_signaling);
   }
@@ -466,6 +469,12 @@ void ScenarioReader::ReadTenant(const View& v, const std::string& path,
     size_t k = 0;
     if (Choice(v["class"], path + ".class", kClassNames, &k)) {
       t->app_class = static_cast<policy::TenantClass>(k);
+    }
+  }
+  if (v["reliability"]) {
+    size_t k = 0;
+    if (Choice(v["reliability"], path + ".reliability", kReliabilityNames, &k)) {
+      t->reliability = static_cast<Reliability>(k);
     }
   }
   CheckTenant(v, path, *t);

@@ -361,10 +361,98 @@ TEST(Builtins, LoadAndTheModelRunsThemAll) {
   LoadedScenarios r = LoadScenarioFiles(files, {});
   ASSERT_TRUE(r.errors.empty()) << r.errors.front();
   // 50 + scale_1000x8, crowd_992 (90_crowd.yaml) + rnr_storm_pfc,
-  // rnr_storm_deep + 6 of 97_qos.yaml
-  EXPECT_EQ(r.scenarios.size(), 60u);
-  for (const ScenarioSpec& s : r.scenarios)
+  // rnr_storm_deep + 6 of 97_qos.yaml + 16 of 98_lossy.yaml
+  EXPECT_EQ(r.scenarios.size(), 76u);
+  size_t outside_all = 0;
+  for (const ScenarioSpec& s : r.scenarios) {
     EXPECT_EQ(CheckRunnable(s), "") << s.name;
+    if (!s.in_all) {
+      ++outside_all;
+      EXPECT_EQ(s.group, "lossy") << s.name;
+    }
+  }
+  // --all over the built-in directory runs the 60 it ran before.
+  EXPECT_EQ(outside_all, 16u);
+}
+
+TEST(ScenarioFile, ReadsReliabilityAndInAll) {
+  LoadedScenarios r = Load(
+      "scenarios:\n  - name: s\n    in_all: false\n    tenants:\n"
+      "      - {name: A, reliability: uc}\n      - {name: B, reliability: native}\n"
+      "  - name: t\n    tenants:\n      - {name: C}\n");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_FALSE(r.scenarios[0].in_all);
+  EXPECT_EQ(r.scenarios[0].tenants[0].reliability, Reliability::kUc);
+  EXPECT_EQ(r.scenarios[0].tenants[1].reliability, Reliability::kNative);
+  EXPECT_TRUE(r.scenarios[1].in_all);
+  EXPECT_FALSE(r.scenarios[1].tenants[0].reliability.has_value());
+  EXPECT_THAT(OnlyError("scenarios:\n  - name: s\n    tenants:\n"
+                        "      - {name: A, reliability: rc}\n"),
+              HasSubstr("tenants[0].reliability"));
+  // A layer tenant's reference ("alone") is native RC on the lossless fabric.
+  ScenarioSpec lossy = r.scenarios[0];
+  lossy.fabric.lossless = false;
+  lossy.fabric.random_loss = 0.01;
+  const ScenarioSpec ref = AloneSpec(lossy, 0);
+  ASSERT_EQ(ref.tenants.size(), 1u);
+  EXPECT_EQ(ref.tenants[0].name, "A");
+  EXPECT_EQ(ref.tenants[0].reliability, Reliability::kNative);
+  EXPECT_TRUE(ref.fabric.lossless);
+  EXPECT_EQ(ref.fabric.random_loss, 0.0);
+  EXPECT_NE(AloneKey(ref, ref.tenants[0]), AloneKey(lossy, lossy.tenants[0]));
+  // Without `reliability`, alone is the tenant on the scenario's fabric.
+  ScenarioSpec plain = r.scenarios[1];
+  plain.fabric.random_loss = 0.01;
+  EXPECT_EQ(AloneSpec(plain, 0).fabric.random_loss, 0.01);
+}
+
+TEST(CheckRunnable, LayerTenantsAreRcWriteTenantsOnEveryHost) {
+  LoadedScenarios r = Load(
+      "scenarios:\n"
+      "  - name: ops\n    tenants:\n      - {name: A, ops: send, reliability: uc}\n"
+      "  - name: some\n    tenants:\n      - {name: A, reliability: uc}\n"
+      "      - {name: B}\n"
+      "  - name: modes\n    tenants:\n      - {name: A, reliability: uc}\n"
+      "      - {name: B, reliability: native}\n"
+      "  - name: ok\n    hosts: 4\n    tenants:\n      - {name: A, reliability: uc}\n"
+      "      - {name: B, reliability: native, src_host: 2, dst_host: 3}\n");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_THAT(CheckRunnable(r.scenarios[0]), HasSubstr("ops other than write"));
+  EXPECT_THAT(CheckRunnable(r.scenarios[1]), HasSubstr("set on some tenants only"));
+  EXPECT_THAT(CheckRunnable(r.scenarios[2]), HasSubstr("two modes on one host"));
+  EXPECT_EQ(CheckRunnable(r.scenarios[3]), "");
+}
+
+// docs/reliability.md §9 rows 1-2 in small: 8 QPs of 1 MiB WRITEs, 8 in
+// flight each, at 1 % random loss on a lossy fabric. Through the layer in
+// uc mode the tenant keeps most of native's lossless goodput; native RC
+// (go-back-N, perftest's 67 ms transport timer) loses most of it. RNIC
+// MODEL figures.
+TEST(ReliabilityOnModel, UcKeepsGoodputAtOnePercentLossWhereNativeGoBackNDoesNot) {
+  LoadedScenarios r = Load(
+      "scenarios:\n  - name: s_${rel}\n    duration_us: 30000\n"
+      "    fabric: {lossless: false, random_loss: 0.01}\n"
+      "    sweep: {rel: [native, uc]}\n    tenants:\n"
+      "      - {name: T, qps: {count: 8}, size: 1MiB, depth: 8, reliability: $rel}\n");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  ASSERT_EQ(r.scenarios.size(), 2u);
+  const ScenarioSpec& native = r.scenarios[0];
+  const ScenarioSpec& uc = r.scenarios[1];
+  ASSERT_EQ(CheckRunnable(uc), "");
+  const PolicyFactory pass = PassThrough();
+  RunStats ref_stats, native_stats, uc_stats;
+  const TenantResult ref = RunAlone(uc, 0, pass, &ref_stats);
+  const TenantResult n = RunScenario(native, pass, &native_stats).front();
+  const TenantResult u = RunScenario(uc, pass, &uc_stats).front();
+  EXPECT_GT(ref.gbps, 90);  // lossless native, the reference
+  EXPECT_GT(u.gbps, 0.7 * ref.gbps) << "native " << n.gbps << ", reference " << ref.gbps;
+  EXPECT_LT(n.gbps, u.gbps);
+  EXPECT_EQ(u.errors, 0u);
+  EXPECT_GT(native_stats.drops, 0u);
+  EXPECT_GT(uc_stats.drops, 0u);
+  // uc framed every QP: each has its UC data QP on both cards (16 more
+  // model QPs than native, through the same layer in native mode).
+  EXPECT_EQ(uc_stats.model_qps, native_stats.model_qps + 16);
 }
 
 // A policy that counts the kinds and bytes of the WRs it sees.

@@ -52,8 +52,16 @@ struct MrSpec {
   uint64_t page_bytes = 4096;
 };
 
+// A tenant's reliability (docs/reliability.md §2.2): with the field set,
+// both ends of its QPs run through a ReliableRnic on their host's card,
+// in native (pass-through, the RNIC's own RC) or uc (the layer's software
+// reliability over UC) mode.
+enum class Reliability : uint8_t { kNative, kUc };
+
 struct TenantSpec {
   std::string name;
+  // Unset: the tenant's QPs are the card's own, no layer.
+  std::optional<Reliability> reliability;
   // Drawn per WR by weight; one entry: always that op (no draw).
   std::vector<OpShare> ops = {OpShare{}};
   std::vector<SizeShare> sizes = {SizeShare{}};
@@ -128,6 +136,10 @@ struct ScenarioSpec {
   uint64_t seed = 1;
   // Every host's stage signals adaptively (sched::StageOptions).
   bool adaptive_signaling = false;
+  // false: `--all` over the built-in directory skips the scenario (it runs
+  // by --scenario NAME or --scenario-file), so the default run's results
+  // stay as they were.
+  bool in_all = true;
   model::FabricParams fabric;
   std::vector<TenantSpec> tenants;
   std::vector<ExpectRule> expect;
