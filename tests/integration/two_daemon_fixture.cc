@@ -47,10 +47,16 @@ bool DaemonPair::Start(const std::vector<std::string>& extra, std::string* err,
     args_a.insert(args_a.end(), {"--peer-listen", peer_a_, "--peer", peer_b_});
     args_b.insert(args_b.end(), {"--peer-listen", peer_b_, "--peer", peer_a_});
     if (layer_) {
-      args_a.insert(args_a.end(), {"--reliability-layer", "--daemon-gid", kDaemonGidA,
-                                   "--fabric-route", std::string(kDaemonGidB) + "=" + listen_b_});
-      args_b.insert(args_b.end(), {"--reliability-layer", "--daemon-gid", kDaemonGidB,
-                                   "--fabric-route", std::string(kDaemonGidA) + "=" + listen_a_});
+      // Two software RNICs on one loaded host see RTT noise of hundreds of
+      // microseconds: the hardware path's 10 us delay target would keep
+      // every window at its minimum (docs/reliability.md §10 step 14).
+      for (auto* args : {&args_a, &args_b}) {
+        args->insert(args->end(), {"--reliability-layer", "--reliability-target-us", "1000"});
+      }
+      args_a.insert(args_a.end(), {"--daemon-gid", kDaemonGidA, "--fabric-route",
+                                   std::string(kDaemonGidB) + "=" + listen_b_});
+      args_b.insert(args_b.end(), {"--daemon-gid", kDaemonGidB, "--fabric-route",
+                                   std::string(kDaemonGidA) + "=" + listen_a_});
     }
   }
   args_a.insert(args_a.end(), extra.begin(), extra.end());

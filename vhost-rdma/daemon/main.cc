@@ -253,6 +253,11 @@ int main(int argc, char** argv) {
                "attached with \"reliability\":\"uc\" get software reliability towards "
                "peers whose VMs ask the same; needs --peer-listen, --daemon-gid and "
                "--fabric-listen");
+  app.add_option("--reliability-target-us", peer_flags.target_us,
+                 "with --reliability-layer: the congestion window's delay target above "
+                 "the base RTT, in microseconds (default 10, for an RNIC's hardware path; "
+                 "a software RNIC on a loaded host has RTT noise of hundreds of "
+                 "microseconds and wants more; docs/reliability.md §4.5)");
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   app.add_option("--doorbell-queues", doorbell_queues, "doorbell virtqueues per VM")
@@ -388,6 +393,9 @@ int main(int argc, char** argv) {
     if (peer_config.layer) {
       vrdma::ReliableRnicOptions layer_options;
       layer_options.daemon_id = peer_channel->id();
+      if (peer_config.target_delay_ns != 0) {
+        layer_options.connection.sender.window.target_delay_ns = peer_config.target_delay_ns;
+      }
       layer = std::make_unique<vrdma::ReliableRnic>(*rnic_owner, layer_options);
     }
   } else {

@@ -63,6 +63,17 @@ bool ParsePeerFlags(const PeerFlags& flags, bool soft, bool fabric, PeerConfig* 
     }
     c.layer = true;
   }
+  if (flags.target_us >= 0) {
+    if (!flags.reliability_layer) {
+      *error = "--reliability-target-us is the reliability layer's: give --reliability-layer";
+      return false;
+    }
+    if (!(flags.target_us >= 1 && flags.target_us <= 100'000)) {
+      *error = "--reliability-target-us: 1 to 100000 (microseconds above the base RTT)";
+      return false;
+    }
+    c.target_delay_ns = static_cast<uint64_t>(flags.target_us * 1000);
+  }
   if (flags.listen.empty()) {
     if (!flags.peers.empty()) {
       *error = "--peer needs --peer-listen (this daemon's own peer-channel address)";

@@ -30,6 +30,9 @@ struct PeerFlags {
   std::vector<std::string> peers;   // --peer, each ADDR:PORT
   std::string daemon_gid;           // --daemon-gid
   bool reliability_layer = false;   // --reliability-layer
+  // --reliability-target-us: the congestion window's delay target above
+  // the path's base RTT (docs/reliability.md §4.5); < 0: not given.
+  double target_us = -1;
 };
 
 // The flags checked.
@@ -39,6 +42,7 @@ struct PeerConfig {
   std::vector<fabric::UdpAddress> peers;
   bool layer = false;
   Gid daemon_gid{};
+  uint64_t target_delay_ns = 0;  // 0: the layer's default (10 us)
 };
 
 // Every peer flag, with a message naming the flag at fault: a bad or
@@ -46,7 +50,8 @@ struct PeerConfig {
 // --peer-listen's, more than peer::kMaxPeers peers, --peer without
 // --peer-listen, --daemon-gid without --reliability-layer, and the layer
 // without what it needs: --rnic soft (soft), --peer-listen, --daemon-gid,
-// --fabric-listen (fabric: its packets reach other daemons only there).
+// --fabric-listen (fabric: its packets reach other daemons only there);
+// --reliability-target-us without the layer, or outside 1..100000.
 bool ParsePeerFlags(const PeerFlags& flags, bool soft, bool fabric, PeerConfig* out,
                     std::string* error);
 

@@ -55,11 +55,13 @@ TEST(PeerFlagsTest, EveryFlag) {
   f.peers = {"127.0.0.1:7001", "10.1.2.3:7000"};
   f.daemon_gid = "::ffff:10.9.0.1";
   f.reliability_layer = true;
+  f.target_us = 1000;
   PeerConfig c;
   std::string error;
   ASSERT_TRUE(ParsePeerFlags(f, true, true, &c, &error)) << error;
   EXPECT_TRUE(c.enabled);
   EXPECT_TRUE(c.layer);
+  EXPECT_EQ(c.target_delay_ns, 1'000'000u);
   ASSERT_EQ(c.peers.size(), 2u);
   EXPECT_EQ(fabric::UdpAddressToString(c.peers[1]), "10.1.2.3:7000");
   EXPECT_EQ(GidToString(c.daemon_gid), "::ffff:10.9.0.1");
@@ -87,6 +89,10 @@ TEST(PeerFlagsTest, BadValuesAndCombinationsNameTheirFlag) {
        "--reliability-layer needs --fabric-listen"},
       {{"127.0.0.1:7000", {}, "::ffff:10.0.0.9", true}, false, true,
        "--reliability-layer runs over --rnic soft only"},
+      {{"127.0.0.1:7000", {}, "", false, 100}, true, true,
+       "--reliability-target-us is the reliability layer's"},
+      {{"127.0.0.1:7000", {}, "::ffff:10.0.0.9", true, 0.5}, true, true,
+       "--reliability-target-us: 1 to 100000"},
   };
   for (const Case& c : cases) {
     PeerConfig out;
