@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <map>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -41,8 +42,38 @@ PolicyFactory PolicyByName(const std::string& name,
   };
 }
 
+namespace {
+
+// The pairs of hosts whose layers talk (a tenant between them), a < b.
+std::set<std::pair<uint32_t, uint32_t>> LayerPairs(const ScenarioSpec& spec) {
+  std::set<std::pair<uint32_t, uint32_t>> pairs;
+  for (const TenantSpec& t : spec.tenants) {
+    if (t.src_host != t.dst_host) {
+      pairs.insert({std::min(t.src_host, t.dst_host), std::max(t.src_host, t.dst_host)});
+    }
+  }
+  return pairs;
+}
+
+}  // namespace
+
 std::string CheckRunnable(const ScenarioSpec& spec) {
   std::string out;
+  if (!spec.tenants.empty() && spec.tenants.front().reliability) {
+    std::map<uint32_t, uint32_t> peers;
+    for (const auto& [a, b] : LayerPairs(spec)) {
+      ++peers[a];
+      ++peers[b];
+    }
+    for (const auto& [host, n] : peers) {
+      if (n > ModelHost::kLayerPeers) {
+        out += fmt::format("{}: {}: host {} would have {} peer daemons; a ReliableRnic keeps "
+                           "{} (its peer table)\n",
+                           spec.source, spec.name, host, n, ModelHost::kLayerPeers);
+        break;
+      }
+    }
+  }
   for (size_t i = 0; i < spec.tenants.size(); ++i) {
     const TenantSpec& t = spec.tenants[i];
     const std::string at = fmt::format(
@@ -221,7 +252,7 @@ class Runner final : public model::TimerSink {
       }
       std::vector<ModelHost*> all;
       for (auto& h : hosts_) all.push_back(h.get());
-      ModelHost::JoinLayers(all, mode);
+      ModelHost::JoinLayers(all, mode, LayerPairs(spec_));
     }
     world_.sim().set_cqe_listener(&set_);
     warm_ = model::NsToPs(spec_.warmup_us * 1e3);
@@ -247,8 +278,22 @@ class Runner final : public model::TimerSink {
         stats->tx_packets += sim.host_stats(h).tx_packets;
         stats->retransmits += sim.host_stats(h).retransmitted_packets;
         stats->drops += sim.host_stats(h).rx_buffer_drops;  // lossy NIC RX buffers
+        if (const ReliableRnic* l = hosts_[h]->layer()) {
+          const reliable::ReliabilityCounters& c = l->counters();
+          stats->layer_connects_uc += c.connects_uc;
+          stats->layer_chunks_sent += c.chunks_sent;
+          stats->layer_retx_sent += c.retx_sent;
+          stats->layer_lost_rack += c.lost_rack;
+          stats->layer_lost_rto += c.lost_rto;
+          stats->layer_cwnd_resets += c.cwnd_resets;
+          stats->layer_acks_sent += c.acks_sent;
+          stats->layer_peer_unmatched += c.peer_unmatched;
+          stats->layer_messages_failed += c.messages_failed;
+        }
       }
       stats->drops += sim.fabric_stats().drops_overflow + sim.fabric_stats().drops_random;
+      stats->drops_after_warmup += Drops() - drops_at_warmup_;
+      stats->max_port_bytes = std::max(stats->max_port_bytes, sim.fabric_stats().max_port_bytes);
       stats->pauses += sim.fabric_stats().pause_events;
       stats->ecn_marks += sim.fabric_stats().ecn_marks;
       const uint64_t rss1 = ResidentBytes();
@@ -262,6 +307,7 @@ class Runner final : public model::TimerSink {
   void OnTimer(uint64_t cookie) override {
     if (cookie == kSnapshotCookie) {
       for (auto& q : qps_) q->bytes_at_warmup = WireBytes(*q);
+      drops_at_warmup_ = Drops();
       return;
     }
     if (cookie & kArrivalCookie) {
@@ -333,6 +379,15 @@ class Runner final : public model::TimerSink {
       mct_ps.push_back(v);
     }
   };
+
+  // Every packet dropped so far: switch ports (overflow, random) and
+  // lossy NIC RX buffers.
+  uint64_t Drops() const {
+    const model::Simulator& sim = world_.sim();
+    uint64_t d = sim.fabric_stats().drops_overflow + sim.fabric_stats().drops_random;
+    for (uint32_t h = 0; h < hosts_.size(); ++h) d += sim.host_stats(h).rx_buffer_drops;
+    return d;
+  }
 
   // Goodput: bytes the responder (or, for READ, the requester) accepted.
   uint64_t WireBytes(const QpCtx& q) const {
@@ -747,6 +802,7 @@ class Runner final : public model::TimerSink {
   std::set<std::pair<uint32_t, uint32_t>> paths_;
   std::vector<std::unique_ptr<uint8_t[]>> memory_;  // layer tenants' MRs
   Picos warm_ = 0, end_ = 0;
+  uint64_t drops_at_warmup_ = 0;
 };
 
 }  // namespace

@@ -164,6 +164,7 @@ int main(int argc, char** argv) {
     vb::RunStats stats;
     vb::RunStats together;  // the runs with every tenant (not the alone runs)
     std::vector<vb::TenantResult> alone;
+    std::string layer_lines;
     for (size_t ti = 0; ti < spec.tenants.size(); ++ti) {
       const vb::TenantSpec& t = spec.tenants[ti];
       const vb::ScenarioSpec one = vb::AloneSpec(spec, ti);
@@ -189,6 +190,18 @@ int main(int argc, char** argv) {
       stats.drops += r.stats.drops;
       stats.pauses += r.stats.pauses;
       stats.rnic_signals += r.stats.rnic_signals;
+      if (r.stats.layer_connects_uc + r.stats.layer_peer_unmatched > 0) {
+        // Only with tenants in uc mode: the default run's output is unchanged.
+        const vb::RunStats& l = r.stats;
+        layer_lines += fmt::format(
+            "    layer [{}]: {} uc connects, {} chunks, {} units resent ({} RACK, {} RTO "
+            "losses), {} cwnd resets, {} ACKs, {} peer messages unmatched, {} WRs failed, "
+            "{} drops after the warm-up, deepest switch queue {} KiB\n",
+            policies[p], l.layer_connects_uc, l.layer_chunks_sent, l.layer_retx_sent,
+            l.layer_lost_rack, l.layer_lost_rto, l.layer_cwnd_resets, l.layer_acks_sent,
+            l.layer_peer_unmatched, l.layer_messages_failed, l.drops_after_warmup,
+            l.max_port_bytes / 1024);
+      }
       stats.guest_wrs += r.stats.guest_wrs;
       stats.model_qps = std::max(stats.model_qps, r.stats.model_qps);
       stats.qp_state_bytes = std::max(stats.qp_state_bytes, r.stats.qp_state_bytes);
@@ -211,6 +224,7 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(stats.model_qps), stats.qp_state_bytes / qps / 1024,
         stats.rss_growth_bytes / qps / 1024,
         stats.guest_wrs > 0 ? static_cast<double>(stats.rnic_signals) / stats.guest_wrs : 0.0);
+    std::fputs(layer_lines.c_str(), stdout);
     total.events += stats.events;
     total.wall_s += stats.wall_s;
   }

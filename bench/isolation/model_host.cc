@@ -129,10 +129,9 @@ void ModelHost::WatchCards() {
 }
 
 void ModelHost::JoinLayers(const std::vector<ModelHost*>& hosts,
-                           const std::vector<ReliabilityMode>& mode) {
-  for (size_t i = 0; i < hosts.size(); ++i) {
-    for (size_t j = i + 1; j < hosts.size(); ++j) Link::Join(*hosts[i]->link_, *hosts[j]->link_);
-  }
+                           const std::vector<ReliabilityMode>& mode,
+                           const std::set<std::pair<uint32_t, uint32_t>>& pairs) {
+  for (const auto& [a, b] : pairs) Link::Join(*hosts[a]->link_, *hosts[b]->link_);
   for (size_t i = 0; i < hosts.size(); ++i) {
     ModelHost& h = *hosts[i];
     (void)h.layer_->AttachPeerLink(h.link_.get(), h.daemon_gid());

@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "backend/reliable_rnic/inproc_peer_link.h"
@@ -88,12 +90,17 @@ class ModelHost final : public sched::StageOwner, public model::TimerSink {
   Rnic& top() { return layer_ ? static_cast<Rnic&>(*layer_) : rnic_; }
   ReliableRnic* layer() { return layer_.get(); }
   // Joins the layers of hosts (each built with reliability_layer) by
-  // in-process peer links, attaches them (each host's daemon GID) and puts
-  // each host's VM GID (gid()) in mode[host]. Every CQ the layers made is
-  // watched, and a host with a layer takes a turn at least every
-  // kLayerTurnNs (its timers: ACK timer, RTO, CONNECT repeats).
+  // in-process peer links, one per pair of hosts in pairs (a < b; a
+  // layer keeps at most kLayerPeers peers), attaches them (each host's
+  // daemon GID) and puts each host's VM GID (gid()) in mode[host]. Every
+  // CQ the layers made is watched, and a host with a layer takes a turn at
+  // least every kLayerTurnNs (its timers: ACK timer, RTO, CONNECT repeats).
   static void JoinLayers(const std::vector<ModelHost*>& hosts,
-                         const std::vector<ReliabilityMode>& mode);
+                         const std::vector<ReliabilityMode>& mode,
+                         const std::set<std::pair<uint32_t, uint32_t>>& pairs);
+  // ReliableRnic's peer table (reliable_rnic.h, peers_): a layer with more
+  // peer daemons ignores the others' HELLOs.
+  static constexpr uint32_t kLayerPeers = 16;
   static constexpr uint64_t kLayerTurnNs = 2000;
   RnicCq cq() const { return cq_; }
   sched::Stage& stage() { return *stage_; }

@@ -361,8 +361,8 @@ TEST(Builtins, LoadAndTheModelRunsThemAll) {
   LoadedScenarios r = LoadScenarioFiles(files, {});
   ASSERT_TRUE(r.errors.empty()) << r.errors.front();
   // 50 + scale_1000x8, crowd_992 (90_crowd.yaml) + rnr_storm_pfc,
-  // rnr_storm_deep + 6 of 97_qos.yaml + 16 of 98_lossy.yaml
-  EXPECT_EQ(r.scenarios.size(), 76u);
+  // rnr_storm_deep + 6 of 97_qos.yaml + 17 of 98_lossy.yaml
+  EXPECT_EQ(r.scenarios.size(), 77u);
   size_t outside_all = 0;
   for (const ScenarioSpec& s : r.scenarios) {
     EXPECT_EQ(CheckRunnable(s), "") << s.name;
@@ -372,7 +372,7 @@ TEST(Builtins, LoadAndTheModelRunsThemAll) {
     }
   }
   // --all over the built-in directory runs the 60 it ran before.
-  EXPECT_EQ(outside_all, 16u);
+  EXPECT_EQ(outside_all, 17u);
 }
 
 TEST(ScenarioFile, ReadsReliabilityAndInAll) {
@@ -421,6 +421,21 @@ TEST(CheckRunnable, LayerTenantsAreRcWriteTenantsOnEveryHost) {
   EXPECT_THAT(CheckRunnable(r.scenarios[1]), HasSubstr("set on some tenants only"));
   EXPECT_THAT(CheckRunnable(r.scenarios[2]), HasSubstr("two modes on one host"));
   EXPECT_EQ(CheckRunnable(r.scenarios[3]), "");
+  // A layer keeps 16 peer daemons: 17 senders into one host is refused,
+  // 16 runs.
+  for (int senders : {16, 17}) {
+    LoadedScenarios in = Load(
+        "scenarios:\n  - name: incast\n    hosts: " + std::to_string(senders + 1) +
+        "\n    vars: {n: " + std::to_string(senders) + "}\n    tenants:\n"
+        "      - {name: B$i, count: $n, src_host: $i, dst_host: $n, reliability: uc}\n");
+    ASSERT_TRUE(in.errors.empty()) << in.errors.front();
+    if (senders == 16) {
+      EXPECT_EQ(CheckRunnable(in.scenarios[0]), "");
+    } else {
+      EXPECT_THAT(CheckRunnable(in.scenarios[0]),
+                  HasSubstr("host 17 would have 17 peer daemons; a ReliableRnic keeps 16"));
+    }
+  }
 }
 
 // docs/reliability.md §9 rows 1-2 in small: 8 QPs of 1 MiB WRITEs, 8 in

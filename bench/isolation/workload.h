@@ -184,6 +184,21 @@ struct RunStats {
   // CQEs the stages asked the cards for, and guest WRs they reported done.
   uint64_t rnic_signals = 0;
   uint64_t guest_wrs = 0;
+  // The reliability layers' counters summed over the hosts
+  // (reliable::ReliabilityCounters; 0 without tenants' `reliability`).
+  uint64_t layer_connects_uc = 0;
+  uint64_t layer_chunks_sent = 0;
+  uint64_t layer_retx_sent = 0;
+  uint64_t layer_lost_rack = 0;
+  uint64_t layer_lost_rto = 0;
+  uint64_t layer_cwnd_resets = 0;
+  uint64_t layer_acks_sent = 0;
+  uint64_t layer_peer_unmatched = 0;
+  uint64_t layer_messages_failed = 0;
+  // Drops (as `drops`) after the warm-up (reliability.md §9 row 3 asks
+  // for none after the first round trips).
+  uint64_t drops_after_warmup = 0;
+  uint64_t max_port_bytes = 0;  // the deepest switch port queue of the run
 };
 
 }  // namespace vrdma::bench
