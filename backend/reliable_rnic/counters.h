@@ -24,6 +24,9 @@ struct ReliabilityCounters {
   // decoded but named nothing of this layer (an unknown QP, a stale token).
   peer::PeerCheckCounters peer;
   uint64_t peer_unmatched = 0;
+  // HELLOs of a new peer id from a known ACK GID: a peer daemon restarted
+  // and took its old entry again.
+  uint64_t peer_restarts = 0;
   // Asynchronous events of the layer's own lower QPs and CQs, kept from
   // the engine (it knows none of them).
   uint64_t layer_async_events = 0;

@@ -69,6 +69,8 @@
 
 namespace vrdma {
 
+inline constexpr uint32_t kDefaultMaxPeers = 64;
+
 struct ReliableRnicOptions {
   // The most virtual QPs, CQs and MRs the layer records (its tables'
   // sizes); limits() reports no more than these.
@@ -85,6 +87,9 @@ struct ReliableRnicOptions {
   // per framed QP, CONNECT's repeat interval and HELLO's.
   uint64_t daemon_id = 1;
   uint32_t max_framed_qps = 256;
+  // Peer daemons whose ACK QP the layer knows (one AH each). A peer that
+  // restarts (a new id, the same ACK GID) takes its old entry again.
+  uint32_t max_peers = kDefaultMaxPeers;
   std::function<uint64_t()> clock;
   reliable::ConnectionParams connection{};
   reliable::AckChannelOptions ack{};
@@ -329,7 +334,7 @@ class ReliableRnic : public Rnic {
   std::vector<std::unique_ptr<reliable::Connection>> conns_;
   uint32_t framed_ = 0;
   uint16_t generation_ = 0;  // of connection slots (connection.h)
-  std::array<Peer, 16> peers_{};
+  std::vector<Peer> peers_;  // options_.max_peers, sized by AttachPeerLink
   std::vector<ModeEntry> modes_;
   uint64_t peer_seq_ = 0;
   uint64_t next_hello_ns_ = 0;

@@ -44,6 +44,7 @@ Status ReliableRnic::AttachPeerLink(reliable::PeerLink* link,
   if (link_ != nullptr) return Status::kBusy;
   if (lower_.control_beside_data_path()) return Status::kUnsupported;
   if (!clock_) clock_ = options_.clock ? options_.clock : SteadyNs;
+  peers_.assign(options_.max_peers, Peer{});
   token_rng_.seed(options_.token_seed != 0 ? options_.token_seed
                                            : clock_() ^ options_.daemon_id);
   VRDMA_RETURN_IF_ERROR(lower_.AddGid(daemon_gid));
@@ -367,6 +368,16 @@ void ReliableRnic::OnHello(uint64_t origin, const void* body) {
     return;  // the periodic HELLO: nothing new
   }
   if (p == nullptr) {
+    // A daemon that restarted says HELLO with a new id from the same ACK
+    // GID (a GID is one daemon's): its old entry is free, so restarts
+    // never fill the table.
+    for (Peer& q : peers_) {
+      if (q.used && q.ack_gid == h.ack_gid) {
+        (void)lower_.DestroyAh(q.ah);
+        q.used = false;
+        ++counters_.peer_restarts;
+      }
+    }
     for (Peer& q : peers_) {
       if (!q.used) {
         p = &q;

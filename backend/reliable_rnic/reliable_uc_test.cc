@@ -736,5 +736,40 @@ TEST_P(ReliableUcSeedTest, MixedFaultsEveryByteOnce) {
 
 INSTANTIATE_TEST_SUITE_P(Seeds, ReliableUcSeedTest, ::testing::Range<uint64_t>(1, 9));
 
+// The peer table (options' max_peers, 64): a peer daemon that restarts
+// says HELLO with a new id from its old ACK GID and takes its old entry
+// again, so restarts never fill the table; distinct daemons beyond the
+// table are counted and ignored.
+TEST_F(ReliableUcTest, RestartedPeersReuseTheirEntryAndTheTableIsBounded) {
+  Build();
+  for (int i = 0; i < 10; ++i) Turn();  // B's HELLO: one entry
+  auto hello = [&](uint64_t origin, const Gid& ack_gid) {
+    peer::PeerMessage m;
+    m.type = peer::MsgType::kHello;
+    m.origin = origin;
+    m.seq = 1;
+    m.body = peer::Hello{peer::kUnitSize, 0x1234, 0x11, ack_gid};
+    std::array<uint8_t, peer::kMaxMessageBytes> buf{};
+    const size_t n = peer::Encode(m, buf);
+    ASSERT_GT(n, 0u);
+    la_->OnPeerMessage(std::span<const uint8_t>(buf.data(), n));
+  };
+  const uint64_t unmatched = la_->counters().peer_unmatched;
+  Gid restarting = HostGid(200);
+  for (uint64_t id = 1000; id < 1100; ++id) hello(id, restarting);
+  EXPECT_EQ(la_->counters().peer_restarts, 99u);
+  EXPECT_EQ(la_->counters().peer_unmatched, unmatched);
+  // 100 distinct daemons: the 64-entry table (B and the restarting one
+  // already in it) takes 62 more.
+  for (uint8_t i = 0; i < 100; ++i) {
+    Gid g = HostGid(200);
+    g[14] = 1;
+    g[15] = i;
+    hello(5000 + i, g);
+  }
+  EXPECT_EQ(la_->counters().peer_unmatched, unmatched + 38);
+  EXPECT_EQ(la_->counters().peer_restarts, 99u);
+}
+
 }  // namespace
 }  // namespace vrdma::testing

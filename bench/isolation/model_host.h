@@ -98,9 +98,9 @@ class ModelHost final : public sched::StageOwner, public model::TimerSink {
   static void JoinLayers(const std::vector<ModelHost*>& hosts,
                          const std::vector<ReliabilityMode>& mode,
                          const std::set<std::pair<uint32_t, uint32_t>>& pairs);
-  // ReliableRnic's peer table (reliable_rnic.h, peers_): a layer with more
-  // peer daemons ignores the others' HELLOs.
-  static constexpr uint32_t kLayerPeers = 16;
+  // ReliableRnic's peer table (ReliableRnicOptions::max_peers, left at its
+  // default): a layer with more peer daemons ignores the others' HELLOs.
+  static constexpr uint32_t kLayerPeers = kDefaultMaxPeers;
   static constexpr uint64_t kLayerTurnNs = 2000;
   RnicCq cq() const { return cq_; }
   sched::Stage& stage() { return *stage_; }

@@ -421,19 +421,19 @@ TEST(CheckRunnable, LayerTenantsAreRcWriteTenantsOnEveryHost) {
   EXPECT_THAT(CheckRunnable(r.scenarios[1]), HasSubstr("set on some tenants only"));
   EXPECT_THAT(CheckRunnable(r.scenarios[2]), HasSubstr("two modes on one host"));
   EXPECT_EQ(CheckRunnable(r.scenarios[3]), "");
-  // A layer keeps 16 peer daemons: 17 senders into one host is refused,
-  // 16 runs.
-  for (int senders : {16, 17}) {
+  // A layer keeps 64 peer daemons: 65 senders into one host is refused,
+  // 64 runs.
+  for (int senders : {64, 65}) {
     LoadedScenarios in = Load(
         "scenarios:\n  - name: incast\n    hosts: " + std::to_string(senders + 1) +
         "\n    vars: {n: " + std::to_string(senders) + "}\n    tenants:\n"
         "      - {name: B$i, count: $n, src_host: $i, dst_host: $n, reliability: uc}\n");
     ASSERT_TRUE(in.errors.empty()) << in.errors.front();
-    if (senders == 16) {
+    if (senders == 64) {
       EXPECT_EQ(CheckRunnable(in.scenarios[0]), "");
     } else {
       EXPECT_THAT(CheckRunnable(in.scenarios[0]),
-                  HasSubstr("host 17 would have 17 peer daemons; a ReliableRnic keeps 16"));
+                  HasSubstr("host 65 would have 65 peer daemons; a ReliableRnic keeps 64"));
     }
   }
 }

@@ -418,6 +418,7 @@ json Daemon::Stats() const {
                                 {"connects_uc", r.connects_uc},
                                 {"connects_native", r.connects_native},
                                 {"peer_unmatched", r.peer_unmatched},
+                                {"peer_restarts", r.peer_restarts},
                                 {"messages_posted", r.messages_posted},
                                 {"messages_completed", r.messages_completed},
                                 {"messages_failed", r.messages_failed},
