@@ -8,32 +8,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cstdlib>
-#include <new>
-
+#include "backend/base/testing/counting_new.h"
 #include "backend/peer_channel/peer_channel.h"
-
-namespace {
-bool g_counting = false;
-long g_allocs = 0;
-}  // namespace
-
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-
-void* operator new(std::size_t n) {
-  if (g_counting) ++g_allocs;
-  void* p = std::malloc(n == 0 ? 1 : n);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-void* operator new[](std::size_t n) { return operator new(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 
 namespace vrdma::peer {
 namespace {
+
+using vrdma::testing::g_allocs;
+using vrdma::testing::g_counting;
 
 fabric::UdpAddress FreeAddress() {
   fabric::UdpAddress a;
