@@ -26,6 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   sl.max_msg_sz = (uint32_t{data[5]} << 16) | data[6];
   sl.atomics = data[7] & 1;
   sl.windows = data[7] & 2;
+  sl.fast_reg = data[7] & 4;
   data += 8;
   size -= 8;
   // The decoder reads only from private copies of at most one element.
@@ -52,6 +53,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         abort();
       if (d.wr.total_length() > sl.max_msg_sz) abort();
       if (sl.type == QpType::kUd && d.ah_handle == 0) abort();
+      // REG_MR only where allowed, never with data, its pages the data
+      // path's (fast_reg.h), never the decoder's.
+      if (d.wr.opcode == vrdma::WrOpcode::kRegMr &&
+          (!sl.fast_reg || sl.type == QpType::kUd || d.wr.num_sge != 0 ||
+           d.wr.reg.pages != nullptr))
+        abort();
     }
   } else {
     vrdma::engine::RecvQueueLimits rl{sl.max_sge, sl.elem_size};
