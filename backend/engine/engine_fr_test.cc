@@ -252,6 +252,32 @@ TEST_F(EngineFrTest, AllocMrChecksAndQuotas) {
   EXPECT_EQ(engine_->Stats(a_.vm)->fr_mrs, 0u);
 }
 
+// A deregistered MR's page array stays with the VM, charged, because a
+// REG_MR WR still queued in the stage or the RNIC may point into it
+// (objects.h, fr_page_pool); the next ALLOC_MR of no more pages takes it
+// instead of allocating, so DEREG/ALLOC cycles cost nothing more.
+TEST_F(EngineFrTest, DeregisteredPageArraysAreKeptAndReused) {
+  const uint64_t list = a_.env.AllocPages(1);
+  const uint64_t base = engine_->Stats(a_.vm)->host_bytes;
+  Result<RegMrResult> first = engine_->AllocMr(a_.vm, {a_.pd, 16, list});
+  ASSERT_TRUE(first.ok());
+  const uint64_t with_one = engine_->Stats(a_.vm)->host_bytes;
+  EXPECT_GE(with_one - base, 16 * sizeof(FrPage));
+  ASSERT_EQ(engine_->DeregMr(a_.vm, first->handle), Status::kOk);
+  const uint64_t after_dereg = engine_->Stats(a_.vm)->host_bytes;
+  EXPECT_GE(after_dereg - base, 16 * sizeof(FrPage));  // the array is kept
+  for (int i = 0; i < 100; ++i) {
+    Result<RegMrResult> again = engine_->AllocMr(a_.vm, {a_.pd, 1 + i % 16, list});
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(engine_->Stats(a_.vm)->host_bytes, with_one) << i;  // reused
+    ASSERT_EQ(engine_->DeregMr(a_.vm, again->handle), Status::kOk);
+  }
+  // More pages than any kept array: a new one.
+  Result<RegMrResult> big = engine_->AllocMr(a_.vm, {a_.pd, 32, list});
+  ASSERT_TRUE(big.ok());
+  EXPECT_GE(engine_->Stats(a_.vm)->host_bytes - with_one, 32 * sizeof(FrPage));
+}
+
 TEST_F(EngineFrTest, FrMrQuotaIsTheVmsOwn) {
   Guest c{0x80000000};
   VmConfig cfg;

@@ -28,18 +28,50 @@ Result<RegMrResult> Resources::AllocMr(VmId id, const AllocMrRequest& req) {
   const PdObj* p = vm->pds.Lookup(req.pd);
   if (p == nullptr) return Status::kBadHandle;
   if (vm->mrs.full() || vm->stats.fr_mrs >= limits.max_fr_mr) return Status::kNoResource;
-  const Charge charge{.host_bytes = sizeof(MrObj) + uint64_t{req.max_pages} * sizeof(FrPage)};
-  if (!Fits(vm->config.quotas, vm->stats, charge)) return Status::kNoResource;
+  // The page array: a deregistered MR's (VmContext::fr_page_pool, already
+  // charged) if one is large enough, else a new one, charged now and for
+  // the VM's life. Only this thread (and Teardown inside RunSync, which
+  // this thread runs) touches the pool.
+  FrPageArray array;
+  executor_.RunSync([&] {
+    auto& pool = vm->fr_page_pool;
+    for (size_t i = 0; i < pool.size(); ++i) {
+      if (pool[i].capacity >= req.max_pages) {
+        array = std::move(pool[i]);
+        pool[i] = std::move(pool.back());
+        pool.pop_back();
+        return;
+      }
+    }
+  });
+  const bool fresh = array.pages == nullptr;
+  const Charge charge{.host_bytes = sizeof(MrObj) +
+                                    (fresh ? uint64_t{req.max_pages} * sizeof(FrPage) : 0)};
+  auto give_back = [&] {
+    if (!fresh) executor_.RunSync([&] { vm->fr_page_pool.push_back(std::move(array)); });
+  };
+  if (!Fits(vm->config.quotas, vm->stats, charge)) {
+    give_back();
+    return Status::kNoResource;
+  }
+  if (fresh) array = {std::make_unique<FrPage[]>(req.max_pages), req.max_pages};
   auto obj = std::make_unique<MrObj>();
   obj->pd = req.pd;
-  obj->fr_pages = std::make_unique<FrPage[]>(req.max_pages);
+  obj->fr_pages = std::move(array.pages);
+  obj->fr_capacity = array.capacity;
   obj->fr_max_pages = req.max_pages;
   obj->fr_page_list = req.page_list;
-  obj->charge = charge;
+  // Only the MR itself is given back at DEREG_MR; the array's bytes stay
+  // charged with the pool.
+  obj->charge = Charge{.host_bytes = sizeof(MrObj)};
   const RnicPd pd_rnic = p->rnic;  // only this thread destroys PDs
   const Result<RnicMr> mr = RunRnicControl(
       rnic_, executor_, [&] { return rnic_.AllocFrMr(pd_rnic, req.max_pages); });
-  if (!mr.ok()) return mr.status();
+  if (!mr.ok()) {
+    array = {std::move(obj->fr_pages), obj->fr_capacity};
+    give_back();
+    return mr.status();
+  }
   Result<RegMrResult> out = Status::kNoResource;
   executor_.RunSync([&] {
     PdObj* pd = vm->pds.Lookup(req.pd);
@@ -56,6 +88,8 @@ Result<RegMrResult> Resources::AllocMr(VmId id, const AllocMrRequest& req) {
       out = Status::kIoError;  // the RNIC reused a live MR's index
       return;
     }
+    // Room for every array Teardown may return to the pool.
+    vm->fr_page_pool.reserve(vm->fr_page_pool.size() + vm->stats.fr_mrs + 1);
     obj->rnic = *mr;
     (void)vm->mrs.Insert(std::move(obj));
     ++pd->refs;
@@ -64,6 +98,10 @@ Result<RegMrResult> Resources::AllocMr(VmId id, const AllocMrRequest& req) {
     Take(vm->stats, charge);
     out = RegMrResult{*h, mr->lkey, mr->rkey};
   });
+  if (!out.ok() && obj != nullptr) {
+    array = {std::move(obj->fr_pages), obj->fr_capacity};
+    give_back();
+  }
   if (!out.ok()) RunRnicControl(rnic_, executor_, [&] { return rnic_.DeregMr(*mr); });
   return out;
 }

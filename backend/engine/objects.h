@@ -59,9 +59,17 @@ struct MrObj {
   // WQEs in SQ order. It has the guest's page list address and the pages
   // the last REG_MR WQE named (fast_reg.h), which the RNIC reads (FrReg).
   std::unique_ptr<FrPage[]> fr_pages;
+  uint32_t fr_capacity = 0;   // entries in fr_pages (>= fr_max_pages)
   uint32_t fr_max_pages = 0;
   uint64_t fr_page_list = 0;  // guest-physical
   bool fast_reg() const { return fr_pages != nullptr; }
+};
+
+// A fast-registration MR's page array once the MR is gone (VmContext::
+// fr_page_pool).
+struct FrPageArray {
+  std::unique_ptr<FrPage[]> pages;
+  uint32_t capacity = 0;
 };
 
 // A memory window (docs/virtio-rdma.md §4.7). Its state (bound or not, to
@@ -333,6 +341,13 @@ struct VmContext {
   // A fast-registration MR's key without its key byte (REG_MR changes it)
   // -> MR handle; these MRs are not in lkey_to_mr.
   KeyMap fr_index_to_mr;
+  // The page arrays of its deregistered fast-registration MRs. A REG_MR WR
+  // that the scheduler stage or the RNIC still holds points into its MR's
+  // array (rnic.h, FrReg), so an array lives, charged to the VM, until the
+  // VM is detached; ALLOC_MR takes one from here before it allocates
+  // (fast_reg.cc). Its capacity covers every live FR MR, so Teardown's
+  // return of an array never allocates.
+  std::vector<FrPageArray> fr_page_pool;
   std::unique_ptr<GsiQp> gsi;  // its QP1, if it made one (Gsi)
   // Counts and charges: Resources, QpControl, Teardown; wqes_posted and
   // wqes_rejected: SendPath, RecvPath; cqes_written: Completions;

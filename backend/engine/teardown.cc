@@ -94,6 +94,9 @@ void Teardown::DestroyMrLocked(VmContext& vm, uint32_t handle, SlowReleases* slo
   if (mr->fast_reg()) {
     vm.fr_index_to_mr.Erase(FrIndex(mr->rnic.lkey));
     --vm.stats.fr_mrs;
+    // Kept, charged, for ALLOC_MR to reuse: a REG_MR WR still queued may
+    // read it (objects.h). Reserved by AllocMr: no allocation here.
+    vm.fr_page_pool.push_back({std::move(mr->fr_pages), mr->fr_capacity});
   } else {
     vm.lkey_to_mr.Erase(mr->rnic.lkey);
   }

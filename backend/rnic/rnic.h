@@ -266,11 +266,13 @@ struct FrPage {
 // kLocProtErr; remote: the rkey's remote access error), never the
 // registration: the engine named only the posting VM's own RAM.
 //
-// pages is the engine's memory, one array per MR sized at AllocFrMr: the
-// RNIC reads it when the WR runs (an RNIC that needs its own copy makes it
-// then) and may keep the pointer until DeregMr. The engine rewrites it
-// only while decoding the next kRegMr of that MR, which IB requires to
-// follow an invalidation.
+// pages is the engine's memory, one array per MR: the RNIC reads it when
+// the WR runs (an RNIC that needs its own copy makes it then). It stays
+// valid until the VM is detached, even if the MR is deregistered while the
+// WR waits (the engine then keeps the array, and may give it to a later MR
+// of the same VM: its contents are always pages of that VM's RAM). The
+// engine rewrites it only while decoding the next kRegMr of its MR, which
+// IB requires to follow an invalidation.
 struct FrReg {
   uint32_t mr_lkey = 0;  // the MR's current lkey
   uint8_t key = 0;       // the new key byte
