@@ -10,6 +10,7 @@
 
 #include "backend/base/testing/counting_new.h"
 #include "backend/peer_channel/peer_channel.h"
+#include "backend/peer_channel/testing/free_address.h"
 
 namespace vrdma::peer {
 namespace {
@@ -17,16 +18,7 @@ namespace {
 using vrdma::testing::g_allocs;
 using vrdma::testing::g_counting;
 
-fabric::UdpAddress FreeAddress() {
-  fabric::UdpAddress a;
-  EXPECT_TRUE(fabric::ParseUdpAddress("127.0.0.1:0", &a));
-  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  EXPECT_EQ(bind(fd, a.sa(), a.len), 0);
-  a.len = sizeof(a.storage);
-  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a.storage), &a.len), 0);
-  close(fd);
-  return a;
-}
+using testing::FreeAddress;
 
 TEST(PeerChannelAllocTest, TheLayersCallsNeverAllocate) {
   const fabric::UdpAddress aa = FreeAddress(), ab = FreeAddress();

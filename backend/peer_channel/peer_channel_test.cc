@@ -4,6 +4,7 @@
 // by hand with a test clock (Turn), or each on its own EpollEventLoop
 // thread. Loss and duplication are injected by the tx hook.
 #include "backend/peer_channel/peer_channel.h"
+#include "backend/peer_channel/testing/free_address.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -21,17 +22,7 @@
 namespace vrdma::peer {
 namespace {
 
-// A free UDP port of 127.0.0.1 (bound, read, released).
-fabric::UdpAddress FreeAddress() {
-  fabric::UdpAddress a;
-  EXPECT_TRUE(fabric::ParseUdpAddress("127.0.0.1:0", &a));
-  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  EXPECT_EQ(bind(fd, a.sa(), a.len), 0);
-  a.len = sizeof(a.storage);
-  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a.storage), &a.len), 0);
-  close(fd);
-  return a;
-}
+using testing::FreeAddress;
 
 Gid G(uint8_t host, uint8_t vm) {
   Gid g{};
