@@ -37,11 +37,7 @@ namespace {
 using ReliableUcAllocTest = ReliableUcTest;
 
 TEST_F(ReliableUcAllocTest, SteadyStateDataPathDoesNotAllocate) {
-  fabric::FaultConfig f;
-  f.loss = 0.02;
-  f.p_reorder = 0.01;
-  f.reorder_delay_ns = 20'000;
-  f.p_dup = 0.01;
+  const fabric::FaultConfig f = Faults(0.02, 0.01, 0.01);
   Build(f, f, 3);
   Connect();
   // Warm-up: the first WRITEs, losses and ACKs.
@@ -84,11 +80,7 @@ TEST_F(ReliableUcAllocTest, SteadyStateDataPathDoesNotAllocate) {
 // while they run (some units wait for theirs in bounce buffers), losses
 // repaired: no allocation either.
 TEST_F(ReliableUcAllocTest, SendsAndReceivesDoNotAllocate) {
-  fabric::FaultConfig f;
-  f.loss = 0.02;
-  f.p_reorder = 0.01;
-  f.reorder_delay_ns = 20'000;
-  f.p_dup = 0.01;
+  const fabric::FaultConfig f = Faults(0.02, 0.01, 0.01);
   Build(f, f, 4);
   Connect();
   constexpr int kN = 60;

@@ -136,10 +136,7 @@ TEST_F(ReliableUcSendTest, WriteWithImmOfEverySize) {
 // RC order across opcodes (§1): when the SEND's receive completes, the
 // WRITE posted before it is in place, every byte, whatever the faults.
 TEST_F(ReliableUcSendTest, WriteThenSendTheReceiverSeesTheWrite) {
-  fabric::FaultConfig f;
-  f.loss = 0.03;
-  f.p_reorder = 0.02;
-  f.reorder_delay_ns = 20'000;
+  const fabric::FaultConfig f = Faults(0.03, 0.02, 0);
   Build(f, f, 13);
   Connect();
   for (int round = 0; round < 6; ++round) {
@@ -261,11 +258,7 @@ class ReliableUcMixedSeedTest : public ReliableUcSendTest,
                                 public ::testing::WithParamInterface<int> {};
 
 TEST_P(ReliableUcMixedSeedTest, MixedOpcodesEveryByteOnceInOrder) {
-  fabric::FaultConfig f;
-  f.loss = 0.03;
-  f.p_reorder = 0.02;
-  f.reorder_delay_ns = 20'000;
-  f.p_dup = 0.02;
+  const fabric::FaultConfig f = Faults(0.03, 0.02, 0.02);
   Build(f, f, 100 + GetParam());
   Connect();
   constexpr int kN = 120;

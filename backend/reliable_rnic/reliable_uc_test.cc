@@ -194,11 +194,7 @@ TEST_F(ReliableUcTest, WritesSurviveReorderingAndDuplication) {
 }
 
 TEST_F(ReliableUcTest, WritesSurviveLossReorderingAndDuplicationTogether) {
-  fabric::FaultConfig f;
-  f.loss = 0.02;
-  f.p_reorder = 0.02;
-  f.reorder_delay_ns = 20'000;
-  f.p_dup = 0.02;
+  const fabric::FaultConfig f = Faults(0.02, 0.02, 0.02);
   Build(f, f, 13);
   Connect();
   PostAndVerify(MixedPlan(60, 4), 800000);
@@ -209,11 +205,7 @@ TEST_F(ReliableUcTest, WritesSurviveLossReorderingAndDuplicationTogether) {
 // its last byte is not either (ib_write_lat polls it), under loss,
 // reordering and duplication; checked after every turn.
 TEST_F(ReliableUcTest, TailByteLandsLast) {
-  fabric::FaultConfig f;
-  f.loss = 0.05;
-  f.p_reorder = 0.02;
-  f.reorder_delay_ns = 20'000;
-  f.p_dup = 0.02;
+  const fabric::FaultConfig f = Faults(0.05, 0.02, 0.02);
   Build(f, f, 21);
   Connect();
   std::vector<Planned> plan = {{1, 0, 0, 1u << 20},

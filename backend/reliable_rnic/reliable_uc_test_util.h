@@ -99,6 +99,17 @@ inline bool IsUcSend(std::span<const uint8_t> p) {
          net::OpInfoOf(h.opcode).send;
 }
 
+// Random loss, reordering (by 20 us) and duplication, each a probability
+// per packet, on what one end sends.
+inline fabric::FaultConfig Faults(double loss, double reorder, double dup) {
+  fabric::FaultConfig f;
+  f.loss = loss;
+  f.p_reorder = reorder;
+  f.reorder_delay_ns = 20'000;
+  f.p_dup = dup;
+  return f;
+}
+
 struct UcVm {
   Gid gid{};
   RnicPd pd{};
