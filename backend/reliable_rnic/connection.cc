@@ -152,6 +152,11 @@ bool Connection::PostData(const SendWr& wr) {
   return lower_.PostSend(data_qp_, std::span(&wr, 1), &st) == 1;
 }
 
+bool Connection::PostLowerRc(const SendWr& wr) {
+  Status st = Status::kOk;
+  return lower_.PostSend(init_.vqp, std::span(&wr, 1), &st) == 1;
+}
+
 void Connection::OnTransportCompletion(const Completion& c, uint64_t now_ns) {
   switch (DataWrKind(c.wr_id)) {
     case WrKind::kChunk:

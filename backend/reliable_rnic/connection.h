@@ -129,6 +129,8 @@ class Connection {
   void RepostBounce(uint32_t index);
   // Posts one send on the data QP (sender); false when the lower refused.
   bool PostData(const SendWr& wr);
+  // Posts one WR on the virtual QP's lower RC QP (an atomic, step 13).
+  bool PostLowerRc(const SendWr& wr);
 
   const ConnectionInit& init() const { return init_; }
   uint32_t vqpn() const { return init_.vqp.qpn; }
@@ -144,6 +146,7 @@ class Connection {
   void set_retry_budget_ns(uint64_t ns) { init_.retry_budget_ns = ns; }
   void set_state(ConnState s) { state_ = s; }
   void set_rnr_retry(uint8_t r) { init_.attr.rnr_retry = r; }
+  void set_max_rd_atomic(uint8_t n) { init_.attr.max_rd_atomic = n; }
   bool connect_sent = false;     // the first CONNECT went (at RTS)
   uint64_t next_connect_ns = 0;  // the layer's CONNECT timer
   uint32_t connects_left = 0;    // repeats before it stops asking

@@ -67,6 +67,28 @@ struct ReliabilityCounters {
   uint64_t hold_refused = 0;     // units dropped: too many held already
   uint64_t resent_after_wait = 0;  // sent again when a wait at the peer ended
 
+  // READ and atomics (step 13). Requester:
+  uint64_t reads_sent = 0;           // READ_REQs (originals)
+  uint64_t reads_completed = 0;      // READs whose every unit arrived
+  uint64_t read_units_received = 0;  // READ_RESP units copied (new)
+  uint64_t atomics_posted = 0;       // on the lower RC QP
+  uint64_t atomics_completed = 0;    // ... with success
+  // Responder:
+  uint64_t reads_served = 0;         // READ_REQs delivered and answered
+  uint64_t read_records_peak = 0;    // most READs answered at once
+  uint64_t read_units_sent = 0;      // READ_RESP units (originals)
+  uint64_t read_units_resent = 0;    // ... sent again (lost)
+  uint64_t read_responses_dropped = 0;  // unacknowledged past the budget
+  // READ_REQs refused (each also rx_access_nak), by the rule that fired:
+  // the QP (no REMOTE_READ, or max_dest_rd_atomic 0: REM_INV_REQ_ERR), then
+  // the MR table's (REM_ACCESS_ERR): no such rkey, another PD's MR, an MR
+  // without REMOTE_READ, a range outside the MR.
+  uint64_t read_nak_qp = 0;
+  uint64_t read_nak_rkey = 0;
+  uint64_t read_nak_pd = 0;
+  uint64_t read_nak_access = 0;
+  uint64_t read_nak_range = 0;
+
   uint64_t& operator[](WireCounter c) { return wire[static_cast<size_t>(c)]; }
   uint64_t operator[](WireCounter c) const {
     return wire[static_cast<size_t>(c)];

@@ -4,8 +4,9 @@
 // (docs/reliability.md §2.1, §2.4): the lower MR's id and keys, its PD,
 // host address, iova, length and access, in a fixed table keyed by the
 // lower MR's id, and indexed by rkey for the responder's checks of §3.6
-// (a WRITE_RETX's rkey in the QP's PD, access, range: receiver.cc; READ is
-// step 13), and by lkey for the copies into guest receives (step 12).
+// (a WRITE_RETX's, WRITE_TAIL's or READ_REQ's rkey in the QP's PD,
+// access, range: CheckRemote), and by lkey for the copies into guest
+// receives (step 12) and READs' local SGEs (step 13): LocalTarget.
 // Written by RegMr and DeregMr (control calls).
 #ifndef VRDMA_BACKEND_RELIABLE_RNIC_MR_TABLE_H_
 #define VRDMA_BACKEND_RELIABLE_RNIC_MR_TABLE_H_
@@ -16,6 +17,16 @@
 #include "backend/rnic/rnic.h"
 
 namespace vrdma::reliable {
+
+// The responder's rules for a remote access (§3.6 rx_access_nak), in the
+// order CheckRemote applies them: the first one broken.
+enum class RemoteRule : uint8_t {
+  kOk,
+  kRkey,    // no MR has the rkey
+  kPd,      // the MR is another PD's than the QP's
+  kAccess,  // the MR lacks the access (REMOTE_WRITE, REMOTE_READ)
+  kRange,   // [addr, addr + len) is not inside the MR
+};
 
 struct MrRecord {
   RnicMr mr{};  // the lower MR: id, lkey, rkey
@@ -57,6 +68,35 @@ class MrTable {
   const MrRecord* FindByRkey(uint32_t rkey) const {
     const uint32_t* id = by_rkey_.Find(rkey);
     return id != nullptr ? table_.Find(*id) : nullptr;
+  }
+  // The responder's rules: the MR of rkey, in pd, with access, covering
+  // [addr, addr + len); *out is that MR when kOk.
+  RemoteRule CheckRemote(uint32_t rkey, uint32_t pd_id, uint64_t addr,
+                         uint64_t len, uint32_t access,
+                         const MrRecord** out) const {
+    const MrRecord* mr = FindByRkey(rkey);
+    if (mr == nullptr) return RemoteRule::kRkey;
+    if (mr->pd.id != pd_id) return RemoteRule::kPd;
+    if ((mr->access & access) != access) return RemoteRule::kAccess;
+    if (addr < mr->iova || addr - mr->iova > mr->length ||
+        len > mr->length - (addr - mr->iova)) {
+      return RemoteRule::kRange;
+    }
+    *out = mr;
+    return RemoteRule::kOk;
+  }
+  // The host address of a local SGE the layer writes into (a guest
+  // receive's, a READ's), by the RNIC's local rules: an MR of pd_id with
+  // local write covering it; nullptr otherwise (LOC_PROT_ERR).
+  uint8_t* LocalTarget(const Sge& s, uint32_t pd_id) const {
+    const MrRecord* mr = FindByLkey(s.lkey);
+    if (mr == nullptr || mr->pd.id != pd_id ||
+        (mr->access & kAccessLocalWrite) == 0 || s.addr < mr->iova ||
+        s.addr - mr->iova > mr->length ||
+        s.length > mr->length - (s.addr - mr->iova)) {
+      return nullptr;
+    }
+    return mr->addr + (s.addr - mr->iova);
   }
   // The MR whose lkey is lkey (a guest receive's SGE, step 12).
   const MrRecord* FindByLkey(uint32_t lkey) const {

@@ -57,6 +57,8 @@ void Receiver::Start(uint32_t first_mid, uint8_t peer_rnr_retry) {
                    RnrTimerNs(conn_.init().attr.min_rnr_timer);
   trigger_ = AckTrigger(conn_.init().attr.path_mtu_bytes, first_mid, p_.trigger);
   npending_ = 0;
+  read_pending_ = 0;
+  read_stalled_ = false;
   for (Record& r : ring_) r = Record{};
 }
 
@@ -85,45 +87,11 @@ Receiver::Record* Receiver::FindOrMake(uint32_t mid) {
   return &r;
 }
 
-bool Receiver::Covered(const Record& r, Range u) {
-  for (uint32_t i = 0; i < r.nranges; ++i) {
-    if (r.ranges[i].begin <= u.begin && u.end <= r.ranges[i].end) return true;
-  }
-  return false;
-}
-
-bool Receiver::Insert(Record& r, Range u) const {
-  // Ranges are sorted and disjoint, not touching; merge u with every one
-  // it overlaps or touches.
-  std::array<Range, kMaxRanges + 1> out;
-  uint32_t n = 0;
-  bool placed = false;
-  for (uint32_t i = 0; i < r.nranges; ++i) {
-    const Range& x = r.ranges[i];
-    if (x.end < u.begin) {
-      out[n++] = x;
-    } else if (u.end < x.begin) {
-      if (!placed) {
-        out[n++] = u;
-        placed = true;
-      }
-      out[n++] = x;
-    } else {
-      u.begin = std::min(u.begin, x.begin);
-      u.end = std::max(u.end, x.end);
-    }
-  }
-  if (!placed) out[n++] = u;
-  if (n > std::min(p_.max_ranges, kMaxRanges)) return false;
-  std::copy_n(out.begin(), n, r.ranges.begin());
-  r.nranges = n;
-  return true;
-}
-
 bool Receiver::Complete(const Record& r) {
   if (!r.len_known) return false;
-  const uint32_t units = r.len == 0 ? 1 : UnitsOf(r.len);
-  return r.nranges == 1 && r.ranges[0].begin == 0 && r.ranges[0].end == units;
+  // A READ_REQ is one piece whatever the READ's length.
+  const uint32_t units = r.len == 0 || r.is_read ? 1 : UnitsOf(r.len);
+  return r.ranges.Exactly(units);
 }
 
 void Receiver::Deliver(uint64_t now_ns) {
@@ -132,6 +100,27 @@ void Receiver::Deliver(uint64_t now_ns) {
     if (failed_ && static_cast<int32_t>(deliv_mid_ - fail_mid_) >= 0) return;
     if (r->held > 0) return;
     if (r->err == WcStatus::kSuccess && !Complete(*r)) return;
+    if (r->is_read) {
+      // Served now, in MID order (every earlier WRITE is in place); the
+      // rules again: the MR may have gone since the request arrived.
+      uint32_t lkey = 0;
+      if (r->len > 0) {
+        const MrRecord* mr = nullptr;
+        if (conn_.mrs().CheckRemote(r->rkey, conn_.init().pd.id, r->raddr,
+                                    r->len, kAccessRemoteRead,
+                                    &mr) != RemoteRule::kOk) {
+          n.Count(WireCounter::kRxAccessNak);
+          FailFrom(r->mid, NakCode::kRemoteAccess, false, now_ns);
+          return;
+        }
+        lkey = mr->mr.lkey;
+      }
+      if (!conn_.sender().ServeRead(r->mid, r->raddr, r->len, lkey, now_ns)) {
+        read_stalled_ = true;  // max_dest_rd_atomic READs being answered
+        return;
+      }
+      read_stalled_ = false;
+    }
     if (r->consumes) {
       // The QP is in ERR (the guest's ModifyQp): its receives flushed.
       if (rq_ != nullptr && rq_->error()) return;
@@ -200,15 +189,80 @@ bool Receiver::BadRcvIndex(const DaemonHeader& h, const Record* rec) const {
   return false;
 }
 
+NakCode Receiver::ReadRefused(uint32_t rkey, uint64_t addr, uint64_t len) {
+  ReliabilityCounters& n = conn_.counters();
+  const QpAttr& a = conn_.init().attr;
+  // As a native responder: the QP must allow READ at all (SoftRnic,
+  // rxe: an invalid request), then the key, unless the READ names no
+  // memory (zero length checks no key).
+  if ((a.access_flags & kAccessRemoteRead) == 0 || a.max_dest_rd_atomic == 0) {
+    ++n.read_nak_qp;
+    return NakCode::kInvalidRequest;
+  }
+  if (len == 0) return NakCode::kNone;
+  const MrRecord* mr = nullptr;
+  switch (conn_.mrs().CheckRemote(rkey, conn_.init().pd.id, addr, len,
+                                  kAccessRemoteRead, &mr)) {
+    case RemoteRule::kOk: return NakCode::kNone;
+    case RemoteRule::kRkey: ++n.read_nak_rkey; break;
+    case RemoteRule::kPd: ++n.read_nak_pd; break;
+    case RemoteRule::kAccess: ++n.read_nak_access; break;
+    case RemoteRule::kRange: ++n.read_nak_range; break;
+  }
+  return NakCode::kRemoteAccess;
+}
+
+void Receiver::OnReadResp(const DaemonHeader& h, std::span<const uint8_t> data,
+                          uint64_t now_ns) {
+  ReliabilityCounters& n = conn_.counters();
+  const Pending entry{true, h.gseq, 0, now_ns};
+  RxContext ctx = Context(nullptr);
+  ctx.read_mid_begin = conn_.sender().read_mid_begin();
+  ctx.read_mid_end = conn_.sender().next_mid();
+  bool again = false;  // acknowledged again (nothing new)
+  if (WireCheck c = CheckHeader(h, ctx)) {
+    n.Count(*c);
+    if (WireCounterAction(*c) != WireAction::kAckAgain) return;
+    again = true;
+  } else {
+    switch (conn_.sender().OnReadResponse(h, data)) {
+      case ReadRespResult::kNew:
+        break;
+      case ReadRespResult::kDuplicate:
+        n.Count(WireCounter::kRxDuplicate);
+        again = true;
+        break;
+      case ReadRespResult::kNotARead:
+        n.Count(WireCounter::kRxMidOutsideWindow);
+        return;
+      case ReadRespResult::kBadLength:
+        n.Count(WireCounter::kRxBadOffset);
+        return;
+      case ReadRespResult::kRangesFull:
+        n.Count(WireCounter::kRxRangesFull);
+        return;
+    }
+  }
+  // The ACK: at once for the last unit, a retransmission or a duplicate,
+  // else after max_chunks entries or the trigger's timer (Pump).
+  if (npending_ == kPendingMax && !Flush(now_ns)) return;
+  pending_[npending_++] = entry;
+  if (read_pending_++ == 0) read_since_ns_ = now_ns;
+  if (again || (h.flags & kHdrHint) != 0 ||
+      read_pending_ >= p_.trigger.max_chunks) {
+    Flush(now_ns);
+  }
+}
+
 const MrRecord* Receiver::WriteTarget(const DaemonHeader& h) const {
-  const MrRecord* mr = conn_.mrs().FindByRkey(h.rkey);
-  const bool ok = mr != nullptr && mr->pd.id == conn_.init().pd.id &&
-                  (mr->access & kAccessRemoteWrite) != 0 &&
-                  (conn_.init().attr.access_flags & kAccessRemoteWrite) != 0 &&
-                  h.remote_addr >= mr->iova &&
-                  h.remote_addr - mr->iova <= mr->length &&
-                  h.data_len <= mr->length - (h.remote_addr - mr->iova);
-  return ok ? mr : nullptr;
+  const MrRecord* mr = nullptr;
+  if ((conn_.init().attr.access_flags & kAccessRemoteWrite) == 0 ||
+      conn_.mrs().CheckRemote(h.rkey, conn_.init().pd.id, h.remote_addr,
+                              h.data_len, kAccessRemoteWrite,
+                              &mr) != RemoteRule::kOk) {
+    return nullptr;
+  }
+  return mr;
 }
 
 WcStatus Receiver::CopyToReceive(uint64_t seq, uint64_t off,
@@ -221,18 +275,12 @@ WcStatus Receiver::CopyToReceive(uint64_t seq, uint64_t off,
       off -= s.length;
       continue;
     }
-    // The receive's SGE, by the RNIC's local rules: an MR of the QP's PD
-    // with local write, covering it.
-    const MrRecord* mr = conn_.mrs().FindByLkey(s.lkey);
-    if (mr == nullptr || mr->pd.id != conn_.init().pd.id ||
-        (mr->access & kAccessLocalWrite) == 0 || s.addr < mr->iova ||
-        s.addr - mr->iova > mr->length ||
-        s.length > mr->length - (s.addr - mr->iova)) {
-      return WcStatus::kLocProtErr;
-    }
+    // The receive's SGE, by the RNIC's local rules (MrTable::LocalTarget).
+    uint8_t* to = conn_.mrs().LocalTarget(s, conn_.init().pd.id);
+    if (to == nullptr) return WcStatus::kLocProtErr;
     const uint32_t take =
         static_cast<uint32_t>(std::min<uint64_t>(s.length - off, len));
-    std::memcpy(mr->addr + (s.addr - mr->iova) + off, data, take);
+    std::memcpy(to + off, data, take);
     data += take;
     len -= take;
     off = 0;
@@ -355,16 +403,16 @@ void Receiver::OnChunk(uint32_t imm_data, uint32_t byte_len, uint64_t now_ns) {
     }
     return;
   }
-  const Range u{imm.off, imm.off + std::max<uint32_t>(units, 1)};
+  const UnitRange u{imm.off, imm.off + std::max<uint32_t>(units, 1)};
   rec = FindOrMake(mid);
-  if (Covered(*rec, u)) {
+  if (rec->ranges.Covered(u)) {
     n.Count(WireCounter::kRxDuplicate);
     Arrival dup = arrival;
     dup.duplicate = true;
     Arrived(entry, dup, now_ns);
     return;
   }
-  if (!Insert(*rec, u)) {
+  if (!rec->ranges.Insert(u, p_.max_ranges)) {
     n.Count(WireCounter::kRxRangesFull);
     return;
   }
@@ -385,12 +433,13 @@ bool Receiver::OnSend(std::span<const uint8_t> bytes, uint32_t bounce,
     n.Count(*c);
     return false;
   }
-  if (h.type == HeaderType::kReadReq || h.type == HeaderType::kReadResp) {
-    n.Count(WireCounter::kRxMalformed);  // step 13 carries them
+  if (h.type == HeaderType::kReadResp) {
+    OnReadResp(h, bytes.subspan(kHeaderSize), now_ns);
     return false;
   }
   // SEND_DATA and WRITE_TAIL consume the message's guest receive.
-  const bool piece = h.type != HeaderType::kWriteRetx;
+  const bool piece =
+      h.type == HeaderType::kSendData || h.type == HeaderType::kWriteTail;
   Record* rec = Find(h.mid);
   const bool last = (h.flags & kHdrLast) != 0;
   const Arrival arrival{h.mid, h.off_units, h.data_len > 0 ? 1u : 0u,
@@ -429,22 +478,31 @@ bool Receiver::OnSend(std::span<const uint8_t> bytes, uint32_t bounce,
   }
   // §3.6 rx_access_nak: the rkey in the QP's PD, with remote write, the
   // range inside the MR, and the QP's access flags.
-  if (h.type != HeaderType::kSendData && h.data_len > 0 &&
-      WriteTarget(h) == nullptr) {
+  if ((h.type == HeaderType::kWriteTail || h.type == HeaderType::kWriteRetx) &&
+      h.data_len > 0 && WriteTarget(h) == nullptr) {
     n.Count(WireCounter::kRxAccessNak);
     Nak(NakCode::kRemoteAccess, h.mid, now_ns);
     return false;
   }
-  const Range u{h.off_units, h.off_units + 1};
+  // A READ_REQ by the responder's rules (step 13); served at delivery.
+  if (h.type == HeaderType::kReadReq) {
+    if (const NakCode code = ReadRefused(h.rkey, h.remote_addr, h.msg_len);
+        code != NakCode::kNone) {
+      n.Count(WireCounter::kRxAccessNak);
+      Nak(code, h.mid, now_ns);
+      return false;
+    }
+  }
+  const UnitRange u{h.off_units, h.off_units + 1};
   rec = FindOrMake(h.mid);
-  if (Covered(*rec, u)) {
+  if (rec->ranges.Covered(u)) {
     n.Count(WireCounter::kRxDuplicate);
     Arrival dup = arrival;
     dup.duplicate = true;
     Arrived(entry, dup, now_ns);
     return false;
   }
-  if (!Insert(*rec, u)) {
+  if (!rec->ranges.Insert(u, p_.max_ranges)) {
     n.Count(WireCounter::kRxRangesFull);
     return false;
   }
@@ -458,6 +516,14 @@ bool Receiver::OnSend(std::span<const uint8_t> bytes, uint32_t bounce,
   if (last) {
     rec->len_known = true;
     rec->len = h.msg_len;
+  }
+  if (h.type == HeaderType::kReadReq) {
+    rec->is_read = true;
+    rec->rkey = h.rkey;
+    rec->raddr = h.remote_addr;
+    Deliver(now_ns);
+    Arrived(entry, arrival, now_ns);
+    return false;
   }
   if (h.type == HeaderType::kWriteRetx) ++n.retx_copied;
   if (piece && !ReceivePosted(h.rcv_index)) {
@@ -509,12 +575,18 @@ bool Receiver::Pump(uint64_t now_ns) {
       next_wait_ack_ns_ = now_ns + kWaitAckNs;
     }
   }
-  if (flush_wanted_ || trigger_.OnTimer(now_ns) != AckReason::kNone) {
+  // A READ waiting for a responder record: one may have ended.
+  if (read_stalled_) {
+    Deliver(now_ns);
+    if (!read_stalled_) flush_wanted_ = true;  // deliv_mid moved
+  }
+  if (flush_wanted_ || trigger_.OnTimer(now_ns) != AckReason::kNone ||
+      (read_pending_ > 0 && now_ns >= read_since_ns_ + p_.trigger.timer_ns)) {
     Flush(now_ns);
   }
   // Receives completed while the virtual CQ's ring was full.
   if (rq_ != nullptr && rq_->unreported()) rq_->Report(conn_.init().recv_ring);
-  return npending_ > 0 || flush_wanted_ || waiting_ ||
+  return npending_ > 0 || flush_wanted_ || waiting_ || read_stalled_ ||
          (failed_ && naks_left_ > 0) || (rq_ != nullptr && rq_->unreported());
 }
 
@@ -570,6 +642,7 @@ bool Receiver::Flush(uint64_t now_ns, uint8_t nak_code, uint32_t nak_mid) {
     done += n;
   } while (done < npending_);
   npending_ = 0;
+  read_pending_ = 0;
   trigger_.OnAckSent();
   flush_wanted_ = false;
   return true;

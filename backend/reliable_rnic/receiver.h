@@ -9,8 +9,14 @@
 // delivery in MID order; and the ACKs (ack_trigger.h decides when; up to
 // 48 entries each, with the hold time of the newest arrival, §4.4).
 //
-// As built (steps 11-12): WRITE chunks, WRITE_RETX, SEND_DATA and
-// WRITE_TAIL; the READ types are counted rx_malformed until step 13. A
+// As built (steps 11-13): WRITE chunks, WRITE_RETX, SEND_DATA,
+// WRITE_TAIL, READ_REQ (checked at arrival by the responder's rules,
+// served at delivery through the connection's Sender, which answers with
+// READ_RESP units; delivery waits while max_dest_rd_atomic READs are being
+// answered) and READ_RESP (this end's READs' units: the window is its
+// Sender's READs in flight, the copy is the Sender's, the ACK this
+// receiver's, on a timer of its own so that the other direction's MIDs do
+// not disturb the trigger's order). A
 // SEND_DATA unit is copied into the guest receive its rcv_index names (the
 // connection's RecvQueue) when it arrives if that receive is posted; else
 // its bounce buffer is kept (no credit goes back, so the sender stops)
@@ -30,6 +36,7 @@
 #include <span>
 
 #include "backend/reliable_rnic/recv_queue.h"
+#include "backend/reliable_rnic/unit_ranges.h"
 #include "backend/reliable_rnic/wire_format.h"
 #include "backend/rnic/rnic.h"
 #include "policy/reliability/ack_trigger.h"
@@ -45,7 +52,7 @@ struct ReceiverParams {
 
 class Receiver {
  public:
-  static constexpr uint32_t kMaxRanges = 16;
+  static constexpr uint32_t kMaxRanges = UnitRanges::kMaxRanges;
   static constexpr uint32_t kPendingMax = 2 * kAckMaxEntries;
 
   Receiver(Connection& conn, const ReceiverParams& params, uint32_t path_mtu);
@@ -76,9 +83,6 @@ class Receiver {
   uint32_t credits = 0;
 
  private:
-  struct Range {
-    uint32_t begin = 0, end = 0;  // units [begin, end)
-  };
   struct Record {
     bool used = false;
     bool consumes = false;  // SEND_DATA or WRITE_TAIL seen: a receive
@@ -91,8 +95,11 @@ class Receiver {
     uint32_t mid = 0;
     bool len_known = false;
     uint64_t len = 0;
-    uint32_t nranges = 0;
-    std::array<Range, kMaxRanges> ranges{};
+    UnitRanges ranges;
+    // READ_REQ (step 13): the READ's source, served at delivery.
+    bool is_read = false;
+    uint32_t rkey = 0;
+    uint64_t raddr = 0;
   };
   struct Pending {
     bool is_send = false;
@@ -119,6 +126,13 @@ class Receiver {
   // The MR a WRITE_TAIL or WRITE_RETX writes, if every §3.6 access rule
   // holds (rx_access_nak otherwise).
   const struct MrRecord* WriteTarget(const DaemonHeader& h) const;
+  // A READ_REQ against the responder's rules (step 13): the QP's (no
+  // REMOTE_READ, max_dest_rd_atomic 0: kInvalidRequest), then the MR
+  // table's (kRemoteAccess); kNone when it may be served. Counts the rule.
+  NakCode ReadRefused(uint32_t rkey, uint64_t addr, uint64_t len);
+  // A READ_RESP unit of one of this end's READs.
+  void OnReadResp(const DaemonHeader& h, std::span<const uint8_t> data,
+                  uint64_t now_ns);
   // Copies a unit into its place: the guest receive (SEND_DATA) or the MR
   // (WRITE_TAIL); a receive error is kept in the record.
   void Place(const DaemonHeader& h, std::span<const uint8_t> data, Record& rec,
@@ -132,9 +146,6 @@ class Receiver {
   void RnrExpired(uint64_t now_ns);
   Record* Find(uint32_t mid);
   Record* FindOrMake(uint32_t mid);
-  static bool Covered(const Record& r, Range u);
-  // Inserts u (merging); false when it would need a 17th range.
-  bool Insert(Record& r, Range u) const;
   static bool Complete(const Record& r);
   void Deliver(uint64_t now_ns);
   void Arrived(const Pending& p, const policy::reliability::Arrival& a,
@@ -152,6 +163,11 @@ class Receiver {
   std::array<Pending, kPendingMax> pending_{};
   uint32_t npending_ = 0;
   bool flush_wanted_ = false;
+  // READ_RESP entries pending, and the oldest one's arrival (their timer).
+  uint32_t read_pending_ = 0;
+  uint64_t read_since_ns_ = 0;
+  // A READ_REQ at deliv_mid waits for a responder record.
+  bool read_stalled_ = false;
 
   // Receives (step 12).
   RecvQueue* rq_ = nullptr;

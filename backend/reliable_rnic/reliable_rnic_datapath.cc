@@ -3,7 +3,8 @@
 // ReliableRnic's data path (reliable_rnic.h): no allocation, no lock. In
 // native mode a post goes to the lower QP as it is; once a peer link is
 // attached (uc mode, step 11) a send post looks its QP up and a framed
-// QP's WRs go to its connection's Sender.
+// QP's WRs go to its connection's Sender; with a framed QP, PollCq hands
+// its lower RC QP's completions (atomics, step 13) to that Sender.
 #include <span>
 
 #include "backend/reliable_rnic/reliable_rnic.h"
@@ -58,7 +59,27 @@ int ReliableRnic::PollCq(RnicCq cq, std::span<Completion> out) {
   }
   const int lower = lower_.PollCq(cq, out.subspan(n));
   if (lower < 0) return n > 0 ? n : lower;
-  return n + lower;
+  if (framed_ == 0) return n + lower;
+  // uc mode posts only atomics on a framed QP's lower RC QP (step 13):
+  // their completions are its Sender's, which reports them in post order
+  // through the ring.
+  int kept = n;
+  bool taken = false;
+  for (int i = n; i < n + lower; ++i) {
+    reliable::Connection* k = FindConnection(out[i].qpn);
+    if (k != nullptr && k->state() == reliable::ConnState::kUc) {
+      k->sender().OnAtomicCompletion(out[i]);
+      taken = true;
+      continue;
+    }
+    out[kept++] = out[i];
+  }
+  if (taken && static_cast<size_t>(kept) < out.size()) {
+    if (reliable::VirtualCq* v = cqs_.Find(cq.id); v != nullptr) {
+      kept += v->synthesized->Pop(out.subspan(kept));
+    }
+  }
+  return kept;
 }
 
 bool ReliableRnic::PushSynthesized(RnicCq cq, const Completion& c) {

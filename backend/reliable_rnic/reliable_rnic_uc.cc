@@ -186,6 +186,8 @@ Status ReliableRnic::ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) {
   if (mask & kQpRetryCnt) a.retry_cnt = attr.retry_cnt;
   if (mask & kQpRnrRetry) a.rnr_retry = attr.rnr_retry;
   if (mask & kQpMinRnrTimer) a.min_rnr_timer = attr.min_rnr_timer;
+  if (mask & kQpMaxQpRdAtomic) a.max_rd_atomic = attr.max_rd_atomic;
+  if (mask & kQpMaxDestRdAtomic) a.max_dest_rd_atomic = attr.max_dest_rd_atomic;
   if (link_ == nullptr || (mask & kQpState) == 0) return Status::kOk;
   switch (attr.state) {
     case QpState::kRtr:
@@ -200,6 +202,7 @@ Status ReliableRnic::ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) {
       if (v->conn != nullptr) {
         v->conn->set_retry_budget_ns(RetryBudgetNs(a));
         v->conn->set_rnr_retry(a.rnr_retry);
+        v->conn->set_max_rd_atomic(a.max_rd_atomic);
         // The first CONNECT goes at RTS, when the QP's rnr_retry (which
         // the peer's receiver needs, §2.3) is known.
         if (v->conn->state() == ConnState::kConnecting &&

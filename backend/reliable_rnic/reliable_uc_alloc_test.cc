@@ -9,6 +9,7 @@
 // be the layer's.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <new>
@@ -158,6 +159,74 @@ TEST_F(ReliableUcAllocTest, SendsAndReceivesDoNotAllocate) {
           << i;
     }
   }
+}
+
+// Step 13: READs (requests, responses both ways' losses repaired, the
+// responder's records), WRITEs and FETCH_ADDs on the lower RC QP, mixed:
+// no allocation either.
+TEST_F(ReliableUcAllocTest, ReadsAndAtomicsDoNotAllocate) {
+  const fabric::FaultConfig f = Faults(0.02, 0.01, 0.01);
+  Build(f, f, 5);
+  QpConf c;
+  c.timeout = 10;  // the RC QP's timer for the atomics: 4.2 ms
+  Connect(c);
+  constexpr int kN = 40;
+  constexpr uint32_t kSizes[] = {0, 1, 4095, 4097, 30000, 65536};
+  auto plan = [&](int base) {
+    std::vector<SendWr> wrs;
+    for (int i = 0; i < kN; ++i) {
+      const uint32_t len = kSizes[(base + i) % std::size(kSizes)];
+      SendWr w = Write(base + i, i * 11, (1 << 20) + i * 65536, len);
+      if (i % 5 == 4) {
+        w.opcode = WrOpcode::kAtomicFetchAdd;
+        w.num_sge = 1;
+        w.sge[0] = Sge{va_.at((4 << 20) + i * 8), 8, va_.mr.lkey};
+        w.remote_addr = vb_.at(64);
+        w.compare_add = 1;
+      } else if (i % 2 == 1) {
+        w.opcode = WrOpcode::kRdmaRead;
+        w.sge[0] = Sge{va_.at((5 << 20) + i * 65536), len, va_.mr.lkey};
+        w.remote_addr = vb_.at((1 << 20) + (i - 1) * 65536);
+      }
+      wrs.push_back(w);
+    }
+    return wrs;
+  };
+  auto run = [&](const std::vector<SendWr>& wrs) {
+    const size_t want = got_.size() + wrs.size();
+    Status st = Status::kOk;
+    EXPECT_EQ(la_->PostSend(qa_, wrs, &st), static_cast<int>(wrs.size()))
+        << StatusName(st);
+    for (int i = 0; i < 2000000 && got_.size() < want; ++i) Turn();
+    EXPECT_EQ(got_.size(), want);
+  };
+  got_.reserve(2 * kN + 64);
+  got_b_.reserve(64);
+  run(plan(0));  // warm-up
+  const std::vector<SendWr> wrs = plan(100);
+  const size_t s0 = got_.size();
+  const uint64_t resent = lb_->counters().read_units_resent;
+  const long before = g_allocs.load();
+  run(wrs);
+  const long allocs = g_allocs.load() - before;
+  EXPECT_EQ(allocs, 0);
+  EXPECT_GT(lb_->counters().read_units_resent, resent);  // losses repaired
+  ASSERT_EQ(got_.size(), s0 + kN);
+  for (int i = 0; i < kN; ++i) {
+    EXPECT_EQ(got_[s0 + i].wr_id, wrs[i].wr_id) << i;
+    EXPECT_EQ(got_[s0 + i].status, WcStatus::kSuccess) << i;
+    if (wrs[i].opcode == WrOpcode::kRdmaRead &&
+        wrs[i - 1].opcode == WrOpcode::kRdmaWrite) {  // the WRITE before it
+      const uint32_t n =
+          std::min(wrs[i].sge[0].length, wrs[i - 1].sge[0].length);
+      EXPECT_EQ(0, std::memcmp(&va_.buf[(5 << 20) + i * 65536],
+                               &va_.buf[(i - 1) * 11], n))
+          << i;
+    }
+  }
+  uint64_t v;
+  std::memcpy(&v, &vb_.buf[64], 8);
+  EXPECT_EQ(v, 2u * (kN / 5));  // every FETCH_ADD once
 }
 
 }  // namespace

@@ -128,6 +128,8 @@ struct QpConf {
   uint32_t sq_depth = 256;
   uint8_t rnr_retry = 7;       // the sender's (7: forever)
   uint8_t min_rnr_timer = 12;  // the receiver's (IB encoded: 0.64 ms)
+  uint8_t max_rd_atomic = 4;       // READs and atomics a QP has in flight
+  uint8_t max_dest_rd_atomic = 4;  // ... and answers at once
 };
 
 class ReliableUcTest : public ::testing::Test {
@@ -214,7 +216,7 @@ class ReliableUcTest : public ::testing::Test {
     a.path_mtu_bytes = c.mtu;
     a.dest_qpn = dest_qpn;
     a.rq_psn = 0;
-    a.max_dest_rd_atomic = 4;
+    a.max_dest_rd_atomic = c.max_dest_rd_atomic;
     a.min_rnr_timer = c.min_rnr_timer;
     ASSERT_EQ(r.ModifyQp(qp, a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn |
                                     kQpRqPsn | kQpMaxDestRdAtomic | kQpMinRnrTimer),
@@ -224,7 +226,7 @@ class ReliableUcTest : public ::testing::Test {
     a.timeout = c.timeout;
     a.retry_cnt = c.retry_cnt;
     a.rnr_retry = c.rnr_retry;
-    a.max_rd_atomic = 4;
+    a.max_rd_atomic = c.max_rd_atomic;
     ASSERT_EQ(r.ModifyQp(qp, a, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt |
                                     kQpRnrRetry | kQpMaxQpRdAtomic),
               Status::kOk);

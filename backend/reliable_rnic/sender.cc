@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "backend/reliable_rnic/connection.h"
+#include "backend/reliable_rnic/sender_records.h"
 
 namespace vrdma::reliable {
 
@@ -28,10 +29,6 @@ bool ConsumesReceive(WrOpcode op) {
          op == WrOpcode::kRdmaWriteWithImm;
 }
 
-uint32_t UnitsOf(uint64_t bytes) {
-  return bytes == 0 ? 1 : static_cast<uint32_t>((bytes + kUnitSize - 1) / kUnitSize);
-}
-
 policy::reliability::ChunkSizeParams Clamped(
     policy::reliability::ChunkSizeParams p) {
   p.max_chunk = std::min(p.max_chunk, kMaxChunkBytes);
@@ -39,56 +36,6 @@ policy::reliability::ChunkSizeParams Clamped(
 }
 
 }  // namespace
-
-struct Sender::Msg {
-  MsgState state = MsgState::kQueued;
-  WrOpcode op = WrOpcode::kRdmaWrite;
-  bool tail_sent = false;  // WRITE_WITH_IMM: its WRITE_TAIL went out
-  uint32_t imm = 0;        // the guest's immediate (network order)
-  uint32_t rcv_index = 0;  // receive-consuming messages (§3.2)
-  uint64_t body = 0;       // bytes carried by WRITE chunks (§2.3)
-  WcStatus status = WcStatus::kSuccess;
-  bool signaled = false;
-  bool started = false;      // a first chunk went out
-  bool tail_retx = false;    // the tail unit waits for every other (§2.3)
-  bool tail_counted = false;
-  uint64_t wr_id = 0;
-  uint32_t send_flags = 0;
-  uint32_t mid = 0;
-  uint64_t len = 0;
-  uint64_t remote_addr = 0;
-  uint32_t rkey = 0;
-  uint32_t units = 1;        // bookkeeping units: max(1, ceil(len / 4096))
-  uint32_t acked_units = 0;
-  uint64_t sent = 0;         // bytes sent as new chunks
-  uint64_t t_first_ns = 0;
-  uint64_t tail_cseq = 0;
-  uint32_t tail_expiries = 0;
-  uint8_t num_sge = 0;
-  std::array<Sge, kMaxSge> sge{};
-};
-
-struct Sender::ChunkRec {
-  uint64_t msg_seq = 0;
-  uint32_t mid = 0;
-  uint16_t off = 0;     // first unit in the message
-  uint16_t nunits = 1;  // bookkeeping units (a zero-length chunk: 1)
-  uint32_t bytes = 0;
-  uint16_t acked = 0;   // mask of units acked
-  uint64_t gseq = 0;    // the original WRITE's
-  uint16_t full() const { return static_cast<uint16_t>((1u << nunits) - 1); }
-};
-
-struct Sender::Xmit {
-  uint64_t gseq = ~uint64_t{0};
-  uint64_t cseq = 0;
-  uint16_t unit = 0;    // !whole: the unit of the chunk
-  bool whole = true;    // the original WRITE of the chunk
-  uint32_t bytes = 0;
-  uint32_t expiries = 0;
-  uint64_t t_sent_ns = 0;
-  bool lost = false;  // found lost (its credit given back)
-};
 
 Sender::Sender(Connection& conn, const SenderParams& params, uint32_t sq_depth,
                uint32_t max_inline, uint8_t* inline_area, uint32_t region_lkey)
@@ -145,7 +92,9 @@ Sender::Msg* Sender::FindMsg(uint32_t mid) {
 Sender::ChunkRec* Sender::FindChunk(uint32_t mid, uint16_t off) {
   for (uint64_t s = chunk_head_; s < chunk_tail_; ++s) {
     ChunkRec& c = ChunkAt(s);
-    if (c.mid == mid && c.off == off && c.acked != c.full()) return &c;
+    if (!c.resp && c.mid == mid && c.off == off && c.acked != c.full()) {
+      return &c;
+    }
   }
   return nullptr;
 }
@@ -155,16 +104,20 @@ Sender::ChunkRec* Sender::FindChunk(uint32_t mid, uint16_t off) {
 int Sender::Post(std::span<const SendWr> wrs, Status* first_error) {
   int n = 0;
   for (const SendWr& wr : wrs) {
+    const bool read = wr.opcode == WrOpcode::kRdmaRead;
+    const bool atomic = IsAtomic(wr.opcode);
     if (wr.opcode != WrOpcode::kRdmaWrite &&
         wr.opcode != WrOpcode::kRdmaWriteWithImm &&
-        wr.opcode != WrOpcode::kSend && wr.opcode != WrOpcode::kSendWithImm) {
-      if (first_error) *first_error = Status::kInvalid;  // READ, atomics: 13
+        wr.opcode != WrOpcode::kSend && wr.opcode != WrOpcode::kSendWithImm &&
+        !read && !atomic) {
+      if (first_error) *first_error = Status::kInvalid;
       return n;
     }
     const uint64_t len = wr.total_length();
     const bool inl = (wr.send_flags & kSendInline) != 0;
     if (len > kMidBytes || (inl && len > max_inline_) ||
-        (!inl && wr.num_sge > kMaxSge - 1)) {
+        (!inl && wr.num_sge > kMaxSge - 1) || ((read || atomic) && inl) ||
+        (atomic && (wr.num_sge != 1 || len != 8))) {
       if (first_error) *first_error = Status::kInvalid;
       return n;
     }
@@ -184,6 +137,17 @@ int Sender::Post(std::span<const SendWr> wrs, Status* first_error) {
     m.rkey = wr.rkey;
     m.units = UnitsOf(len);
     m.op = wr.opcode;
+    m.wr_len = len;
+    // §2.3, step 13: a READ is one READ_REQ (one piece); an atomic goes
+    // on the lower RC QP, and its MID travels as a zero-length WRITE_RETX
+    // (nothing written, delivered in order) so the peer's MIDs stay dense.
+    if (read) m.units = 1;
+    if (atomic) {
+      m.len = 0;
+      m.units = 1;
+      m.compare_add = wr.compare_add;
+      m.swap = wr.swap;
+    }
     m.imm = wr.imm_data;
     if (ConsumesReceive(wr.opcode)) m.rcv_index = next_rcv_++;
     // §2.3: a WRITE is chunks; a WRITE_WITH_IMM chunks for [0, len - t)
@@ -321,18 +285,24 @@ bool Sender::PostPiece(uint64_t seq, uint32_t abs_unit, uint64_t cseq,
   Msg& m = MsgAt(seq);
   const uint64_t off = uint64_t{abs_unit} * kUnitSize;
   const uint64_t len =
-      m.len > off ? std::min<uint64_t>(kUnitSize, m.len - off) : 0;
+      m.len > off && m.op != WrOpcode::kRdmaRead
+          ? std::min<uint64_t>(kUnitSize, m.len - off)
+          : 0;
   const bool last = abs_unit + 1 == m.units;
   uint8_t* slot = conn_.header_slot(posts_);
   DaemonHeader h;
-  if (m.op == WrOpcode::kSend || m.op == WrOpcode::kSendWithImm) {
+  const bool read = m.op == WrOpcode::kRdmaRead;
+  if (read) {
+    h.type = HeaderType::kReadReq;  // no data; msg_len is the READ's
+  } else if (m.op == WrOpcode::kSend || m.op == WrOpcode::kSendWithImm) {
     h.type = HeaderType::kSendData;
   } else if (m.op == WrOpcode::kRdmaWriteWithImm && last) {
     h.type = HeaderType::kWriteTail;
   } else {
     h.type = HeaderType::kWriteRetx;
   }
-  const bool consumes = h.type != HeaderType::kWriteRetx;
+  const bool consumes =
+      h.type == HeaderType::kSendData || h.type == HeaderType::kWriteTail;
   h.flags = static_cast<uint8_t>(
       (hint ? kHdrHint : 0) | (last ? kHdrLast : 0) |
       (retx ? kHdrRetransmission : 0) |
@@ -410,6 +380,10 @@ void Sender::AckUnits(ChunkRec& c, uint16_t mask) {
   const uint16_t fresh = mask & c.full() & static_cast<uint16_t>(~c.acked);
   if (fresh == 0) return;
   c.acked |= fresh;
+  if (c.resp) {
+    RespUnitsAcked(c.msg_seq, static_cast<uint32_t>(std::popcount(fresh)));
+    return;
+  }
   if (c.msg_seq >= head_ && c.msg_seq < tail_) {
     Msg& m = MsgAt(c.msg_seq);
     if (m.mid == c.mid) m.acked_units += std::popcount(fresh);
@@ -522,7 +496,11 @@ void Sender::OnAck(const Ack& ack, uint64_t t4_ns) {
 
 void Sender::Delivered(uint32_t deliv_mid) {
   while (static_cast<int32_t>(deliv_mid - acked_mid_) > 0) {
-    if (Msg* m = FindMsg(acked_mid_); m && m->state == MsgState::kQueued) {
+    // A READ ends when its response is here, an atomic when the RC QP
+    // completes it (sender_read.cc): their requests' delivery is not it.
+    if (Msg* m = FindMsg(acked_mid_); m && m->state == MsgState::kQueued &&
+                                      m->op != WrOpcode::kRdmaRead &&
+                                      !IsAtomic(m->op)) {
       m->state = MsgState::kDelivered;
     }
     ++acked_mid_;
@@ -532,8 +510,10 @@ void Sender::Delivered(uint32_t deliv_mid) {
 void Sender::PopChunks() {
   while (chunk_head_ < chunk_tail_) {
     const ChunkRec& c = ChunkAt(chunk_head_);
-    const bool msg_done = c.msg_seq < head_ || MsgAt(c.msg_seq).mid != c.mid ||
-                          MsgAt(c.msg_seq).state != MsgState::kQueued;
+    const bool msg_done =
+        c.resp ? !RespLive(c.msg_seq) || RespAt(c.msg_seq).done
+               : c.msg_seq < head_ || MsgAt(c.msg_seq).mid != c.mid ||
+                     MsgAt(c.msg_seq).state != MsgState::kQueued;
     if (c.acked != c.full() && !msg_done) break;
     ++chunk_head_;
   }
@@ -584,8 +564,12 @@ void Sender::DetectLosses(uint64_t now_ns, bool all) {
       }
       if (!ChunkLive(x.cseq)) continue;
       ChunkRec& c = ChunkAt(x.cseq);
-      Msg* m = FindMsg(c.mid);
-      if (m == nullptr || m->state != MsgState::kQueued) continue;
+      if (c.resp) {  // a READ_RESP unit: sent again while its READ is answered
+        if (!RespLive(c.msg_seq) || RespAt(c.msg_seq).done) continue;
+      } else if (Msg* m = FindMsg(c.mid);
+                 m == nullptr || m->state != MsgState::kQueued) {
+        continue;
+      }
       const uint16_t lost = x.whole ? c.full() : uint16_t(1u << x.unit);
       QueueLostUnits(x.cseq, lost & static_cast<uint16_t>(~c.acked),
                      all ? 0 : out[i].next_expiries());
@@ -609,6 +593,7 @@ void Sender::CheckBudget(uint64_t now_ns) {
   for (uint64_t s = head_; s < tail_; ++s) {
     Msg& m = MsgAt(s);
     if (m.state != MsgState::kQueued) continue;
+    if (m.atomic_posted) return;  // the RC QP's own retries bound it
     if (m.started && now_ns - m.t_first_ns > budget) {
       ++conn_.counters().retry_exceeded;
       FailFrom(s, WcStatus::kRetryExcErr);
@@ -643,6 +628,21 @@ bool Sender::SendRetransmissions(uint64_t now_ns) {
       continue;
     }
     const ChunkRec& c = ChunkAt(r.cseq);
+    if (c.resp) {
+      if (!RespLive(c.msg_seq) || RespAt(c.msg_seq).done ||
+          (c.acked & (1u << r.unit))) {
+        ++retx_head_;
+        continue;
+      }
+      if (!CanTransmit() || !WindowOpen(now_ns) ||
+          !PostResp(c.msg_seq, c.off, r.cseq, r.unit, true, r.expiries,
+                    now_ns)) {
+        return did;
+      }
+      ++retx_head_;
+      did = true;
+      continue;
+    }
     Msg* m = FindMsg(c.mid);
     if (m == nullptr || m->state != MsgState::kQueued ||
         (c.acked & (1u << r.unit))) {
@@ -695,7 +695,17 @@ bool Sender::SendNewChunks(uint64_t now_ns) {
     Msg& m = MsgAt(s);
     if (m.state != MsgState::kQueued) continue;
     // The receiver keeps records for 64 MIDs from its deliv_mid (§3.4).
-    if (m.mid - acked_mid_ >= kRxMessagesPerQp) break;
+    // (A READ or an atomic may be below it: delivered, not yet ended.)
+    if (static_cast<int32_t>(m.mid - acked_mid_) >=
+        static_cast<int32_t>(kRxMessagesPerQp)) {
+      break;
+    }
+    // A fenced WR waits for every READ and atomic before it (IBA 10.8.3.3).
+    if ((m.send_flags & kSendFence) && !m.started && rd_outstanding_ > 0) break;
+    if (m.op == WrOpcode::kRdmaRead || IsAtomic(m.op)) {
+      if (!SendReadOrAtomic(s, now_ns, &did)) return did;
+      continue;
+    }
     const bool send = m.op == WrOpcode::kSend || m.op == WrOpcode::kSendWithImm;
     if (send) {
       // SEND_DATA units, one SEND each (§2.3).
@@ -757,6 +767,7 @@ void Sender::FailFrom(uint64_t seq, WcStatus status) {
     if (m.state != MsgState::kQueued) continue;
     m.state = MsgState::kFailed;
     m.status = s == seq ? status : WcStatus::kWrFlushErr;
+    ReleaseRd(m);
     if (s == seq && status != WcStatus::kWrFlushErr) {
       ++conn_.counters().messages_failed;
     }
@@ -789,6 +800,9 @@ void Sender::Complete() {
       c.status = st;
       c.opcode = SendCompletionOpcode(m.op);
       c.qpn = conn_.vqpn();
+      if (m.op == WrOpcode::kRdmaRead || IsAtomic(m.op)) {
+        c.byte_len = static_cast<uint32_t>(m.wr_len);
+      }
       if (ring == nullptr || !ring->Push(c)) break;  // again after a poll
     }
     if (st == WcStatus::kSuccess) ++conn_.counters().messages_completed;
@@ -800,10 +814,12 @@ bool Sender::Pump(uint64_t now_ns) {
   DetectLosses(now_ns);
   CheckBudget(now_ns);
   SendRetransmissions(now_ns);
+  SendResponses(now_ns);  // a responder answers before it asks (step 13)
   SendNewChunks(now_ns);
   PopChunks();
+  PopResponses(now_ns);
   Complete();
-  return head_ != tail_ || inflight_xmits_ > 0;
+  return head_ != tail_ || inflight_xmits_ > 0 || resp_head_ != resp_tail_;
 }
 
 uint32_t Sender::ReplayNative(Rnic& lower, RnicQp qp) {
@@ -817,6 +833,8 @@ uint32_t Sender::ReplayNative(Rnic& lower, RnicQp qp) {
     w.send_flags = m.send_flags & ~uint32_t{kSendInline};
     w.remote_addr = m.remote_addr;
     w.rkey = m.rkey;
+    w.compare_add = m.compare_add;
+    w.swap = m.swap;
     w.num_sge = m.num_sge;
     std::copy_n(m.sge.begin(), m.num_sge, w.sge.begin());
     Status st = Status::kOk;

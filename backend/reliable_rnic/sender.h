@@ -9,9 +9,12 @@
 // retry budget, and guest completions in post order, once, when the
 // peer's deliv_mid passes the message.
 //
-// As built (steps 11-12): WRITE, WRITE_WITH_IMM (chunks for the body, a
+// As built (steps 11-13): WRITE, WRITE_WITH_IMM (chunks for the body, a
 // WRITE_TAIL under the tail rule), SEND and SEND_WITH_IMM (SEND_DATA
-// units); the window is SwiftWindow's (§4.5, step 14: delay-based AIMD,
+// units), READ (a READ_REQ; the READ_RESP units come back to this end's
+// receiver, which hands them to OnReadResponse) and atomics (on the
+// virtual QP's lower RC QP, sender_read.cc); as the responder of the
+// peer's READs, the READ_RESP units (ServeRead). The window is SwiftWindow's (§4.5, step 14: delay-based AIMD,
 // pacing below one unit), within at most max_xmits transmissions in
 // flight and the peer's credits (§3.2: every chunk and daemon-header SEND
 // consumes one of its bounce receives). Every table is sized by the
@@ -20,12 +23,14 @@
 #ifndef VRDMA_BACKEND_RELIABLE_RNIC_SENDER_H_
 #define VRDMA_BACKEND_RELIABLE_RNIC_SENDER_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
 
 #include "backend/base/status.h"
+#include "backend/reliable_rnic/unit_ranges.h"
 #include "backend/reliable_rnic/wire_format.h"
 #include "backend/rnic/rnic.h"
 #include "policy/reliability/chunk_size.h"
@@ -37,6 +42,20 @@
 namespace vrdma::reliable {
 
 class Connection;
+
+// READs and atomics in flight per QP, either way (max_rd_atomic,
+// max_dest_rd_atomic): SoftRnic's and IBA's usual cap, so the tables are
+// fixed (step 13).
+inline constexpr uint32_t kMaxRdAtomic = 16;
+
+// What a READ_RESP unit that passed CheckHeader was to its READ.
+enum class ReadRespResult : uint8_t {
+  kNew,          // copied into the READ's local SGEs: acknowledge it
+  kDuplicate,    // already here, or its READ already ended: acknowledge again
+  kNotARead,     // the MID is not a READ of this end (rx_mid_outside_window)
+  kBadLength,    // msg_len is not the READ's (rx_bad_offset)
+  kRangesFull,   // a 17th range (rx_ranges_full): dropped, sent again later
+};
 
 struct SenderParams {
   uint32_t chunks_in_flight = 256;   // §4.1: chunk table and gseq ring
@@ -66,8 +85,9 @@ class Sender {
 
   // Guest WRs, in order (PostSend's contract): returns how many were
   // taken; *first_error says why the next one was not (kNoResource: the
-  // message table is full; kInvalid: READ and atomics, which uc mode does
-  // not carry yet (step 13), or more than 256 MiB).
+  // message table is full; kInvalid: an opcode uc mode does not carry,
+  // inline READ or atomic, an atomic not of one 8-byte SGE, or more than
+  // 256 MiB).
   int Post(std::span<const SendWr> wrs, Status* first_error);
 
   // An ACK that passed ParseAck and the QP lookup, polled at t4_ns.
@@ -95,6 +115,28 @@ class Sender {
   // table; returns the number the lower refused (completed in error).
   uint32_t ReplayNative(Rnic& lower, RnicQp qp);
 
+  // ---- READ and atomics (step 13, sender_read.cc) ----
+  // Responder: the peer's READ of MID req_mid was delivered here: len
+  // bytes at iova addr of the MR whose lower lkey is lkey go back as
+  // READ_RESP units, sliced from guest memory. False while
+  // max_dest_rd_atomic READs are being answered (the delivery waits).
+  bool ServeRead(uint32_t req_mid, uint64_t addr, uint64_t len, uint32_t lkey,
+                 uint64_t now_ns);
+  // Responder records in use (never above max_dest_rd_atomic).
+  uint32_t responses_in_use() const {
+    return static_cast<uint32_t>(resp_tail_ - resp_head_);
+  }
+  // Requester: a READ_RESP unit (CheckHeader passed, with the window
+  // [read_mid_begin(), next_mid())).
+  ReadRespResult OnReadResponse(const DaemonHeader& h,
+                                std::span<const uint8_t> data);
+  uint32_t read_mid_begin() const;
+  // A completion of the virtual QP's lower RC QP, where only atomics are
+  // posted in uc mode.
+  void OnAtomicCompletion(const Completion& c);
+  // READs and atomics of this end in flight (max_rd_atomic bounds it).
+  uint32_t rd_outstanding() const { return rd_outstanding_; }
+
   uint64_t srtt_ns() const { return rtt_.srtt(); }
   // The congestion window (bytes), bytes in flight, the delay target
   // (ns) at now_ns, and the unscaled max_chunk (§4.1, §4.5).
@@ -117,6 +159,26 @@ class Sender {
     uint64_t cseq = 0;
     uint16_t unit = 0;
     uint32_t expiries = 0;
+  };
+
+  // A READ of this end in flight: its READ_RESP units so far.
+  struct ReadRec {
+    bool used = false;
+    uint64_t msg_seq = 0;
+    uint32_t units = 1;  // max(1, ceil(len / 4096))
+    UnitRanges got;
+  };
+  // A READ of the peer's being answered.
+  struct RespRec {
+    uint32_t req_mid = 0;
+    uint64_t addr = 0;  // iova in the MR of lkey
+    uint64_t len = 0;
+    uint32_t lkey = 0;
+    uint32_t units = 1;
+    uint32_t sent = 0;   // units sent once
+    uint32_t acked = 0;  // units acknowledged
+    uint64_t t_first_ns = 0;
+    bool done = false;   // every unit acknowledged, or given up
   };
 
   Msg& MsgAt(uint64_t seq);
@@ -157,6 +219,25 @@ class Sender {
   // Slices [off, off + len) of m's data into out; returns the SGE count.
   int Slice(const Msg& m, uint64_t off, uint64_t len, Sge* out,
             int room) const;
+  // READ and atomics (sender_read.cc).
+  bool RespLive(uint64_t rseq) const {
+    return rseq >= resp_head_ && rseq < resp_tail_;
+  }
+  RespRec& RespAt(uint64_t rseq) { return resps_[rseq % kMaxRdAtomic]; }
+  uint32_t MaxRdAtomic() const;
+  // A READ or atomic message at seq in SendNewChunks' walk: sends what it
+  // may; false when nothing after it may go now.
+  bool SendReadOrAtomic(uint64_t seq, uint64_t now_ns, bool* did);
+  bool SendResponses(uint64_t now_ns);
+  bool PostResp(uint64_t rseq, uint32_t unit, uint64_t cseq, uint16_t cunit,
+                bool retx, uint32_t expiries, uint64_t now_ns);
+  void RespUnitsAcked(uint64_t rseq, uint32_t n);
+  void PopResponses(uint64_t now_ns);
+  // Copies a READ_RESP unit into m's local SGEs (the MR table's local
+  // rules); false on a protection error.
+  bool CopyToLocal(const Msg& m, uint64_t off, std::span<const uint8_t> data);
+  // A READ or atomic ended (complete, failed): its record and count freed.
+  void ReleaseRd(Msg& m);
   void Delivered(uint32_t deliv_mid);
   void CheckBudget(uint64_t now_ns);
   void FailFrom(uint64_t seq, WcStatus status);
@@ -204,6 +285,12 @@ class Sender {
   policy::reliability::ChunkSize chunk_size_;
   policy::reliability::SwiftWindow window_;
   uint64_t last_send_ns_ = 0;  // pacing: the newest transmission's time
+  // READ and atomics (step 13): this end's READs in flight, the peer's
+  // READs being answered (a ring, in request order).
+  std::array<ReadRec, kMaxRdAtomic> reads_{};
+  uint32_t rd_outstanding_ = 0;
+  std::array<RespRec, kMaxRdAtomic> resps_{};
+  uint64_t resp_head_ = 0, resp_tail_ = 0;
   bool failed_ = false;
   WcStatus fail_status_ = WcStatus::kSuccess;
 };

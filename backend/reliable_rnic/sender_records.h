@@ -1,0 +1,85 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// The Sender's records (sender.h), shared by its two files: sender.cc
+// (messages, chunks, ACKs, losses) and sender_read.cc (READ and atomics,
+// step 13). Not for anyone else.
+#ifndef VRDMA_BACKEND_RELIABLE_RNIC_SENDER_RECORDS_H_
+#define VRDMA_BACKEND_RELIABLE_RNIC_SENDER_RECORDS_H_
+
+#include <array>
+#include <cstdint>
+
+#include "backend/reliable_rnic/sender.h"
+
+namespace vrdma::reliable {
+
+inline bool IsAtomic(WrOpcode op) {
+  return op == WrOpcode::kAtomicCmpSwp || op == WrOpcode::kAtomicFetchAdd;
+}
+
+// Bookkeeping units of a length: a zero-length message is one unit.
+inline uint32_t UnitsOf(uint64_t bytes) {
+  return bytes == 0 ? 1
+                    : static_cast<uint32_t>((bytes + kUnitSize - 1) / kUnitSize);
+}
+
+struct Sender::Msg {
+  MsgState state = MsgState::kQueued;
+  WrOpcode op = WrOpcode::kRdmaWrite;
+  bool tail_sent = false;  // WRITE_WITH_IMM: its WRITE_TAIL went out
+  uint32_t imm = 0;        // the guest's immediate (network order)
+  uint32_t rcv_index = 0;  // receive-consuming messages (§3.2)
+  uint64_t body = 0;       // bytes carried by WRITE chunks (§2.3)
+  WcStatus status = WcStatus::kSuccess;
+  bool signaled = false;
+  bool started = false;      // a first chunk went out
+  bool tail_retx = false;    // the tail unit waits for every other (§2.3)
+  bool tail_counted = false;
+  uint64_t wr_id = 0;
+  uint32_t send_flags = 0;
+  uint32_t mid = 0;
+  uint64_t len = 0;
+  uint64_t remote_addr = 0;
+  uint32_t rkey = 0;
+  uint32_t units = 1;        // bookkeeping units: max(1, ceil(len / 4096))
+  uint32_t acked_units = 0;
+  uint64_t sent = 0;         // bytes sent as new chunks
+  uint64_t t_first_ns = 0;
+  uint64_t tail_cseq = 0;
+  uint32_t tail_expiries = 0;
+  uint8_t num_sge = 0;
+  std::array<Sge, kMaxSge> sge{};
+  // READ and atomics (step 13).
+  uint64_t wr_len = 0;       // the guest's length (the completion's byte_len)
+  uint8_t read_slot = 0;     // READ: its ReadRec, while rd_held
+  bool rd_held = false;      // holds one of max_rd_atomic
+  bool atomic_posted = false;
+  uint64_t compare_add = 0, swap = 0;
+};
+
+struct Sender::ChunkRec {
+  uint64_t msg_seq = 0;
+  uint32_t mid = 0;
+  uint16_t off = 0;     // first unit in the message
+  uint16_t nunits = 1;  // bookkeeping units (a zero-length chunk: 1)
+  uint32_t bytes = 0;
+  uint16_t acked = 0;   // mask of units acked
+  uint64_t gseq = 0;    // the original WRITE's
+  bool resp = false;    // a READ_RESP unit: msg_seq is its RespRec
+  uint16_t full() const { return static_cast<uint16_t>((1u << nunits) - 1); }
+};
+
+struct Sender::Xmit {
+  uint64_t gseq = ~uint64_t{0};
+  uint64_t cseq = 0;
+  uint16_t unit = 0;    // !whole: the unit of the chunk
+  bool whole = true;    // the original WRITE of the chunk
+  uint32_t bytes = 0;
+  uint32_t expiries = 0;
+  uint64_t t_sent_ns = 0;
+  bool lost = false;  // found lost (its credit given back)
+};
+
+}  // namespace vrdma::reliable
+
+#endif  // VRDMA_BACKEND_RELIABLE_RNIC_SENDER_RECORDS_H_
