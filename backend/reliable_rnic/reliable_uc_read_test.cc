@@ -208,6 +208,38 @@ TEST_F(ReliableUcReadTest, WriteSendReadKeepOrder) {
   }
 }
 
+// A READ_REQ lost, sent again, and its first copy delivered late, after
+// the READ completed: served once, the late copy acknowledged again,
+// nothing written twice, no second completion.
+TEST_F(ReliableUcReadTest, LostThenLateReadRequestIsServedOnce) {
+  Build();
+  Connect();
+  FillB();
+  tap_a_->hold = true;
+  tap_a_->match = [&](std::span<const uint8_t> p, const Gid&) {
+    return tap_a_->held.empty() && IsUcSend(p) && p.size() > net::kHeaderBytes &&
+           p[net::kHeaderBytes] ==
+               static_cast<uint8_t>(reliable::HeaderType::kReadReq);
+  };
+  Post(Read(1, 0, 4096, 64 << 10));
+  ASSERT_TRUE(RunUntil([&] { return got_.size() == 1; }, 20000));
+  ASSERT_EQ(tap_a_->held.size(), 1u);
+  EXPECT_EQ(got_[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(0, std::memcmp(&va_.buf[0], &vb_.buf[4096], 64 << 10));
+  EXPECT_GE(la_->counters().retx_sent, 1u);  // the READ_REQ again
+  const std::vector<uint8_t> first(va_.buf.begin(), va_.buf.begin() + (64 << 10));
+  tap_a_->match = nullptr;
+  FillB(1);  // a second serving would bring other bytes
+  tap_a_->Release(0, now_);
+  Run(2000);
+  EXPECT_EQ(got_.size(), 1u);
+  EXPECT_EQ(0, std::memcmp(&va_.buf[0], first.data(), first.size()));
+  const auto& b = lb_->counters();
+  EXPECT_EQ(b.reads_served, 1u);
+  EXPECT_EQ(b.read_units_sent, 16u);
+  EXPECT_GE(b[WireCounter::kRxAfterDelivery], 1u);
+}
+
 // A READ the responder refuses: REM_ACCESS_ERR (REM_INV_REQ_ERR for the
 // QP's own rules), the WR after it flushed, and the rule's counter.
 class ReliableUcReadAccessTest : public ReliableUcReadTest {

@@ -784,6 +784,8 @@ void Sender::Fail(WcStatus status) {
     }
   }
   failed_ = true;
+  // A QP in ERR answers no READ either (step 13).
+  for (uint64_t s = resp_head_; s < resp_tail_; ++s) RespAt(s).done = true;
   Complete();
 }
 

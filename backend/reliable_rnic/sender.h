@@ -119,7 +119,8 @@ class Sender {
   // Responder: the peer's READ of MID req_mid was delivered here: len
   // bytes at iova addr of the MR whose lower lkey is lkey go back as
   // READ_RESP units, sliced from guest memory. False while
-  // max_dest_rd_atomic READs are being answered (the delivery waits).
+  // max_dest_rd_atomic READs are being answered, or the QP failed (the
+  // delivery waits).
   bool ServeRead(uint32_t req_mid, uint64_t addr, uint64_t len, uint32_t lkey,
                  uint64_t now_ns);
   // Responder records in use (never above max_dest_rd_atomic).

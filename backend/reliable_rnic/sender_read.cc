@@ -185,7 +185,7 @@ bool Sender::ServeRead(uint32_t req_mid, uint64_t addr, uint64_t len,
                        uint32_t lkey, uint64_t now_ns) {
   const uint32_t max = std::min<uint32_t>(
       std::max<uint32_t>(conn_.init().attr.max_dest_rd_atomic, 1), kMaxRdAtomic);
-  if (resp_tail_ - resp_head_ >= max) return false;
+  if (failed_ || resp_tail_ - resp_head_ >= max) return false;
   RespRec& r = RespAt(resp_tail_++);
   r = RespRec{};
   r.req_mid = req_mid;
