@@ -86,8 +86,8 @@ class ReliableUcReadTest : public ReliableUcTest {
   }
   // n READs of sizes up to 256 KiB from B, each into its own place of A.
   static std::vector<PlannedRead> MixedReads(int n, uint64_t seed) {
-    static constexpr uint32_t kSizes[] = {0,    1,     100,   4095,  4096,
-                                          4097, 8197,  65536, 100000, 262144};
+    static constexpr uint32_t kSizes[] = {0,    1,    100,   4095,   4096,
+                                          4097, 8197, 65536, 100000, 262144};
     std::mt19937_64 rng(seed);
     std::vector<PlannedRead> plan;
     uint64_t dst = 0;
@@ -115,7 +115,8 @@ TEST_F(ReliableUcReadTest, ReadOfEverySizeClass) {
   // Not a byte past the READs: A's own pattern is still there.
   for (uint32_t i = 0; i < std::size(sizes); ++i) {
     const uint64_t end = plan[i].dst + sizes[i];
-    EXPECT_EQ(va_.buf[end], static_cast<uint8_t>(end * 7 + end / 4093 + 1)) << i;
+    EXPECT_EQ(va_.buf[end], static_cast<uint8_t>(end * 7 + end / 4093 + 1))
+        << i;
   }
   const auto& a = la_->counters();
   const auto& b = lb_->counters();
@@ -132,12 +133,10 @@ TEST_F(ReliableUcReadTest, ReadOfEverySizeClass) {
   }
 }
 
-
 // READs under loss, reordering and duplication (both directions: requests,
 // responses, ACKs): every byte verified, each WR completed once, in order.
-class ReliableUcReadFaultTest
-    : public ReliableUcReadTest,
-      public ::testing::WithParamInterface<double> {};
+class ReliableUcReadFaultTest : public ReliableUcReadTest,
+                                public ::testing::WithParamInterface<double> {};
 
 TEST_P(ReliableUcReadFaultTest, ReadsUnderFaults) {
   const fabric::FaultConfig f = Faults(GetParam(), 0.02, 0.02);
@@ -152,18 +151,19 @@ TEST_P(ReliableUcReadFaultTest, ReadsUnderFaults) {
   EXPECT_GT(b.read_units_resent, 0u);
   EXPECT_EQ(a.retry_exceeded, 0u);
   EXPECT_EQ(b.read_responses_dropped, 0u);
-  std::printf("loss %.2f: %lu READ_RESP units, %lu sent again; %lu READ_REQ "
-              "units again (WRITE_RETX path: %lu); losses A %lu RACK %lu RTO, "
-              "B %lu RACK %lu RTO; dup units at A %lu\n",
-              GetParam(), static_cast<unsigned long>(b.read_units_sent),
-              static_cast<unsigned long>(b.read_units_resent),
-              static_cast<unsigned long>(a.retx_sent),
-              static_cast<unsigned long>(a.retx_sent),
-              static_cast<unsigned long>(a.lost_rack),
-              static_cast<unsigned long>(a.lost_rto),
-              static_cast<unsigned long>(b.lost_rack),
-              static_cast<unsigned long>(b.lost_rto),
-              static_cast<unsigned long>(a[WireCounter::kRxDuplicate]));
+  std::printf(
+      "loss %.2f: %lu READ_RESP units, %lu sent again; %lu READ_REQ "
+      "units again (WRITE_RETX path: %lu); losses A %lu RACK %lu RTO, "
+      "B %lu RACK %lu RTO; dup units at A %lu\n",
+      GetParam(), static_cast<unsigned long>(b.read_units_sent),
+      static_cast<unsigned long>(b.read_units_resent),
+      static_cast<unsigned long>(a.retx_sent),
+      static_cast<unsigned long>(a.retx_sent),
+      static_cast<unsigned long>(a.lost_rack),
+      static_cast<unsigned long>(a.lost_rto),
+      static_cast<unsigned long>(b.lost_rack),
+      static_cast<unsigned long>(b.lost_rto),
+      static_cast<unsigned long>(a[WireCounter::kRxDuplicate]));
 }
 
 INSTANTIATE_TEST_SUITE_P(Loss, ReliableUcReadFaultTest,
@@ -180,8 +180,8 @@ TEST_F(ReliableUcReadTest, WriteSendReadKeepOrder) {
   std::vector<uint64_t> order;
   uint64_t id = 1;
   for (int round = 0; round < 6; ++round) {
-    const uint64_t src = 5 + round * 3001;    // A's pattern, a new slice
-    const uint64_t at = 1 << 20;              // one remote buffer, rewritten
+    const uint64_t src = 5 + round * 3001;  // A's pattern, a new slice
+    const uint64_t at = 1 << 20;            // one remote buffer, rewritten
     const uint64_t back = (4 << 20) + round * (kLen + 4096);
     PostRecvB(500 + round, (6 << 20) + round * 8192, 8192);
     Post(Write(id, src, at, kLen));
@@ -217,7 +217,8 @@ TEST_F(ReliableUcReadTest, LostThenLateReadRequestIsServedOnce) {
   FillB();
   tap_a_->hold = true;
   tap_a_->match = [&](std::span<const uint8_t> p, const Gid&) {
-    return tap_a_->held.empty() && IsUcSend(p) && p.size() > net::kHeaderBytes &&
+    return tap_a_->held.empty() && IsUcSend(p) &&
+           p.size() > net::kHeaderBytes &&
            p[net::kHeaderBytes] ==
                static_cast<uint8_t>(reliable::HeaderType::kReadReq);
   };
@@ -227,7 +228,8 @@ TEST_F(ReliableUcReadTest, LostThenLateReadRequestIsServedOnce) {
   EXPECT_EQ(got_[0].status, WcStatus::kSuccess);
   EXPECT_EQ(0, std::memcmp(&va_.buf[0], &vb_.buf[4096], 64 << 10));
   EXPECT_GE(la_->counters().retx_sent, 1u);  // the READ_REQ again
-  const std::vector<uint8_t> first(va_.buf.begin(), va_.buf.begin() + (64 << 10));
+  const std::vector<uint8_t> first(va_.buf.begin(),
+                                   va_.buf.begin() + (64 << 10));
   tap_a_->match = nullptr;
   FillB(1);  // a second serving would bring other bytes
   tap_a_->Release(0, now_);
@@ -273,7 +275,8 @@ class ReliableUcReadAccessTest : public ReliableUcReadTest {
     EXPECT_EQ(fired, 1u) << "one rule, the expected one";
     EXPECT_EQ(b.reads_served, 1u);
     // Nothing of the refused READ reached A's buffer.
-    EXPECT_EQ(va_.buf[16384], static_cast<uint8_t>(16384 * 7 + 16384 / 4093 + 1));
+    EXPECT_EQ(va_.buf[16384],
+              static_cast<uint8_t>(16384 * 7 + 16384 / 4093 + 1));
   }
 };
 
@@ -287,9 +290,9 @@ TEST_F(ReliableUcReadAccessTest, WrongRkey) {
 
 TEST_F(ReliableUcReadAccessTest, MrWithoutRemoteRead) {
   Build();
-  Result<RnicMr> mr = lb_->RegMr(vb_.pd, vb_.buf.data() + (7 << 20), 4096,
-                                 vb_.at(7 << 20),
-                                 kAccessLocalWrite | kAccessRemoteWrite);
+  Result<RnicMr> mr =
+      lb_->RegMr(vb_.pd, vb_.buf.data() + (7 << 20), 4096, vb_.at(7 << 20),
+                 kAccessLocalWrite | kAccessRemoteWrite);
   ASSERT_TRUE(mr.ok());
   SendWr w = Read(2, 16384, 7 << 20, 100);
   w.rkey = mr->rkey;
@@ -347,15 +350,17 @@ TEST_F(ReliableUcReadTest, ResponderRecordsNeverAboveMaxDestRdAtomic) {
   FillB();
   std::vector<PlannedRead> plan;
   for (int i = 0; i < 12; ++i) {
-    plan.push_back({1u + i, uint64_t(i) * (70 << 10), uint64_t(i) * 999,
-                    64 << 10});
+    plan.push_back(
+        {1u + i, uint64_t(i) * (70 << 10), uint64_t(i) * 999, 64 << 10});
   }
   uint32_t peak_a = 0;
   for (const PlannedRead& p : plan) Post(Read(p.wr_id, p.dst, p.src, p.len));
   ASSERT_TRUE(RunUntil(
       [&] {
-        peak_a = std::max(peak_a, la_->FindConnection(qa_.qpn)->sender().rd_outstanding());
-        EXPECT_LE(lb_->FindConnection(qb_.qpn)->sender().responses_in_use(), 2u);
+        peak_a = std::max(
+            peak_a, la_->FindConnection(qa_.qpn)->sender().rd_outstanding());
+        EXPECT_LE(lb_->FindConnection(qb_.qpn)->sender().responses_in_use(),
+                  2u);
         return got_.size() == plan.size();
       },
       100000));
@@ -382,7 +387,8 @@ TEST_F(ReliableUcReadTest, RequesterKeepsToMaxRdAtomic) {
   uint32_t peak = 0;
   ASSERT_TRUE(RunUntil(
       [&] {
-        peak = std::max(peak, la_->FindConnection(qa_.qpn)->sender().rd_outstanding());
+        peak = std::max(
+            peak, la_->FindConnection(qa_.qpn)->sender().rd_outstanding());
         return got_.size() == 10;
       },
       100000));
@@ -463,8 +469,9 @@ TEST_F(ReliableUcReadTest, FetchAddExactlyOnceUnderLoss) {
   EXPECT_EQ(U64(vb_.buf, 4096), sum);
   // The READs after a WRITE saw it.
   for (int i = 0; i < kN; i += 4) {
-    EXPECT_EQ(0, std::memcmp(&va_.buf[(2 << 20) + i * 8192], &va_.buf[1 << 20],
-                             5000)) << i;
+    EXPECT_EQ(
+        0, std::memcmp(&va_.buf[(2 << 20) + i * 8192], &va_.buf[1 << 20], 5000))
+        << i;
   }
 }
 

@@ -184,7 +184,8 @@ ReadRespResult Sender::OnReadResponse(const DaemonHeader& h,
 bool Sender::ServeRead(uint32_t req_mid, uint64_t addr, uint64_t len,
                        uint32_t lkey, uint64_t now_ns) {
   const uint32_t max = std::min<uint32_t>(
-      std::max<uint32_t>(conn_.init().attr.max_dest_rd_atomic, 1), kMaxRdAtomic);
+      std::max<uint32_t>(conn_.init().attr.max_dest_rd_atomic, 1),
+      kMaxRdAtomic);
   if (failed_ || resp_tail_ - resp_head_ >= max) return false;
   RespRec& r = RespAt(resp_tail_++);
   r = RespRec{};
@@ -196,8 +197,8 @@ bool Sender::ServeRead(uint32_t req_mid, uint64_t addr, uint64_t len,
   r.t_first_ns = now_ns;
   ReliabilityCounters& n = conn_.counters();
   ++n.reads_served;
-  n.read_records_peak = std::max<uint64_t>(n.read_records_peak,
-                                           resp_tail_ - resp_head_);
+  n.read_records_peak =
+      std::max<uint64_t>(n.read_records_peak, resp_tail_ - resp_head_);
   return true;
 }
 
@@ -244,8 +245,8 @@ bool Sender::PostResp(uint64_t rseq, uint32_t unit, uint64_t cseq,
   w.send_flags = kSendSignaled;
   w.wr_id = DataWrId(conn_.init().slot, retx ? WrKind::kRetx : WrKind::kChunk,
                      static_cast<uint32_t>(posts_));
-  w.sge[0] = Sge{reinterpret_cast<uint64_t>(slot), kHeaderSize,
-                 conn_.region_lkey()};
+  w.sge[0] =
+      Sge{reinterpret_cast<uint64_t>(slot), kHeaderSize, conn_.region_lkey()};
   w.num_sge = 1;
   if (len > 0) {  // the guest's bytes, from its MR (the data QP is in its PD)
     w.sge[1] = Sge{r.addr + off, static_cast<uint32_t>(len), r.lkey};
@@ -266,8 +267,8 @@ bool Sender::PostResp(uint64_t rseq, uint32_t unit, uint64_t cseq,
     c.resp = true;
   }
   Xmit& x = xmits_[next_gseq_ % p_.chunks_in_flight];
-  x = Xmit{next_gseq_, cseq, cunit, false, static_cast<uint32_t>(len), expiries,
-           now_ns};
+  x = Xmit{next_gseq_, cseq,  cunit, false, static_cast<uint32_t>(len),
+           expiries,   now_ns};
   (void)loss_.OnSent(next_gseq_, now_ns, rto_.TimeoutNs(rtt_, expiries),
                      expiries);
   ++next_gseq_;
@@ -276,7 +277,8 @@ bool Sender::PostResp(uint64_t rseq, uint32_t unit, uint64_t cseq,
   Paced(now_ns);
   inflight_bytes_ += len;
   ++inflight_xmits_;
-  ++(retx ? conn_.counters().read_units_resent : conn_.counters().read_units_sent);
+  ++(retx ? conn_.counters().read_units_resent
+          : conn_.counters().read_units_sent);
   return true;
 }
 

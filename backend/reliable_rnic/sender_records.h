@@ -19,8 +19,9 @@ inline bool IsAtomic(WrOpcode op) {
 
 // Bookkeeping units of a length: a zero-length message is one unit.
 inline uint32_t UnitsOf(uint64_t bytes) {
-  return bytes == 0 ? 1
-                    : static_cast<uint32_t>((bytes + kUnitSize - 1) / kUnitSize);
+  return bytes == 0
+             ? 1
+             : static_cast<uint32_t>((bytes + kUnitSize - 1) / kUnitSize);
 }
 
 struct Sender::Msg {
@@ -32,8 +33,8 @@ struct Sender::Msg {
   uint64_t body = 0;       // bytes carried by WRITE chunks (§2.3)
   WcStatus status = WcStatus::kSuccess;
   bool signaled = false;
-  bool started = false;      // a first chunk went out
-  bool tail_retx = false;    // the tail unit waits for every other (§2.3)
+  bool started = false;    // a first chunk went out
+  bool tail_retx = false;  // the tail unit waits for every other (§2.3)
   bool tail_counted = false;
   uint64_t wr_id = 0;
   uint32_t send_flags = 0;
@@ -41,18 +42,18 @@ struct Sender::Msg {
   uint64_t len = 0;
   uint64_t remote_addr = 0;
   uint32_t rkey = 0;
-  uint32_t units = 1;        // bookkeeping units: max(1, ceil(len / 4096))
+  uint32_t units = 1;  // bookkeeping units: max(1, ceil(len / 4096))
   uint32_t acked_units = 0;
-  uint64_t sent = 0;         // bytes sent as new chunks
+  uint64_t sent = 0;  // bytes sent as new chunks
   uint64_t t_first_ns = 0;
   uint64_t tail_cseq = 0;
   uint32_t tail_expiries = 0;
   uint8_t num_sge = 0;
   std::array<Sge, kMaxSge> sge{};
   // READ and atomics (step 13).
-  uint64_t wr_len = 0;       // the guest's length (the completion's byte_len)
-  uint8_t read_slot = 0;     // READ: its ReadRec, while rd_held
-  bool rd_held = false;      // holds one of max_rd_atomic
+  uint64_t wr_len = 0;    // the guest's length (the completion's byte_len)
+  uint8_t read_slot = 0;  // READ: its ReadRec, while rd_held
+  bool rd_held = false;   // holds one of max_rd_atomic
   bool atomic_posted = false;
   uint64_t compare_add = 0, swap = 0;
 };
@@ -63,17 +64,17 @@ struct Sender::ChunkRec {
   uint16_t off = 0;     // first unit in the message
   uint16_t nunits = 1;  // bookkeeping units (a zero-length chunk: 1)
   uint32_t bytes = 0;
-  uint16_t acked = 0;   // mask of units acked
-  uint64_t gseq = 0;    // the original WRITE's
-  bool resp = false;    // a READ_RESP unit: msg_seq is its RespRec
+  uint16_t acked = 0;  // mask of units acked
+  uint64_t gseq = 0;   // the original WRITE's
+  bool resp = false;   // a READ_RESP unit: msg_seq is its RespRec
   uint16_t full() const { return static_cast<uint16_t>((1u << nunits) - 1); }
 };
 
 struct Sender::Xmit {
   uint64_t gseq = ~uint64_t{0};
   uint64_t cseq = 0;
-  uint16_t unit = 0;    // !whole: the unit of the chunk
-  bool whole = true;    // the original WRITE of the chunk
+  uint16_t unit = 0;  // !whole: the unit of the chunk
+  bool whole = true;  // the original WRITE of the chunk
   uint32_t bytes = 0;
   uint32_t expiries = 0;
   uint64_t t_sent_ns = 0;
