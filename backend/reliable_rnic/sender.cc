@@ -209,10 +209,13 @@ bool Sender::CanTransmit() const {
          posts_ - posts_done_ < p_.chunks_in_flight;
 }
 
-void Sender::Paced(uint64_t now_ns) { last_send_ns_ = now_ns; }
+void Sender::Paced(uint64_t now_ns, uint64_t bytes) {
+  last_send_ns_ = now_ns;
+  last_send_bytes_ = bytes;
+}
 
 bool Sender::PaceOpen(uint64_t now_ns) const {
-  const uint64_t iv = window_.PacingIntervalNs(rtt_.srtt());
+  const uint64_t iv = window_.PacingIntervalNs(rtt_.srtt(), last_send_bytes_);
   return iv == 0 || now_ns >= last_send_ns_ + iv;
 }
 
@@ -255,7 +258,7 @@ bool Sender::PostChunk(uint64_t seq, uint64_t bytes, bool last, bool hint,
   ++next_gseq_;
   ++posts_;
   ++credit_used_;
-  Paced(now_ns);
+  Paced(now_ns, bytes);
   inflight_bytes_ += bytes;
   ++inflight_xmits_;
   if (!m.started) {
@@ -356,7 +359,7 @@ bool Sender::PostPiece(uint64_t seq, uint32_t abs_unit, uint64_t cseq,
   ++next_gseq_;
   ++posts_;
   ++credit_used_;
-  Paced(now_ns);
+  Paced(now_ns, len);
   inflight_bytes_ += len;
   ++inflight_xmits_;
   if (retx) {

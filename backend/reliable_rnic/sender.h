@@ -210,13 +210,13 @@ class Sender {
   }
   bool CanTransmit() const;
   // Pacing (§4.5): false while cwnd < one unit and the next transmission's
-  // time has not come; Paced records one that left at now_ns.
+  // time has not come; Paced records one of `bytes` that left at now_ns.
   bool PaceOpen(uint64_t now_ns) const;
   // Room in the window (inflight < cwnd, so one unit always fits while
   // nothing is in flight) and the pacing time has come: every
   // transmission, retransmissions included, waits for both.
   bool WindowOpen(uint64_t now_ns) const;
-  void Paced(uint64_t now_ns);
+  void Paced(uint64_t now_ns, uint64_t bytes);
   // Slices [off, off + len) of m's data into out; returns the SGE count.
   int Slice(const Msg& m, uint64_t off, uint64_t len, Sge* out,
             int room) const;
@@ -286,6 +286,7 @@ class Sender {
   policy::reliability::ChunkSize chunk_size_;
   policy::reliability::SwiftWindow window_;
   uint64_t last_send_ns_ = 0;  // pacing: the newest transmission's time
+  uint64_t last_send_bytes_ = 0;  // and its bytes
   // READ and atomics (step 13): this end's READs in flight, the peer's
   // READs being answered (a ring, in request order).
   std::array<ReadRec, kMaxRdAtomic> reads_{};

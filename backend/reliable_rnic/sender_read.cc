@@ -274,7 +274,7 @@ bool Sender::PostResp(uint64_t rseq, uint32_t unit, uint64_t cseq,
   ++next_gseq_;
   ++posts_;
   ++credit_used_;
-  Paced(now_ns);
+  Paced(now_ns, len);
   inflight_bytes_ += len;
   ++inflight_xmits_;
   ++(retx ? conn_.counters().read_units_resent

@@ -291,4 +291,33 @@ void Simulator::CqeArrived(CqId cqid) {
   }
 }
 
+Picos IdleWriteRoundTripPs(const NicParams& nic, const FabricParams& fabric,
+                           uint32_t bytes) {
+  struct Last : CompletionSink {
+    void OnCqe(const Cqe& c) override { rtt = c.time - c.post_time; }
+    Picos rtt = 0;
+  } last;
+  FabricParams idle = fabric;
+  idle.random_loss = 0;
+  Simulator sim(idle, 1);
+  sim.set_completion_sink(&last);
+  QpConfig c;
+  c.transport = Transport::kRc;
+  const HostId a = sim.AddHost(nic);
+  const HostId b = sim.AddHost(nic);
+  c.send_cq = c.recv_cq = sim.CreateCq(a);
+  const QpId qa = sim.CreateQp(a, c);
+  c.send_cq = c.recv_cq = sim.CreateCq(b);
+  const QpId qb = sim.CreateQp(b, c);
+  if (!sim.Connect(qa, qb)) return 0;
+  Wr w;
+  w.wr_id = 1;
+  w.op = Op::kWrite;
+  w.bytes = bytes;
+  w.signaled = true;
+  if (sim.PostSend(qa, {&w, 1}) != 1) return 0;
+  sim.RunUntil(NsToPs(1e6));
+  return last.rtt;
+}
+
 }  // namespace vrdma::model

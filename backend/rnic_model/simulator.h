@@ -244,6 +244,7 @@ class Simulator {
 
   const NicParams& nic(HostId h) const { return hosts_[h].p; }
   const HostStats& host_stats(HostId h) const { return hosts_[h].stats; }
+  const FabricParams& fabric() const { return fabric_; }
   const FabricStats& fabric_stats() const { return fstats_; }
   uint64_t events_processed() const { return events_processed_; }
   size_t num_qps() const { return qps_.size(); }
@@ -561,6 +562,14 @@ class Simulator {
   std::vector<MemoryRegion> mrs_ = std::vector<MemoryRegion>(1);  // [kNoMr]: hot
   std::vector<QpMemory> qp_mem_;
 };
+
+// The completion time of one signaled RC WRITE of `bytes` between two
+// hosts with `nic` on an otherwise idle `fabric` (its own Simulator): the
+// fabric's round trip without queues, as an operator measures it with
+// ib_write_lat before traffic; what a software transport over it takes as
+// the fabric's base RTT (docs/reliability.md §4.5).
+Picos IdleWriteRoundTripPs(const NicParams& nic, const FabricParams& fabric,
+                           uint32_t bytes);
 
 }  // namespace vrdma::model
 

@@ -63,6 +63,24 @@ TEST(NicParams, SerializationMath) {
   EXPECT_EQ(q.wire_time_ps(1024), (1024u + 82u) * 200u);
 }
 
+// The idle round trip is a lone WRITE's completion time: it grows with the
+// bytes serialized and by four hops' propagation (two each way) when each
+// hop gets longer, and a lossy fabric's is measured without its loss.
+TEST(Simulator, IdleWriteRoundTrip) {
+  const NicParams p = ConnectX6RoCE100();
+  FabricParams f;
+  const Picos small = IdleWriteRoundTripPs(p, f, 64);
+  const Picos unit = IdleWriteRoundTripPs(p, f, 4096);
+  EXPECT_GT(small, NsToPs(1000));
+  EXPECT_GE(unit - small, p.wire_time_ps(4096) - p.wire_time_ps(64));
+  f.link_propagation_ps += NsToPs(1000);
+  EXPECT_EQ(IdleWriteRoundTripPs(p, f, 64), small + 4 * NsToPs(1000));
+  FabricParams lossy;
+  lossy.lossless = false;
+  lossy.random_loss = 0.5;
+  EXPECT_EQ(IdleWriteRoundTripPs(p, lossy, 64), small);
+}
+
 TEST(Simulator, SegmentsIntoMtuPacketsAndSerializesAtLineRate) {
   NicParams p = ConnectX6RoCE100();
   Pair t(p, FabricParams{});

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backend/rnic_model/simulator.h"
+#include "policy/reliability/reliability_constants.h"
+
 namespace vrdma::bench {
 
 using model::Picos;
@@ -102,6 +105,11 @@ ModelHost::ModelHost(HostSet& set, const model::NicParams& nic,
     o.daemon_id = id_ + 1;
     o.token_seed = 1000 + id_;
     o.clock = [this] { return static_cast<uint64_t>(now_ns()); };
+    // The operator's fabric base RTT (docs/reliability.md §4.5): this
+    // fabric's idle round trip for one unit, as ib_write_lat would show it.
+    o.connection.sender.window.fabric_base_rtt_ns =
+        static_cast<uint64_t>(model::PsToNs(model::IdleWriteRoundTripPs(
+            nic, set.sim().fabric(), policy::reliability::kUnitSize)));
     layer_ = std::make_unique<ReliableRnic>(rnic_, o);
     link_ = std::make_unique<Link>(id_ + 1);
   }

@@ -2,7 +2,10 @@
 //
 // The congestion window of one direction of a virtual QP, in bytes: the
 // delay-based AIMD after Swift of docs/reliability.md §4.5.
-//   target = base_rtt + 10 us;
+//   target = min(base_rtt, fabric_base_rtt) + 10 us: the measured base
+//   counts only up to the fabric's own RTT without queues (the operator's,
+//   from the topology, as Swift's and Bifröst's base are), so a queue that
+//   never drains (an incast that starts at once) cannot raise the target;
 //   an ACK with a sample below target: cwnd += 4096 x acked / max(cwnd,
 //   4096) (one unit per round trip; under one unit, one unit per unit
 //   acked, Swift's rule for a window under one packet);
@@ -11,8 +14,10 @@
 //   a loss: cwnd = min_cwnd if the newest sample was at or above its target
 //   (congestive), or at the second RTO without an ACK between; else the
 //   window is left as it is (random loss);
-//   cwnd within [min_cwnd, max_cwnd], initial 64 KiB; under one unit, a
-//   unit leaves every srtt x 4096 / cwnd (PacingIntervalNs).
+//   cwnd within [min_cwnd, max_cwnd], initial 64 KiB; under one unit,
+//   transmissions are paced: after one of b bytes the next leaves
+//   srtt x b / cwnd later (PacingIntervalNs), so a 64-byte message is not
+//   held as long as a whole unit.
 // Pure: times are parameters (ns), nothing allocated.
 #ifndef VRDMA_POLICY_RELIABILITY_SWIFT_WINDOW_H_
 #define VRDMA_POLICY_RELIABILITY_SWIFT_WINDOW_H_
@@ -27,6 +32,9 @@ namespace vrdma::policy::reliability {
 
 struct SwiftWindowParams {
   uint64_t target_delay_ns = 10'000;     // target = base_rtt + 10 us
+  // The fabric's RTT without queues, at most (Bifröst's is 50 us); a
+  // measured base above it is not taken. 0: the measured base alone.
+  uint64_t fabric_base_rtt_ns = 50'000;
   double additive_increase = kUnitSize;  // bytes per round trip
   double beta = 0.8;                     // multiplicative decrease gain
   double max_decrease = 0.5;             // the factor is at least 1 - this
@@ -44,7 +52,10 @@ class SwiftWindow {
 
   // The delay target for a base RTT (§4.5); ChunkSize scales by it too.
   [[nodiscard]] uint64_t TargetNs(uint64_t base_rtt_ns) const {
-    return base_rtt_ns + p_.target_delay_ns;
+    const uint64_t base = p_.fabric_base_rtt_ns == 0
+                              ? base_rtt_ns
+                              : std::min(base_rtt_ns, p_.fabric_base_rtt_ns);
+    return base + p_.target_delay_ns;
   }
 
   // An ACK at now_ns for acked_bytes. rtt_ns: its RTT sample, nullopt when
@@ -85,12 +96,15 @@ class SwiftWindow {
   // Bytes; whole bytes of the window.
   [[nodiscard]] uint64_t cwnd() const { return static_cast<uint64_t>(cwnd_); }
 
-  // The time between two one-unit chunks while cwnd < one unit, else 0
-  // (the window clocks the data). 0 too while there is no srtt.
-  [[nodiscard]] uint64_t PacingIntervalNs(uint64_t srtt_ns) const {
+  // The time after a transmission of `bytes` before the next while cwnd <
+  // one unit, else 0 (the window clocks the data). 0 too while there is no
+  // srtt. A zero-length transmission counts as one byte.
+  [[nodiscard]] uint64_t PacingIntervalNs(uint64_t srtt_ns,
+                                          uint64_t bytes) const {
     if (cwnd_ >= static_cast<double>(kUnitSize)) return 0;
     return static_cast<uint64_t>(static_cast<double>(srtt_ns) *
-                                 static_cast<double>(kUnitSize) / cwnd_);
+                                 static_cast<double>(std::max<uint64_t>(bytes, 1)) /
+                                 cwnd_);
   }
 
   [[nodiscard]] const SwiftWindowParams& params() const { return p_; }

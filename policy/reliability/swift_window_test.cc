@@ -192,12 +192,57 @@ TEST(SwiftWindowTest, ResetCountsAsTheRoundTripsDecrease) {
 TEST(SwiftWindowTest, PacingIntervalOnlyUnderOneUnit) {
   SwiftWindowParams p;
   p.initial_cwnd = 512;
-  EXPECT_EQ(SwiftWindow(p).PacingIntervalNs(20 * kUs), 160 * kUs);  // x 8
+  EXPECT_EQ(SwiftWindow(p).PacingIntervalNs(20 * kUs, 4096), 160 * kUs);  // x 8
   p.initial_cwnd = 2048;
-  EXPECT_EQ(SwiftWindow(p).PacingIntervalNs(20 * kUs), 40 * kUs);  // x 2
+  EXPECT_EQ(SwiftWindow(p).PacingIntervalNs(20 * kUs, 4096), 40 * kUs);  // x 2
   p.initial_cwnd = 4096;
-  EXPECT_EQ(SwiftWindow(p).PacingIntervalNs(20 * kUs), 0u);
-  EXPECT_EQ(SwiftWindow().PacingIntervalNs(20 * kUs), 0u);
+  EXPECT_EQ(SwiftWindow(p).PacingIntervalNs(20 * kUs, 4096), 0u);
+  EXPECT_EQ(SwiftWindow().PacingIntervalNs(20 * kUs, 4096), 0u);
+}
+
+// A small message is paced by its own bytes, not a whole unit's: a 64-byte
+// message under a 512-byte window waits srtt / 8, not 8 srtt (a latency
+// probe behind an incast was held 128 us for 64 bytes).
+TEST(SwiftWindowTest, PacingIntervalScalesWithTheBytesSent) {
+  SwiftWindowParams p;
+  p.initial_cwnd = 512;
+  const SwiftWindow w(p);
+  EXPECT_EQ(w.PacingIntervalNs(16 * kUs, 64), 2 * kUs);
+  EXPECT_EQ(w.PacingIntervalNs(16 * kUs, 512), 16 * kUs);
+  EXPECT_EQ(w.PacingIntervalNs(16 * kUs, 0), w.PacingIntervalNs(16 * kUs, 1));
+  EXPECT_GT(w.PacingIntervalNs(16 * kUs, 0), 0u);
+}
+
+// The measured base counts only up to the fabric's base RTT: a standing
+// queue seen from the first sample on (146 us in the model's 32:1 incast)
+// does not become the target; a quieter path keeps its own.
+TEST(SwiftWindowTest, TargetTakesTheMeasuredBaseOnlyUpToTheFabrics) {
+  SwiftWindowParams p;
+  p.fabric_base_rtt_ns = 4 * kUs;
+  const SwiftWindow w(p);
+  EXPECT_EQ(w.TargetNs(146 * kUs), 14 * kUs);
+  EXPECT_EQ(w.TargetNs(3 * kUs), 13 * kUs);
+  p.fabric_base_rtt_ns = 0;  // none: the measured base alone
+  EXPECT_EQ(SwiftWindow(p).TargetNs(146 * kUs), 156 * kUs);
+  EXPECT_EQ(SwiftWindow().params().fabric_base_rtt_ns, 50 * kUs);
+  EXPECT_EQ(SwiftWindow().TargetNs(146 * kUs), 60 * kUs);
+}
+
+// Under a standing queue, the capped target makes the window decrease
+// where the measured base alone lets it grow (samples 152 us, base 146).
+TEST(SwiftWindowTest, AStandingQueueShrinksTheWindowOnlyWithTheCap) {
+  SwiftWindowParams capped;
+  capped.fabric_base_rtt_ns = 4 * kUs;
+  SwiftWindowParams uncapped;
+  uncapped.fabric_base_rtt_ns = 0;
+  SwiftWindow a(capped);
+  SwiftWindow b(uncapped);
+  for (uint64_t t = 0; t < 20; ++t) {
+    a.OnAck(t * 160 * kUs, 4 * kKiB, 152 * kUs, 152 * kUs, 146 * kUs);
+    b.OnAck(t * 160 * kUs, 4 * kKiB, 152 * kUs, 152 * kUs, 146 * kUs);
+  }
+  EXPECT_EQ(a.cwnd(), a.params().min_cwnd);
+  EXPECT_GT(b.cwnd(), 64 * kKiB);
 }
 
 }  // namespace
