@@ -258,6 +258,11 @@ int main(int argc, char** argv) {
                  "the base RTT, in microseconds (default 10, for an RNIC's hardware path; "
                  "a software RNIC on a loaded host has RTT noise of hundreds of "
                  "microseconds and wants more; docs/reliability.md §4.5)");
+  app.add_option("--reliability-base-rtt-us", peer_flags.base_rtt_us,
+                 "with --reliability-layer: the fabric's round trip without queues, in "
+                 "microseconds (default 50, Bifröst's); a measured base RTT above it is "
+                 "not taken, so a queue that never drains cannot raise the delay target "
+                 "(docs/reliability.md §4.5)");
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   app.add_option("--doorbell-queues", doorbell_queues, "doorbell virtqueues per VM")
@@ -395,6 +400,9 @@ int main(int argc, char** argv) {
       layer_options.daemon_id = peer_channel->id();
       if (peer_config.target_delay_ns != 0) {
         layer_options.connection.sender.window.target_delay_ns = peer_config.target_delay_ns;
+      }
+      if (peer_config.base_rtt_ns != 0) {
+        layer_options.connection.sender.window.fabric_base_rtt_ns = peer_config.base_rtt_ns;
       }
       layer = std::make_unique<vrdma::ReliableRnic>(*rnic_owner, layer_options);
     }

@@ -74,6 +74,17 @@ bool ParsePeerFlags(const PeerFlags& flags, bool soft, bool fabric, PeerConfig* 
     }
     c.target_delay_ns = static_cast<uint64_t>(flags.target_us * 1000);
   }
+  if (flags.base_rtt_us >= 0) {
+    if (!flags.reliability_layer) {
+      *error = "--reliability-base-rtt-us is the reliability layer's: give --reliability-layer";
+      return false;
+    }
+    if (!(flags.base_rtt_us >= 1 && flags.base_rtt_us <= 100'000)) {
+      *error = "--reliability-base-rtt-us: 1 to 100000 (microseconds)";
+      return false;
+    }
+    c.base_rtt_ns = static_cast<uint64_t>(flags.base_rtt_us * 1000);
+  }
   if (flags.listen.empty()) {
     if (!flags.peers.empty()) {
       *error = "--peer needs --peer-listen (this daemon's own peer-channel address)";

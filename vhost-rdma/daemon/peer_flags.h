@@ -33,6 +33,9 @@ struct PeerFlags {
   // --reliability-target-us: the congestion window's delay target above
   // the path's base RTT (docs/reliability.md §4.5); < 0: not given.
   double target_us = -1;
+  // --reliability-base-rtt-us: the fabric's round trip without queues, at
+  // most; a measured base RTT above it is not taken (§4.5); < 0: not given.
+  double base_rtt_us = -1;
 };
 
 // The flags checked.
@@ -43,6 +46,7 @@ struct PeerConfig {
   bool layer = false;
   Gid daemon_gid{};
   uint64_t target_delay_ns = 0;  // 0: the layer's default (10 us)
+  uint64_t base_rtt_ns = 0;      // 0: the layer's default (50 us)
 };
 
 // Every peer flag, with a message naming the flag at fault: a bad or
@@ -51,7 +55,8 @@ struct PeerConfig {
 // --peer-listen, --daemon-gid without --reliability-layer, and the layer
 // without what it needs: --rnic soft (soft), --peer-listen, --daemon-gid,
 // --fabric-listen (fabric: its packets reach other daemons only there);
-// --reliability-target-us without the layer, or outside 1..100000.
+// --reliability-target-us or --reliability-base-rtt-us without the layer,
+// or outside 1..100000.
 bool ParsePeerFlags(const PeerFlags& flags, bool soft, bool fabric, PeerConfig* out,
                     std::string* error);
 

@@ -56,12 +56,14 @@ TEST(PeerFlagsTest, EveryFlag) {
   f.daemon_gid = "::ffff:10.9.0.1";
   f.reliability_layer = true;
   f.target_us = 1000;
+  f.base_rtt_us = 4;
   PeerConfig c;
   std::string error;
   ASSERT_TRUE(ParsePeerFlags(f, true, true, &c, &error)) << error;
   EXPECT_TRUE(c.enabled);
   EXPECT_TRUE(c.layer);
   EXPECT_EQ(c.target_delay_ns, 1'000'000u);
+  EXPECT_EQ(c.base_rtt_ns, 4'000u);
   ASSERT_EQ(c.peers.size(), 2u);
   EXPECT_EQ(fabric::UdpAddressToString(c.peers[1]), "10.1.2.3:7000");
   EXPECT_EQ(GidToString(c.daemon_gid), "::ffff:10.9.0.1");
@@ -93,6 +95,10 @@ TEST(PeerFlagsTest, BadValuesAndCombinationsNameTheirFlag) {
        "--reliability-target-us is the reliability layer's"},
       {{"127.0.0.1:7000", {}, "::ffff:10.0.0.9", true, 0.5}, true, true,
        "--reliability-target-us: 1 to 100000"},
+      {{"127.0.0.1:7000", {}, "", false, -1, 50}, true, true,
+       "--reliability-base-rtt-us is the reliability layer's"},
+      {{"127.0.0.1:7000", {}, "::ffff:10.0.0.9", true, -1, 200'000}, true, true,
+       "--reliability-base-rtt-us: 1 to 100000"},
   };
   for (const Case& c : cases) {
     PeerConfig out;
