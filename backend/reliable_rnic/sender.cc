@@ -209,6 +209,34 @@ bool Sender::CanTransmit() const {
          posts_ - posts_done_ < p_.chunks_in_flight;
 }
 
+uint64_t Sender::NewChunk(uint64_t msg_seq, uint32_t mid, uint16_t off,
+                          uint16_t nunits, uint64_t bytes, bool resp) {
+  const uint64_t cseq = chunk_tail_++;
+  ChunkRec& c = ChunkAt(cseq);
+  c = ChunkRec{};
+  c.msg_seq = msg_seq;
+  c.mid = mid;
+  c.off = off;
+  c.nunits = nunits;
+  c.bytes = static_cast<uint32_t>(bytes);
+  c.gseq = next_gseq_;  // the transmission about to be booked
+  c.resp = resp;
+  return cseq;
+}
+
+void Sender::Transmitted(uint64_t cseq, uint16_t unit, bool whole, uint64_t bytes,
+                         uint32_t expiries, uint64_t now_ns) {
+  xmits_[next_gseq_ % p_.chunks_in_flight] =
+      Xmit{next_gseq_, cseq, unit, whole, static_cast<uint32_t>(bytes), expiries, now_ns};
+  (void)loss_.OnSent(next_gseq_, now_ns, rto_.TimeoutNs(rtt_, expiries), expiries);
+  ++next_gseq_;
+  ++posts_;
+  ++credit_used_;
+  Paced(now_ns, bytes);
+  inflight_bytes_ += bytes;
+  ++inflight_xmits_;
+}
+
 void Sender::Paced(uint64_t now_ns, uint64_t bytes) {
   last_send_ns_ = now_ns;
   last_send_bytes_ = bytes;
@@ -243,24 +271,9 @@ bool Sender::PostChunk(uint64_t seq, uint64_t bytes, bool last, bool hint,
   w.num_sge = static_cast<uint8_t>(nsge);
   if (!conn_.PostData(w)) return false;
 
-  const uint64_t cseq = chunk_tail_++;
-  ChunkRec& c = ChunkAt(cseq);
-  c = ChunkRec{};
-  c.msg_seq = seq;
-  c.mid = m.mid;
-  c.off = off;
-  c.nunits = static_cast<uint16_t>(UnitsOf(bytes));
-  c.bytes = static_cast<uint32_t>(bytes);
-  c.gseq = next_gseq_;
-  Xmit& x = xmits_[next_gseq_ % p_.chunks_in_flight];
-  x = Xmit{next_gseq_, cseq, 0, true, static_cast<uint32_t>(bytes), 0, now_ns};
-  (void)loss_.OnSent(next_gseq_, now_ns, rto_.TimeoutNs(rtt_, 0), 0);
-  ++next_gseq_;
-  ++posts_;
-  ++credit_used_;
-  Paced(now_ns, bytes);
-  inflight_bytes_ += bytes;
-  ++inflight_xmits_;
+  const uint64_t cseq =
+      NewChunk(seq, m.mid, off, static_cast<uint16_t>(UnitsOf(bytes)), bytes, false);
+  Transmitted(cseq, 0, true, bytes, 0, now_ns);
   if (!m.started) {
     m.started = true;
     m.t_first_ns = now_ns;
@@ -340,28 +353,10 @@ bool Sender::PostPiece(uint64_t seq, uint32_t abs_unit, uint64_t cseq,
   if (!conn_.PostData(w)) return false;
 
   if (!retx) {  // an original piece: a chunk record of its one unit
-    cseq = chunk_tail_++;
+    cseq = NewChunk(seq, m.mid, static_cast<uint16_t>(abs_unit), 1, len, false);
     unit = 0;
-    ChunkRec& c = ChunkAt(cseq);
-    c = ChunkRec{};
-    c.msg_seq = seq;
-    c.mid = m.mid;
-    c.off = static_cast<uint16_t>(abs_unit);
-    c.nunits = 1;
-    c.bytes = static_cast<uint32_t>(len);
-    c.gseq = next_gseq_;
   }
-  Xmit& x = xmits_[next_gseq_ % p_.chunks_in_flight];
-  x = Xmit{next_gseq_, cseq, unit, false, static_cast<uint32_t>(len), expiries,
-           now_ns};
-  (void)loss_.OnSent(next_gseq_, now_ns, rto_.TimeoutNs(rtt_, expiries),
-                     expiries);
-  ++next_gseq_;
-  ++posts_;
-  ++credit_used_;
-  Paced(now_ns, len);
-  inflight_bytes_ += len;
-  ++inflight_xmits_;
+  Transmitted(cseq, unit, false, len, expiries, now_ns);
   if (retx) {
     ++conn_.counters().retx_sent;
   } else {

@@ -217,6 +217,15 @@ class Sender {
   // transmission, retransmissions included, waits for both.
   bool WindowOpen(uint64_t now_ns) const;
   void Paced(uint64_t now_ns, uint64_t bytes);
+  // A new chunk record (resp: of a READ_RESP unit, msg_seq its RespRec)
+  // for the transmission about to be booked; its sequence number.
+  uint64_t NewChunk(uint64_t msg_seq, uint32_t mid, uint16_t off, uint16_t nunits,
+                    uint64_t bytes, bool resp);
+  // Books a transmission just posted (whole: a chunk's original WRITE,
+  // else its `unit`): its gseq and Xmit, the loss detector's timer, the
+  // peer's credit, pacing, the bytes in flight.
+  void Transmitted(uint64_t cseq, uint16_t unit, bool whole, uint64_t bytes,
+                   uint32_t expiries, uint64_t now_ns);
   // Slices [off, off + len) of m's data into out; returns the SGE count.
   int Slice(const Msg& m, uint64_t off, uint64_t len, Sge* out,
             int room) const;

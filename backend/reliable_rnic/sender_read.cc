@@ -254,29 +254,10 @@ bool Sender::PostResp(uint64_t rseq, uint32_t unit, uint64_t cseq,
   }
   if (!conn_.PostData(w)) return false;
   if (!retx) {  // an original unit: a chunk record of its own
-    cseq = chunk_tail_++;
+    cseq = NewChunk(rseq, r.req_mid, static_cast<uint16_t>(unit), 1, len, true);
     cunit = 0;
-    ChunkRec& c = ChunkAt(cseq);
-    c = ChunkRec{};
-    c.msg_seq = rseq;
-    c.mid = r.req_mid;
-    c.off = static_cast<uint16_t>(unit);
-    c.nunits = 1;
-    c.bytes = static_cast<uint32_t>(len);
-    c.gseq = next_gseq_;
-    c.resp = true;
   }
-  Xmit& x = xmits_[next_gseq_ % p_.chunks_in_flight];
-  x = Xmit{next_gseq_, cseq,  cunit, false, static_cast<uint32_t>(len),
-           expiries,   now_ns};
-  (void)loss_.OnSent(next_gseq_, now_ns, rto_.TimeoutNs(rtt_, expiries),
-                     expiries);
-  ++next_gseq_;
-  ++posts_;
-  ++credit_used_;
-  Paced(now_ns, len);
-  inflight_bytes_ += len;
-  ++inflight_xmits_;
+  Transmitted(cseq, cunit, false, len, expiries, now_ns);
   ++(retx ? conn_.counters().read_units_resent
           : conn_.counters().read_units_sent);
   return true;
