@@ -1,6 +1,9 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 #include "tests/integration/two_daemon_fixture.h"
 
+#include <chrono>
+#include <thread>
+
 #include "backend/fabric/udp_address.h"
 #include "backend/fabric/udp_fabric.h"
 
@@ -120,6 +123,39 @@ FabricCounters DaemonPair::Counters(DaemonHarness& d) {
   c.rx_kernel_drops = get("udp", "rx_kernel_drops");
   c.tx_dropped_busy = get("udp", "tx_dropped_busy");
   return c;
+}
+
+bool HasGid(const nlohmann::json& peers, const char* gid) {
+  for (const auto& e : peers["gid_table"]) {
+    if (e.value("gid", "") == gid) return true;
+  }
+  return false;
+}
+
+bool WaitPeers(DaemonPair& d,
+               const std::function<bool(const nlohmann::json&, const nlohmann::json&)>& done,
+               nlohmann::json* pa, nlohmann::json* pb) {
+  for (int i = 0; i < 1000; ++i) {
+    *pa = DaemonPair::Peers(d.a());
+    *pb = DaemonPair::Peers(d.b());
+    if (pa->is_null() || pb->is_null()) return false;
+    if (done(*pa, *pb)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+bool WaitLayers(DaemonPair& d) {
+  nlohmann::json pa, pb;
+  const bool ok = WaitPeers(
+      d,
+      [](const nlohmann::json& a, const nlohmann::json& b) {
+        return HasGid(a, kGidB) && HasGid(b, kGidA) && a["peers"][0]["layer"] == true &&
+               b["peers"][0]["layer"] == true;
+      },
+      &pa, &pb);
+  if (!ok) ADD_FAILURE() << "the layers never met:\n" << pa.dump() << "\n" << pb.dump();
+  return ok;
 }
 
 void TwoDaemonTest::SetUp() {

@@ -15,6 +15,7 @@
 #define VRDMA_TESTS_INTEGRATION_TWO_DAEMON_FIXTURE_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,16 @@ class DaemonPair {
   std::string listen_a_, listen_b_, peer_a_, peer_b_;
   bool peers_ = false, layer_ = false;
 };
+
+// Whether a `stats` "peers" object lists gid in its GID table.
+bool HasGid(const nlohmann::json& peers, const char* gid);
+// Polls both daemons' "peers" until done(a, b) holds (10 s at most).
+bool WaitPeers(DaemonPair& d,
+               const std::function<bool(const nlohmann::json&, const nlohmann::json&)>& done,
+               nlohmann::json* pa, nlohmann::json* pb);
+// Both layers know each other (each has the other's HELLO and VM GIDs),
+// so QPs brought up now are framed. ADD_FAILUREs on a timeout.
+bool WaitLayers(DaemonPair& d);
 
 // A gtest fixture: a DaemonPair with a VM on each, driven by in-process
 // guests (a_ on daemon A, b_ on daemon B); DaemonArgs() adds flags to both.

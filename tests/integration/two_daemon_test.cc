@@ -431,26 +431,6 @@ TEST_P(TwoDaemons, PerftestLossy) {
 
 // ---- The peer channel and the reliability layer between the daemons ----
 
-bool HasGid(const nlohmann::json& peers, const char* gid) {
-  for (const auto& e : peers["gid_table"]) {
-    if (e.value("gid", "") == gid) return true;
-  }
-  return false;
-}
-
-// Polls both daemons' "peers" until done(a, b) holds (10 s at most).
-template <typename Done>
-bool WaitPeers(DaemonPair& d, Done done, nlohmann::json* pa, nlohmann::json* pb) {
-  for (int i = 0; i < 1000; ++i) {
-    *pa = DaemonPair::Peers(d.a());
-    *pb = DaemonPair::Peers(d.b());
-    if (pa->is_null() || pb->is_null()) return false;
-    if (done(*pa, *pb)) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
-
 // --peer-listen/--peer: each daemon's stats show the other's VM GIDs, and
 // a detach takes them out.
 TEST(TwoDaemons, PeersFindEachOther) {
@@ -502,15 +482,7 @@ TEST(TwoDaemons, UcWriteBw) {
   ASSERT_FALSE(server.empty() || client.empty());
   // Each layer has the other's HELLO (so the other's VM GIDs have a peer)
   // before perftest's QPs reach RTR.
-  nlohmann::json pa, pb;
-  ASSERT_TRUE(WaitPeers(
-      d,
-      [](const auto& a, const auto& b) {
-        return HasGid(a, kGidB) && HasGid(b, kGidA) && a["peers"][0]["layer"] == true &&
-               b["peers"][0]["layer"] == true;
-      },
-      &pa, &pb))
-      << pa.dump() << "\n" << pb.dump();
+  ASSERT_TRUE(WaitLayers(d));
   PerftestCase c{"write_bw", {"-n", "2000", "-s", "8192"}, "RDMA_Write BW Test"};
   const PerftestPair r = RunPerftestPair(c, server, client, d.b().dir(), 120);
   std::printf("%s", r.client_out.c_str());
