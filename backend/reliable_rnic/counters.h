@@ -89,6 +89,26 @@ struct ReliabilityCounters {
   uint64_t read_nak_access = 0;
   uint64_t read_nak_range = 0;
 
+  // rc mode (§5, step 16): backups connected, recoveries started (this
+  // end's failure or the peer's RECOVER), takeovers, WRs completed because
+  // the peer's epsn was past them (B A.2.1) and WRs posted again on the
+  // backup, failed pairs reset, failures that went to the guest (no backup
+  // back yet, the budget passed, a lower error), atomics that executed on
+  // the failed QP (RETRY_EXC_ERR), RECOVER and RECOVERED that named
+  // nothing (forged, stale: dropped), the last takeover's time from the
+  // failure to the resubmission.
+  uint64_t rc_connects = 0;
+  uint64_t rc_recoveries = 0;
+  uint64_t rc_takeovers = 0;
+  uint64_t rc_completed_below_epsn = 0;
+  uint64_t rc_resubmitted = 0;
+  uint64_t rc_resets = 0;
+  uint64_t rc_failed_to_guest = 0;
+  uint64_t rc_atomics_lost = 0;
+  uint64_t rc_recover_bad = 0;
+  uint64_t rc_recovered_bad = 0;
+  uint64_t rc_takeover_ns_last = 0;
+
   uint64_t& operator[](WireCounter c) { return wire[static_cast<size_t>(c)]; }
   uint64_t operator[](WireCounter c) const {
     return wire[static_cast<size_t>(c)];

@@ -42,7 +42,8 @@ ReliableRnic::ReliableRnic(Rnic& lower, ReliableRnicOptions options)
       mrs_(limits_.max_mr),
       qps_(limits_.max_qp),
       cqs_(limits_.max_cq),
-      qpn_index_(limits_.max_qp) {}
+      qpn_index_(limits_.max_qp),
+      rc_index_(options_.max_framed_qps) {}
 
 ReliableRnic::~ReliableRnic() {
   DetachUc();
@@ -171,6 +172,7 @@ Result<RnicQp> ReliableRnic::CreateQp(const QpInit& init) {
 }
 
 Status ReliableRnic::DestroyQp(RnicQp qp) {
+  if (VirtualQp* v = qps_.Find(qp.id)) UnframeRc(*v);  // its backup first
   VRDMA_RETURN_IF_ERROR(lower_.DestroyQp(qp));
   if (VirtualQp* v = qps_.Find(qp.id)) Unframe(*v);
   qpn_index_.Erase(qp.qpn);

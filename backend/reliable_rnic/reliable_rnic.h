@@ -65,6 +65,7 @@
 #include "backend/reliable_rnic/id_table.h"
 #include "backend/reliable_rnic/mr_table.h"
 #include "backend/reliable_rnic/peer_link.h"
+#include "backend/reliable_rnic/rc_backup.h"
 #include "backend/rnic/rnic.h"
 
 namespace vrdma {
@@ -99,6 +100,10 @@ struct ReliableRnicOptions {
   uint32_t connect_repeats = 100;
   uint64_t hello_interval_ns = 1'000'000'000;
   uint64_t token_seed = 0;  // 0: from the clock
+  // rc mode (§5): how long after a takeover the failed pair is reset and
+  // becomes the next backup (a physical RNIC's reset takes milliseconds;
+  // a failure meanwhile goes to the guest).
+  uint64_t rc_reset_delay_ns = 1'000'000;
 };
 
 // A VM's reliability mode (§2.2).
@@ -138,6 +143,9 @@ struct VirtualQp {
   // else nullptr. Written by control calls and read by the data path,
   // which share one thread wherever uc mode runs (AttachPeerLink).
   Connection* conn = nullptr;
+  // rc mode (§5): the QP's RcPath once framed, else nullptr (the same
+  // threads as conn).
+  RcPath* rc = nullptr;
 };
 
 struct VirtualCq {
@@ -276,6 +284,9 @@ class ReliableRnic : public Rnic {
   const reliable::AckChannel* ack_channel() const { return acks_.get(); }
   // The connection of a virtual QP (by QPN), or nullptr (tests).
   reliable::Connection* FindConnection(uint32_t qpn);
+  // The rc-mode path owning a lower QP (the virtual QP or its backup, by
+  // QPN), or nullptr.
+  reliable::RcPath* FindRcPath(uint32_t qpn);
 
  private:
   // A ring for the next CreateCq: the prepared one, else a new one.
@@ -322,6 +333,18 @@ class ReliableRnic : public Rnic {
   reliable::VirtualQp* FindQpByQpn(uint32_t qpn);
   bool ProgressUc();
   void DetachUc();
+  // rc mode (reliable_rnic_rc.cc).
+  void MaybeFrameRc(reliable::VirtualQp& v);
+  void UnframeRc(reliable::VirtualQp& v);
+  void SendRcConnect(reliable::RcPath& p, bool ok);
+  void StartRcConnect(reliable::RcPath& p);
+  // The peer's CONNECT or CONNECT_OK for an rc-mode QP.
+  void OnRcConnect(uint64_t origin, reliable::VirtualQp& v, const void* connect,
+                   bool request);
+  void OnRecover(uint64_t origin, const void* recover);
+  void OnRecovered(uint64_t origin, const void* recovered);
+  void SendRecoverMessage(reliable::RcPath& p, bool recovered);
+  bool ProgressRc(uint64_t now);
 
   reliable::IdTable<uint32_t> qpn_index_;  // virtual QPN -> QP id
   std::function<uint64_t()> clock_;
@@ -333,6 +356,10 @@ class ReliableRnic : public Rnic {
   std::unique_ptr<reliable::AckChannel> acks_;
   std::vector<std::unique_ptr<reliable::Connection>> conns_;
   uint32_t framed_ = 0;
+  // rc mode: the paths (max_framed_qps slots), backup QPN -> QP id.
+  std::vector<std::unique_ptr<reliable::RcPath>> rc_paths_;
+  uint32_t rc_framed_ = 0;
+  reliable::IdTable<uint32_t> rc_index_;
   uint16_t generation_ = 0;  // of connection slots (connection.h)
   std::vector<Peer> peers_;  // options_.max_peers, sized by AttachPeerLink
   std::vector<ModeEntry> modes_;

@@ -15,6 +15,10 @@ int ReliableRnic::PostSend(RnicQp qp, std::span<const SendWr> wrs,
                            Status* first_error) {
   if (link_ != nullptr) {
     const reliable::VirtualQp* v = qps_.Find(qp.id);
+    // rc mode (§5): the path keeps a copy and posts to the QP in use.
+    if (v != nullptr && v->rc != nullptr) {
+      return v->rc->Post(wrs, first_error, clock_());
+    }
     if (v != nullptr && v->conn != nullptr &&
         v->conn->state() != reliable::ConnState::kNative) {
       return v->conn->sender().Post(wrs, first_error);
@@ -38,6 +42,8 @@ int ReliableRnic::PostRecv(RnicQp qp, std::span<const RecvWr> wrs,
           v->conn->state() == reliable::ConnState::kUc) {
         v->conn->receiver().OnRecvPosted(clock_());
       }
+      // rc mode: posted to the QP in use, the copy kept.
+      if (n > 0 && v->rc != nullptr) v->rc->OnRecvPosted();
       return n;
     }
   }
@@ -59,13 +65,20 @@ int ReliableRnic::PollCq(RnicCq cq, std::span<Completion> out) {
   }
   const int lower = lower_.PollCq(cq, out.subspan(n));
   if (lower < 0) return n > 0 ? n : lower;
-  if (framed_ == 0) return n + lower;
+  if (framed_ == 0 && rc_framed_ == 0) return n + lower;
   // uc mode posts only atomics on a framed QP's lower RC QP (step 13):
   // their completions are its Sender's, which reports them in post order
-  // through the ring.
+  // through the ring. rc mode (§5): every completion of a path's lower QPs
+  // is the path's, reported in post order through the rings.
   int kept = n;
   bool taken = false;
+  const uint64_t now = rc_framed_ > 0 ? clock_() : 0;
   for (int i = n; i < n + lower; ++i) {
+    if (reliable::RcPath* p = FindRcPath(out[i].qpn); p != nullptr) {
+      p->OnCompletion(out[i], now);
+      taken = true;
+      continue;
+    }
     reliable::Connection* k = FindConnection(out[i].qpn);
     if (k != nullptr && k->state() == reliable::ConnState::kUc) {
       k->sender().OnAtomicCompletion(out[i]);

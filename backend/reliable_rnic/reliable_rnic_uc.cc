@@ -17,6 +17,7 @@ using reliable::AckArrival;
 using reliable::ConnState;
 using reliable::Connection;
 using reliable::ConnectionInit;
+using reliable::RcPath;
 using reliable::VirtualQp;
 using reliable::WireCounter;
 
@@ -72,6 +73,7 @@ Status ReliableRnic::AttachPeerLink(reliable::PeerLink* link,
     return st;
   }
   conns_.resize(std::min<uint32_t>(options_.max_framed_qps, 0xffff));
+  rc_paths_.resize(conns_.size());
   daemon_gid_ = daemon_gid;
   link_ = link;
   SendHello();
@@ -82,6 +84,7 @@ Status ReliableRnic::AttachPeerLink(reliable::PeerLink* link,
 void ReliableRnic::DetachUc() {
   if (link_ == nullptr) return;
   for (auto& c : conns_) c.reset();  // each closes its lower objects
+  for (auto& p : rc_paths_) p.reset();  // each destroys its backup QP
   acks_.reset();
   for (Peer& p : peers_) {
     if (p.used) (void)lower_.DestroyAh(p.ah);
@@ -133,7 +136,10 @@ ReliableRnic::Peer* ReliableRnic::FindPeer(uint64_t id) {
 uint64_t ReliableRnic::QpHostBytes(const QpCaps& caps) const {
   const uint64_t lower = lower_.QpHostBytes(caps);
   if (link_ == nullptr || caps.type != QpType::kRc) return lower;
-  return lower + reliable::FramedQpHostBytes(caps, options_.connection, lower_);
+  // §8: the worst case whatever the mode: uc's tables and data QP, and
+  // rc's copies and backup QP.
+  return lower + reliable::FramedQpHostBytes(caps, options_.connection, lower_) +
+         reliable::RcPath::HostBytes(caps, lower_);
 }
 
 // ---- ModifyQp: framing at RTR -----------------------------------------------
@@ -151,6 +157,12 @@ bool ReliableRnic::AimsAtLayerQp(const QpAttr& attr) const {
       return true;
     }
   }
+  for (const auto& p : rc_paths_) {
+    if (p != nullptr && p->peer_backup_qpn() == attr.dest_qpn &&
+        p->peer_backup_qpn() != 0 && p->dgid() == attr.av.dgid) {
+      return true;
+    }
+  }
   return false;
 }
 
@@ -163,6 +175,11 @@ bool ReliableRnic::IsLayerEvent(const AsyncEvent& ev) const {
   for (const auto& k : conns_) {
     if (k != nullptr && k->data_qpn() == ev.id) return true;
   }
+  // rc mode: the backups, and whichever QP of a path the layer moved to
+  // ERR itself (a recovery).
+  if (const RcPath* p = const_cast<ReliableRnic*>(this)->FindRcPath(ev.id)) {
+    return ev.id != p->vqpn() || p->state() != RcPath::State::kFailed;
+  }
   return false;
 }
 
@@ -173,8 +190,16 @@ Status ReliableRnic::ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) {
       (mask & kQpDestQpn) && AimsAtLayerQp(attr)) {
     return Status::kInvalid;
   }
-  VRDMA_RETURN_IF_ERROR(lower_.ModifyQp(qp, attr, mask));
   VirtualQp* v = qps_.Find(qp.id);
+  if (v != nullptr && v->rc != nullptr && (mask & kQpRetryCnt) &&
+      attr.retry_cnt > reliable::kRcLowerRetryCnt) {
+    // §5: the lower RC QP retries twice; the guest's count is its budget.
+    QpAttr lower_attr = attr;
+    lower_attr.retry_cnt = reliable::kRcLowerRetryCnt;
+    VRDMA_RETURN_IF_ERROR(lower_.ModifyQp(qp, lower_attr, mask));
+  } else {
+    VRDMA_RETURN_IF_ERROR(lower_.ModifyQp(qp, attr, mask));
+  }
   if (v == nullptr) return Status::kOk;
   QpAttr& a = v->attr;
   if (mask & kQpState) a.state = attr.state;
@@ -188,17 +213,25 @@ Status ReliableRnic::ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) {
   if (mask & kQpMinRnrTimer) a.min_rnr_timer = attr.min_rnr_timer;
   if (mask & kQpMaxQpRdAtomic) a.max_rd_atomic = attr.max_rd_atomic;
   if (mask & kQpMaxDestRdAtomic) a.max_dest_rd_atomic = attr.max_dest_rd_atomic;
+  if (mask & kQpSqPsn) a.sq_psn = attr.sq_psn;
+  if (mask & kQpRqPsn) a.rq_psn = attr.rq_psn;
   if (link_ == nullptr || (mask & kQpState) == 0) return Status::kOk;
   switch (attr.state) {
     case QpState::kRtr:
-      if (v->conn == nullptr) MaybeFrame(*v);
+      if (v->conn == nullptr && v->rc == nullptr) MaybeFrame(*v);
+      if (v->conn == nullptr && v->rc == nullptr) MaybeFrameRc(*v);
       // Not framed: the receives kept so far go to the lower RC QP, and
       // the QP passes through.
-      if (v->conn == nullptr && v->rq != nullptr && v->rq->holding()) {
+      if (v->conn == nullptr && v->rc == nullptr && v->rq != nullptr &&
+          v->rq->holding()) {
         (void)v->rq->ReplayTo(lower_, v->lower);
       }
       break;
     case QpState::kRts:
+      if (v->rc != nullptr) {
+        v->rc->OnRts(a);
+        if (!v->rc->connect_sent) StartRcConnect(*v->rc);
+      }
       if (v->conn != nullptr) {
         v->conn->set_retry_budget_ns(RetryBudgetNs(a));
         v->conn->set_rnr_retry(a.rnr_retry);
@@ -215,6 +248,7 @@ Status ReliableRnic::ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) {
       if (v->conn != nullptr && v->conn->state() != ConnState::kNative) {
         v->conn->sender().Fail(WcStatus::kWrFlushErr);
       }
+      if (v->rc != nullptr) v->rc->OnGuestError();
       if (v->rq != nullptr && v->rq->holding()) {
         reliable::VirtualCq* rcq = cqs_.Find(v->recv_cq.id);
         v->rq->FlushAll(v->lower.qpn,
@@ -223,6 +257,7 @@ Status ReliableRnic::ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) {
       break;
     case QpState::kReset:
       Unframe(*v);
+      UnframeRc(*v);
       if (v->rq != nullptr) v->rq->Reset();
       break;
     default:
@@ -356,6 +391,10 @@ void ReliableRnic::OnPeerMessage(std::span<const uint8_t> bytes) {
                        m.type == peer::MsgType::kConnect);
     case peer::MsgType::kConnectNative:
       return OnConnectNative(m.origin, &std::get<peer::ConnectNative>(m.body));
+    case peer::MsgType::kRecover:
+      return OnRecover(m.origin, &std::get<peer::Recover>(m.body));
+    case peer::MsgType::kRecovered:
+      return OnRecovered(m.origin, &std::get<peer::Recovered>(m.body));
     default:
       ++counters_.peer_unmatched;  // the messages of later steps
       return;
@@ -425,6 +464,9 @@ void ReliableRnic::OnConnect(uint64_t origin, const void* body, bool request) {
     ++counters_.peer_unmatched;  // not (yet) in RTR towards it: it repeats
     return;
   }
+  if (v->rc != nullptr && c.mode == peer::Mode::kRc) {
+    return OnRcConnect(origin, *v, body, request);
+  }
   Connection* k = v->conn;
   if (k == nullptr || c.mode != peer::Mode::kUc) {
     // Not framed here (this VM is native, or the QP cannot be): both run
@@ -455,6 +497,16 @@ void ReliableRnic::OnConnect(uint64_t origin, const void* body, bool request) {
 void ReliableRnic::OnConnectNative(uint64_t origin, const void* body) {
   const auto& c = *static_cast<const peer::ConnectNative*>(body);
   VirtualQp* v = FindQpByQpn(c.dst_vqpn);
+  if (v != nullptr && v->rc != nullptr &&
+      v->rc->state() == reliable::RcPath::State::kConnecting &&
+      v->rc->peer_vqpn() == c.src_vqpn && v->rc->peer_daemon() == origin &&
+      v->rc->my_token() == c.conn_token) {
+    // The peer's VM is not in rc mode: the QP runs without a backup (its
+    // WRs keep going through the path, its failures to the guest).
+    v->rc->OnConnectNative();
+    ++counters_.connects_native;
+    return;
+  }
   Connection* k = v != nullptr ? v->conn : nullptr;
   if (k == nullptr || k->state() != ConnState::kConnecting ||
       k->peer_vqpn() != c.src_vqpn || k->init().peer_daemon != origin ||
@@ -533,6 +585,7 @@ bool ReliableRnic::ProgressUc() {
     }
     busy |= k->Pump(now);
   }
+  if (rc_framed_ > 0) busy |= ProgressRc(now);
   if (now >= next_hello_ns_) {
     SendHello();
     next_hello_ns_ = now + options_.hello_interval_ns;

@@ -229,5 +229,62 @@ TEST_F(ReliableUcAllocTest, ReadsAndAtomicsDoNotAllocate) {
   EXPECT_EQ(v, 2u * (kN / 5));  // every FETCH_ADD once
 }
 
+// Step 16: rc mode's data path, a takeover included: the copies, the
+// completions reported through the rings, RECOVER / RECOVERED, the
+// resubmission on the backup and the failed pair's reset (control calls
+// on SoftRnic, inline) allocate nothing.
+TEST_F(ReliableUcAllocTest, RcTakeoverDoesNotAllocate) {
+  Build();
+  QpConf c;
+  c.timeout = 8;
+  la_->SetMode(std::span(&va_.gid, 1), ReliabilityMode::kRc);
+  lb_->SetMode(std::span(&vb_.gid, 1), ReliabilityMode::kRc);
+  qa_ = MakeQp(*la_, va_, c);
+  qb_ = MakeQp(*lb_, vb_, c);
+  BringUp(*la_, qa_, va_.gid, vb_.gid, qb_.qpn, c);
+  BringUp(*lb_, qb_, vb_.gid, va_.gid, qa_.qpn, c);
+  Run(20);
+  ASSERT_NE(la_->FindRcPath(qa_.qpn), nullptr);
+  PostAndVerify(MixedPlan(10, 5), 20000);  // warm-up
+  bool blackholed = false;
+  const uint32_t to_a = qa_.qpn, to_b = qb_.qpn;
+  tap_a_->match = [&](std::span<const uint8_t> p, const Gid&) {
+    return blackholed && HeaderOf(p).dest_qpn == to_b;
+  };
+  tap_b_->match = [&](std::span<const uint8_t> p, const Gid&) {
+    return blackholed && HeaderOf(p).dest_qpn == to_a;
+  };
+  const std::vector<Planned> plan = MixedPlan(30, 6);
+  std::vector<SendWr> wrs;
+  for (const Planned& p : plan) wrs.push_back(Write(p.wr_id, p.src, p.dst, p.len));
+  got_.reserve(got_.size() + plan.size() + 64);
+  got_b_.reserve(64);
+  recv_a_.reserve(64);
+  recv_b_.reserve(64);
+  const size_t want = got_.size() + plan.size();
+
+  const long before = g_allocs.load();
+  Status st = Status::kOk;
+  const int posted = la_->PostSend(qa_, wrs, &st);
+  Run(3);
+  blackholed = true;
+  for (int i = 0; i < 20000 && got_.size() < want; ++i) Turn();
+  Run(1000);  // the failed pair's reset
+  const long allocs = g_allocs.load() - before;
+
+  EXPECT_EQ(posted, static_cast<int>(plan.size()));
+  ASSERT_EQ(got_.size(), want);
+  EXPECT_EQ(allocs, 0);
+  EXPECT_EQ(la_->counters().rc_takeovers, 1u);
+  EXPECT_EQ(la_->counters().rc_resets, 1u);
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const Completion& k = got_[want - plan.size() + i];
+    EXPECT_EQ(k.wr_id, plan[i].wr_id);
+    EXPECT_EQ(k.status, WcStatus::kSuccess);
+    EXPECT_EQ(0, std::memcmp(&vb_.buf[plan[i].dst], &va_.buf[plan[i].src],
+                             plan[i].len));
+  }
+}
+
 }  // namespace
 }  // namespace vrdma::testing

@@ -158,6 +158,7 @@ class ReliableUcTest : public ::testing::Test {
     o.ack.recvs = 512;
     o.daemon_id = 1;
     o.token_seed = 11;
+    o.rc_reset_delay_ns = rc_reset_delay_ns_;
     la_ = std::make_unique<ReliableRnic>(*soft_a_, o);
     o.daemon_id = 2;
     o.token_seed = 22;
@@ -379,6 +380,7 @@ class ReliableUcTest : public ::testing::Test {
     return plan;
   }
 
+  uint64_t rc_reset_delay_ns_ = 1'000'000;  // rc mode (reliable_rc_test)
   const Gid kDaemonA = HostGid(101);
   const Gid kDaemonB = HostGid(102);
   uint64_t now_ = 1'000'000'000;

@@ -1,0 +1,354 @@
+// Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
+//
+// rc mode (docs/reliability.md §5, step 16) on the fixture of
+// reliable_uc_test_util.h: both VMs in rc mode, so each virtual RC QP runs
+// natively on its lower RC QP (retry_cnt 2) with a backup RC QP connected
+// to the peer's. A primary pair blackholed (the Tap drops every packet
+// towards one QP of the pair: a flow of its own, as a failed ECMP path
+// would) is recovered by RECOVER / RECOVERED and the takeover: no guest
+// error, every byte verified, every WR completed once in order, the WRs
+// the peer executed before its epsn not sent again.
+#include <cstring>
+
+#include "backend/peer_channel/peer_message.h"
+#include "backend/reliable_rnic/reliable_uc_test_util.h"
+
+namespace vrdma::testing {
+namespace {
+
+using reliable::RcPath;
+
+class ReliableRcTest : public ReliableUcTest {
+ protected:
+  // A 1.05 ms ACK timeout: the lower's 3 tries end after ~3.1 ms, the
+  // guest's budget (retry_cnt 7) after 8.4 ms.
+  static QpConf Conf() {
+    QpConf c;
+    c.timeout = 8;
+    c.retry_cnt = 7;
+    return c;
+  }
+
+  void RcConnect(const QpConf& c = Conf()) {
+    la_->SetMode(std::span(&va_.gid, 1), ReliabilityMode::kRc);
+    lb_->SetMode(std::span(&vb_.gid, 1), ReliabilityMode::kRc);
+    qa_ = MakeQp(*la_, va_, c);
+    qb_ = MakeQp(*lb_, vb_, c);
+    BringUp(*la_, qa_, va_.gid, vb_.gid, qb_.qpn, c);
+    BringUp(*lb_, qb_, vb_.gid, va_.gid, qa_.qpn, c);
+    Run(20);
+    ASSERT_NE(PathA(), nullptr);
+    ASSERT_NE(PathB(), nullptr);
+    ASSERT_EQ(PathA()->state(), RcPath::State::kReady);
+    ASSERT_EQ(PathB()->state(), RcPath::State::kReady);
+  }
+  RcPath* PathA() { return la_->FindRcPath(qa_.qpn); }
+  RcPath* PathB() { return lb_->FindRcPath(qb_.qpn); }
+
+  // Drops every packet `tap` sends towards a QP in qpns (the blackholed
+  // flows).
+  static void Blackhole(Tap& tap, std::vector<uint32_t> qpns) {
+    tap.hold = false;
+    tap.match = [qpns](std::span<const uint8_t> p, const Gid&) {
+      const uint32_t d = HeaderOf(p).dest_qpn;
+      return std::find(qpns.begin(), qpns.end(), d) != qpns.end();
+    };
+  }
+
+  // A READ of len bytes from B's buffer at src into A's at dst.
+  SendWr Read(uint64_t wr_id, uint64_t src, uint64_t dst, uint32_t len) {
+    SendWr w;
+    w.wr_id = wr_id;
+    w.opcode = WrOpcode::kRdmaRead;
+    w.send_flags = kSendSignaled;
+    w.num_sge = len > 0 ? 1 : 0;
+    w.sge[0] = Sge{va_.at(dst), len, va_.mr.lkey};
+    w.remote_addr = vb_.at(src);
+    w.rkey = vb_.mr.rkey;
+    return w;
+  }
+
+  void FillB(uint64_t off, uint64_t len) {
+    for (uint64_t i = 0; i < len; ++i) {
+      vb_.buf[off + i] = static_cast<uint8_t>(i * 13 + i / 1021 + 5);
+    }
+  }
+
+  // A peer message from daemon `origin` handed to A's layer.
+  void ToA(uint64_t origin, peer::MsgType type, const peer::Body& body) {
+    peer::PeerMessage m;
+    m.type = type;
+    m.origin = origin;
+    m.seq = ++forged_seq_;
+    m.body = body;
+    uint8_t buf[peer::kMaxMessageBytes];
+    const size_t n = peer::Encode(m, buf);
+    ASSERT_GT(n, 0u);
+    la_->OnPeerMessage(std::span(buf, n));
+  }
+
+  uint64_t forged_seq_ = 1000;
+};
+
+TEST_F(ReliableRcTest, ConnectsBackupsAndCarriesWritesNatively) {
+  Build();
+  RcConnect();
+  EXPECT_EQ(la_->counters().rc_connects, 1u);
+  EXPECT_EQ(lb_->counters().rc_connects, 1u);
+  EXPECT_NE(PathA()->backup_qpn(), qa_.qpn);
+  EXPECT_EQ(PathA()->peer_backup_qpn(), PathB()->backup_qpn());
+  // The lower RC QP retries twice; the guest's attributes are its own.
+  EXPECT_EQ(soft_a_->QueryQp(qa_)->retry_cnt, reliable::kRcLowerRetryCnt);
+  PostAndVerify(MixedPlan(30, 3), 20000);
+  EXPECT_EQ(la_->counters().chunks_sent, 0u);  // no framing
+  EXPECT_EQ(la_->counters().rc_recoveries, 0u);
+}
+
+// WRITEs, SENDs and READs in flight when the primary pair is blackholed
+// both ways: recovered on the backup without a guest error.
+TEST_F(ReliableRcTest, PrimaryBlackholedMidRunIsTakenOverWithoutGuestError) {
+  Build();
+  RcConnect();
+  FillB(4 << 20, 2 << 20);
+  struct Wr {
+    WrOpcode op;
+    uint64_t src, dst;
+    uint32_t len;
+  };
+  std::vector<Wr> plan;
+  std::mt19937_64 rng(7);
+  static constexpr uint32_t kSizes[] = {0, 1, 1000, 1024, 4096, 5000, 65536};
+  uint64_t wdst = 0, sdst = 2 << 20, rsrc = 4 << 20;
+  int sends = 0;
+  for (int i = 0; i < 60; ++i) {
+    const uint32_t len = kSizes[rng() % std::size(kSizes)];
+    switch (i % 3) {
+      case 0:
+        plan.push_back({WrOpcode::kRdmaWrite, (rng() % 1000) * 7, wdst, len});
+        wdst += len + 4096;
+        break;
+      case 1: {
+        const uint32_t l = std::min<uint32_t>(len, 8192);
+        PostRecvB(500 + sends++, sdst, 8192);
+        plan.push_back({WrOpcode::kSend, (rng() % 1000) * 7, sdst, l});
+        sdst += 8192;
+        break;
+      }
+      default:
+        plan.push_back({WrOpcode::kRdmaRead, rsrc, rsrc, len});
+        rsrc += len + 4096;
+    }
+  }
+  Run(3);
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const Wr& w = plan[i];
+    if (w.op == WrOpcode::kRdmaWrite) Post(Write(100 + i, w.src, w.dst, w.len));
+    if (w.op == WrOpcode::kSend) Post(Send(100 + i, w.src, w.len));
+    if (w.op == WrOpcode::kRdmaRead) Post(Read(100 + i, w.src, w.dst, w.len));
+  }
+  Run(4);  // some execute, some are on the wire, most wait
+  const uint64_t blackholed_at = now_;
+  Blackhole(*tap_a_, {qb_.qpn});
+  Blackhole(*tap_b_, {qa_.qpn});
+  ASSERT_TRUE(RunUntil([&] { return got_.size() >= plan.size(); }, 20000))
+      << got_.size() << " of " << plan.size();
+  Run(500);
+  ASSERT_EQ(got_.size(), plan.size());
+  for (size_t i = 0; i < plan.size(); ++i) {
+    EXPECT_EQ(got_[i].wr_id, 100 + i);
+    EXPECT_EQ(got_[i].status, WcStatus::kSuccess) << i;
+    EXPECT_EQ(got_[i].qpn, qa_.qpn);
+    const Wr& w = plan[i];
+    if (w.op == WrOpcode::kRdmaWrite) {
+      EXPECT_EQ(0, std::memcmp(&vb_.buf[w.dst], &va_.buf[w.src], w.len)) << i;
+    } else if (w.op == WrOpcode::kSend) {
+      EXPECT_EQ(0, std::memcmp(&vb_.buf[w.dst], &va_.buf[w.src], w.len)) << i;
+    } else {
+      EXPECT_EQ(got_[i].byte_len, w.len);
+      EXPECT_EQ(0, std::memcmp(&va_.buf[w.dst], &vb_.buf[w.src], w.len)) << i;
+    }
+  }
+  ASSERT_EQ(recv_b_.size(), static_cast<size_t>(sends));
+  for (int i = 0; i < sends; ++i) {
+    EXPECT_EQ(recv_b_[i].wr_id, 500u + i);
+    EXPECT_EQ(recv_b_[i].status, WcStatus::kSuccess);
+    EXPECT_EQ(recv_b_[i].qpn, qb_.qpn);
+  }
+  const auto& c = la_->counters();
+  EXPECT_EQ(c.rc_takeovers, 1u);
+  EXPECT_EQ(lb_->counters().rc_takeovers, 1u);
+  EXPECT_EQ(c.rc_failed_to_guest, 0u);
+  EXPECT_GT(c.rc_resubmitted, 0u);
+  EXPECT_EQ(PathA()->send_qpn(), PathA()->backup_qpn());
+  std::printf(
+      "[ rc ] blackholed at +%llu us: takeover %llu us after the failure, "
+      "%llu WRs completed below epsn, %llu resubmitted, done at +%llu us\n",
+      static_cast<unsigned long long>((blackholed_at - 1'000'000'000) / 1000),
+      static_cast<unsigned long long>(c.rc_takeover_ns_last / 1000),
+      static_cast<unsigned long long>(c.rc_completed_below_epsn),
+      static_cast<unsigned long long>(c.rc_resubmitted),
+      static_cast<unsigned long long>((now_ - blackholed_at) / 1000));
+  // The failed pair is reset after the delay and is the next backup.
+  Run(1000);
+  EXPECT_EQ(la_->counters().rc_resets, 1u);
+  EXPECT_EQ(lb_->counters().rc_resets, 1u);
+  EXPECT_TRUE(PathA()->spare_ready());
+  // Traffic keeps going on the new primary, then on the reset pair after a
+  // second failure of the (former) backup's path.
+  got_.clear();
+  PostAndVerify({{900, 0, 7 << 20, 30000}}, 2000);
+  Blackhole(*tap_a_, {PathB()->backup_qpn()});
+  Blackhole(*tap_b_, {PathA()->backup_qpn()});
+  got_.clear();
+  PostAndVerify({{901, 100, 7 << 20, 60000}}, 20000);
+  EXPECT_EQ(la_->counters().rc_takeovers, 2u);
+  EXPECT_EQ(PathA()->send_qpn(), qa_.qpn);
+}
+
+// B §A.2.1: the peer executed the WRITEs but every ACK was lost (only the
+// direction towards A is blackholed). RECOVERED's epsn is past all of
+// them: they complete without being sent again.
+TEST_F(ReliableRcTest, AckLostAfterExecutionCompletesBelowEpsnWithoutResend) {
+  Build();
+  RcConnect();
+  Blackhole(*tap_b_, {qa_.qpn});
+  uint64_t to_backup = 0;
+  const uint32_t backup_b = PathB()->backup_qpn();
+  tap_a_->match = [&](std::span<const uint8_t> p, const Gid&) {
+    if (HeaderOf(p).dest_qpn == backup_b) ++to_backup;
+    return false;
+  };
+  std::vector<Planned> plan;
+  for (int i = 0; i < 12; ++i) {
+    plan.push_back(
+        {200u + i, uint64_t(i) * 333, uint64_t(i) * 70000, 20000u + i});
+  }
+  PostAndVerify(plan, 20000);
+  const auto& c = la_->counters();
+  EXPECT_EQ(c.rc_takeovers, 1u);
+  EXPECT_EQ(c.rc_completed_below_epsn, plan.size());
+  EXPECT_EQ(c.rc_resubmitted, 0u);
+  EXPECT_EQ(to_backup, 0u);  // not a byte sent again
+  EXPECT_EQ(c.rc_failed_to_guest, 0u);
+}
+
+// A FETCH_ADD the peer executed whose result was lost cannot run again:
+// RETRY_EXC_ERR, and the add happened once (§1).
+TEST_F(ReliableRcTest, ExecutedAtomicWithLostResultFailsOnce) {
+  Build();
+  RcConnect();
+  uint64_t zero = 0;
+  std::memcpy(&vb_.buf[64], &zero, 8);
+  Blackhole(*tap_b_, {qa_.qpn});
+  SendWr w;
+  w.wr_id = 77;
+  w.opcode = WrOpcode::kAtomicFetchAdd;
+  w.send_flags = kSendSignaled;
+  w.num_sge = 1;
+  w.sge[0] = Sge{va_.at(0), 8, va_.mr.lkey};
+  w.remote_addr = vb_.at(64);
+  w.rkey = vb_.mr.rkey;
+  w.compare_add = 5;
+  Post(w);
+  Post(Write(78, 0, 4096, 100));
+  ASSERT_TRUE(RunUntil([&] { return got_.size() >= 2; }, 20000));
+  EXPECT_EQ(got_[0].wr_id, 77u);
+  EXPECT_EQ(got_[0].status, WcStatus::kRetryExcErr);
+  EXPECT_EQ(got_[1].wr_id, 78u);
+  EXPECT_EQ(got_[1].status, WcStatus::kWrFlushErr);
+  uint64_t v = 0;
+  std::memcpy(&v, &vb_.buf[64], 8);
+  EXPECT_EQ(v, 5u);
+  EXPECT_EQ(la_->counters().rc_atomics_lost, 1u);
+}
+
+// A second failure before the failed pair is back (its reset takes 1 s
+// here) goes to the guest, as natively.
+TEST_F(ReliableRcTest, SecondFailureBeforeResetFailsToGuest) {
+  rc_reset_delay_ns_ = 1'000'000'000;
+  Build();
+  RcConnect();
+  Blackhole(*tap_a_, {qb_.qpn});
+  Blackhole(*tap_b_, {qa_.qpn});
+  PostAndVerify({{300, 0, 0, 50000}}, 20000);
+  EXPECT_EQ(la_->counters().rc_takeovers, 1u);
+  EXPECT_FALSE(PathA()->spare_ready());
+  Blackhole(*tap_a_, {qb_.qpn, PathB()->backup_qpn()});
+  Blackhole(*tap_b_, {qa_.qpn, PathA()->backup_qpn()});
+  got_.clear();
+  Post(Write(301, 0, 100000, 5000));
+  Post(Write(302, 0, 200000, 5000));
+  ASSERT_TRUE(RunUntil([&] { return got_.size() >= 2; }, 20000));
+  EXPECT_EQ(got_[0].wr_id, 301u);
+  EXPECT_EQ(got_[0].status, WcStatus::kRetryExcErr);
+  EXPECT_EQ(got_[1].status, WcStatus::kWrFlushErr);
+  EXPECT_EQ(la_->counters().rc_failed_to_guest, 1u);
+  EXPECT_EQ(la_->counters().rc_takeovers, 1u);
+}
+
+// The guest's retry budget (§1) holds across takeovers: a peer that never
+// answers RECOVER fails the WR after (retry_cnt + 1) x timeout.
+TEST_F(ReliableRcTest, SilentPeerFailsAfterTheGuestBudget) {
+  Build();
+  RcConnect();
+  Blackhole(*tap_a_, {qb_.qpn});
+  link_a_->drop = true;  // RECOVER never arrives
+  const uint64_t t0 = now_;
+  Post(Write(400, 0, 0, 3000));
+  ASSERT_TRUE(RunUntil([&] { return !got_.empty(); }, 20000));
+  EXPECT_EQ(got_[0].status, WcStatus::kRetryExcErr);
+  const uint64_t waited = now_ - t0;
+  EXPECT_GE(waited, 8u * (4096u << 8));
+  EXPECT_LT(waited, 10u * (4096u << 8));
+}
+
+// RECOVER and RECOVERED that name nothing of the path are counted and
+// dropped; the QP is unaffected.
+TEST_F(ReliableRcTest, ForgedRecoverIsCountedAndDropped) {
+  Build();
+  RcConnect();
+  const uint32_t peer_qpn = qb_.qpn;
+  ToA(2, peer::MsgType::kRecover,
+      peer::Recover{qa_.qpn, 0x1234});  // wrong pair
+  ToA(3, peer::MsgType::kRecover,
+      peer::Recover{qa_.qpn, peer_qpn});  // stranger
+  ToA(2, peer::MsgType::kRecover,
+      peer::Recover{0x777, peer_qpn});                             // no such QP
+  ToA(2, peer::MsgType::kRecovered, peer::Recovered{qa_.qpn, 0});  // unasked
+  EXPECT_EQ(la_->counters().rc_recover_bad, 3u);
+  EXPECT_EQ(la_->counters().rc_recovered_bad, 1u);
+  // A malformed one (a PSN wider than 24 bits) stops at the codec.
+  uint8_t buf[peer::kMaxMessageBytes];
+  peer::PeerMessage m;
+  m.type = peer::MsgType::kRecovered;
+  m.origin = 2;
+  m.seq = 5000;
+  m.body = peer::Recovered{qa_.qpn, 5};
+  const size_t n = peer::Encode(m, buf);
+  ASSERT_GT(n, 0u);
+  buf[n - 1] = 0x80;  // epsn's top byte
+  const uint64_t malformed = la_->counters().peer[peer::PeerCheck::kPsn];
+  la_->OnPeerMessage(std::span(buf, n));
+  EXPECT_EQ(la_->counters().peer[peer::PeerCheck::kPsn], malformed + 1);
+  EXPECT_EQ(la_->counters().rc_recoveries, 0u);
+  EXPECT_EQ(PathA()->state(), RcPath::State::kReady);
+  PostAndVerify({{600, 0, 0, 10000}}, 5000);
+}
+
+// A peer VM not in rc mode: CONNECT_NATIVE, the QP runs without a backup.
+TEST_F(ReliableRcTest, NativePeerRunsWithoutBackup) {
+  Build();
+  la_->SetMode(std::span(&va_.gid, 1), ReliabilityMode::kRc);
+  const QpConf c = Conf();
+  qa_ = MakeQp(*la_, va_, c);
+  qb_ = MakeQp(*lb_, vb_, c);
+  BringUp(*la_, qa_, va_.gid, vb_.gid, qb_.qpn, c);
+  BringUp(*lb_, qb_, vb_.gid, va_.gid, qa_.qpn, c);
+  Run(20);
+  ASSERT_NE(PathA(), nullptr);
+  EXPECT_EQ(PathA()->state(), RcPath::State::kNoBackup);
+  PostAndVerify(MixedPlan(10, 5), 20000);
+}
+
+}  // namespace
+}  // namespace vrdma::testing
