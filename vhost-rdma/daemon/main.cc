@@ -250,7 +250,8 @@ int main(int argc, char** argv) {
                  "layer's ACK QP sends from");
   app.add_flag("--reliability-layer", peer_flags.reliability_layer,
                "run the reliability layer (docs/reliability.md) over --rnic soft: VMs "
-               "attached with \"reliability\":\"uc\" get software reliability towards "
+               "attached with \"reliability\":\"uc\" (or \"rc\") get software reliability "
+               "(or a backup QP) towards "
                "peers whose VMs ask the same; needs --peer-listen, --daemon-gid and "
                "--fabric-listen");
   app.add_option("--reliability-target-us", peer_flags.target_us,

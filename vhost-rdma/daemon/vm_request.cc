@@ -214,10 +214,9 @@ bool ParseAttachRequest(const json& j, const policy::CardProfile& card, AttachRe
     if (m == "uc") {
       out->reliability = ReliabilityMode::kUc;
     } else if (m == "rc") {
-      *error = "reliability: rc is not built yet (docs/reliability.md §10 step 16): native or uc";
-      return false;
+      out->reliability = ReliabilityMode::kRc;
     } else if (m != "native") {
-      *error = "reliability: native or uc, not " + r->dump();
+      *error = "reliability: native, rc or uc, not " + r->dump();
       return false;
     }
   }

@@ -49,11 +49,12 @@ TEST(VmRequestTest, ReliabilityMode) {
   ASSERT_TRUE(ParseAttachRequest(j, kCard, &r, &err)) << err;
   EXPECT_EQ(r.reliability, ReliabilityMode::kNative);
   j["reliability"] = "rc";
-  EXPECT_FALSE(ParseAttachRequest(j, kCard, &r, &err));
-  EXPECT_NE(err.find("rc is not built"), std::string::npos) << err;
+  ASSERT_TRUE(ParseAttachRequest(j, kCard, &r, &err)) << err;
+  EXPECT_EQ(r.reliability, ReliabilityMode::kRc);
+  EXPECT_STREQ(ReliabilityName(r.reliability), "rc");
   j["reliability"] = 2;
   EXPECT_FALSE(ParseAttachRequest(j, kCard, &r, &err));
-  EXPECT_NE(err.find("reliability: native or uc"), std::string::npos) << err;
+  EXPECT_NE(err.find("reliability: native, rc or uc"), std::string::npos) << err;
 }
 
 TEST(VmRequestTest, MacOfTheVmsNic) {

@@ -120,9 +120,10 @@ int main(int argc, char** argv) {
   attach->add_option("--mac", mac, "MAC of the VM's NIC: the device is RoCE v2 on it");
   std::string reliability;
   attach->add_option("--reliability", reliability,
-                     "native (default) or uc: software reliability towards peers that ask "
-                     "the same (a daemon with --reliability-layer; docs/reliability.md)")
-      ->check(CLI::IsMember({"native", "uc"}));
+                     "native (default), rc (the RNIC's retries, 2, and a backup QP) or uc "
+                     "(software reliability) towards peers that ask the same (a daemon with "
+                     "--reliability-layer; docs/reliability.md)")
+      ->check(CLI::IsMember({"native", "rc", "uc"}));
   attach->add_option("--max-pd", max_pd);
   attach->add_option("--max-cq", max_cq);
   attach->add_option("--max-qp", max_qp);
