@@ -131,6 +131,22 @@ void Connection::Close() {
   region_mr_ = {};
 }
 
+void Connection::MovePath() {
+  if (state_ != ConnState::kUc) return;
+  ++path_;
+  QpAttr a;
+  a.state = QpState::kSqd;
+  if (lower_.ModifyQp(data_qp_, a, kQpState) != Status::kOk) return;
+  a.av = init_.attr.av;
+  // Odd offsets: the rc backup of the same guest QP takes label + 1 once.
+  a.av.flow_label = (init_.attr.av.flow_label + 2 * path_ + 1) & 0xfffff;
+  (void)lower_.ModifyQp(data_qp_, a, kQpState | kQpAv);
+  a.state = QpState::kRts;
+  if (lower_.ModifyQp(data_qp_, a, kQpState) == Status::kOk) {
+    ++counters_->uc_path_moves;
+  }
+}
+
 void Connection::EnterError() {
   QpAttr a;
   a.state = QpState::kErr;

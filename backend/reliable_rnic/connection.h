@@ -125,6 +125,11 @@ class Connection {
   // A control call on the lower, inline: uc mode runs only where control
   // calls share the data-path thread (AttachPeerLink).
   void EnterError();
+  // §5's uc backup: moves the data QP to another path (a new flow label:
+  // RTS, SQD, the new address vector, RTS), inline (a control call, as
+  // EnterError). The sender calls it after two RTO passes without an ACK.
+  void MovePath();
+  uint32_t path() const { return path_; }
   // Posts bounce receive `index` again.
   void RepostBounce(uint32_t index);
   // Posts one send on the data QP (sender); false when the lower refused.
@@ -176,6 +181,7 @@ class Connection {
   ConnState state_ = ConnState::kConnecting;
   uint32_t peer_token_ = 0;
   uint32_t peer_data_qpn_ = 0;
+  uint32_t path_ = 0;  // MovePath calls so far
   RnicQp data_qp_{};
   RnicMr region_mr_{};
   std::unique_ptr<uint8_t[]> region_;

@@ -350,5 +350,53 @@ TEST_F(ReliableRcTest, NativePeerRunsWithoutBackup) {
   PostAndVerify(MixedPlan(10, 5), 20000);
 }
 
+// §5's last paragraph in uc mode: the data QP's path (its flow label) is
+// blackholed mid-transfer; two RTOs without an ACK move it to a new flow
+// label and the transfer completes, every byte verified.
+using ReliableUcBackupTest = ReliableUcTest;
+
+TEST_F(ReliableUcBackupTest, BlackholedDataPathMovesToANewFlowLabel) {
+  Build();
+  Connect();
+  reliable::Connection* k = la_->FindConnection(qa_.qpn);
+  ASSERT_NE(k, nullptr);
+  ASSERT_EQ(k->state(), ConnState::kUc);
+  const uint32_t data_qpn = k->data_qpn();
+  uint32_t label = ~0u;
+  uint64_t moved_packets = 0;
+  bool blackholed = false;
+  tap_a_->match = [&](std::span<const uint8_t> p, const Gid&) {
+    const net::Header h = HeaderOf(p);
+    if (h.src_qpn != data_qpn) return false;
+    if (label == ~0u) label = h.flow_label;
+    if (h.flow_label != label) ++moved_packets;
+    return blackholed && h.flow_label == label;
+  };
+  const std::vector<Planned> plan = MixedPlan(30, 9);
+  for (const Planned& p : plan) Post(Write(p.wr_id, p.src, p.dst, p.len));
+  Run(3);
+  blackholed = true;
+  const size_t want = plan.size();
+  ASSERT_TRUE(RunUntil([&] { return got_.size() >= want; }, 40000))
+      << got_.size() << " of " << want;
+  Run(200);
+  ASSERT_EQ(got_.size(), want);
+  for (size_t i = 0; i < plan.size(); ++i) {
+    EXPECT_EQ(got_[i].wr_id, plan[i].wr_id);
+    EXPECT_EQ(got_[i].status, WcStatus::kSuccess) << i;
+    EXPECT_EQ(0, std::memcmp(&vb_.buf[plan[i].dst], &va_.buf[plan[i].src],
+                             plan[i].len))
+        << i;
+  }
+  EXPECT_EQ(la_->counters().uc_path_moves, 1u);
+  EXPECT_EQ(k->path(), 1u);
+  EXPECT_GT(moved_packets, 0u);
+  std::printf(
+      "[ uc ] path moved after %llu RTO losses; %llu packets on the new "
+      "label\n",
+      static_cast<unsigned long long>(la_->counters().lost_rto),
+      static_cast<unsigned long long>(moved_packets));
+}
+
 }  // namespace
 }  // namespace vrdma::testing

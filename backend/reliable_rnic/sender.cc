@@ -396,6 +396,7 @@ void Sender::OnAck(const Ack& ack, uint64_t t4_ns) {
     return;
   }
   ++n.acks_received;
+  rto_passes_ = 0;
   std::optional<uint64_t> t1;
   uint64_t acked_bytes = 0;
   std::optional<uint64_t> sample;
@@ -582,6 +583,13 @@ void Sender::DetectLosses(uint64_t now_ns, bool all) {
     chunk_size_.OnLoss(now_ns);
     const bool reset = rto ? window_.OnRto(now_ns) : window_.OnLoss(now_ns);
     if (reset) ++conn_.counters().cwnd_resets;
+  }
+  // §5, last paragraph: two RTO passes in a row without an ACK move the
+  // data QP to another path (a new flow label); the receiver's MID and
+  // range checks deduplicate whatever the old path still delivers.
+  if (rto && ++rto_passes_ >= 2) {
+    rto_passes_ = 0;
+    conn_.MovePath();
   }
 }
 

@@ -272,6 +272,7 @@ class Sender {
   // and this end's transmissions that took one (less those found lost).
   uint32_t peer_credits_ = 0;
   uint32_t credit_used_ = 0;
+  uint32_t rto_passes_ = 0;  // RTO passes since the last ACK (MovePath)
   bool peer_waiting_ = false;  // the peer's last ACK: a message waits there
 
   // Chunk table: originals [chunk_head_, chunk_tail_).
