@@ -72,7 +72,7 @@ struct Tally {
 };
 
 // Forwards every call to `in`, timing the data calls (the only ones made
-// while measuring).
+// while measuring; CqProduced is a read and stays untimed).
 class TimedRnic final : public Rnic {
  public:
   explicit TimedRnic(Rnic& in) : in_(in) {}
@@ -117,6 +117,26 @@ class TimedRnic final : public Rnic {
     return in_.QpHostBytes(c);
   }
   uint64_t CqHostBytes(uint32_t d) const override { return in_.CqHostBytes(d); }
+  Result<RnicMw> AllocMw(RnicPd pd, uint8_t type) override {
+    return in_.AllocMw(pd, type);
+  }
+  Status DeallocMw(RnicMw mw) override { return in_.DeallocMw(mw); }
+  Result<RnicMr> AllocFrMr(RnicPd pd, uint32_t max_pages) override {
+    return in_.AllocFrMr(pd, max_pages);
+  }
+  uint64_t SrqHostBytes(uint32_t max_wr, uint32_t max_sge) const override {
+    return in_.SrqHostBytes(max_wr, max_sge);
+  }
+  void PrepareQp(const QpCaps& c) override { in_.PrepareQp(c); }
+  void PrepareCq(uint32_t depth) override { in_.PrepareCq(depth); }
+  void PrepareSrq(uint32_t max_wr, uint32_t max_sge) override {
+    in_.PrepareSrq(max_wr, max_sge);
+  }
+  void Reclaim() override { in_.Reclaim(); }
+  uint64_t CqProduced(RnicCq cq) const override { return in_.CqProduced(cq); }
+  int completion_fd() const override { return in_.completion_fd(); }
+  void ArmCompletions() override { in_.ArmCompletions(); }
+  void DrainCompletionFd() override { in_.DrainCompletionFd(); }
   bool control_beside_data_path() const override {
     return in_.control_beside_data_path();
   }
