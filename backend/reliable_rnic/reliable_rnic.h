@@ -25,6 +25,11 @@
 // puts its WRs back on the lower RC QP. A framed QP's WRITEs go to its
 // Sender, their completions to the virtual send CQ's ring. Without
 // AttachPeerLink nothing changes: the data calls stay one call down.
+// rc mode (step 16, reliable_rnic_rc.cc, rc_backup.h): an RC QP whose VM
+// is in rc mode gets an RcPath at RTR (a backup RC QP, copies of its WRs);
+// its posts go through the path and PollCq hands the path every
+// completion of its lower QPs, which it reports in post order through the
+// rings; RECOVER / RECOVERED move it to the backup on a RETRY_EXC_ERR.
 //
 // Limits: the lower's, less what the layer keeps for itself (reliability.md
 // §3.5, §5, §8: a PD, the ACK and transport CQs, the ACK QP and its MR
