@@ -84,6 +84,7 @@ uint32_t RcPath::NextPsn(uint32_t token, uint32_t salt) const {
 }
 
 void RcPath::OnRts(const QpAttr& guest) {
+  if (rts_.state == QpState::kRts) return;  // RTS -> RTS: ModifyRts
   rts_ = guest;
   budget_ns_ = BudgetNs(guest);
   first_psn_[0] = next_psn_[0] = guest.sq_psn & kPsnMask;
@@ -92,6 +93,19 @@ void RcPath::OnRts(const QpAttr& guest) {
   if (state_ == State::kConnecting && peer_qpn_[1] != 0) {
     (void)OnPeerConnect(peer_qpn_[1], peer_backup_psn_, peer_token_);
   }
+}
+
+Status RcPath::ModifyRts(const QpAttr& attr, uint32_t mask) {
+  if (mask & kQpAccessFlags) init_.attr.access_flags = attr.access_flags;
+  if (mask & kQpMinRnrTimer) init_.attr.min_rnr_timer = attr.min_rnr_timer;
+  for (uint8_t q = 0; q < 2; ++q) {
+    if (qps_[q].id == 0) continue;
+    Result<QpAttr> now = lower_.QueryQp(qps_[q]);
+    if (!now.ok() || now->state != QpState::kRts) continue;
+    const Status st = lower_.ModifyQp(qps_[q], attr, mask);
+    if (st != Status::kOk && q == scur_) return st;
+  }
+  return Status::kOk;
 }
 
 Status RcPath::Connect(uint8_t q, uint32_t dest_qpn, uint32_t rq_psn,

@@ -80,6 +80,10 @@ class RcPath {
   // The guest's RTS: the primary's first PSN, the retry budget, and what
   // the backup needs (timeout, rnr_retry, max_rd_atomic).
   void OnRts(const QpAttr& guest);
+  // The guest's RTS -> RTS (access flags, min_rnr_timer): applied to each
+  // of the path's QPs in RTS and kept for the next reset; the error of the
+  // QP carrying the sends, if any.
+  Status ModifyRts(const QpAttr& attr, uint32_t mask);
   // The peer's CONNECT or CONNECT_OK (rc): connects the backup.
   Status OnPeerConnect(uint32_t peer_backup_qpn, uint32_t peer_backup_psn,
                        uint32_t peer_token);

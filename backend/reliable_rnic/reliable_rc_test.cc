@@ -99,6 +99,7 @@ TEST_F(ReliableRcTest, ConnectsBackupsAndCarriesWritesNatively) {
   EXPECT_EQ(PathA()->peer_backup_qpn(), PathB()->backup_qpn());
   // The lower RC QP retries twice; the guest's attributes are its own.
   EXPECT_EQ(soft_a_->QueryQp(qa_)->retry_cnt, reliable::kRcLowerRetryCnt);
+  EXPECT_EQ(la_->QueryQp(qa_)->retry_cnt, 7);
   PostAndVerify(MixedPlan(30, 3), 20000);
   EXPECT_EQ(la_->counters().chunks_sent, 0u);  // no framing
   EXPECT_EQ(la_->counters().rc_recoveries, 0u);
@@ -273,6 +274,15 @@ TEST_F(ReliableRcTest, SecondFailureBeforeResetFailsToGuest) {
   PostAndVerify({{300, 0, 0, 50000}}, 20000);
   EXPECT_EQ(la_->counters().rc_takeovers, 1u);
   EXPECT_FALSE(PathA()->spare_ready());
+  // The guest's QP is in RTS though its own lower QP waits in ERR for its
+  // reset, and an RTS -> RTS change reaches the QP in use.
+  EXPECT_EQ(soft_a_->QueryQp(qa_)->state, QpState::kErr);
+  EXPECT_EQ(la_->QueryQp(qa_)->state, QpState::kRts);
+  QpAttr m;
+  m.state = QpState::kRts;
+  m.min_rnr_timer = 14;
+  EXPECT_EQ(la_->ModifyQp(qa_, m, kQpState | kQpMinRnrTimer), Status::kOk);
+  EXPECT_EQ(soft_a_->QueryQp(PathA()->send_qp())->min_rnr_timer, 14);
   Blackhole(*tap_a_, {qb_.qpn, PathB()->backup_qpn()});
   Blackhole(*tap_b_, {qa_.qpn, PathA()->backup_qpn()});
   got_.clear();

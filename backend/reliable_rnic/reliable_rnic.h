@@ -208,9 +208,10 @@ class ReliableRnic : public Rnic {
   Status DestroySrq(RnicSrq srq) override { return lower_.DestroySrq(srq); }
   Result<RnicQp> CreateQp(const QpInit& init) override;
   Status ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) override;
-  Result<QpAttr> QueryQp(RnicQp qp) const override {
-    return lower_.QueryQp(qp);
-  }
+  // The lower's answer; for an rc-mode QP whose path has not failed, the
+  // guest's state and retry count (its own lower QP may be the failed pair
+  // being reset, and retries twice).
+  Result<QpAttr> QueryQp(RnicQp qp) const override;
   Status DestroyQp(RnicQp qp) override;
   Result<RnicAh> CreateAh(RnicPd pd, const AddressVector& av) override {
     return lower_.CreateAh(pd, av);

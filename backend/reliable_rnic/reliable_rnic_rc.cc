@@ -24,6 +24,17 @@ RcPath* ReliableRnic::FindRcPath(uint32_t qpn) {
   return v != nullptr ? v->rc : nullptr;
 }
 
+Result<QpAttr> ReliableRnic::QueryQp(RnicQp qp) const {
+  Result<QpAttr> a = lower_.QueryQp(qp);
+  const VirtualQp* v = qps_.Find(qp.id);
+  if (a.ok() && v != nullptr && v->rc != nullptr &&
+      v->rc->state() != RcPath::State::kFailed) {
+    a->state = v->attr.state;
+    a->retry_cnt = v->attr.retry_cnt;
+  }
+  return a;
+}
+
 void ReliableRnic::MaybeFrameRc(VirtualQp& v) {
   if (v.type != QpType::kRc || v.has_srq || v.rq == nullptr ||
       ModeOf(v.attr.av.sgid) != ReliabilityMode::kRc) {

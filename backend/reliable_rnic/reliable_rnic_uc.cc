@@ -191,7 +191,12 @@ Status ReliableRnic::ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) {
     return Status::kInvalid;
   }
   VirtualQp* v = qps_.Find(qp.id);
-  if (v != nullptr && v->rc != nullptr && (mask & kQpRetryCnt) &&
+  if (v != nullptr && v->rc != nullptr && (mask & kQpState) &&
+      attr.state == QpState::kRts && v->attr.state == QpState::kRts) {
+    // rc mode: RTS -> RTS goes to each of the path's QPs in RTS (after a
+    // takeover the virtual QP's own may be in ERR until its reset).
+    VRDMA_RETURN_IF_ERROR(v->rc->ModifyRts(attr, mask));
+  } else if (v != nullptr && v->rc != nullptr && (mask & kQpRetryCnt) &&
       attr.retry_cnt > reliable::kRcLowerRetryCnt) {
     // §5: the lower RC QP retries twice; the guest's count is its budget.
     QpAttr lower_attr = attr;
