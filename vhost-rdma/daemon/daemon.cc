@@ -429,7 +429,26 @@ json Daemon::Stats() const {
                                 {"lost_rto", r.lost_rto},
                                 {"acks_sent", r.acks_sent},
                                 {"acks_received", r.acks_received},
-                                {"retry_exceeded", r.retry_exceeded}};
+                                {"retry_exceeded", r.retry_exceeded},
+                                {"cwnd_resets", r.cwnd_resets},
+                                {"rtt_samples", r.rtt_samples},
+                                {"tail_waits", r.tail_waits},
+                                {"sends_sent", r.sends_sent},
+                                {"units_copied", r.units_copied},
+                                {"rnr_waits", r.rnr_waits},
+                                {"hold_refused", r.hold_refused},
+                                {"resent_after_wait", r.resent_after_wait},
+                                {"uc_path_moves", r.uc_path_moves},
+                                {"rc_connects", r.rc_connects},
+                                {"rc_recoveries", r.rc_recoveries},
+                                {"rc_takeovers", r.rc_takeovers},
+                                {"rc_completed_below_epsn", r.rc_completed_below_epsn},
+                                {"rc_resubmitted", r.rc_resubmitted},
+                                {"rc_resets", r.rc_resets},
+                                {"rc_failed_to_guest", r.rc_failed_to_guest},
+                                {"rc_atomics_lost", r.rc_atomics_lost},
+                                {"rc_recover_bad", r.rc_recover_bad},
+                                {"rc_recovered_bad", r.rc_recovered_bad}};
   }
   return reply;
 }

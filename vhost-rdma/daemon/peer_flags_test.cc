@@ -224,6 +224,7 @@ TEST(DaemonPeerFlagsTest, TheLayerStartsAndTakesUcVms) {
   std::sort(modes.begin(), modes.end());
   EXPECT_EQ(modes, (std::vector<std::string>{"rc", "uc"}));
   EXPECT_EQ(st["peers"]["local_gids"], 2);
+  EXPECT_EQ(st["reliability"]["rc_takeovers"], 0) << st["reliability"].dump();
   // The layer's HELLO went out (its sends to a peer that never answers).
   EXPECT_GE(st["peers"]["sent"].get<uint64_t>(), 2u) << st["peers"].dump();
   ASSERT_EQ(a.Request({{"cmd", "detach-vm"}, {"name", "va"}})["ok"], true);
