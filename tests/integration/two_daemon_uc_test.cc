@@ -351,8 +351,10 @@ class MixedMessages {
       const Snapshot later = Read(d_);
       std::string moved;
       for (const char* k :
-           {"chunks_sent", "retx_sent", "lost_rack", "lost_rto", "acks_sent",
-            "acks_received", "messages_completed", "messages_delivered"}) {
+           {"chunks_sent", "sends_sent", "retx_sent", "lost_rack", "lost_rto",
+            "cwnd_resets", "rtt_samples", "acks_sent", "acks_received",
+            "rnr_waits", "resent_after_wait", "hold_refused",
+            "messages_completed", "messages_delivered"}) {
         moved += std::string(" ") + k + " " +
                  std::to_string(Get(later.ra, k) - Get(f.stall_first.ra, k)) +
                  "/" +
