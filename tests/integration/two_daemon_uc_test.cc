@@ -70,8 +70,8 @@ constexpr double kAckRatioGoal = 0.03;  // §9: ACKs <= 3 % of data packets
 // receives and ACKs, B's sends. Data packets = what B's SoftRnic sent on
 // the fabric (chunks and anything resent: B sends nothing else here), ACKs
 // = A's layer's acks_sent (A's SoftRnic sent nothing else either).
-// Disabled: 0.039-0.043, two ACKs per WRITE of several chunks under the
-// tail rule (docs/reliability.md §10, done of step 19).
+// Disabled: 0.039-0.043, about one ACK per chunk of ~22 packets
+// (docs/reliability.md §10, done of step 19).
 TEST(TwoDaemons, DISABLED_BulkAckRatio) {
   DaemonPair d;
   d.UsePeers(true);
