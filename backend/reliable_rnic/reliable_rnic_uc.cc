@@ -175,10 +175,10 @@ bool ReliableRnic::IsLayerEvent(const AsyncEvent& ev) const {
   for (const auto& k : conns_) {
     if (k != nullptr && k->data_qpn() == ev.id) return true;
   }
-  // rc mode: the backups, and whichever QP of a path the layer moved to
-  // ERR itself (a recovery).
+  // rc mode: the backups, and the virtual QP's own while a recovery the
+  // layer started runs (a guest's error is the guest's).
   if (const RcPath* p = const_cast<ReliableRnic*>(this)->FindRcPath(ev.id)) {
-    return ev.id != p->vqpn() || p->state() != RcPath::State::kFailed;
+    return ev.id != p->vqpn() || p->state() == RcPath::State::kRecovering;
   }
   return false;
 }
