@@ -352,6 +352,9 @@ void RcPath::FailFrom(uint64_t seq, WcStatus first) {
     Done(s, c, true);
   }
   ++counters_->rc_failed_to_guest;
+  // Receives whose flushes a recovery ate are posted again, to a QP in
+  // ERR: each completes once, flushed (a second flush finds it done).
+  if (state_ == State::kRecovering && !recv_moved_) rq_next_ = 0;
   EnterError(/*with_vqp=*/true);
   OnRecvPosted();  // receives held meanwhile go to a QP in ERR: flushed
   ReportSends();

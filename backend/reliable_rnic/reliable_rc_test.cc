@@ -320,6 +320,14 @@ TEST_F(ReliableRcTest, SecondFailureBeforeResetFailsToGuest) {
 TEST_F(ReliableRcTest, SilentPeerFailsAfterTheGuestBudget) {
   Build();
   RcConnect();
+  for (uint64_t i = 0; i < 3; ++i) {  // A's receives: moved, then flushed once
+    RecvWr r;
+    r.wr_id = 450 + i;
+    r.num_sge = 1;
+    r.sge[0] = Sge{va_.at(1 << 20), 4096, va_.mr.lkey};
+    Status st = Status::kOk;
+    ASSERT_EQ(la_->PostRecv(qa_, std::span(&r, 1), &st), 1);
+  }
   Blackhole(*tap_a_, {qb_.qpn});
   link_a_->drop = true;  // RECOVER never arrives
   const uint64_t t0 = now_;
@@ -329,6 +337,13 @@ TEST_F(ReliableRcTest, SilentPeerFailsAfterTheGuestBudget) {
   const uint64_t waited = now_ - t0;
   EXPECT_GE(waited, 8u * (4096u << 8));
   EXPECT_LT(waited, 10u * (4096u << 8));
+  Run(200);
+  ASSERT_EQ(recv_a_.size(), 3u);
+  for (uint64_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(recv_a_[i].wr_id, 450 + i);
+    EXPECT_EQ(recv_a_[i].status, WcStatus::kWrFlushErr);
+  }
+  EXPECT_EQ(la_->QueryQp(qa_)->state, QpState::kErr);
 }
 
 // RECOVER and RECOVERED that name nothing of the path are counted and
