@@ -209,6 +209,23 @@ bool Sender::CanTransmit() const {
          posts_ - posts_done_ < p_.chunks_in_flight;
 }
 
+SendWr Sender::HeaderSend(DaemonHeader& h, bool retx) {
+  h.dst_vqpn = conn_.peer_vqpn();
+  h.gseq = next_gseq_;
+  h.conn_token = conn_.peer_token();
+  h.credits = conn_.receiver().credits;
+  uint8_t* slot = conn_.header_slot(posts_);
+  (void)EncodeHeader(h, std::span(slot, kHeaderSize));
+  SendWr w;
+  w.opcode = WrOpcode::kSend;
+  w.send_flags = kSendSignaled;
+  w.wr_id = DataWrId(conn_.init().slot, retx ? WrKind::kRetx : WrKind::kChunk,
+                     static_cast<uint32_t>(posts_));
+  w.sge[0] = Sge{reinterpret_cast<uint64_t>(slot), kHeaderSize, conn_.region_lkey()};
+  w.num_sge = 1;
+  return w;
+}
+
 uint64_t Sender::NewChunk(uint64_t msg_seq, uint32_t mid, uint16_t off,
                           uint16_t nunits, uint64_t bytes, bool resp) {
   const uint64_t cseq = chunk_tail_++;
@@ -305,7 +322,6 @@ bool Sender::PostPiece(uint64_t seq, uint32_t abs_unit, uint64_t cseq,
           ? std::min<uint64_t>(kUnitSize, m.len - off)
           : 0;
   const bool last = abs_unit + 1 == m.units;
-  uint8_t* slot = conn_.header_slot(posts_);
   DaemonHeader h;
   const bool read = m.op == WrOpcode::kRdmaRead;
   if (read) {
@@ -324,8 +340,6 @@ bool Sender::PostPiece(uint64_t seq, uint32_t abs_unit, uint64_t cseq,
       (retx ? kHdrRetransmission : 0) |
       (consumes && (m.send_flags & kSendSolicited) ? kHdrSolicited : 0) |
       (consumes && m.op != WrOpcode::kSend ? kHdrWithImm : 0));
-  h.dst_vqpn = conn_.peer_vqpn();
-  h.gseq = next_gseq_;
   h.mid = m.mid;
   h.off_units = abs_unit;
   h.data_len = static_cast<uint32_t>(len);
@@ -338,15 +352,7 @@ bool Sender::PostPiece(uint64_t seq, uint32_t abs_unit, uint64_t cseq,
     h.remote_addr = m.remote_addr + off;
     h.rkey = m.rkey;
   }
-  h.conn_token = conn_.peer_token();
-  h.credits = conn_.receiver().credits;
-  (void)EncodeHeader(h, std::span(slot, kHeaderSize));
-  SendWr w;
-  w.opcode = WrOpcode::kSend;
-  w.send_flags = kSendSignaled;
-  w.wr_id = DataWrId(conn_.init().slot, retx ? WrKind::kRetx : WrKind::kChunk,
-                     static_cast<uint32_t>(posts_));
-  w.sge[0] = Sge{reinterpret_cast<uint64_t>(slot), kHeaderSize, conn_.region_lkey()};
+  SendWr w = HeaderSend(h, retx);
   const int nsge = Slice(m, off, len, w.sge.data() + 1, kMaxSge - 1);
   if (nsge < 0) return false;
   w.num_sge = static_cast<uint8_t>(1 + nsge);

@@ -217,6 +217,9 @@ class Sender {
   // transmission, retransmissions included, waits for both.
   bool WindowOpen(uint64_t now_ns) const;
   void Paced(uint64_t now_ns, uint64_t bytes);
+  // A layer SEND of h (§3.2) in the next header slot: h's destination,
+  // gseq, token and credits filled in, the header its first SGE.
+  SendWr HeaderSend(DaemonHeader& h, bool retx);
   // A new chunk record (resp: of a READ_RESP unit, msg_seq its RespRec)
   // for the transmission about to be booked; its sequence number.
   uint64_t NewChunk(uint64_t msg_seq, uint32_t mid, uint16_t off, uint16_t nunits,

@@ -225,29 +225,16 @@ bool Sender::PostResp(uint64_t rseq, uint32_t unit, uint64_t cseq,
   const uint64_t len =
       r.len > off ? std::min<uint64_t>(kUnitSize, r.len - off) : 0;
   const bool last = unit + 1 == r.units;
-  uint8_t* slot = conn_.header_slot(posts_);
   DaemonHeader h;
   h.type = HeaderType::kReadResp;
   h.flags = static_cast<uint8_t>((last || retx ? kHdrHint : 0) |
                                  (last ? kHdrLast : 0) |
                                  (retx ? kHdrRetransmission : 0));
-  h.dst_vqpn = conn_.peer_vqpn();
-  h.gseq = next_gseq_;
   h.mid = r.req_mid;
   h.off_units = unit;
   h.data_len = static_cast<uint32_t>(len);
   h.msg_len = r.len;
-  h.conn_token = conn_.peer_token();
-  h.credits = conn_.receiver().credits;
-  (void)EncodeHeader(h, std::span(slot, kHeaderSize));
-  SendWr w;
-  w.opcode = WrOpcode::kSend;
-  w.send_flags = kSendSignaled;
-  w.wr_id = DataWrId(conn_.init().slot, retx ? WrKind::kRetx : WrKind::kChunk,
-                     static_cast<uint32_t>(posts_));
-  w.sge[0] =
-      Sge{reinterpret_cast<uint64_t>(slot), kHeaderSize, conn_.region_lkey()};
-  w.num_sge = 1;
+  SendWr w = HeaderSend(h, retx);
   if (len > 0) {  // the guest's bytes, from its MR (the data QP is in its PD)
     w.sge[1] = Sge{r.addr + off, static_cast<uint32_t>(len), r.lkey};
     w.num_sge = 2;
