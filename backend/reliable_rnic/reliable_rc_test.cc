@@ -28,20 +28,8 @@ class ReliableRcTest : public ReliableUcTest {
     c.retry_cnt = 7;
     return c;
   }
+  void RcConnect() { ReliableUcTest::RcConnect(Conf()); }
 
-  void RcConnect(const QpConf& c = Conf()) {
-    la_->SetMode(std::span(&va_.gid, 1), ReliabilityMode::kRc);
-    lb_->SetMode(std::span(&vb_.gid, 1), ReliabilityMode::kRc);
-    qa_ = MakeQp(*la_, va_, c);
-    qb_ = MakeQp(*lb_, vb_, c);
-    BringUp(*la_, qa_, va_.gid, vb_.gid, qb_.qpn, c);
-    BringUp(*lb_, qb_, vb_.gid, va_.gid, qa_.qpn, c);
-    Run(20);
-    ASSERT_NE(PathA(), nullptr);
-    ASSERT_NE(PathB(), nullptr);
-    ASSERT_EQ(PathA()->state(), RcPath::State::kReady);
-    ASSERT_EQ(PathB()->state(), RcPath::State::kReady);
-  }
   RcPath* PathA() { return la_->FindRcPath(qa_.qpn); }
   RcPath* PathB() { return lb_->FindRcPath(qb_.qpn); }
 
@@ -55,18 +43,6 @@ class ReliableRcTest : public ReliableUcTest {
     };
   }
 
-  // A READ of len bytes from B's buffer at src into A's at dst.
-  SendWr Read(uint64_t wr_id, uint64_t src, uint64_t dst, uint32_t len) {
-    SendWr w;
-    w.wr_id = wr_id;
-    w.opcode = WrOpcode::kRdmaRead;
-    w.send_flags = kSendSignaled;
-    w.num_sge = len > 0 ? 1 : 0;
-    w.sge[0] = Sge{va_.at(dst), len, va_.mr.lkey};
-    w.remote_addr = vb_.at(src);
-    w.rkey = vb_.mr.rkey;
-    return w;
-  }
 
   void FillB(uint64_t off, uint64_t len) {
     for (uint64_t i = 0; i < len; ++i) {

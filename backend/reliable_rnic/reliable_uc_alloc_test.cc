@@ -237,14 +237,7 @@ TEST_F(ReliableUcAllocTest, RcTakeoverDoesNotAllocate) {
   Build();
   QpConf c;
   c.timeout = 8;
-  la_->SetMode(std::span(&va_.gid, 1), ReliabilityMode::kRc);
-  lb_->SetMode(std::span(&vb_.gid, 1), ReliabilityMode::kRc);
-  qa_ = MakeQp(*la_, va_, c);
-  qb_ = MakeQp(*lb_, vb_, c);
-  BringUp(*la_, qa_, va_.gid, vb_.gid, qb_.qpn, c);
-  BringUp(*lb_, qb_, vb_.gid, va_.gid, qa_.qpn, c);
-  Run(20);
-  ASSERT_NE(la_->FindRcPath(qa_.qpn), nullptr);
+  RcConnect(c);
   PostAndVerify(MixedPlan(10, 5), 20000);  // warm-up
   bool blackholed = false;
   const uint32_t to_a = qa_.qpn, to_b = qb_.qpn;

@@ -23,18 +23,6 @@ class ReliableUcReadTest : public ReliableUcTest {
       vb_.buf[i] = static_cast<uint8_t>(i * 13 + i / 4091 + 5 + salt);
     }
   }
-  // A READ of len bytes of B's buffer at src into A's at dst.
-  SendWr Read(uint64_t wr_id, uint64_t dst, uint64_t src, uint32_t len) {
-    SendWr w;
-    w.wr_id = wr_id;
-    w.opcode = WrOpcode::kRdmaRead;
-    w.send_flags = kSendSignaled;
-    w.num_sge = len > 0 ? 1 : 0;
-    w.sge[0] = Sge{va_.at(dst), len, va_.mr.lkey};
-    w.remote_addr = vb_.at(src);
-    w.rkey = vb_.mr.rkey;
-    return w;
-  }
   // An atomic on B's 8 bytes at dst, its result into A's at res.
   SendWr Atomic(uint64_t wr_id, WrOpcode op, uint64_t res, uint64_t dst,
                 uint64_t compare_add, uint64_t swap = 0) {
@@ -66,7 +54,7 @@ class ReliableUcReadTest : public ReliableUcTest {
   // Posts the READs in order, runs until each completed, and checks one
   // completion per WR, in post order, success, and A's bytes equal B's.
   void ReadAndVerify(const std::vector<PlannedRead>& plan, int max_turns) {
-    for (const PlannedRead& p : plan) Post(Read(p.wr_id, p.dst, p.src, p.len));
+    for (const PlannedRead& p : plan) Post(Read(p.wr_id, p.src, p.dst, p.len));
     const size_t before = got_.size();
     ASSERT_TRUE(RunUntil([&] { return got_.size() >= before + plan.size(); },
                          max_turns))
@@ -188,7 +176,7 @@ TEST_F(ReliableUcReadTest, WriteSendReadKeepOrder) {
     order.push_back(id++);
     Post(Send(id, 7 + round, 3000));
     order.push_back(id++);
-    Post(Read(id, back, at, kLen));
+    Post(Read(id, at, back, kLen));
     order.push_back(id++);
     ASSERT_TRUE(RunUntil([&] { return got_.size() == order.size(); }, 200000))
         << "round " << round << ": " << got_.size() << " of " << order.size();
@@ -222,7 +210,7 @@ TEST_F(ReliableUcReadTest, LostThenLateReadRequestIsServedOnce) {
            p[net::kHeaderBytes] ==
                static_cast<uint8_t>(reliable::HeaderType::kReadReq);
   };
-  Post(Read(1, 0, 4096, 64 << 10));
+  Post(Read(1, 4096, 0, 64 << 10));
   ASSERT_TRUE(RunUntil([&] { return got_.size() == 1; }, 20000));
   ASSERT_EQ(tap_a_->held.size(), 1u);
   EXPECT_EQ(got_[0].status, WcStatus::kSuccess);
@@ -253,7 +241,7 @@ class ReliableUcReadAccessTest : public ReliableUcReadTest {
     FillB();
     Post(Read(1, 0, 0, 5000));  // a good one first
     Post(bad);
-    Post(Read(3, 8192, 0, 100));
+    Post(Read(3, 0, 8192, 100));
     ASSERT_TRUE(RunUntil([&] { return got_.size() == 3; }, 20000));
     Run(300);
     ASSERT_EQ(got_.size(), 3u);
@@ -282,7 +270,7 @@ class ReliableUcReadAccessTest : public ReliableUcReadTest {
 
 TEST_F(ReliableUcReadAccessTest, WrongRkey) {
   Build();
-  SendWr w = Read(2, 16384, 0, 100);
+  SendWr w = Read(2, 0, 16384, 100);
   w.rkey = vb_.mr.rkey + 0x1000;
   ExpectRefused(w, WcStatus::kRemAccessErr,
                 &reliable::ReliabilityCounters::read_nak_rkey);
@@ -294,7 +282,7 @@ TEST_F(ReliableUcReadAccessTest, MrWithoutRemoteRead) {
       lb_->RegMr(vb_.pd, vb_.buf.data() + (7 << 20), 4096, vb_.at(7 << 20),
                  kAccessLocalWrite | kAccessRemoteWrite);
   ASSERT_TRUE(mr.ok());
-  SendWr w = Read(2, 16384, 7 << 20, 100);
+  SendWr w = Read(2, 7 << 20, 16384, 100);
   w.rkey = mr->rkey;
   ExpectRefused(w, WcStatus::kRemAccessErr,
                 &reliable::ReliabilityCounters::read_nak_access);
@@ -302,7 +290,7 @@ TEST_F(ReliableUcReadAccessTest, MrWithoutRemoteRead) {
 
 TEST_F(ReliableUcReadAccessTest, OutOfRange) {
   Build();
-  ExpectRefused(Read(2, 16384, kBufSize - 100, 200), WcStatus::kRemAccessErr,
+  ExpectRefused(Read(2, kBufSize - 100, 16384, 200), WcStatus::kRemAccessErr,
                 &reliable::ReliabilityCounters::read_nak_range);
 }
 
@@ -312,7 +300,7 @@ TEST_F(ReliableUcReadAccessTest, AnotherPdsMr) {
   Result<RnicMr> mr = lb_->RegMr(other, vb_.buf.data() + (7 << 20), 4096,
                                  vb_.at(7 << 20), kAll);
   ASSERT_TRUE(mr.ok());
-  SendWr w = Read(2, 16384, 7 << 20, 100);
+  SendWr w = Read(2, 7 << 20, 16384, 100);
   w.rkey = mr->rkey;
   ExpectRefused(w, WcStatus::kRemAccessErr,
                 &reliable::ReliabilityCounters::read_nak_pd);
@@ -328,7 +316,7 @@ TEST_F(ReliableUcReadAccessTest, ResponderWithoutReadResources) {
   Connect(c);
   FillB();
   Post(Read(1, 0, 0, 5000));
-  Post(Read(2, 8192, 0, 100));
+  Post(Read(2, 0, 8192, 100));
   ASSERT_TRUE(RunUntil([&] { return got_.size() == 2; }, 20000));
   EXPECT_EQ(got_[0].status, WcStatus::kRemInvReqErr);
   EXPECT_EQ(got_[1].status, WcStatus::kWrFlushErr);
@@ -354,7 +342,7 @@ TEST_F(ReliableUcReadTest, ResponderRecordsNeverAboveMaxDestRdAtomic) {
         {1u + i, uint64_t(i) * (70 << 10), uint64_t(i) * 999, 64 << 10});
   }
   uint32_t peak_a = 0;
-  for (const PlannedRead& p : plan) Post(Read(p.wr_id, p.dst, p.src, p.len));
+  for (const PlannedRead& p : plan) Post(Read(p.wr_id, p.src, p.dst, p.len));
   ASSERT_TRUE(RunUntil(
       [&] {
         peak_a = std::max(
@@ -382,7 +370,7 @@ TEST_F(ReliableUcReadTest, RequesterKeepsToMaxRdAtomic) {
   Connect(c);
   FillB();
   for (int i = 0; i < 10; ++i) {
-    Post(Read(1 + i, uint64_t(i) * (70 << 10), uint64_t(i) * 777, 64 << 10));
+    Post(Read(1 + i, uint64_t(i) * 777, uint64_t(i) * (70 << 10), 64 << 10));
   }
   uint32_t peak = 0;
   ASSERT_TRUE(RunUntil(
@@ -449,7 +437,7 @@ TEST_F(ReliableUcReadTest, FetchAddExactlyOnceUnderLoss) {
     if (i % 4 == 0) {
       Post(Write(2000 + i, 1 << 20, (1 << 20) + i * 8192, 5000));
       ids.push_back(2000 + i);
-      Post(Read(3000 + i, (2 << 20) + i * 8192, (1 << 20) + i * 8192, 5000));
+      Post(Read(3000 + i, (1 << 20) + i * 8192, (2 << 20) + i * 8192, 5000));
       ids.push_back(3000 + i);
     }
   }

@@ -25,6 +25,7 @@
 #include "backend/fabric/faulty_fabric.h"
 #include "backend/fabric/inproc_fabric.h"
 #include "backend/reliable_rnic/inproc_peer_link.h"
+#include "backend/reliable_rnic/rc_backup.h"
 #include "backend/reliable_rnic/reliable_rnic.h"
 #include "backend/soft_rnic/net/packet.h"
 #include "backend/soft_rnic/soft_rnic.h"
@@ -320,6 +321,34 @@ class ReliableUcTest : public ::testing::Test {
     return w;
   }
 
+  // Both VMs in rc mode, one QP each, connected, both backups ready.
+  void RcConnect(const QpConf& c) {
+    la_->SetMode(std::span(&va_.gid, 1), ReliabilityMode::kRc);
+    lb_->SetMode(std::span(&vb_.gid, 1), ReliabilityMode::kRc);
+    qa_ = MakeQp(*la_, va_, c);
+    qb_ = MakeQp(*lb_, vb_, c);
+    BringUp(*la_, qa_, va_.gid, vb_.gid, qb_.qpn, c);
+    BringUp(*lb_, qb_, vb_.gid, va_.gid, qa_.qpn, c);
+    Run(20);
+    for (auto [layer, qpn] : {std::pair{la_.get(), qa_.qpn}, std::pair{lb_.get(), qb_.qpn}}) {
+      const reliable::RcPath* path = layer->FindRcPath(qpn);
+      ASSERT_NE(path, nullptr);
+      ASSERT_EQ(path->state(), reliable::RcPath::State::kReady);
+    }
+  }
+
+  // A READ of len bytes from B's buffer at src into A's at dst.
+  SendWr Read(uint64_t wr_id, uint64_t src, uint64_t dst, uint32_t len) {
+    SendWr w;
+    w.wr_id = wr_id;
+    w.opcode = WrOpcode::kRdmaRead;
+    w.send_flags = kSendSignaled;
+    w.num_sge = len > 0 ? 1 : 0;
+    w.sge[0] = Sge{va_.at(dst), len, va_.mr.lkey};
+    w.remote_addr = vb_.at(src);
+    w.rkey = vb_.mr.rkey;
+    return w;
+  }
   // A WRITE of len bytes from A's buffer at src to B's at dst.
   SendWr Write(uint64_t wr_id, uint64_t src, uint64_t dst, uint32_t len) {
     SendWr w;
