@@ -375,8 +375,7 @@ struct RunFigures {
 // outstanding): no loss is taken for congestion (§4.5's departure from
 // B §3.4.3), the window is never reset, and the goodput stays that of the
 // lossless run, both measured here in virtual time. Resetting the window
-// at each loss would hold it near min_cwnd (512 B per round trip: about
-// 0.2 Gbit/s).
+// at each loss would hold it near min_cwnd (one unit per round trip).
 TEST_F(ReliableCcTest, RandomLossDoesNotCollapseTheWindow) {
   auto run = [&](double loss) {
     fabric::FaultConfig f;
@@ -487,7 +486,8 @@ TEST_F(ReliableCcTest, IncastEightToOne) {
   EXPECT_LT(static_cast<double>(hi) / static_cast<double>(lo), 4.0);
 }
 
-// Below one unit of window a unit leaves every srtt x 4096 / cwnd (§4.5):
+// Below one unit of window (a min_cwnd below the default unit) a unit
+// leaves every srtt x 4096 / cwnd (§4.5):
 // the window held at 2048 bytes (min = max = initial), the gaps between
 // the chunks' first packets are twice the srtt, not one round trip.
 TEST_F(ReliableCcTest, PacingBelowOneUnit) {

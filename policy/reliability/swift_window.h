@@ -14,7 +14,8 @@
 //   a loss: cwnd = min_cwnd if the newest sample was at or above its target
 //   (congestive), or at the second RTO without an ACK between; else the
 //   window is left as it is (random loss);
-//   cwnd within [min_cwnd, max_cwnd], initial 64 KiB; under one unit,
+//   cwnd within [min_cwnd (one unit), max_cwnd], initial 64 KiB; under one
+//   unit (a smaller min_cwnd),
 //   transmissions are paced: after one of b bytes the next leaves
 //   srtt x b / cwnd later (PacingIntervalNs), so a 64-byte message is not
 //   held as long as a whole unit.
@@ -38,7 +39,12 @@ struct SwiftWindowParams {
   double additive_increase = kUnitSize;  // bytes per round trip
   double beta = 0.8;                     // multiplicative decrease gain
   double max_decrease = 0.5;             // the factor is at least 1 - this
-  uint64_t min_cwnd = 512;
+  // One unit (Bifröst's least chunk): a window below it is paced at srtt x
+  // bytes / cwnd, and where the RTT is mostly host delay (a daemon on a
+  // loaded host) the window sits at its minimum, so a 512-byte minimum
+  // sent a unit every 8 srtt. Smaller minimums serve incasts wider than
+  // buffer / unit senders (Swift's 0.001 packets).
+  uint64_t min_cwnd = kUnitSize;
   uint64_t max_cwnd = uint64_t{4} << 20;       // 4 MiB
   uint64_t initial_cwnd = uint64_t{64} << 10;  // 64 KiB
 };

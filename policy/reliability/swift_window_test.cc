@@ -25,7 +25,7 @@ TEST(SwiftWindowTest, DefaultsAreTheDocs) {
   SwiftWindow w;
   EXPECT_EQ(w.cwnd(), 64 * kKiB);
   EXPECT_EQ(w.TargetNs(kBase), kTarget);
-  EXPECT_EQ(w.params().min_cwnd, 512u);
+  EXPECT_EQ(w.params().min_cwnd, 4 * kKiB);
   EXPECT_EQ(w.params().max_cwnd, 4096 * kKiB);
 }
 
@@ -58,6 +58,7 @@ TEST(SwiftWindowTest, OneUnitPerRoundTripBelowTarget) {
 
 TEST(SwiftWindowTest, UnderOneUnitEachUnitAckedAddsAUnit) {
   SwiftWindowParams p;
+  p.min_cwnd = 512;
   p.initial_cwnd = 512;
   SwiftWindow w(p);
   ASSERT_EQ(w.cwnd(), 512u);
@@ -115,7 +116,9 @@ TEST(SwiftWindowTest, AckWithoutSampleLeavesTheWindow) {
 
 TEST(SwiftWindowTest, StaysWithinMinAndMax) {
   SwiftWindowParams p;
-  p.initial_cwnd = 1024;
+  p.initial_cwnd = 1024;  // below the default min_cwnd: clamped
+  EXPECT_EQ(SwiftWindow(p).cwnd(), 4 * kKiB);
+  p.min_cwnd = 512;
   SwiftWindow low(p);
   for (uint64_t t = 0; t < 10; ++t) {
     low.OnAck(t * kSrtt, 4 * kKiB, 200 * kUs, kSrtt, kBase);
@@ -133,7 +136,7 @@ TEST(SwiftWindowTest, CongestiveLossGoesToMin) {
   SwiftWindow w;
   w.OnAck(0, 4 * kKiB, kTarget, kSrtt, kBase);  // newest sample at target
   EXPECT_TRUE(w.OnLoss(1));
-  EXPECT_EQ(w.cwnd(), 512u);
+  EXPECT_EQ(w.cwnd(), 4 * kKiB);
 }
 
 TEST(SwiftWindowTest, RandomLossLeavesTheWindow) {
@@ -164,7 +167,7 @@ TEST(SwiftWindowTest, TwoRtosWithoutAckGoToMin) {
   EXPECT_FALSE(w.OnRto(1'000'000));  // one RTO, delay below target
   EXPECT_EQ(w.cwnd(), before);
   EXPECT_TRUE(w.OnRto(2'000'000));  // the second without an ACK between
-  EXPECT_EQ(w.cwnd(), 512u);
+  EXPECT_EQ(w.cwnd(), 4 * kKiB);
 }
 
 TEST(SwiftWindowTest, AnAckBetweenRtosRestartsTheCount) {
@@ -183,14 +186,15 @@ TEST(SwiftWindowTest, ResetCountsAsTheRoundTripsDecrease) {
   ASSERT_TRUE(w.OnLoss(100));
   // Growth below target resumes at once...
   w.OnAck(101, 4 * kKiB, kBelow, kSrtt, kBase);
-  EXPECT_EQ(w.cwnd(), 512u + 4 * kKiB);
+  EXPECT_EQ(w.cwnd(), 8 * kKiB);
   // ...but no delay decrease within srtt of the reset.
   w.OnAck(102, 4 * kKiB, 200 * kUs, kSrtt, kBase);
-  EXPECT_EQ(w.cwnd(), 512u + 4 * kKiB);
+  EXPECT_EQ(w.cwnd(), 8 * kKiB);
 }
 
 TEST(SwiftWindowTest, PacingIntervalOnlyUnderOneUnit) {
   SwiftWindowParams p;
+  p.min_cwnd = 512;
   p.initial_cwnd = 512;
   EXPECT_EQ(SwiftWindow(p).PacingIntervalNs(20 * kUs, 4096), 160 * kUs);  // x 8
   p.initial_cwnd = 2048;
@@ -205,6 +209,7 @@ TEST(SwiftWindowTest, PacingIntervalOnlyUnderOneUnit) {
 // probe behind an incast was held 128 us for 64 bytes).
 TEST(SwiftWindowTest, PacingIntervalScalesWithTheBytesSent) {
   SwiftWindowParams p;
+  p.min_cwnd = 512;
   p.initial_cwnd = 512;
   const SwiftWindow w(p);
   EXPECT_EQ(w.PacingIntervalNs(16 * kUs, 64), 2 * kUs);
