@@ -225,7 +225,7 @@ void Receiver::OnReadResp(const DaemonHeader& h, std::span<const uint8_t> data,
     if (WireCounterAction(*c) != WireAction::kAckAgain) return;
     again = true;
   } else {
-    switch (conn_.sender().OnReadResponse(h, data)) {
+    switch (conn_.sender().OnReadResponse(h, now_ns, data)) {
       case ReadRespResult::kNew:
         break;
       case ReadRespResult::kDuplicate:

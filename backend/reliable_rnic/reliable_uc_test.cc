@@ -353,6 +353,26 @@ TEST_F(ReliableUcTest, WithheldAcksFailTheWrRetryExceeded) {
   EXPECT_EQ(got_[2].status, WcStatus::kWrFlushErr);
 }
 
+// The budget counts time without progress, as an RC QP's retries do (§1):
+// a WRITE that takes many budgets over a slow path (B's ACKs 1 ms late,
+// above the default fabric base RTT: the window stays at one unit)
+// completes, because every ACK that acknowledges some of it restarts its
+// budget; the WithheldAcks test above shows it still fails without them.
+TEST_F(ReliableUcTest, ASlowWriteThatProgressesOutlastsItsBudget) {
+  fabric::FaultConfig slow;
+  slow.delay_ns = 1'000'000;
+  Build({}, slow);
+  QpConf c;
+  c.timeout = 8;    // 1.05 ms
+  c.retry_cnt = 2;  // budget: 3.15 ms
+  Connect(c);
+  const uint64_t t0 = now_;
+  PostAndVerify({{1, 0, 0, 1 << 20}}, 400'000);
+  const uint64_t budget = 3 * (uint64_t{4096} << 8);
+  EXPECT_GT(now_ - t0, 3 * budget) << "not several budgets long";
+  EXPECT_EQ(la_->counters().retry_exceeded, 0u);
+}
+
 TEST_F(ReliableUcTest, RemoteAccessViolationIsNakedRemAccessErr) {
   Build();
   QpConf c;

@@ -293,7 +293,7 @@ bool Sender::PostChunk(uint64_t seq, uint64_t bytes, bool last, bool hint,
   Transmitted(cseq, 0, true, bytes, 0, now_ns);
   if (!m.started) {
     m.started = true;
-    m.t_first_ns = now_ns;
+    m.t_budget_ns = now_ns;
   }
   m.sent += bytes;
   if (static_cast<int32_t>(m.mid + 1 - sent_mid_end_) > 0) sent_mid_end_ = m.mid + 1;
@@ -369,7 +369,7 @@ bool Sender::PostPiece(uint64_t seq, uint32_t abs_unit, uint64_t cseq,
     ++conn_.counters().sends_sent;
     if (!m.started) {
       m.started = true;
-      m.t_first_ns = now_ns;
+      m.t_budget_ns = now_ns;
     }
     m.sent = off + len;
     if (static_cast<int32_t>(m.mid + 1 - sent_mid_end_) > 0)
@@ -380,7 +380,7 @@ bool Sender::PostPiece(uint64_t seq, uint32_t abs_unit, uint64_t cseq,
 
 // ---- ACKs ------------------------------------------------------------------
 
-void Sender::AckUnits(ChunkRec& c, uint16_t mask) {
+void Sender::AckUnits(ChunkRec& c, uint16_t mask, uint64_t now_ns) {
   const uint16_t fresh = mask & c.full() & static_cast<uint16_t>(~c.acked);
   if (fresh == 0) return;
   c.acked |= fresh;
@@ -390,7 +390,10 @@ void Sender::AckUnits(ChunkRec& c, uint16_t mask) {
   }
   if (c.msg_seq >= head_ && c.msg_seq < tail_) {
     Msg& m = MsgAt(c.msg_seq);
-    if (m.mid == c.mid) m.acked_units += std::popcount(fresh);
+    if (m.mid == c.mid) {
+      m.acked_units += std::popcount(fresh);
+      m.t_budget_ns = now_ns;  // progress (§1)
+    }
   }
 }
 
@@ -420,7 +423,9 @@ void Sender::OnAck(const Ack& ack, uint64_t t4_ns) {
         continue;
       }
       gseq = e.gseq;
-      if (ChunkLive(x.cseq)) AckUnits(ChunkAt(x.cseq), uint16_t(1u << x.unit));
+      if (ChunkLive(x.cseq)) {
+        AckUnits(ChunkAt(x.cseq), uint16_t(1u << x.unit), t4_ns);
+      }
     } else {
       ChunkRec* c = FindChunk(e.mid, e.off);
       if (c == nullptr) {
@@ -428,7 +433,7 @@ void Sender::OnAck(const Ack& ack, uint64_t t4_ns) {
         continue;
       }
       gseq = c->gseq;
-      AckUnits(*c, c->full());
+      AckUnits(*c, c->full(), t4_ns);
     }
     const Xmit& x = xmits_[gseq % p_.chunks_in_flight];
     const bool known = x.gseq == gseq;
@@ -473,7 +478,7 @@ void Sender::OnAck(const Ack& ack, uint64_t t4_ns) {
   if (waiting) {
     for (uint64_t s = head_; s < tail_; ++s) {
       Msg& m = MsgAt(s);
-      if (m.state == MsgState::kQueued && m.started) m.t_first_ns = t4_ns;
+      if (m.state == MsgState::kQueued && m.started) m.t_budget_ns = t4_ns;
     }
   } else if (peer_waiting_) {
     DetectLosses(t4_ns, true);
@@ -606,7 +611,7 @@ void Sender::CheckBudget(uint64_t now_ns) {
     Msg& m = MsgAt(s);
     if (m.state != MsgState::kQueued) continue;
     if (m.atomic_posted) return;  // the RC QP's own retries bound it
-    if (m.started && now_ns - m.t_first_ns > budget) {
+    if (m.started && now_ns - m.t_budget_ns > budget) {
       ++conn_.counters().retry_exceeded;
       FailFrom(s, WcStatus::kRetryExcErr);
     }
@@ -619,12 +624,12 @@ void Sender::CheckHeld(uint64_t now_ns) {
   for (uint64_t s = head_; s < tail_; ++s) {
     Msg& m = MsgAt(s);
     if (m.state != MsgState::kQueued) continue;
-    if (m.t_first_ns == 0) m.t_first_ns = now_ns;
+    if (m.t_budget_ns == 0) m.t_budget_ns = now_ns;
     if (oldest == tail_) oldest = s;
   }
   const uint64_t budget = conn_.retry_budget_ns();
   if (budget != 0 && oldest != tail_ &&
-      now_ns - MsgAt(oldest).t_first_ns > budget) {
+      now_ns - MsgAt(oldest).t_budget_ns > budget) {
     ++conn_.counters().retry_exceeded;
     FailFrom(oldest, WcStatus::kRetryExcErr);
   }

@@ -129,7 +129,7 @@ class Sender {
   }
   // Requester: a READ_RESP unit (CheckHeader passed, with the window
   // [read_mid_begin(), next_mid())).
-  ReadRespResult OnReadResponse(const DaemonHeader& h,
+  ReadRespResult OnReadResponse(const DaemonHeader& h, uint64_t now_ns,
                                 std::span<const uint8_t> data);
   uint32_t read_mid_begin() const;
   // A completion of the virtual QP's lower RC QP, where only atomics are
@@ -187,7 +187,7 @@ class Sender {
   ChunkRec& ChunkAt(uint64_t cseq);
   ChunkRec* FindChunk(uint32_t mid, uint16_t off);
   // Marks units of a chunk acked; true when any was new.
-  void AckUnits(ChunkRec& c, uint16_t mask);
+  void AckUnits(ChunkRec& c, uint16_t mask, uint64_t now_ns);
   void DetectLosses(uint64_t now_ns, bool all = false);
   void QueueLostUnits(uint64_t cseq, uint16_t mask, uint32_t expiries);
   bool SendRetransmissions(uint64_t now_ns);

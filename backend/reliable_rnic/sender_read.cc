@@ -148,7 +148,7 @@ bool Sender::CopyToLocal(const Msg& m, uint64_t off,
   return true;
 }
 
-ReadRespResult Sender::OnReadResponse(const DaemonHeader& h,
+ReadRespResult Sender::OnReadResponse(const DaemonHeader& h, uint64_t now_ns,
                                       std::span<const uint8_t> data) {
   Msg* m = FindMsg(h.mid);
   if (m == nullptr || m->op != WrOpcode::kRdmaRead || !m->started) {
@@ -164,6 +164,7 @@ ReadRespResult Sender::OnReadResponse(const DaemonHeader& h,
   if (!r.got.Insert(u)) return ReadRespResult::kRangesFull;
   ReliabilityCounters& n = conn_.counters();
   ++n.read_units_received;
+  m->t_budget_ns = now_ns;  // progress (§1)
   const uint64_t seq = head_ + (h.mid - MsgAt(head_).mid);
   if (!CopyToLocal(*m, uint64_t{h.off_units} * kUnitSize, data)) {
     FailFrom(seq, WcStatus::kLocProtErr);  // as the RNIC's local check

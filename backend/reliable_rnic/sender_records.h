@@ -45,7 +45,10 @@ struct Sender::Msg {
   uint32_t units = 1;  // bookkeeping units: max(1, ceil(len / 4096))
   uint32_t acked_units = 0;
   uint64_t sent = 0;  // bytes sent as new chunks
-  uint64_t t_first_ns = 0;
+  // The retry budget's start (§1): the first transmission, restarted by
+  // every unit of it the peer acknowledges (or, for a READ, answers), as
+  // an RC QP's transport timer restarts at each ACK that makes progress.
+  uint64_t t_budget_ns = 0;
   uint64_t tail_cseq = 0;
   uint32_t tail_expiries = 0;
   uint8_t num_sge = 0;
