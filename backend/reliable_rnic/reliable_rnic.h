@@ -330,6 +330,12 @@ class ReliableRnic : public Rnic {
   void SendConnect(reliable::Connection& k, bool ok);
   void StartConnect(reliable::Connection& k);
   void SendHello();
+  // Encodes a peer message of this daemon (its origin, the next seq) into
+  // buf; its length, 0 when it cannot be encoded.
+  size_t EncodePeer(peer::MsgType type, peer::Body body,
+                    std::span<uint8_t, peer::kMaxMessageBytes> buf);
+  // The same, sent to daemon `to`; false when not encoded or not taken.
+  bool SendPeer(uint64_t to, peer::MsgType type, peer::Body body);
   void OnHello(uint64_t origin, const void* hello);
   void OnConnect(uint64_t origin, const void* connect, bool request);
   void OnConnectNative(uint64_t origin, const void* native);

@@ -93,10 +93,6 @@ void ReliableRnic::StartRcConnect(RcPath& p) {
 }
 
 void ReliableRnic::SendRcConnect(RcPath& p, bool ok) {
-  peer::PeerMessage m;
-  m.type = ok ? peer::MsgType::kConnectOk : peer::MsgType::kConnect;
-  m.origin = options_.daemon_id;
-  m.seq = ++peer_seq_;
   peer::Connect c;
   c.src_vqpn = p.vqpn();
   c.dst_vqpn = p.peer_vqpn();
@@ -110,10 +106,8 @@ void ReliableRnic::SendRcConnect(RcPath& p, bool ok) {
   c.rnr_retry = static_cast<uint8_t>(p.rnr_retry() & 7);
   c.retry_budget_ns =
       p.retry_budget_ns() != 0 ? p.retry_budget_ns() : ~uint64_t{0};
-  m.body = c;
-  uint8_t buf[peer::kMaxMessageBytes];
-  const size_t n = peer::Encode(m, buf);
-  if (n > 0 && link_->Send(p.peer_daemon(), std::span(buf, n))) {
+  if (SendPeer(p.peer_daemon(), ok ? peer::MsgType::kConnectOk : peer::MsgType::kConnect,
+               c)) {
     ++counters_.connects_sent;
   }
 }
@@ -132,18 +126,12 @@ void ReliableRnic::OnRcConnect(uint64_t origin, VirtualQp& v, const void* body,
 }
 
 void ReliableRnic::SendRecoverMessage(RcPath& p, bool recovered) {
-  peer::PeerMessage m;
-  m.type = recovered ? peer::MsgType::kRecovered : peer::MsgType::kRecover;
-  m.origin = options_.daemon_id;
-  m.seq = ++peer_seq_;
-  if (recovered) {
-    m.body = peer::Recovered{p.peer_vqpn(), p.recovered_epsn()};
-  } else {
-    m.body = peer::Recover{p.peer_vqpn(), p.recover_qpn()};
-  }
-  uint8_t buf[peer::kMaxMessageBytes];
-  const size_t n = peer::Encode(m, buf);
-  if (n == 0 || !link_->Send(p.peer_daemon(), std::span(buf, n))) return;
+  const bool sent =
+      recovered ? SendPeer(p.peer_daemon(), peer::MsgType::kRecovered,
+                           peer::Recovered{p.peer_vqpn(), p.recovered_epsn()})
+                : SendPeer(p.peer_daemon(), peer::MsgType::kRecover,
+                           peer::Recover{p.peer_vqpn(), p.recover_qpn()});
+  if (!sent) return;
   if (recovered) {
     p.SentRecovered();
   } else {

@@ -345,22 +345,31 @@ void ReliableRnic::Unframe(VirtualQp& v) {
 
 // ---- Peer messages ------------------------------------------------------------
 
-void ReliableRnic::SendHello() {
+size_t ReliableRnic::EncodePeer(peer::MsgType type, peer::Body body,
+                                std::span<uint8_t, peer::kMaxMessageBytes> buf) {
   peer::PeerMessage m;
-  m.type = peer::MsgType::kHello;
+  m.type = type;
   m.origin = options_.daemon_id;
   m.seq = ++peer_seq_;
-  m.body = peer::Hello{peer::kUnitSize, acks_->qpn(), acks_->qkey(), daemon_gid_};
+  m.body = std::move(body);
+  return peer::Encode(m, buf);
+}
+
+bool ReliableRnic::SendPeer(uint64_t to, peer::MsgType type, peer::Body body) {
   uint8_t buf[peer::kMaxMessageBytes];
-  const size_t n = peer::Encode(m, buf);
+  const size_t n = EncodePeer(type, std::move(body), buf);
+  return n > 0 && link_->Send(to, std::span(buf, n));
+}
+
+void ReliableRnic::SendHello() {
+  uint8_t buf[peer::kMaxMessageBytes];
+  const size_t n = EncodePeer(
+      peer::MsgType::kHello,
+      peer::Hello{peer::kUnitSize, acks_->qpn(), acks_->qkey(), daemon_gid_}, buf);
   if (n > 0) link_->Broadcast(std::span(buf, n));
 }
 
 void ReliableRnic::SendConnect(Connection& k, bool ok) {
-  peer::PeerMessage m;
-  m.type = ok ? peer::MsgType::kConnectOk : peer::MsgType::kConnect;
-  m.origin = options_.daemon_id;
-  m.seq = ++peer_seq_;
   peer::Connect c;
   c.src_vqpn = k.vqpn();
   c.dst_vqpn = k.peer_vqpn();
@@ -373,10 +382,8 @@ void ReliableRnic::SendConnect(Connection& k, bool ok) {
   c.mode = peer::Mode::kUc;
   c.rnr_retry = static_cast<uint8_t>(k.init().attr.rnr_retry & 7);
   c.retry_budget_ns = k.retry_budget_ns() != 0 ? k.retry_budget_ns() : ~uint64_t{0};
-  m.body = c;
-  uint8_t buf[peer::kMaxMessageBytes];
-  const size_t n = peer::Encode(m, buf);
-  if (n > 0 && link_->Send(k.init().peer_daemon, std::span(buf, n))) {
+  if (SendPeer(k.init().peer_daemon,
+               ok ? peer::MsgType::kConnectOk : peer::MsgType::kConnect, c)) {
     ++counters_.connects_sent;
   }
 }
@@ -477,14 +484,8 @@ void ReliableRnic::OnConnect(uint64_t origin, const void* body, bool request) {
     // Not framed here (this VM is native, or the QP cannot be): both run
     // native (§2.2).
     if (!request) return;
-    peer::PeerMessage m;
-    m.type = peer::MsgType::kConnectNative;
-    m.origin = options_.daemon_id;
-    m.seq = ++peer_seq_;
-    m.body = peer::ConnectNative{v->lower.qpn, c.src_vqpn, c.conn_token};
-    uint8_t buf[peer::kMaxMessageBytes];
-    const size_t n = peer::Encode(m, buf);
-    if (n > 0) (void)link_->Send(origin, std::span(buf, n));
+    (void)SendPeer(origin, peer::MsgType::kConnectNative,
+                   peer::ConnectNative{v->lower.qpn, c.src_vqpn, c.conn_token});
     return;
   }
   if (k->state() == ConnState::kConnecting) {
