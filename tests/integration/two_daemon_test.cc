@@ -519,6 +519,53 @@ TEST(TwoDaemons, UcWriteBw) {
   d.Stop();
 }
 
+// rc mode across two daemons (docs/reliability.md §5): the guests' RC QPs
+// run on the RNIC's RC with a retry count of 2 and a backup QP connected at
+// CONNECT; at 1 % loss go-back-N recovers the losses, verify passes, and no
+// error reaches a guest.
+TEST(TwoDaemons, RcWriteBw) {
+  DaemonPair d;
+  d.UsePeers(true);
+  std::string err;
+  ASSERT_TRUE(d.Start({}, &err, FaultArgs(kLoss, kSeedA), FaultArgs(kLoss, kSeedB))) << err;
+  const std::string server = d.AttachA("vm-server", "rc");
+  const std::string client = d.AttachB("vm-client", "rc");
+  ASSERT_FALSE(server.empty() || client.empty());
+  ASSERT_TRUE(WaitLayers(d));
+  PerftestCase c{"write_bw", {"-n", "2000", "-s", "8192"}, "RDMA_Write BW Test"};
+  const PerftestPair r = RunPerftestPair(c, server, client, d.b().dir(), 120);
+  std::printf("%s", r.client_out.c_str());
+  const nlohmann::json sa = d.a().Control({{"cmd", "stats"}});
+  const nlohmann::json sb = d.b().Control({{"cmd", "stats"}});
+  const FabricCounters fa = DaemonPair::Counters(d.a());
+  const FabricCounters fb = DaemonPair::Counters(d.b());
+  EXPECT_EQ(r.client_rc, 0) << "client:\n" << r.client_out << "\nserver:\n" << r.server_out
+                            << "\nA: " << sa["reliability"].dump()
+                            << "\nB: " << sb["reliability"].dump();
+  EXPECT_EQ(r.server_rc, 0) << r.server_out;
+  EXPECT_NE(r.client_out.find("Verify: PASSED"), std::string::npos) << r.client_out;
+  EXPECT_NE(r.server_out.find("Verify: PASSED"), std::string::npos) << r.server_out;
+  ASSERT_TRUE(sa.contains("reliability") && sb.contains("reliability")) << sa.dump();
+  const nlohmann::json& ra = sa["reliability"];
+  const nlohmann::json& rb = sb["reliability"];
+  EXPECT_GT(ra.value("rc_connects", 0), 0) << ra.dump();
+  EXPECT_GT(rb.value("rc_connects", 0), 0) << rb.dump();
+  EXPECT_EQ(ra.value("connects_uc", 0) + rb.value("connects_uc", 0), 0) << rb.dump();
+  EXPECT_EQ(ra.value("rc_failed_to_guest", 0) + rb.value("rc_failed_to_guest", 0), 0)
+      << ra.dump() << rb.dump();
+  EXPECT_GT(fa.lost + fb.lost, 0u) << fa.raw.dump() << fb.raw.dump();
+  EXPECT_GT(fa.retransmitted + fb.retransmitted, 0u)  // the RNIC's RC recovered
+      << fa.raw.dump() << fb.raw.dump();
+  std::printf(" rc: lost %lu+%lu packets, RC retransmitted %lu+%lu; takeovers %lu+%lu\n",
+              static_cast<unsigned long>(fa.lost), static_cast<unsigned long>(fb.lost),
+              static_cast<unsigned long>(fa.retransmitted),
+              static_cast<unsigned long>(fb.retransmitted), ra.value("rc_takeovers", 0ul),
+              rb.value("rc_takeovers", 0ul));
+  EXPECT_TRUE(d.a().alive());
+  EXPECT_TRUE(d.b().alive());
+  d.Stop();
+}
+
 INSTANTIATE_TEST_SUITE_P(Standard, TwoDaemons, ::testing::ValuesIn(StandardPerftestCases()),
                          [](const ::testing::TestParamInfo<PerftestCase>& i) {
                            return std::string(i.param.test) + "_" + std::to_string(i.index);
