@@ -466,103 +466,94 @@ TEST(TwoDaemons, PeersFindEachOther) {
   d.Stop();
 }
 
-// uc mode through the daemons: --reliability-layer on both, both VMs
-// attached with "reliability":"uc", 1% loss on what each daemon sends.
-// vrdma-perftest write_bw --verify passes: every WRITE went through the
-// layer as UC chunks (connects_uc on both, chunks counted), the losses were
-// recovered by the layer's WRITE_RETX, never by RC go-back-N (no RC
-// packet was retransmitted: the guest's RC QPs carry nothing).
-TEST(TwoDaemons, UcWriteBw) {
-  DaemonPair d;
+// write_bw -n 2000 -s 8192 --verify from a VM on B to one on A, both
+// attached in `mode` to daemons with the layer and 1 % loss on what each
+// sends; both perftest sides exit 0 with verify PASSED. The daemons' stats
+// and fabric counters are left for the caller's mode-specific checks.
+struct LayerWriteBw {
+  PerftestPair r;
+  nlohmann::json ra, rb;  // each daemon's stats "reliability"
+  FabricCounters fa, fb;
+};
+void RunWriteBwThroughLayers(DaemonPair& d, const char* mode, LayerWriteBw* out) {
   d.UsePeers(true);
   std::string err;
   ASSERT_TRUE(d.Start({}, &err, FaultArgs(kLoss, kSeedA), FaultArgs(kLoss, kSeedB))) << err;
-  const std::string server = d.AttachA("vm-server", "uc");
-  const std::string client = d.AttachB("vm-client", "uc");
+  const std::string server = d.AttachA("vm-server", mode);
+  const std::string client = d.AttachB("vm-client", mode);
   ASSERT_FALSE(server.empty() || client.empty());
   // Each layer has the other's HELLO (so the other's VM GIDs have a peer)
   // before perftest's QPs reach RTR.
   ASSERT_TRUE(WaitLayers(d));
   PerftestCase c{"write_bw", {"-n", "2000", "-s", "8192"}, "RDMA_Write BW Test"};
-  const PerftestPair r = RunPerftestPair(c, server, client, d.b().dir(), 120);
-  std::printf("%s", r.client_out.c_str());
+  out->r = RunPerftestPair(c, server, client, d.b().dir(), 120);
+  std::printf("%s", out->r.client_out.c_str());
   const nlohmann::json sa = d.a().Control({{"cmd", "stats"}});
   const nlohmann::json sb = d.b().Control({{"cmd", "stats"}});
-  const FabricCounters fa = DaemonPair::Counters(d.a());
-  const FabricCounters fb = DaemonPair::Counters(d.b());
+  ASSERT_TRUE(sa.contains("reliability") && sb.contains("reliability")) << sa.dump();
+  out->ra = sa["reliability"];
+  out->rb = sb["reliability"];
+  out->fa = DaemonPair::Counters(d.a());
+  out->fb = DaemonPair::Counters(d.b());
+  const PerftestPair& r = out->r;
   EXPECT_EQ(r.client_rc, 0) << "client:\n" << r.client_out << "\nserver:\n" << r.server_out
-                            << "\nA: " << sa["reliability"].dump()
-                            << "\nB: " << sb["reliability"].dump();
+                            << "\nA: " << out->ra.dump() << "\nB: " << out->rb.dump();
   EXPECT_EQ(r.server_rc, 0) << r.server_out;
   EXPECT_NE(r.client_out.find("Verify: PASSED"), std::string::npos) << r.client_out;
   EXPECT_NE(r.server_out.find("Verify: PASSED"), std::string::npos) << r.server_out;
   EXPECT_NE(r.json.find("\"verify_errors\": 0"), std::string::npos) << r.json;
-  ASSERT_TRUE(sa.contains("reliability") && sb.contains("reliability")) << sa.dump();
-  const nlohmann::json& ra = sa["reliability"];
-  const nlohmann::json& rb = sb["reliability"];
+  EXPECT_GT(out->fa.lost + out->fb.lost, 0u) << out->fa.raw.dump() << out->fb.raw.dump();
+  EXPECT_TRUE(d.a().alive());
+  EXPECT_TRUE(d.b().alive());
+}
+
+// uc mode through the daemons: every WRITE went through the layer as UC
+// chunks (connects_uc on both, chunks counted), the losses were recovered
+// by the layer's WRITE_RETX, never by RC go-back-N (no RC packet was
+// retransmitted: the guest's RC QPs carry nothing).
+TEST(TwoDaemons, UcWriteBw) {
+  DaemonPair d;
+  LayerWriteBw w;
+  ASSERT_NO_FATAL_FAILURE(RunWriteBwThroughLayers(d, "uc", &w));
+  const nlohmann::json& ra = w.ra;
+  const nlohmann::json& rb = w.rb;
   EXPECT_GT(ra.value("connects_uc", 0), 0) << ra.dump();
   EXPECT_GT(rb.value("connects_uc", 0), 0) << rb.dump();
   EXPECT_GT(rb.value("chunks_sent", 0), 0) << rb.dump();  // the client's WRITEs
   EXPECT_GE(rb.value("messages_completed", 0), 2000) << rb.dump();
   EXPECT_EQ(rb.value("messages_failed", 0), 0) << rb.dump();
-  EXPECT_GT(fa.lost + fb.lost, 0u) << fa.raw.dump() << fb.raw.dump();
   EXPECT_GT(rb.value("retx_sent", 0), 0) << rb.dump();  // the layer recovered
-  EXPECT_EQ(fa.retransmitted + fb.retransmitted, 0u) << fa.raw.dump() << fb.raw.dump();
+  EXPECT_EQ(w.fa.retransmitted + w.fb.retransmitted, 0u) << w.fa.raw.dump() << w.fb.raw.dump();
   std::printf(" uc: lost %lu+%lu packets; B chunks %lu, WRITE_RETX %lu, RACK %lu, RTO %lu; "
               "ACKs A sent %lu\n",
-              static_cast<unsigned long>(fa.lost), static_cast<unsigned long>(fb.lost),
+              static_cast<unsigned long>(w.fa.lost), static_cast<unsigned long>(w.fb.lost),
               rb.value("chunks_sent", 0ul), rb.value("retx_sent", 0ul),
               rb.value("lost_rack", 0ul), rb.value("lost_rto", 0ul),
               ra.value("acks_sent", 0ul));
-  EXPECT_TRUE(d.a().alive());
-  EXPECT_TRUE(d.b().alive());
   d.Stop();
 }
 
 // rc mode across two daemons (docs/reliability.md §5): the guests' RC QPs
-// run on the RNIC's RC with a retry count of 2 and a backup QP connected at
-// CONNECT; at 1 % loss go-back-N recovers the losses, verify passes, and no
-// error reaches a guest.
+// run on the RNIC's RC with a retry count of 2 and a backup QP connected
+// at CONNECT; go-back-N recovers the losses and no error reaches a guest.
 TEST(TwoDaemons, RcWriteBw) {
   DaemonPair d;
-  d.UsePeers(true);
-  std::string err;
-  ASSERT_TRUE(d.Start({}, &err, FaultArgs(kLoss, kSeedA), FaultArgs(kLoss, kSeedB))) << err;
-  const std::string server = d.AttachA("vm-server", "rc");
-  const std::string client = d.AttachB("vm-client", "rc");
-  ASSERT_FALSE(server.empty() || client.empty());
-  ASSERT_TRUE(WaitLayers(d));
-  PerftestCase c{"write_bw", {"-n", "2000", "-s", "8192"}, "RDMA_Write BW Test"};
-  const PerftestPair r = RunPerftestPair(c, server, client, d.b().dir(), 120);
-  std::printf("%s", r.client_out.c_str());
-  const nlohmann::json sa = d.a().Control({{"cmd", "stats"}});
-  const nlohmann::json sb = d.b().Control({{"cmd", "stats"}});
-  const FabricCounters fa = DaemonPair::Counters(d.a());
-  const FabricCounters fb = DaemonPair::Counters(d.b());
-  EXPECT_EQ(r.client_rc, 0) << "client:\n" << r.client_out << "\nserver:\n" << r.server_out
-                            << "\nA: " << sa["reliability"].dump()
-                            << "\nB: " << sb["reliability"].dump();
-  EXPECT_EQ(r.server_rc, 0) << r.server_out;
-  EXPECT_NE(r.client_out.find("Verify: PASSED"), std::string::npos) << r.client_out;
-  EXPECT_NE(r.server_out.find("Verify: PASSED"), std::string::npos) << r.server_out;
-  ASSERT_TRUE(sa.contains("reliability") && sb.contains("reliability")) << sa.dump();
-  const nlohmann::json& ra = sa["reliability"];
-  const nlohmann::json& rb = sb["reliability"];
+  LayerWriteBw w;
+  ASSERT_NO_FATAL_FAILURE(RunWriteBwThroughLayers(d, "rc", &w));
+  const nlohmann::json& ra = w.ra;
+  const nlohmann::json& rb = w.rb;
   EXPECT_GT(ra.value("rc_connects", 0), 0) << ra.dump();
   EXPECT_GT(rb.value("rc_connects", 0), 0) << rb.dump();
   EXPECT_EQ(ra.value("connects_uc", 0) + rb.value("connects_uc", 0), 0) << rb.dump();
   EXPECT_EQ(ra.value("rc_failed_to_guest", 0) + rb.value("rc_failed_to_guest", 0), 0)
       << ra.dump() << rb.dump();
-  EXPECT_GT(fa.lost + fb.lost, 0u) << fa.raw.dump() << fb.raw.dump();
-  EXPECT_GT(fa.retransmitted + fb.retransmitted, 0u)  // the RNIC's RC recovered
-      << fa.raw.dump() << fb.raw.dump();
+  EXPECT_GT(w.fa.retransmitted + w.fb.retransmitted, 0u)  // the RNIC's RC recovered
+      << w.fa.raw.dump() << w.fb.raw.dump();
   std::printf(" rc: lost %lu+%lu packets, RC retransmitted %lu+%lu; takeovers %lu+%lu\n",
-              static_cast<unsigned long>(fa.lost), static_cast<unsigned long>(fb.lost),
-              static_cast<unsigned long>(fa.retransmitted),
-              static_cast<unsigned long>(fb.retransmitted), ra.value("rc_takeovers", 0ul),
+              static_cast<unsigned long>(w.fa.lost), static_cast<unsigned long>(w.fb.lost),
+              static_cast<unsigned long>(w.fa.retransmitted),
+              static_cast<unsigned long>(w.fb.retransmitted), ra.value("rc_takeovers", 0ul),
               rb.value("rc_takeovers", 0ul));
-  EXPECT_TRUE(d.a().alive());
-  EXPECT_TRUE(d.b().alive());
   d.Stop();
 }
 
