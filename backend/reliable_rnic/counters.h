@@ -2,15 +2,20 @@
 //
 // ReliabilityCounters: what the layer counts (docs/reliability.md §3.6,
 // §9): one counter per check of §3.6 (wire_format.h's WireCounter, in its
-// order), the peer channel's checks, and the protocol's events. As built
-// (step 11) one set per layer, daemon-wide; the per-VM split and
-// stats.reliability come with step 18. Written by the data-path thread
-// only; plain integers (a reader on another thread sees them late).
+// order), the peer channel's checks, and the protocol's events. One set per
+// VM (step 18: what its connections and rc paths count) and one of the
+// layer's own (what no VM owns); the daemon-wide figures are their sum
+// (operator+=). Written by the data-path thread only; plain integers (a
+// reader on another thread sees them late). Every field is a uint64_t.
 #ifndef VRDMA_BACKEND_RELIABLE_RNIC_COUNTERS_H_
 #define VRDMA_BACKEND_RELIABLE_RNIC_COUNTERS_H_
 
+#include <algorithm>
 #include <array>
+#include <bit>
+#include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "backend/peer_channel/peer_message.h"
 #include "backend/reliable_rnic/wire_format.h"
@@ -116,6 +121,25 @@ struct ReliabilityCounters {
   }
   void Count(WireCounter c) { ++wire[static_cast<size_t>(c)]; }
 };
+
+// Adds b's counts to a's (the daemon-wide sum); read_records_peak and
+// rc_takeover_ns_last take the larger.
+inline ReliabilityCounters& operator+=(ReliabilityCounters& a,
+                                       const ReliabilityCounters& b) {
+  using Words =
+      std::array<uint64_t, sizeof(ReliabilityCounters) / sizeof(uint64_t)>;
+  static_assert(sizeof(ReliabilityCounters) % sizeof(uint64_t) == 0 &&
+                std::is_trivially_copyable_v<ReliabilityCounters>);
+  const uint64_t peak = std::max(a.read_records_peak, b.read_records_peak);
+  const uint64_t last = std::max(a.rc_takeover_ns_last, b.rc_takeover_ns_last);
+  Words w = std::bit_cast<Words>(a);
+  const Words v = std::bit_cast<Words>(b);
+  for (size_t i = 0; i < w.size(); ++i) w[i] += v[i];
+  a = std::bit_cast<ReliabilityCounters>(w);
+  a.read_records_peak = peak;
+  a.rc_takeover_ns_last = last;
+  return a;
+}
 
 }  // namespace vrdma::reliable
 

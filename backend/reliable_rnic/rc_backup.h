@@ -125,6 +125,8 @@ class RcPath {
   uint32_t my_token() const { return init_.my_token; }
   uint32_t peer_token() const { return peer_token_; }
   uint64_t peer_daemon() const { return init_.peer_daemon; }
+  // Its VM's counters (the layer's own for a VM it does not know).
+  ReliabilityCounters& counters() { return *counters_; }
   uint32_t vqpn() const { return init_.vqp.qpn; }
   uint32_t peer_vqpn() const { return init_.attr.dest_qpn; }
   State state() const { return state_; }
@@ -181,7 +183,7 @@ class RcPath {
 
   Rnic& lower_;
   RcPathInit init_;
-  ReliabilityCounters* counters_;
+  ReliabilityCounters* counters_;  // its VM's
   State state_ = State::kConnecting;
   QpAttr rts_{};  // the guest's RTS attributes
   uint64_t budget_ns_ = 0;

@@ -286,7 +286,18 @@ class ReliableRnic : public Rnic {
   // A message from a peer daemon (PeerLink's receiving side), on the
   // data-path thread. Untrusted: decoded and checked, counted when bad.
   void OnPeerMessage(std::span<const uint8_t> bytes);
-  const reliable::ReliabilityCounters& counters() const { return counters_; }
+  // Daemon-wide counters: the layer's own plus every VM's (a detached
+  // VM's too, so they never go down). Sums; read_records_peak and
+  // rc_takeover_ns_last are the largest of them.
+  reliable::ReliabilityCounters counters() const;
+  // The layer's own: what no VM owns (the ACK channel, the peer codec,
+  // HELLO, messages that match no connection).
+  const reliable::ReliabilityCounters& own_counters() const {
+    return counters_;
+  }
+  // A VM's (step 18): the VM SetMode named by gids, known by its first GID;
+  // what its connections and rc paths count. nullptr for a VM never named.
+  const reliable::ReliabilityCounters* VmCounters(const Gid& first_gid) const;
   const reliable::AckChannel* ack_channel() const { return acks_.get(); }
   // The connection of a virtual QP (by QPN), or nullptr (tests).
   reliable::Connection* FindConnection(uint32_t qpn);
@@ -322,7 +333,15 @@ class ReliableRnic : public Rnic {
   struct ModeEntry {
     Gid gid{};
     ReliabilityMode mode = ReliabilityMode::kNative;
+    reliable::ReliabilityCounters* counters = nullptr;  // its VM's
   };
+  // A VM's counters, made by its first SetMode (a control call) and kept.
+  struct VmRecord {
+    Gid first_gid{};
+    std::unique_ptr<reliable::ReliabilityCounters> counters;
+  };
+  // The counters of the VM owning sgid, else the layer's own.
+  reliable::ReliabilityCounters& CountersOf(const Gid& sgid);
   bool AimsAtLayerQp(const QpAttr& attr) const;
   bool IsLayerEvent(const AsyncEvent& ev) const;
   void MaybeFrame(reliable::VirtualQp& v);
@@ -375,6 +394,7 @@ class ReliableRnic : public Rnic {
   uint16_t generation_ = 0;  // of connection slots (connection.h)
   std::vector<Peer> peers_;  // options_.max_peers, sized by AttachPeerLink
   std::vector<ModeEntry> modes_;
+  std::vector<VmRecord> vms_;
   uint64_t peer_seq_ = 0;
   uint64_t next_hello_ns_ = 0;
   std::mt19937_64 token_rng_;

@@ -64,7 +64,7 @@ void ReliableRnic::MaybeFrameRc(VirtualQp& v) {
     init.my_token = static_cast<uint32_t>(token_rng_());
   } while (init.my_token == 0);
   init.reset_delay_ns = options_.rc_reset_delay_ns;
-  auto p = std::make_unique<RcPath>(lower_, init, &counters_);
+  auto p = std::make_unique<RcPath>(lower_, init, &CountersOf(v.attr.av.sgid));
   if (p->Open() != Status::kOk) return;
   if (rc_index_.Insert(p->backup_qpn(), v.lower.id) == nullptr) return;
   v.rc = p.get();
@@ -108,7 +108,7 @@ void ReliableRnic::SendRcConnect(RcPath& p, bool ok) {
       p.retry_budget_ns() != 0 ? p.retry_budget_ns() : ~uint64_t{0};
   if (SendPeer(p.peer_daemon(), ok ? peer::MsgType::kConnectOk : peer::MsgType::kConnect,
                c)) {
-    ++counters_.connects_sent;
+    ++p.counters().connects_sent;
   }
 }
 

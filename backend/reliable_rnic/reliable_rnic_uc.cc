@@ -97,15 +97,28 @@ void ReliableRnic::DetachUc() {
 }
 
 void ReliableRnic::SetMode(std::span<const Gid> gids, ReliabilityMode mode) {
+  if (gids.empty()) return;
+  // The VM's record: by its first GID, made once and kept (its framed QPs
+  // count into it until destroyed; the totals keep it after a detach).
+  reliable::ReliabilityCounters* vm = nullptr;
+  for (VmRecord& r : vms_) {
+    if (r.first_gid == gids.front()) vm = r.counters.get();
+  }
+  if (vm == nullptr) {
+    vms_.push_back(
+        {gids.front(), std::make_unique<reliable::ReliabilityCounters>()});
+    vm = vms_.back().counters.get();
+  }
   for (const Gid& g : gids) {
     bool found = false;
     for (ModeEntry& e : modes_) {
       if (e.gid == g) {
         e.mode = mode;
+        e.counters = vm;
         found = true;
       }
     }
-    if (!found) modes_.push_back({g, mode});
+    if (!found) modes_.push_back({g, mode, vm});
   }
 }
 
@@ -114,6 +127,27 @@ ReliabilityMode ReliableRnic::ModeOf(const Gid& gid) const {
     if (e.gid == gid) return e.mode;
   }
   return ReliabilityMode::kNative;
+}
+
+reliable::ReliabilityCounters& ReliableRnic::CountersOf(const Gid& sgid) {
+  for (const ModeEntry& e : modes_) {
+    if (e.gid == sgid) return *e.counters;
+  }
+  return counters_;
+}
+
+const reliable::ReliabilityCounters* ReliableRnic::VmCounters(
+    const Gid& first_gid) const {
+  for (const VmRecord& r : vms_) {
+    if (r.first_gid == first_gid) return r.counters.get();
+  }
+  return nullptr;
+}
+
+reliable::ReliabilityCounters ReliableRnic::counters() const {
+  reliable::ReliabilityCounters sum = counters_;
+  for (const VmRecord& r : vms_) sum += *r.counters;
+  return sum;
 }
 
 VirtualQp* ReliableRnic::FindQpByQpn(uint32_t qpn) {
@@ -317,7 +351,8 @@ void ReliableRnic::MaybeFrame(VirtualQp& v) {
   } while (init.my_token == 0 || (init.my_token & 0xffffff) == 0);
   init.retry_budget_ns = RetryBudgetNs(v.attr);
   auto k = std::make_unique<Connection>(lower_, init, options_.connection,
-                                        &counters_, &mrs_, acks_.get());
+                                        &CountersOf(v.attr.av.sgid), &mrs_,
+                                        acks_.get());
   if (k->Open() != Status::kOk) return;
   SetAckAddress(*k);
   v.conn = k.get();
@@ -384,7 +419,7 @@ void ReliableRnic::SendConnect(Connection& k, bool ok) {
   c.retry_budget_ns = k.retry_budget_ns() != 0 ? k.retry_budget_ns() : ~uint64_t{0};
   if (SendPeer(k.init().peer_daemon,
                ok ? peer::MsgType::kConnectOk : peer::MsgType::kConnect, c)) {
-    ++counters_.connects_sent;
+    ++k.counters().connects_sent;
   }
 }
 
@@ -491,7 +526,7 @@ void ReliableRnic::OnConnect(uint64_t origin, const void* body, bool request) {
   if (k->state() == ConnState::kConnecting) {
     if (k->OnPeerConnect(c.data_qpn, c.data_psn, c.conn_token, c.rnr_retry) ==
         Status::kOk) {
-      ++counters_.connects_uc;
+      ++k->counters().connects_uc;
     }
   } else if (k->state() == ConnState::kUc && k->peer_token() != c.conn_token) {
     ++counters_.peer_unmatched;  // another incarnation: the live switch's
@@ -510,7 +545,7 @@ void ReliableRnic::OnConnectNative(uint64_t origin, const void* body) {
     // The peer's VM is not in rc mode: the QP runs without a backup (its
     // WRs keep going through the path, its failures to the guest).
     v->rc->OnConnectNative();
-    ++counters_.connects_native;
+    ++v->rc->counters().connects_native;
     return;
   }
   Connection* k = v != nullptr ? v->conn : nullptr;
@@ -526,7 +561,7 @@ void ReliableRnic::OnConnectNative(uint64_t origin, const void* body) {
   (void)k->sender().ReplayNative(lower_, v->lower);
   if (v->rq != nullptr && v->rq->holding())
     (void)v->rq->ReplayTo(lower_, v->lower);
-  ++counters_.connects_native;
+  ++k->counters().connects_native;
 }
 
 // ---- Progress -------------------------------------------------------------------

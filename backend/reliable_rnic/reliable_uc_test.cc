@@ -452,6 +452,122 @@ TEST_F(ReliableUcTest, HostileAcksAreCountedAndDropped) {
   PostAndVerify({{1, 0, 0, 70000}, {2, 9, 90000, 1}}, 20000);
 }
 
+// Step 18: what a VM's connections count is its own (its sgid's VM, named
+// by SetMode); what no VM owns (an ACK that matches no connection) is the
+// layer's; the daemon-wide figures are their sum, and keep a VM that left.
+TEST_F(ReliableUcTest, CountersArePerVm) {
+  Build();
+  Connect();  // VM a (A) and VM b (B)
+  // A second VM on A, its QP towards B's VM.
+  UcVm vc;
+  MakeVm(*la_, &vc, 4);
+  link_a_->AddGid(vc.gid);
+  la_->SetMode(std::span(&vc.gid, 1), ReliabilityMode::kUc);
+  const QpConf conf;
+  const RnicQp qc = MakeQp(*la_, vc, conf);
+  const RnicQp qb2 = MakeQp(*lb_, vb_, conf);
+  BringUp(*la_, qc, vc.gid, vb_.gid, qb2.qpn, conf);
+  BringUp(*lb_, qb2, vb_.gid, vc.gid, qc.qpn, conf);
+  Run(20);
+  ASSERT_NE(la_->FindConnection(qc.qpn), nullptr);
+  ASSERT_EQ(la_->FindConnection(qc.qpn)->state(), ConnState::kUc);
+
+  // VM a: three WRITEs; VM c: two.
+  PostAndVerify({{1, 0, 0, 10000}, {2, 5, 20000, 70000}, {3, 9, 100000, 1}},
+                20000);
+  for (uint64_t i = 0; i < 2; ++i) {
+    SendWr w;
+    w.wr_id = 10 + i;
+    w.opcode = WrOpcode::kRdmaWrite;
+    w.send_flags = kSendSignaled;
+    w.num_sge = 1;
+    w.sge[0] = Sge{vc.at(0), 30000, vc.mr.lkey};
+    w.remote_addr = vb_.at(200000 + i * 30000);
+    w.rkey = vb_.mr.rkey;
+    Status st = Status::kOk;
+    ASSERT_EQ(la_->PostSend(qc, std::span(&w, 1), &st), 1) << StatusName(st);
+  }
+  const reliable::ReliabilityCounters* a = la_->VmCounters(va_.gid);
+  const reliable::ReliabilityCounters* cc = la_->VmCounters(vc.gid);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(cc, nullptr);
+  EXPECT_EQ(la_->VmCounters(HostGid(9)), nullptr);
+  ASSERT_TRUE(RunUntil([&] { return cc->messages_completed >= 2; }, 20000));
+  Run(200);
+  EXPECT_EQ(a->messages_posted, 3u);
+  EXPECT_EQ(a->messages_completed, 3u);
+  EXPECT_EQ(cc->messages_posted, 2u);
+  EXPECT_EQ(cc->messages_completed, 2u);
+  EXPECT_EQ(a->connects_uc, 1u);
+  EXPECT_EQ(cc->connects_uc, 1u);
+  EXPECT_GT(a->chunks_sent, 0u);
+  EXPECT_GT(cc->chunks_sent, 0u);
+  EXPECT_GT(cc->acks_received, 0u);
+  const reliable::ReliabilityCounters& own = la_->own_counters();
+  EXPECT_EQ(own.messages_posted, 0u);
+  EXPECT_EQ(own.chunks_sent, 0u);
+  EXPECT_EQ(own.acks_received, 0u);
+  // B's two QPs are both VM b's.
+  const reliable::ReliabilityCounters* b = lb_->VmCounters(vb_.gid);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->messages_delivered, 5u);
+  EXPECT_EQ(b->acks_sent, lb_->counters().acks_sent);
+  EXPECT_EQ(lb_->own_counters().acks_sent, 0u);
+
+  // The daemon-wide figures: the layer's own plus each VM's.
+  auto sum_ok = [&] {
+    const reliable::ReliabilityCounters all = la_->counters();
+    EXPECT_EQ(all.messages_completed, own.messages_completed +
+                                          a->messages_completed +
+                                          cc->messages_completed);
+    EXPECT_EQ(all.chunks_sent,
+              own.chunks_sent + a->chunks_sent + cc->chunks_sent);
+    EXPECT_EQ(all.acks_received,
+              own.acks_received + a->acks_received + cc->acks_received);
+    EXPECT_EQ(all.connects_sent,
+              own.connects_sent + a->connects_sent + cc->connects_sent);
+    EXPECT_EQ(all.peer[peer::PeerCheck::kOk], own.peer[peer::PeerCheck::kOk]);
+    EXPECT_EQ(all[WireCounter::kAckUnknownQp],
+              own[WireCounter::kAckUnknownQp] +
+                  (*a)[WireCounter::kAckUnknownQp] +
+                  (*cc)[WireCounter::kAckUnknownQp]);
+  };
+  sum_ok();
+
+  // A forged ACK that names no connection: the layer's own, no VM's.
+  const reliable::ReliabilityCounters a_before = *a, c_before = *cc;
+  const uint64_t unknown_before = own[WireCounter::kAckUnknownQp];
+  reliable::Ack forged;
+  forged.dst_vqpn = 0x123456;
+  forged.conn_token = 1;
+  std::array<uint8_t, reliable::kAckMaxSize> buf{};
+  const size_t len = reliable::EncodeAck(forged, buf);
+  net::Header h;
+  h.opcode = net::kUd | net::kSendOnly;
+  h.dest_qpn = la_->ack_channel()->qpn();
+  h.src_qpn = lb_->ack_channel()->qpn();
+  h.qkey = la_->ack_channel()->qkey();
+  h.hop_limit = 64;
+  h.dgid = kDaemonA;
+  h.sgid = kDaemonB;
+  h.payload_len = static_cast<uint16_t>(len);
+  std::vector<uint8_t> pkt(net::kHeaderBytes + len);
+  net::EncodeHeader(h, pkt.data());
+  std::memcpy(pkt.data() + net::kHeaderBytes, buf.data(), len);
+  raw_->Send(pkt, kDaemonA, now_);
+  Run(20);
+  EXPECT_EQ(own[WireCounter::kAckUnknownQp], unknown_before + 1);
+  EXPECT_EQ(0, std::memcmp(&a_before, a, sizeof(a_before)));
+  EXPECT_EQ(0, std::memcmp(&c_before, cc, sizeof(c_before)));
+  sum_ok();
+
+  // VM c leaves: its counts stay in the daemon-wide figures.
+  const uint64_t completed = la_->counters().messages_completed;
+  la_->SetMode(std::span(&vc.gid, 1), ReliabilityMode::kNative);
+  EXPECT_EQ(la_->counters().messages_completed, completed);
+  EXPECT_EQ(completed, 5u);
+}
+
 // Daemon headers forged onto B's data QP (as a hostile peer, or a host that
 // guesses the QPN, can): each bad one is counted and dropped; one whose
 // rkey B's MR table refuses is NAKed, and A, which sent no such message,
