@@ -77,6 +77,46 @@ json CqesByStatus(const engine::VmStats& s) {
   return out;
 }
 
+// The reliability layer's counters as stats prints them: daemon-wide
+// ("reliability") and each VM's ("reliability_counters"), the same names.
+json ReliabilityJson(const reliable::ReliabilityCounters& r) {
+  return json{{"connects_sent", r.connects_sent},
+              {"connects_uc", r.connects_uc},
+              {"connects_native", r.connects_native},
+              {"peer_unmatched", r.peer_unmatched},
+              {"peer_restarts", r.peer_restarts},
+              {"messages_posted", r.messages_posted},
+              {"messages_completed", r.messages_completed},
+              {"messages_failed", r.messages_failed},
+              {"messages_delivered", r.messages_delivered},
+              {"chunks_sent", r.chunks_sent},
+              {"retx_sent", r.retx_sent},
+              {"lost_rack", r.lost_rack},
+              {"lost_rto", r.lost_rto},
+              {"acks_sent", r.acks_sent},
+              {"acks_received", r.acks_received},
+              {"retry_exceeded", r.retry_exceeded},
+              {"cwnd_resets", r.cwnd_resets},
+              {"rtt_samples", r.rtt_samples},
+              {"tail_waits", r.tail_waits},
+              {"sends_sent", r.sends_sent},
+              {"units_copied", r.units_copied},
+              {"rnr_waits", r.rnr_waits},
+              {"hold_refused", r.hold_refused},
+              {"resent_after_wait", r.resent_after_wait},
+              {"uc_path_moves", r.uc_path_moves},
+              {"rc_connects", r.rc_connects},
+              {"rc_recoveries", r.rc_recoveries},
+              {"rc_takeovers", r.rc_takeovers},
+              {"rc_completed_below_epsn", r.rc_completed_below_epsn},
+              {"rc_resubmitted", r.rc_resubmitted},
+              {"rc_resets", r.rc_resets},
+              {"rc_failed_to_guest", r.rc_failed_to_guest},
+              {"rc_atomics_lost", r.rc_atomics_lost},
+              {"rc_recover_bad", r.rc_recover_bad},
+              {"rc_recovered_bad", r.rc_recovered_bad}};
+}
+
 }  // namespace
 
 Daemon::Daemon(const DaemonDeps& deps) : deps_(deps) {}
@@ -411,44 +451,25 @@ json Daemon::Stats() const {
   }
   if (deps_.peers != nullptr) reply["peers"] = PeerStatsJson(*deps_.peers);
   if (deps_.layer != nullptr) {
-    // The layer's counters are the data path's: copied there.
+    // The layer's counters are the data path's: copied there, daemon-wide
+    // and each VM's (by its first GID, as SetMode knows it; zeros for a
+    // VM the layer never framed).
     reliable::ReliabilityCounters r;
-    deps_.datapath_executor->RunSync([&] { r = deps_.layer->counters(); });
-    reply["reliability"] = json{{"connects_sent", r.connects_sent},
-                                {"connects_uc", r.connects_uc},
-                                {"connects_native", r.connects_native},
-                                {"peer_unmatched", r.peer_unmatched},
-                                {"peer_restarts", r.peer_restarts},
-                                {"messages_posted", r.messages_posted},
-                                {"messages_completed", r.messages_completed},
-                                {"messages_failed", r.messages_failed},
-                                {"messages_delivered", r.messages_delivered},
-                                {"chunks_sent", r.chunks_sent},
-                                {"retx_sent", r.retx_sent},
-                                {"lost_rack", r.lost_rack},
-                                {"lost_rto", r.lost_rto},
-                                {"acks_sent", r.acks_sent},
-                                {"acks_received", r.acks_received},
-                                {"retry_exceeded", r.retry_exceeded},
-                                {"cwnd_resets", r.cwnd_resets},
-                                {"rtt_samples", r.rtt_samples},
-                                {"tail_waits", r.tail_waits},
-                                {"sends_sent", r.sends_sent},
-                                {"units_copied", r.units_copied},
-                                {"rnr_waits", r.rnr_waits},
-                                {"hold_refused", r.hold_refused},
-                                {"resent_after_wait", r.resent_after_wait},
-                                {"uc_path_moves", r.uc_path_moves},
-                                {"rc_connects", r.rc_connects},
-                                {"rc_recoveries", r.rc_recoveries},
-                                {"rc_takeovers", r.rc_takeovers},
-                                {"rc_completed_below_epsn", r.rc_completed_below_epsn},
-                                {"rc_resubmitted", r.rc_resubmitted},
-                                {"rc_resets", r.rc_resets},
-                                {"rc_failed_to_guest", r.rc_failed_to_guest},
-                                {"rc_atomics_lost", r.rc_atomics_lost},
-                                {"rc_recover_bad", r.rc_recover_bad},
-                                {"rc_recovered_bad", r.rc_recovered_bad}};
+    std::vector<reliable::ReliabilityCounters> per_vm(vms_.size());
+    deps_.datapath_executor->RunSync([&] {
+      r = deps_.layer->counters();
+      size_t i = 0;
+      for (const auto& [name, vm] : vms_) {
+        const reliable::ReliabilityCounters* c =
+            vm->gids.empty() ? nullptr : deps_.layer->VmCounters(vm->gids.front());
+        if (c != nullptr) per_vm[i] = *c;
+        ++i;
+      }
+    });
+    for (size_t i = 0; i < per_vm.size(); ++i) {
+      reply["vms"][i]["reliability_counters"] = ReliabilityJson(per_vm[i]);
+    }
+    reply["reliability"] = ReliabilityJson(r);
   }
   return reply;
 }

@@ -98,6 +98,29 @@ constexpr VmMetric kVmMetrics[] = {
      "mean completion latency since the VM attached", 1e-9},
     {"scheduler.latency_max_ns", "vrdma_vm_completion_latency_max_seconds", Kind::kGauge,
      "largest completion latency since the VM attached", 1e-9},
+    // The reliability layer's, per VM (stats: reliability_counters; only
+    // with --reliability-layer).
+    {"reliability_counters.chunks_sent", "vrdma_vm_reliability_chunks_sent_total",
+     Kind::kCounter, "reliability layer: data chunks sent (uc mode)"},
+    {"reliability_counters.retx_sent", "vrdma_vm_reliability_units_resent_total",
+     Kind::kCounter, "reliability layer: units sent again (uc mode)"},
+    {"reliability_counters.lost_rack", "vrdma_vm_reliability_lost_rack_total", Kind::kCounter,
+     "reliability layer: transmissions found lost by a later ACK (RACK)"},
+    {"reliability_counters.lost_rto", "vrdma_vm_reliability_lost_rto_total", Kind::kCounter,
+     "reliability layer: transmissions whose retransmission timeout expired"},
+    {"reliability_counters.cwnd_resets", "vrdma_vm_reliability_window_resets_total",
+     Kind::kCounter, "reliability layer: losses that set the window to its minimum"},
+    {"reliability_counters.acks_sent", "vrdma_vm_reliability_acks_sent_total", Kind::kCounter,
+     "reliability layer: ACKs sent"},
+    {"reliability_counters.acks_received", "vrdma_vm_reliability_acks_received_total",
+     Kind::kCounter, "reliability layer: ACKs received and used"},
+    {"reliability_counters.messages_completed",
+     "vrdma_vm_reliability_messages_completed_total", Kind::kCounter,
+     "reliability layer: messages completed with success"},
+    {"reliability_counters.messages_failed", "vrdma_vm_reliability_messages_failed_total",
+     Kind::kCounter, "reliability layer: messages completed with an error"},
+    {"reliability_counters.rc_takeovers", "vrdma_vm_reliability_rc_takeovers_total",
+     Kind::kCounter, "reliability layer: backup takeovers (rc mode)"},
 };
 
 std::string Escape(const std::string& v) {

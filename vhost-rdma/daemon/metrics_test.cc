@@ -41,6 +41,13 @@ json SampleStats() {
   json b = a;
   b["name"] = "tenant-\"b\"";  // escaped in a label
   b["connected"] = false;
+  // The reliability layer's counters (stats, with --reliability-layer):
+  // tenant-a's only here.
+  a["reliability_counters"] = {{"chunks_sent", 40},   {"retx_sent", 3},
+                               {"lost_rack", 2},      {"lost_rto", 1},
+                               {"cwnd_resets", 1},    {"acks_sent", 7},
+                               {"acks_received", 11}, {"messages_completed", 5},
+                               {"messages_failed", 1}, {"rc_takeovers", 0}};
   return json{{"ok", true},
               {"policy", {{"name", "fair-share"}, {"active_vms", 2}}},
               {"vms", {a, b}}};
@@ -81,6 +88,28 @@ TEST(Metrics, StatsBecomePrometheusText) {
   EXPECT_TRUE(has("vrdma_vm_completion_latency_seconds_sum{vm=\"tenant-a\"} 0.00018\n"));
   // Every family once.
   EXPECT_EQ(text.find("# TYPE vrdma_vm_qps "), text.rfind("# TYPE vrdma_vm_qps "));
+}
+
+TEST(Metrics, ReliabilityCountersPerVm) {
+  const std::string text = StatsToPrometheus(SampleStats());
+  auto has = [&text](const std::string& s) { return text.find(s) != std::string::npos; };
+  EXPECT_TRUE(has("# TYPE vrdma_vm_reliability_chunks_sent_total counter\n")) << text;
+  EXPECT_TRUE(has("vrdma_vm_reliability_chunks_sent_total{vm=\"tenant-a\"} 40\n"));
+  EXPECT_TRUE(has("vrdma_vm_reliability_units_resent_total{vm=\"tenant-a\"} 3\n"));
+  EXPECT_TRUE(has("vrdma_vm_reliability_lost_rack_total{vm=\"tenant-a\"} 2\n"));
+  EXPECT_TRUE(has("vrdma_vm_reliability_lost_rto_total{vm=\"tenant-a\"} 1\n"));
+  EXPECT_TRUE(has("vrdma_vm_reliability_window_resets_total{vm=\"tenant-a\"} 1\n"));
+  EXPECT_TRUE(has("vrdma_vm_reliability_acks_sent_total{vm=\"tenant-a\"} 7\n"));
+  EXPECT_TRUE(has("vrdma_vm_reliability_acks_received_total{vm=\"tenant-a\"} 11\n"));
+  EXPECT_TRUE(has("vrdma_vm_reliability_messages_completed_total{vm=\"tenant-a\"} 5\n"));
+  EXPECT_TRUE(has("vrdma_vm_reliability_messages_failed_total{vm=\"tenant-a\"} 1\n"));
+  EXPECT_TRUE(has("vrdma_vm_reliability_rc_takeovers_total{vm=\"tenant-a\"} 0\n"));
+  // The VM without the object has no sample.
+  EXPECT_FALSE(has("vrdma_vm_reliability_chunks_sent_total{vm=\"tenant-\\\"b"));
+  // Without the layer (no object anywhere), no family.
+  json stats = SampleStats();
+  for (json& vm : stats["vms"]) vm.erase("reliability_counters");
+  EXPECT_EQ(StatsToPrometheus(stats).find("vrdma_vm_reliability_"), std::string::npos);
 }
 
 // Debian's promtool (package prometheus) accepts the text, lint included.

@@ -186,6 +186,7 @@ TEST(DaemonPeerFlagsTest, TwoDaemonsLearnEachOthersGids) {
   EXPECT_EQ(sa["peers"]["peers"][0]["layer"], false);
   EXPECT_EQ(sa["peers"]["malformed"], 0);
   EXPECT_EQ(sa["vms"][0]["reliability"], "native");
+  EXPECT_FALSE(sa["vms"][0].contains("reliability_counters"));  // no layer
   // Without the layer, uc is refused.
   const nlohmann::json r = Attach(a, "vc", "::ffff:10.0.0.3", "uc");
   EXPECT_EQ(r["ok"], false);
@@ -225,6 +226,16 @@ TEST(DaemonPeerFlagsTest, TheLayerStartsAndTakesUcVms) {
   EXPECT_EQ(modes, (std::vector<std::string>{"rc", "uc"}));
   EXPECT_EQ(st["peers"]["local_gids"], 2);
   EXPECT_EQ(st["reliability"]["rc_takeovers"], 0) << st["reliability"].dump();
+  // Each VM's counters, the daemon-wide object's names.
+  for (const nlohmann::json& vm : st["vms"]) {
+    ASSERT_TRUE(vm.contains("reliability_counters")) << vm.dump();
+    EXPECT_EQ(vm["reliability_counters"].size(), st["reliability"].size());
+    for (const auto& [key, value] : st["reliability"].items()) {
+      EXPECT_TRUE(vm["reliability_counters"].contains(key)) << key;
+    }
+    EXPECT_EQ(vm["reliability_counters"]["rc_takeovers"], 0);
+    EXPECT_EQ(vm["reliability_counters"]["chunks_sent"], 0);
+  }
   // The layer's HELLO went out (its sends to a peer that never answers).
   EXPECT_GE(st["peers"]["sent"].get<uint64_t>(), 2u) << st["peers"].dump();
   ASSERT_EQ(a.Request({{"cmd", "detach-vm"}, {"name", "va"}})["ok"], true);
