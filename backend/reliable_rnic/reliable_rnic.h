@@ -295,6 +295,12 @@ class ReliableRnic : public Rnic {
   const reliable::ReliabilityCounters& own_counters() const {
     return counters_;
   }
+  // A detached VM (control call, after its QPs were destroyed): its
+  // counters are added to the layer's totals of detached VMs and its
+  // record and GIDs' modes are dropped, so the layer keeps nothing per VM
+  // that left. A record a framed QP still counts into is kept (and freed
+  // by no later call: such a QP outliving its VM is not expected).
+  void ForgetVm(std::span<const Gid> gids);
   // A VM's (step 18): the VM SetMode named by gids, known by its first GID;
   // what its connections and rc paths count. nullptr for a VM never named.
   const reliable::ReliabilityCounters* VmCounters(const Gid& first_gid) const;
@@ -395,6 +401,7 @@ class ReliableRnic : public Rnic {
   std::vector<Peer> peers_;  // options_.max_peers, sized by AttachPeerLink
   std::vector<ModeEntry> modes_;
   std::vector<VmRecord> vms_;
+  reliable::ReliabilityCounters detached_;  // the sum of forgotten VMs
   uint64_t peer_seq_ = 0;
   uint64_t next_hello_ns_ = 0;
   std::mt19937_64 token_rng_;

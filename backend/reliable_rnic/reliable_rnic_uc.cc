@@ -144,8 +144,27 @@ const reliable::ReliabilityCounters* ReliableRnic::VmCounters(
   return nullptr;
 }
 
+void ReliableRnic::ForgetVm(std::span<const Gid> gids) {
+  if (gids.empty()) return;
+  auto it = std::find_if(vms_.begin(), vms_.end(), [&](const VmRecord& r) {
+    return r.first_gid == gids.front();
+  });
+  if (it == vms_.end()) return;
+  reliable::ReliabilityCounters* vm = it->counters.get();
+  for (const auto& k : conns_) {
+    if (k != nullptr && &k->counters() == vm) return;
+  }
+  for (const auto& p : rc_paths_) {
+    if (p != nullptr && &p->counters() == vm) return;
+  }
+  std::erase_if(modes_, [&](const ModeEntry& e) { return e.counters == vm; });
+  detached_ += *vm;
+  vms_.erase(it);
+}
+
 reliable::ReliabilityCounters ReliableRnic::counters() const {
   reliable::ReliabilityCounters sum = counters_;
+  sum += detached_;
   for (const VmRecord& r : vms_) sum += *r.counters;
   return sum;
 }

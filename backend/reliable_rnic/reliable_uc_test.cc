@@ -566,6 +566,16 @@ TEST_F(ReliableUcTest, CountersArePerVm) {
   la_->SetMode(std::span(&vc.gid, 1), ReliabilityMode::kNative);
   EXPECT_EQ(la_->counters().messages_completed, completed);
   EXPECT_EQ(completed, 5u);
+  // Forgotten while its QP lives, its record stays (the QP counts into it);
+  // once the QP is gone the record goes, and its counts stay in the totals.
+  la_->ForgetVm(std::span(&vc.gid, 1));
+  EXPECT_NE(la_->VmCounters(vc.gid), nullptr);
+  ASSERT_EQ(la_->DestroyQp(qc), Status::kOk);
+  Run(5);
+  la_->ForgetVm(std::span(&vc.gid, 1));
+  EXPECT_EQ(la_->VmCounters(vc.gid), nullptr);
+  EXPECT_EQ(la_->counters().messages_completed, completed);
+  EXPECT_NE(la_->VmCounters(va_.gid), nullptr);  // VM a is untouched
 }
 
 // Daemon headers forged onto B's data QP (as a hostile peer, or a host that

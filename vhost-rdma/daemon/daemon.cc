@@ -316,12 +316,10 @@ void Daemon::DestroyVm(Vm* vm) {
   spdlog::info("detached VM {}", vm->name);
   const std::string name = vm->name;
   const std::vector<Gid> gids = vm->gids;
-  const bool framed = vm->reliability != ReliabilityMode::kNative;
   vms_.erase(name);  // destroys the device: it detaches the VM from the engine
   if (deps_.peers != nullptr) deps_.peers->RemoveGids(gids);
-  if (deps_.layer != nullptr && framed) {
-    deps_.datapath_executor->RunSync(
-        [&] { deps_.layer->SetMode(gids, ReliabilityMode::kNative); });
+  if (deps_.layer != nullptr) {
+    deps_.datapath_executor->RunSync([&] { deps_.layer->ForgetVm(gids); });
   }
 }
 
