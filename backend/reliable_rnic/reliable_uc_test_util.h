@@ -337,29 +337,26 @@ class ReliableUcTest : public ::testing::Test {
     }
   }
 
-  // A READ of len bytes from B's buffer at src into A's at dst.
-  SendWr Read(uint64_t wr_id, uint64_t src, uint64_t dst, uint32_t len) {
+  // A signaled one-SGE RDMA WR: A's buffer at `local`, B's at `remote`.
+  SendWr Rdma(WrOpcode op, uint64_t wr_id, uint64_t local, uint64_t remote,
+              uint32_t len) {
     SendWr w;
     w.wr_id = wr_id;
-    w.opcode = WrOpcode::kRdmaRead;
+    w.opcode = op;
     w.send_flags = kSendSignaled;
     w.num_sge = len > 0 ? 1 : 0;
-    w.sge[0] = Sge{va_.at(dst), len, va_.mr.lkey};
-    w.remote_addr = vb_.at(src);
+    w.sge[0] = Sge{va_.at(local), len, va_.mr.lkey};
+    w.remote_addr = vb_.at(remote);
     w.rkey = vb_.mr.rkey;
     return w;
   }
+  // A READ of len bytes from B's buffer at src into A's at dst.
+  SendWr Read(uint64_t wr_id, uint64_t src, uint64_t dst, uint32_t len) {
+    return Rdma(WrOpcode::kRdmaRead, wr_id, dst, src, len);
+  }
   // A WRITE of len bytes from A's buffer at src to B's at dst.
   SendWr Write(uint64_t wr_id, uint64_t src, uint64_t dst, uint32_t len) {
-    SendWr w;
-    w.wr_id = wr_id;
-    w.opcode = WrOpcode::kRdmaWrite;
-    w.send_flags = kSendSignaled;
-    w.num_sge = len > 0 ? 1 : 0;
-    w.sge[0] = Sge{va_.at(src), len, va_.mr.lkey};
-    w.remote_addr = vb_.at(dst);
-    w.rkey = vb_.mr.rkey;
-    return w;
+    return Rdma(WrOpcode::kRdmaWrite, wr_id, src, dst, len);
   }
   void Post(const SendWr& w) {
     Status st = Status::kOk;
