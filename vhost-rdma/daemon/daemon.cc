@@ -77,6 +77,16 @@ json CqesByStatus(const engine::VmStats& s) {
   return out;
 }
 
+// What peers sent that a check of docs/reliability.md §3.6 caught, by the
+// check's name.
+json WireJson(const reliable::ReliabilityCounters& r) {
+  json out = json::object();
+  for (size_t i = 0; i < reliable::kWireCounterCount; ++i) {
+    out[reliable::kWireCounters[i].name] = r.wire[i];
+  }
+  return out;
+}
+
 // The reliability layer's counters as stats prints them: daemon-wide
 // ("reliability") and each VM's ("reliability_counters"), the same names.
 json ReliabilityJson(const reliable::ReliabilityCounters& r) {
@@ -114,7 +124,8 @@ json ReliabilityJson(const reliable::ReliabilityCounters& r) {
               {"rc_failed_to_guest", r.rc_failed_to_guest},
               {"rc_atomics_lost", r.rc_atomics_lost},
               {"rc_recover_bad", r.rc_recover_bad},
-              {"rc_recovered_bad", r.rc_recovered_bad}};
+              {"rc_recovered_bad", r.rc_recovered_bad},
+              {"wire", WireJson(r)}};
 }
 
 }  // namespace
@@ -213,6 +224,7 @@ json Daemon::Handle(const json& request) {
     if (c == "list-vms") return ListVms();
     if (c == "stats") return Stats();
     if (c == "set-qos") return SetQos(request);
+    if (c == "set-reliability") return SetReliability(request);
   } catch (const std::exception& e) {
     return Error(std::string("bad request: ") + e.what());
   }
@@ -534,6 +546,35 @@ json Daemon::SetQos(const json& request) {
   record(true, "");
   spdlog::info("VM {}: qos from {}: {}", vm.name, source, QosJson(qos).dump());
   return json{{"ok", true}, {"qos", QosJson(qos)}};
+}
+
+json Daemon::SetReliability(const json& request) {
+  auto name = request.find("name");
+  if (name == request.end() || !name->is_string()) return Error("name required");
+  auto it = vms_.find(name->get<std::string>());
+  if (it == vms_.end()) return Error("no such VM: " + name->get<std::string>());
+  Vm& vm = *it->second;
+  auto m = request.find("mode");
+  if (m == request.end()) return Error("mode required (native, rc or uc)");
+  ReliabilityMode mode;
+  std::string error;
+  if (!ParseReliability(*m, &mode, &error)) return Error("mode: " + error);
+  if (deps_.layer == nullptr) {
+    if (mode == ReliabilityMode::kNative) return json{{"ok", true}, {"mode", "native"}};
+    return Error("mode: " + std::string(ReliabilityName(mode)) +
+                 " needs a daemon started with --reliability-layer");
+  }
+  // A control call of the layer, on the data path as the RNIC's are: the
+  // reply means the data path has the mode; each of the VM's connected QPs
+  // then switches once its peer's VM asks the same (docs/reliability.md §6;
+  // stats' qps_switching counts those still waiting).
+  deps_.datapath_executor->RunSync([&] { deps_.layer->SetMode(vm.gids, mode); });
+  if (mode != vm.reliability) {
+    spdlog::info("VM {}: reliability {} -> {}", vm.name, ReliabilityName(vm.reliability),
+                 ReliabilityName(mode));
+  }
+  vm.reliability = mode;
+  return json{{"ok", true}, {"mode", ReliabilityName(mode)}};
 }
 
 }  // namespace vrdma::daemon

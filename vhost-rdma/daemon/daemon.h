@@ -44,6 +44,13 @@
 //                                  VM, refused or not, as "qos_change"
 //                                  {source, ok, error, asked, unix_ms} and
 //                                  counts refusals in "qos_rejections".
+//   {"cmd":"set-reliability","name":N,"mode":"uc"}
+//                                  the VM's reliability mode (native, rc,
+//                                  uc; docs/reliability.md §2.2, §6); the
+//                                  reply comes once the data path has it;
+//                                  each connected QP switches when its
+//                                  peer's VM asks the same. Other modes than
+//                                  native need --reliability-layer.
 // The qos fields and their rules: vm_request.h, docs/operators.md ("QoS").
 #ifndef VRDMA_VHOST_RDMA_DAEMON_DAEMON_H_
 #define VRDMA_VHOST_RDMA_DAEMON_DAEMON_H_
@@ -138,6 +145,7 @@ class Daemon {
   nlohmann::json ListVms() const;
   nlohmann::json Stats() const;
   nlohmann::json SetQos(const nlohmann::json& request);
+  nlohmann::json SetReliability(const nlohmann::json& request);
   // Whether VM `name` may have qos next to every other VM's guarantee
   // (policy::CheckGuarantees).
   bool GuaranteesFit(const std::string& name, const policy::TenantQos& qos,

@@ -6,7 +6,9 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cstring>
 #include <map>
+#include <string_view>
 #include <vector>
 
 #include "vhost-rdma/daemon/control_client.h"
@@ -268,6 +270,33 @@ std::string StatsToPrometheus(const json& stats) {
         family = true;
       }
       w.Sample(m.name, fmt::format("vm=\"{}\"", Escape(vm.value("name", ""))), Number(*v, m.scale));
+    }
+  }
+  // The reliability layer's daemon-wide counters (stats' "reliability",
+  // detached VMs included): the per-VM families' names without "vm_", and
+  // the checks of docs/reliability.md §3.6 by name.
+  if (const json* layer = At(stats, "reliability"); layer != nullptr) {
+    constexpr std::string_view kPrefix = "reliability_counters.";
+    for (const VmMetric& m : kVmMetrics) {
+      const std::string_view path = m.path;
+      if (!path.starts_with(kPrefix)) continue;
+      const json* v = At(*layer, std::string(path.substr(kPrefix.size())).c_str());
+      if (v == nullptr || !v->is_number()) continue;
+      const std::string name = "vrdma_" + std::string(m.name + std::strlen("vrdma_vm_"));
+      w.Family(name, m.kind == Kind::kCounter ? "counter" : "gauge",
+               std::string(m.help) + " (daemon-wide)");
+      w.Sample(name, "", Number(*v, m.scale));
+    }
+    if (const json* wire = At(*layer, "wire"); wire != nullptr && wire->is_object()) {
+      w.Family("vrdma_reliability_wire_checks_total", "counter",
+               "reliability layer: packets and ACKs from peers caught by a check of "
+               "docs/reliability.md 3.6 (label check)");
+      for (const auto& [check, n] : wire->items()) {
+        if (n.is_number()) {
+          w.Sample("vrdma_reliability_wire_checks_total",
+                   fmt::format("check=\"{}\"", Escape(check)), Number(n, 1));
+        }
+      }
     }
   }
   // Completions by status (cqes_by_status: a name per IB_WC_* status).

@@ -48,9 +48,14 @@ json SampleStats() {
                                {"cwnd_resets", 1},    {"acks_sent", 7},
                                {"acks_received", 11}, {"messages_completed", 5},
                                {"messages_failed", 1}, {"rc_takeovers", 0}};
+  // ... and daemon-wide, with the §3.6 checks.
+  json layer = a["reliability_counters"];
+  layer["chunks_sent"] = 52;
+  layer["wire"] = {{"ack_stale_token", 4}, {"rx_wrong_qp", 0}};
   return json{{"ok", true},
               {"policy", {{"name", "fair-share"}, {"active_vms", 2}}},
-              {"vms", {a, b}}};
+              {"vms", {a, b}},
+              {"reliability", layer}};
 }
 
 TEST(Metrics, StatsBecomePrometheusText) {
@@ -110,6 +115,21 @@ TEST(Metrics, ReliabilityCountersPerVm) {
   json stats = SampleStats();
   for (json& vm : stats["vms"]) vm.erase("reliability_counters");
   EXPECT_EQ(StatsToPrometheus(stats).find("vrdma_vm_reliability_"), std::string::npos);
+}
+
+TEST(Metrics, ReliabilityCountersDaemonWide) {
+  const std::string text = StatsToPrometheus(SampleStats());
+  auto has = [&text](const std::string& s) { return text.find(s) != std::string::npos; };
+  // The per-VM families' names without "vm_", one sample without labels.
+  EXPECT_TRUE(has("# TYPE vrdma_reliability_chunks_sent_total counter\n")) << text;
+  EXPECT_TRUE(has("vrdma_reliability_chunks_sent_total 52\n"));
+  EXPECT_TRUE(has("vrdma_reliability_units_resent_total 3\n"));
+  EXPECT_TRUE(has("vrdma_reliability_rc_takeovers_total 0\n"));
+  EXPECT_TRUE(has("vrdma_reliability_wire_checks_total{check=\"ack_stale_token\"} 4\n"));
+  EXPECT_TRUE(has("vrdma_reliability_wire_checks_total{check=\"rx_wrong_qp\"} 0\n"));
+  json stats = SampleStats();
+  stats.erase("reliability");
+  EXPECT_EQ(StatsToPrometheus(stats).find("vrdma_reliability_"), std::string::npos);
 }
 
 // Debian's promtool (package prometheus) accepts the text, lint included.

@@ -188,9 +188,15 @@ TEST(DaemonPeerFlagsTest, TwoDaemonsLearnEachOthersGids) {
   EXPECT_EQ(sa["vms"][0]["reliability"], "native");
   EXPECT_FALSE(sa["vms"][0].contains("reliability_counters"));  // no layer
   // Without the layer, uc is refused.
-  const nlohmann::json r = Attach(a, "vc", "::ffff:10.0.0.3", "uc");
+  nlohmann::json r = Attach(a, "vc", "::ffff:10.0.0.3", "uc");
   EXPECT_EQ(r["ok"], false);
   EXPECT_NE(r["error"].get<std::string>().find("--reliability-layer"), std::string::npos) << r;
+  // ... and so is set-reliability to it; native is what the VM has.
+  r = a.Request({{"cmd", "set-reliability"}, {"name", "va"}, {"mode", "uc"}});
+  EXPECT_EQ(r["ok"], false);
+  EXPECT_NE(r["error"].get<std::string>().find("--reliability-layer"), std::string::npos) << r;
+  r = a.Request({{"cmd", "set-reliability"}, {"name", "va"}, {"mode", "native"}});
+  EXPECT_EQ(r["ok"], true) << r;
   // A detach takes the GID out of the other's table.
   ASSERT_EQ(b.Request({{"cmd", "detach-vm"}, {"name", "vb"}})["ok"], true);
   sa = WaitStats(a, [](const auto& s) { return !HasGid(s, "::ffff:10.0.0.2"); });
@@ -239,6 +245,43 @@ TEST(DaemonPeerFlagsTest, TheLayerStartsAndTakesUcVms) {
   // The layer's HELLO went out (its sends to a peer that never answers).
   EXPECT_GE(st["peers"]["sent"].get<uint64_t>(), 2u) << st["peers"].dump();
   ASSERT_EQ(a.Request({{"cmd", "detach-vm"}, {"name", "va"}})["ok"], true);
+}
+
+TEST(DaemonPeerFlagsTest, SetReliabilityChangesAVmsModeAndRefusesNonsense) {
+  const uint16_t pa = FreePort(), fa = FreePort();
+  DaemonProcess a({"--peer-listen", Local(pa), "--peer", "127.0.0.1:9", "--fabric-listen",
+                   Local(fa), "--daemon-gid", "::ffff:10.9.0.1", "--reliability-layer"});
+  ASSERT_TRUE(a.Serving()) << a.Log();
+  ASSERT_EQ(Attach(a, "va", "::ffff:10.0.0.1")["ok"], true);
+  auto set = [&](const nlohmann::json& request) {
+    nlohmann::json r = request;
+    r["cmd"] = "set-reliability";
+    return a.Request(r);
+  };
+  for (const char* mode : {"uc", "rc", "native", "uc"}) {
+    const nlohmann::json r = set({{"name", "va"}, {"mode", mode}});
+    ASSERT_EQ(r["ok"], true) << r;
+    EXPECT_EQ(r["mode"], mode);
+    EXPECT_EQ(a.Stats()["vms"][0]["reliability"], mode);
+  }
+  EXPECT_NE(a.Log().find("VM va: reliability rc -> native"), std::string::npos) << a.Log();
+  // A refusal changes nothing and says why.
+  struct Bad {
+    nlohmann::json request;
+    std::string error;
+  } bad[] = {
+      {{{"name", "va"}, {"mode", "fast"}}, "mode: native, rc or uc, not \"fast\""},
+      {{{"name", "va"}, {"mode", 2}}, "mode: native, rc or uc, not 2"},
+      {{{"name", "va"}}, "mode required (native, rc or uc)"},
+      {{{"name", "nobody"}, {"mode", "rc"}}, "no such VM: nobody"},
+      {{{"mode", "rc"}}, "name required"},
+  };
+  for (const Bad& b : bad) {
+    const nlohmann::json r = set(b.request);
+    EXPECT_EQ(r["ok"], false) << b.request;
+    EXPECT_EQ(r.value("error", ""), b.error) << r;
+  }
+  EXPECT_EQ(a.Stats()["vms"][0]["reliability"], "uc");
 }
 
 TEST(DaemonPeerFlagsTest, BadCombinationsStopTheDaemonAtStartUp) {

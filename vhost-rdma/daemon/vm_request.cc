@@ -210,13 +210,8 @@ bool ParseAttachRequest(const json& j, const policy::CardProfile& card, AttachRe
 
   out->reliability = ReliabilityMode::kNative;
   if (auto r = j.find("reliability"); r != j.end()) {
-    const std::string m = r->is_string() ? r->get<std::string>() : r->dump();
-    if (m == "uc") {
-      out->reliability = ReliabilityMode::kUc;
-    } else if (m == "rc") {
-      out->reliability = ReliabilityMode::kRc;
-    } else if (m != "native") {
-      *error = "reliability: native, rc or uc, not " + r->dump();
+    if (!ParseReliability(*r, &out->reliability, error)) {
+      *error = "reliability: " + *error;
       return false;
     }
   }
@@ -339,6 +334,17 @@ bool ParseTenantClass(const std::string& text, policy::TenantClass* out) {
     return false;
   }
   return true;
+}
+
+bool ParseReliability(const nlohmann::json& j, ReliabilityMode* out, std::string* error) {
+  for (ReliabilityMode m : {ReliabilityMode::kNative, ReliabilityMode::kRc, ReliabilityMode::kUc}) {
+    if (j.is_string() && j.get<std::string>() == ReliabilityName(m)) {
+      *out = m;
+      return true;
+    }
+  }
+  *error = "native, rc or uc, not " + j.dump();
+  return false;
 }
 
 const char* ReliabilityName(ReliabilityMode m) {

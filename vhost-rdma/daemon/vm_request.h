@@ -9,9 +9,10 @@
 //    "quotas":{"max_qp":64,"max_pinned_bytes":1073741824,...},   optional
 //    "qos":{"weight":2,"class":"latency","latency_target_ns":0,
 //           "max_rate_bps":0,"max_msgs_per_s":0,"min_rate_bps":0}}, optional
-//    "reliability":"uc"}          optional: native (default) or uc, the VM's
-//                                 mode under --reliability-layer
-//                                 (docs/reliability.md §2.2); rc is not built
+//    "reliability":"uc"}          optional: native (default), rc or uc, the
+//                                 VM's mode under --reliability-layer
+//                                 (docs/reliability.md §2.2; set-reliability
+//                                 changes it live)
 //
 // The qos fields (policy::TenantQos; docs/operators.md, "QoS"): weight >= 1;
 // class, Justitia's application class (bandwidth, the default; throughput;
@@ -57,6 +58,8 @@ nlohmann::json EffectiveQosJson(const policy::TenantQos& q, uint32_t applied);
 nlohmann::json QuotasJson(const engine::Quotas& q);
 // "native", "rc", "uc".
 const char* ReliabilityName(ReliabilityMode m);
+// One of ReliabilityName's strings to *out; false with *error otherwise.
+bool ParseReliability(const nlohmann::json& j, ReliabilityMode* out, std::string* error);
 bool ParseTenantClass(const std::string& text, policy::TenantClass* out);
 const char* TenantClassName(policy::TenantClass c);
 // IPv6 text (incl. ::ffff:a.b.c.d) to a GID.

@@ -143,6 +143,13 @@ int main(int argc, char** argv) {
   set_qos->add_option("--name", name, "VM name")->required();
   add_qos_options(set_qos);
 
+  auto* set_rel = app.add_subcommand(
+      "set-reliability", "change a running VM's reliability mode (docs/reliability.md §6)");
+  set_rel->add_option("--name", name, "VM name")->required();
+  set_rel->add_option("--mode", reliability, "native, rc or uc")
+      ->required()
+      ->check(CLI::IsMember({"native", "rc", "uc"}));
+
   auto* detach = app.add_subcommand("detach-vm", "detach a VM, releasing everything it holds");
   detach->add_option("--name", name, "VM name")->required();
   auto* list = app.add_subcommand("list-vms", "list attached VMs");
@@ -203,6 +210,8 @@ int main(int argc, char** argv) {
     if (json qos = qos_json(); !qos.empty()) request["qos"] = qos;
   } else if (*set_qos) {
     request = {{"cmd", "set-qos"}, {"name", name}, {"qos", qos_json()}};
+  } else if (*set_rel) {
+    request = {{"cmd", "set-reliability"}, {"name", name}, {"mode", reliability}};
   } else if (*detach) {
     request = {{"cmd", "detach-vm"}, {"name", name}};
   } else if (*list) {
