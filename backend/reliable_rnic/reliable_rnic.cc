@@ -46,6 +46,10 @@ ReliableRnic::ReliableRnic(Rnic& lower, ReliableRnicOptions options)
       rc_index_(options_.max_framed_qps) {}
 
 ReliableRnic::~ReliableRnic() {
+  // Switches' connections (retired ones) before the layer's lower objects.
+  qps_.ForEach([](reliable::VirtualQp& v) {
+    if (v.sw != nullptr) v.sw->retired.reset();
+  });
   DetachUc();
   delete prepared_ring_.exchange(nullptr);
   FreeDeadRings();
@@ -106,6 +110,7 @@ void ReliableRnic::Bury(std::unique_ptr<CompletionRing> ring) {
 
 void ReliableRnic::Reclaim() {
   lower_.Reclaim();
+  FreeRetired();
   FreeDeadRings();
 }
 
@@ -172,7 +177,18 @@ Result<RnicQp> ReliableRnic::CreateQp(const QpInit& init) {
 }
 
 Status ReliableRnic::DestroyQp(RnicQp qp) {
-  if (VirtualQp* v = qps_.Find(qp.id)) UnframeRc(*v);  // its backup first
+  if (VirtualQp* v = qps_.Find(qp.id)) {
+    UnframeRc(*v);  // its backup first
+    if (v->sw != nullptr) {
+      EndSwitch(*v);
+      if (v->sw->next_conn != nullptr) {
+        conns_[v->sw->next_conn->init().slot & 0xffff].reset();
+        --framed_;
+      }
+      if (v->sw->retired != nullptr) --retired_;
+      v->sw.reset();
+    }
+  }
   VRDMA_RETURN_IF_ERROR(lower_.DestroyQp(qp));
   if (VirtualQp* v = qps_.Find(qp.id)) Unframe(*v);
   qpn_index_.Erase(qp.qpn);

@@ -68,6 +68,7 @@
 #include "backend/reliable_rnic/connection.h"
 #include "backend/reliable_rnic/counters.h"
 #include "backend/reliable_rnic/id_table.h"
+#include "backend/reliable_rnic/mode_switch.h"
 #include "backend/reliable_rnic/mr_table.h"
 #include "backend/reliable_rnic/peer_link.h"
 #include "backend/reliable_rnic/rc_backup.h"
@@ -151,6 +152,10 @@ struct VirtualQp {
   // rc mode (§5): the QP's RcPath once framed, else nullptr (the same
   // threads as conn).
   RcPath* rc = nullptr;
+  // The live switch (§6, step 17): made by SetMode for a connected QP,
+  // kept until the QP is destroyed; nullptr before.
+  std::unique_ptr<ModeSwitch> sw;
+  PeerAsk peer_ask;
 };
 
 struct VirtualCq {
@@ -279,10 +284,17 @@ class ReliableRnic : public Rnic {
   // whose control calls run beside the data path (the control worker of
   // step 16 is not built). link must outlive the layer.
   Status AttachPeerLink(reliable::PeerLink* link, const Gid& daemon_gid);
-  // The mode of the VM owning gids (control call; §2.2). QPs framed
-  // already keep theirs until the live switch of step 17.
+  // The mode of the VM owning gids (control call; §2.2). QPs that reach
+  // RTR later are framed by it; each connected RC QP of the VM (RTS, its
+  // peer a daemon's layer) starts the live switch of §6 towards it
+  // (reliable_rnic_switch.cc), which completes once the peer's VM asks
+  // the same mode.
   void SetMode(std::span<const Gid> gids, ReliabilityMode mode);
   ReliabilityMode ModeOf(const Gid& gid) const;
+  // The VM's connected virtual RC QPs (RTR or RTS) by mode, the ones
+  // switching (asked or running §6) apart: the VM SetMode named by
+  // first_gid (control call).
+  reliable::QpModeCounts QpModes(const Gid& first_gid) const;
   // A message from a peer daemon (PeerLink's receiving side), on the
   // data-path thread. Untrusted: decoded and checked, counted when bad.
   void OnPeerMessage(std::span<const uint8_t> bytes);
@@ -382,6 +394,31 @@ class ReliableRnic : public Rnic {
   void OnRecovered(uint64_t origin, const void* recovered);
   void SendRecoverMessage(reliable::RcPath& p, bool recovered);
   bool ProgressRc(uint64_t now);
+  // The live switch (reliable_rnic_switch.cc).
+  reliable::QpMode CurrentMode(const reliable::VirtualQp& v) const;
+  void StartSwitch(reliable::VirtualQp& v, ReliabilityMode mode);
+  void SendSwitch(reliable::VirtualQp& v);
+  void OnSwitch(uint64_t origin, const void* sw);
+  void OnDrained(uint64_t origin, const void* drained);
+  void OnReady(uint64_t origin, const void* ready);
+  // The switch of v when both ends asked the same mode: begins the drain.
+  void BeginSwitch(reliable::VirtualQp& v);
+  // One step of v's switch; true while it waits for anything.
+  bool StepSwitch(reliable::VirtualQp& v, uint64_t now);
+  void TakeBackNative(reliable::VirtualQp& v);
+  Status ReconnectLowerRc(reliable::VirtualQp& v);
+  void BuildNewPath(reliable::VirtualQp& v);
+  void FinishSwitch(reliable::VirtualQp& v);
+  void FailSwitch(reliable::VirtualQp& v, WcStatus first);
+  void EndSwitch(reliable::VirtualQp& v);
+  // A lower completion of a switching QP the switch takes (its markers,
+  // the flushes it caused); false: the guest's.
+  bool SwitchTakes(reliable::VirtualQp& v, const Completion& c);
+  bool ProgressSwitches(uint64_t now);
+  // A Connection for v in a free slot of conns_ (the transport CQ grown
+  // for it), opened, counted in framed_; nullptr when there is no room.
+  reliable::Connection* NewConnection(reliable::VirtualQp& v, uint64_t peer);
+  void FreeRetired();
 
   reliable::IdTable<uint32_t> qpn_index_;  // virtual QPN -> QP id
   std::function<uint64_t()> clock_;
@@ -398,6 +435,11 @@ class ReliableRnic : public Rnic {
   uint32_t rc_framed_ = 0;
   reliable::IdTable<uint32_t> rc_index_;
   uint16_t generation_ = 0;  // of connection slots (connection.h)
+  // The live switch: ids of the QPs whose switch runs (0: free slot;
+  // max_framed_qps slots, sized by AttachPeerLink), how many.
+  std::vector<uint32_t> switching_qps_;
+  uint32_t switching_ = 0;
+  uint32_t retired_ = 0;  // old connections kept by switch records
   std::vector<Peer> peers_;  // options_.max_peers, sized by AttachPeerLink
   std::vector<ModeEntry> modes_;
   std::vector<VmRecord> vms_;

@@ -27,6 +27,13 @@ RcPath* ReliableRnic::FindRcPath(uint32_t qpn) {
 Result<QpAttr> ReliableRnic::QueryQp(RnicQp qp) const {
   Result<QpAttr> a = lower_.QueryQp(qp);
   const VirtualQp* v = qps_.Find(qp.id);
+  // A switch resets the lower RC QP under the guest (§6).
+  if (a.ok() && v != nullptr && v->sw != nullptr &&
+      v->sw->state != reliable::ModeSwitch::State::kIdle &&
+      v->sw->state != reliable::ModeSwitch::State::kAsked &&
+      v->sw->state != reliable::ModeSwitch::State::kFailed) {
+    a->state = v->attr.state;
+  }
   if (a.ok() && v != nullptr && v->rc != nullptr &&
       v->rc->state() != RcPath::State::kFailed) {
     a->state = v->attr.state;
