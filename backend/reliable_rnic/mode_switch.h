@@ -22,6 +22,7 @@
 #include "backend/base/status.h"
 #include "backend/reliable_rnic/completion_ring.h"
 #include "backend/reliable_rnic/connection.h"
+#include "backend/reliable_rnic/rc_backup.h"
 #include "backend/rnic/rnic.h"
 
 namespace vrdma::reliable {
@@ -154,6 +155,11 @@ struct ModeSwitch {
   // from uc: the old one, kept until a control call frees it.
   Connection* next_conn = nullptr;
   std::unique_ptr<Connection> retired;
+  // To rc: the new path, opened by SetMode (its backup in INIT); from rc:
+  // the old one, kept until a control call frees it.
+  RcPath* next_rc = nullptr;
+  std::unique_ptr<RcPath> retired_rc;
+  uint8_t markers_left = 0;  // from rc: marker receives not yet flushed
   HoldQueue held;
 };
 

@@ -48,7 +48,10 @@ ReliableRnic::ReliableRnic(Rnic& lower, ReliableRnicOptions options)
 ReliableRnic::~ReliableRnic() {
   // Switches' connections (retired ones) before the layer's lower objects.
   qps_.ForEach([](reliable::VirtualQp& v) {
-    if (v.sw != nullptr) v.sw->retired.reset();
+    if (v.sw != nullptr) {
+      v.sw->retired.reset();
+      v.sw->retired_rc.reset();
+    }
   });
   DetachUc();
   delete prepared_ring_.exchange(nullptr);
@@ -179,15 +182,7 @@ Result<RnicQp> ReliableRnic::CreateQp(const QpInit& init) {
 Status ReliableRnic::DestroyQp(RnicQp qp) {
   if (VirtualQp* v = qps_.Find(qp.id)) {
     UnframeRc(*v);  // its backup first
-    if (v->sw != nullptr) {
-      EndSwitch(*v);
-      if (v->sw->next_conn != nullptr) {
-        conns_[v->sw->next_conn->init().slot & 0xffff].reset();
-        --framed_;
-      }
-      if (v->sw->retired != nullptr) --retired_;
-      v->sw.reset();
-    }
+    DropSwitch(*v);
   }
   VRDMA_RETURN_IF_ERROR(lower_.DestroyQp(qp));
   if (VirtualQp* v = qps_.Find(qp.id)) Unframe(*v);

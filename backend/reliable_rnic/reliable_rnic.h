@@ -384,6 +384,11 @@ class ReliableRnic : public Rnic {
   void DetachUc();
   // rc mode (reliable_rnic_rc.cc).
   void MaybeFrameRc(reliable::VirtualQp& v);
+  // An RcPath for v in a free slot (its backup in INIT, indexed), counted
+  // in rc_framed_, not yet v.rc; nullptr when there is no room.
+  reliable::RcPath* NewRcPath(reliable::VirtualQp& v, uint64_t peer);
+  // Takes path p out of the table and index (its QPs stay until freed).
+  std::unique_ptr<reliable::RcPath> TakeRcPath(reliable::RcPath* p);
   void UnframeRc(reliable::VirtualQp& v);
   void SendRcConnect(reliable::RcPath& p, bool ok);
   void StartRcConnect(reliable::RcPath& p);
@@ -406,6 +411,14 @@ class ReliableRnic : public Rnic {
   // One step of v's switch; true while it waits for anything.
   bool StepSwitch(reliable::VirtualQp& v, uint64_t now);
   void TakeBackNative(reliable::VirtualQp& v);
+  void TakeBackRc(reliable::VirtualQp& v);
+  // The QP's switch record and what it keeps, gone (control call: RESET,
+  // DestroyQp).
+  void DropSwitch(reliable::VirtualQp& v);
+  // An earlier ask's new paths: freed (control call), or kept in the
+  // record until one (data path).
+  void DropNextPaths(reliable::ModeSwitch& s);
+  void RetireNextPaths(reliable::ModeSwitch& s);
   Status ReconnectLowerRc(reliable::VirtualQp& v);
   void BuildNewPath(reliable::VirtualQp& v);
   void FinishSwitch(reliable::VirtualQp& v);

@@ -46,8 +46,13 @@ int ReliableRnic::PostRecv(RnicQp qp, std::span<const RecvWr> wrs,
           v->conn->state() == reliable::ConnState::kUc) {
         v->conn->receiver().OnRecvPosted(clock_());
       }
-      // rc mode: posted to the QP in use, the copy kept.
-      if (n > 0 && v->rc != nullptr) v->rc->OnRecvPosted();
+      // rc mode: posted to the QP in use, the copy kept (not while a
+      // switch takes the path's receives back: the new path posts them).
+      if (n > 0 && v->rc != nullptr &&
+          (v->sw == nullptr ||
+           v->sw->state != reliable::ModeSwitch::State::kTakeBack)) {
+        v->rc->OnRecvPosted();
+      }
       return n;
     }
     if (v != nullptr && v->rq != nullptr) {
@@ -87,6 +92,10 @@ int ReliableRnic::PollCq(RnicCq cq, std::span<Completion> out) {
     // A switching QP's markers and the flushes its switch caused (§6).
     if (switching_ > 0) {
       reliable::VirtualQp* v = FindQpByQpn(out[i].qpn);
+      if (v == nullptr && rc_framed_ > 0) {  // an rc path's backup
+        const reliable::RcPath* p = FindRcPath(out[i].qpn);
+        if (p != nullptr) v = FindQpByQpn(p->vqpn());
+      }
       if (v != nullptr && v->sw != nullptr && SwitchTakes(*v, out[i])) {
         taken = true;
         continue;

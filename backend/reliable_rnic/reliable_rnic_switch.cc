@@ -22,6 +22,7 @@ using reliable::ConnState;
 using reliable::Connection;
 using reliable::ModeSwitch;
 using reliable::QpMode;
+using reliable::RcPath;
 using reliable::RetryBudgetNs;
 using reliable::VirtualQp;
 using State = reliable::ModeSwitch::State;
@@ -86,8 +87,9 @@ void ReliableRnic::StartSwitch(VirtualQp& v, ReliabilityMode mode) {
   }
   const std::optional<uint64_t> peer = link_->PeerOf(v.attr.av.dgid);
   if (!peer) return;  // no peer's layer: native whatever the mode
-  // A QP still connecting, or an rc path, is not switched (rc: not built).
+  // A QP still connecting, or in ERR, is not switched.
   if (v.conn != nullptr && v.conn->state() == ConnState::kConnecting) return;
+  if (v.rc != nullptr && v.rc->state() == RcPath::State::kFailed) return;
   if (v.sw != nullptr && v.sw->holding()) return;  // one at a time
   const QpMode cur = CurrentMode(v);
   const QpMode to = ModeOfReliability(mode);
@@ -98,19 +100,13 @@ void ReliableRnic::StartSwitch(VirtualQp& v, ReliabilityMode mode) {
   }
   ModeSwitch& s = *v.sw;
   FreeRetired();
-  if (s.next_conn != nullptr) {  // an earlier ask's connection
-    const uint32_t slot = s.next_conn->init().slot & 0xffff;
-    conns_[slot].reset();
-    --framed_;
-    s.next_conn = nullptr;
-  }
+  DropNextPaths(s);  // an earlier ask's
   const bool was_asked = s.state == State::kAsked;
-  if (to == cur || cur == QpMode::kRc || to == QpMode::kRc ||
-      (to == QpMode::kUc &&
-       v.caps.max_send_sge >= static_cast<uint32_t>(kMaxSge))) {
-    // Nothing to do (or not supported: rc is not switched live yet, and a
-    // QP whose SGEs leave no room for the header cannot be framed). An
-    // earlier ask is taken back: the peer's switch never matches it.
+  if (to == cur || (to == QpMode::kUc &&
+                    v.caps.max_send_sge >= static_cast<uint32_t>(kMaxSge))) {
+    // Nothing to do (a QP whose SGEs leave no room for the header cannot
+    // be framed). An earlier ask is taken back: the peer's switch never
+    // matches it.
     if (was_asked) {
       s.to = cur;
       s.my_token = 0;
@@ -130,6 +126,10 @@ void ReliableRnic::StartSwitch(VirtualQp& v, ReliabilityMode mode) {
     s.next_conn = NewConnection(v, *peer);
     if (s.next_conn == nullptr) return;  // no room: stays as it is
   }
+  if (to == QpMode::kRc) {
+    s.next_rc = NewRcPath(v, *peer);
+    if (s.next_rc == nullptr) return;  // no room: stays as it is
+  }
   if (!was_asked) {
     *free = v.lower.id;
     ++switching_;
@@ -140,6 +140,7 @@ void ReliableRnic::StartSwitch(VirtualQp& v, ReliabilityMode mode) {
   if (s.next_conn != nullptr) {
     s.my_token = s.next_conn->my_token();  // the new data QP's token
   }
+  if (s.next_rc != nullptr) s.my_token = s.next_rc->my_token();
   while (s.my_token == 0) s.my_token = static_cast<uint32_t>(token_rng_());
   s.drained_mine = s.flushes_done = s.peer_drained = s.peer_ready = false;
   s.send_marker_posted = s.recv_marker_posted = false;
@@ -157,11 +158,19 @@ void ReliableRnic::SendSwitch(VirtualQp& v) {
   peer::Switch m;
   m.vqpn = v.attr.dest_qpn;
   m.conn_token = s.my_token;
-  m.data_qpn = s.next_conn != nullptr ? s.next_conn->data_qpn() : v.lower.qpn;
-  m.data_psn = s.next_conn != nullptr ? s.next_conn->data_psn()
-                                      : (s.my_token >> 8) & kPsnMask;
-  // The lower RC QP (the virtual QP) and the PSN it restarts at when it
-  // is reset (from native).
+  // The new path's QP: uc's data QP, rc's backup (else the virtual QP).
+  m.data_qpn = v.lower.qpn;
+  m.data_psn = (s.my_token >> 8) & kPsnMask;
+  if (s.next_conn != nullptr) {
+    m.data_qpn = s.next_conn->data_qpn();
+    m.data_psn = s.next_conn->data_psn();
+  }
+  if (s.next_rc != nullptr) {
+    m.data_qpn = s.next_rc->backup_qpn();
+    m.data_psn = s.next_rc->backup_psn();
+  }
+  // The lower RC QP (the virtual QP) and the PSN it restarts at when the
+  // switch resets it.
   m.backup_qpn = v.lower.qpn;
   m.backup_psn = (s.my_token * 2654435761u) & kPsnMask;
   m.to_mode = static_cast<peer::Mode>(s.to);
@@ -273,6 +282,12 @@ bool ReliableRnic::StepSwitch(VirtualQp& v, uint64_t now) {
           Status st = Status::kOk;
           s.send_marker_posted = lower_.PostSend(v.lower, std::span(&w, 1), &st) == 1;
         }
+      } else if (s.from == QpMode::kRc && v.rc != nullptr) {
+        if (v.rc->state() == RcPath::State::kFailed) {
+          FailSwitch(v, WcStatus::kWrFlushErr);  // its error went already
+          return true;
+        }
+        if (v.rc->drained()) s.drained_mine = true;
       } else if (v.conn != nullptr) {
         reliable::Sender& snd = v.conn->sender();
         if (snd.failed()) {
@@ -300,6 +315,9 @@ bool ReliableRnic::StepSwitch(VirtualQp& v, uint64_t now) {
       if (s.from == QpMode::kNative) {
         TakeBackNative(v);
         if (s.state != State::kTakeBack) return true;
+      } else if (s.from == QpMode::kRc) {
+        TakeBackRc(v);
+        if (s.state != State::kTakeBack) return true;
       } else {
         // From uc: the receives are the layer's already; the ones the old
         // receiver completed are reported first.
@@ -308,16 +326,33 @@ bool ReliableRnic::StepSwitch(VirtualQp& v, uint64_t now) {
           v.rq->Report(rcq != nullptr ? rcq->synthesized.get() : nullptr);
           if (v.rq->unreported()) return true;
         }
+        // The lower RC QP carried uc's atomics: rc counts its PSNs from a
+        // reset (both ends reset it alike).
+        if (s.to == QpMode::kRc && ReconnectLowerRc(v) != Status::kOk) {
+          FailSwitch(v, WcStatus::kRetryExcErr);
+          return true;
+        }
         BuildNewPath(v);
         return true;
       }
       [[fallthrough]];
     case State::kTakeBack:
-      if (!s.flushes_done &&
-          !(!s.recv_marker_posted && s.flushes >= s.flushes_expected)) {
-        return true;
+      if (s.from == QpMode::kRc) {
+        // Every flush of the path's QPs came before its marker; the
+        // receives not completed are the RecvQueue's already.
+        if (s.markers_left > 0) return true;
+        if (v.rq->unreported()) {
+          reliable::VirtualCq* rcq = cqs_.Find(v.recv_cq.id);
+          v.rq->Report(rcq != nullptr ? rcq->synthesized.get() : nullptr);
+          if (v.rq->unreported()) return true;
+        }
+      } else {
+        if (!s.flushes_done &&
+            !(!s.recv_marker_posted && s.flushes >= s.flushes_expected)) {
+          return true;
+        }
+        v.rq->TakeBack(s.flushes);
       }
-      v.rq->TakeBack(s.flushes);
       if (ReconnectLowerRc(v) != Status::kOk) {
         FailSwitch(v, WcStatus::kRetryExcErr);
         return true;
@@ -331,6 +366,7 @@ bool ReliableRnic::StepSwitch(VirtualQp& v, uint64_t now) {
     case State::kFailed: {
       // Held WRs complete in error, after every WR of the old path.
       if (v.conn != nullptr && v.conn->sender().outstanding() > 0) return true;
+      if (v.rc != nullptr && !v.rc->drained()) return true;
       reliable::VirtualCq* scq = cqs_.Find(v.send_cq.id);
       while (!s.held.empty()) {
         const SendWr& w = s.held.front();
@@ -372,6 +408,26 @@ void ReliableRnic::TakeBackNative(VirtualQp& v) {
   s.state = State::kTakeBack;
 }
 
+void ReliableRnic::TakeBackRc(VirtualQp& v) {
+  ModeSwitch& s = *v.sw;
+  // The path's QPs to ERR, a marker receive on each: its flush comes after
+  // every completion of that QP, which the path still sees (the receives
+  // completed before are reported by it; the flushes are eaten here).
+  s.markers_left = 0;
+  QpAttr a;
+  a.state = QpState::kErr;
+  const RnicQp qps[2] = {v.lower, v.rc->backup_qp()};
+  for (const RnicQp& q : qps) {
+    if (q.id == 0) continue;
+    (void)lower_.ModifyQp(q, a, kQpState);
+    RecvWr r;
+    r.wr_id = s.recv_marker;
+    Status st = Status::kOk;
+    if (lower_.PostRecv(q, std::span(&r, 1), &st) == 1) ++s.markers_left;
+  }
+  s.state = State::kTakeBack;
+}
+
 Status ReliableRnic::ReconnectLowerRc(VirtualQp& v) {
   const ModeSwitch& s = *v.sw;
   QpAttr a = v.attr;
@@ -388,6 +444,10 @@ Status ReliableRnic::ReconnectLowerRc(VirtualQp& v) {
           kQpMaxDestRdAtomic | kQpMinRnrTimer));
   a.state = QpState::kRts;
   a.sq_psn = (s.my_token * 2654435761u) & kPsnMask;
+  // rc mode's lower RC QP retries twice; the guest's count is its budget.
+  if (s.to == QpMode::kRc) {
+    a.retry_cnt = std::min(a.retry_cnt, reliable::kRcLowerRetryCnt);
+  }
   VRDMA_RETURN_IF_ERROR(lower_.ModifyQp(
       v.lower, a,
       kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry |
@@ -407,6 +467,13 @@ void ReliableRnic::BuildNewPath(VirtualQp& v) {
     ++retired_;
     --framed_;
     v.conn = nullptr;
+  }
+  if (s.from == QpMode::kRc && v.rc != nullptr) {
+    // The old path leaves the table; its backup (in ERR) is destroyed
+    // when a later control call frees it.
+    s.retired_rc = TakeRcPath(v.rc);
+    ++retired_;
+    v.rc = nullptr;
   }
   if (s.from == QpMode::kNative && v.conn != nullptr) {
     // A connection that had fallen back to native (CONNECT_NATIVE).
@@ -431,6 +498,19 @@ void ReliableRnic::BuildNewPath(VirtualQp& v) {
     }
     ++k->counters().connects_uc;
     k->receiver().OnRecvPosted(clock_());
+  } else if (s.to == QpMode::kRc) {
+    RcPath* p = s.next_rc;
+    s.next_rc = nullptr;
+    p->connect_sent = true;  // no CONNECT: SWITCH carried it
+    p->OnRts(v.attr);        // the PSNs of the reset lower RC QP
+    v.rc = p;
+    if (p->OnPeerConnect(s.peer_data_qpn, s.peer_data_psn, s.peer_token) !=
+        Status::kOk) {
+      FailSwitch(v, WcStatus::kRetryExcErr);
+      return;
+    }
+    ++p->counters().rc_connects;
+    p->OnRecvPosted();  // the receives, in order, on the lower RC QP
   } else {
     (void)v.rq->ReplayTo(lower_, v.lower);
   }
@@ -445,10 +525,10 @@ void ReliableRnic::FinishSwitch(VirtualQp& v) {
   // The held WRs first, in order, on the new path.
   while (!s.held.empty()) {
     Status st = Status::kOk;
-    const int n =
-        v.conn != nullptr
-            ? v.conn->sender().Post(std::span(&s.held.front(), 1), &st)
-            : lower_.PostSend(v.lower, std::span(&s.held.front(), 1), &st);
+    const std::span<const SendWr> one(&s.held.front(), 1);
+    const int n = v.rc != nullptr     ? v.rc->Post(one, &st, clock_())
+                  : v.conn != nullptr ? v.conn->sender().Post(one, &st)
+                                      : lower_.PostSend(v.lower, one, &st);
     if (n != 1) {
       if (st == Status::kNoResource) return;  // again at the next Progress
       // Refused for good (as a native post would be): its completion says so.
@@ -491,6 +571,10 @@ void ReliableRnic::FailSwitch(VirtualQp& v, WcStatus first) {
     v.conn->sender().Fail(first);
     first = WcStatus::kWrFlushErr;
   }
+  if (v.rc != nullptr && v.rc->state() != RcPath::State::kFailed) {
+    // The path's WRs flush (reported by it, before the held ones).
+    v.rc->OnGuestError();
+  }
   s.fail_status = first;
   // The QP is in ERR, as natively after such an error.
   QpAttr a;
@@ -502,13 +586,7 @@ void ReliableRnic::FailSwitch(VirtualQp& v, WcStatus first) {
   if (v.rq->holding()) {
     v.rq->FlushAll(v.lower.qpn, rcq != nullptr ? rcq->synthesized.get() : nullptr);
   }
-  if (s.next_conn != nullptr) {
-    const uint32_t slot = s.next_conn->init().slot & 0xffff;
-    s.retired = std::move(conns_[slot]);
-    ++retired_;
-    --framed_;
-    s.next_conn = nullptr;
-  }
+  RetireNextPaths(s);
 }
 
 bool ReliableRnic::SwitchTakes(VirtualQp& v, const Completion& c) {
@@ -525,6 +603,16 @@ bool ReliableRnic::SwitchTakes(VirtualQp& v, const Completion& c) {
     }
     return true;
   }
+  if (s.state == State::kTakeBack && s.from == QpMode::kRc) {
+    // The path's QPs: their flushes and markers are the switch's, the
+    // rest still the path's.
+    if (c.status != WcStatus::kWrFlushErr) return false;
+    if (c.wr_id == s.recv_marker && c.opcode >= WcOpcode::kRecv &&
+        s.markers_left > 0) {
+      --s.markers_left;
+    }
+    return true;
+  }
   if (s.state == State::kTakeBack && c.opcode >= WcOpcode::kRecv &&
       c.status == WcStatus::kWrFlushErr) {
     if (s.recv_marker_posted && c.wr_id == s.recv_marker) {
@@ -535,6 +623,42 @@ bool ReliableRnic::SwitchTakes(VirtualQp& v, const Completion& c) {
     return true;
   }
   return false;
+}
+
+void ReliableRnic::DropSwitch(VirtualQp& v) {
+  if (v.sw == nullptr) return;
+  EndSwitch(v);
+  DropNextPaths(*v.sw);
+  if (v.sw->retired != nullptr) --retired_;
+  if (v.sw->retired_rc != nullptr) --retired_;
+  v.sw.reset();
+}
+
+void ReliableRnic::DropNextPaths(ModeSwitch& s) {
+  if (s.next_conn != nullptr) {
+    conns_[s.next_conn->init().slot & 0xffff].reset();
+    --framed_;
+    s.next_conn = nullptr;
+  }
+  if (s.next_rc != nullptr) {
+    TakeRcPath(s.next_rc).reset();
+    s.next_rc = nullptr;
+  }
+}
+
+void ReliableRnic::RetireNextPaths(ModeSwitch& s) {
+  if (s.next_conn != nullptr) {
+    const uint32_t slot = s.next_conn->init().slot & 0xffff;
+    s.retired = std::move(conns_[slot]);
+    ++retired_;
+    --framed_;
+    s.next_conn = nullptr;
+  }
+  if (s.next_rc != nullptr) {
+    s.retired_rc = TakeRcPath(s.next_rc);
+    ++retired_;
+    s.next_rc = nullptr;
+  }
 }
 
 bool ReliableRnic::ProgressSwitches(uint64_t now) {
@@ -558,8 +682,13 @@ bool ReliableRnic::ProgressSwitches(uint64_t now) {
 void ReliableRnic::FreeRetired() {
   if (retired_ == 0) return;
   qps_.ForEach([&](VirtualQp& v) {
-    if (v.sw != nullptr && !v.sw->running() && v.sw->retired != nullptr) {
+    if (v.sw == nullptr || v.sw->running()) return;
+    if (v.sw->retired != nullptr) {
       v.sw->retired.reset();
+      --retired_;
+    }
+    if (v.sw->retired_rc != nullptr) {
+      v.sw->retired_rc.reset();
       --retired_;
     }
   });

@@ -326,12 +326,10 @@ Status ReliableRnic::ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) {
       }
       break;
     case QpState::kReset:
-      if (v->sw != nullptr) {
-        if (v->sw->running()) FailSwitch(*v, WcStatus::kWrFlushErr);
-        EndSwitch(*v);
-        if (v->sw->retired != nullptr) --retired_;
-        v->sw.reset();
+      if (v->sw != nullptr && v->sw->running()) {
+        FailSwitch(*v, WcStatus::kWrFlushErr);
       }
+      DropSwitch(*v);
       v->peer_ask = {};
       Unframe(*v);
       UnframeRc(*v);

@@ -85,5 +85,21 @@ TEST_F(ReliableSwitchAllocChain, UcToNative) {
   Once(ReliabilityMode::kUc, ReliabilityMode::kNative);
 }
 
+TEST_F(ReliableSwitchAllocChain, NativeToRc) {
+  Once(ReliabilityMode::kNative, ReliabilityMode::kRc);
+}
+
+TEST_F(ReliableSwitchAllocChain, RcToUc) {
+  Once(ReliabilityMode::kRc, ReliabilityMode::kUc);
+}
+
+TEST_F(ReliableSwitchAllocChain, UcToRc) {
+  Once(ReliabilityMode::kUc, ReliabilityMode::kRc);
+}
+
+TEST_F(ReliableSwitchAllocChain, RcToNative) {
+  Once(ReliabilityMode::kRc, ReliabilityMode::kNative);
+}
+
 }  // namespace
 }  // namespace vrdma::testing

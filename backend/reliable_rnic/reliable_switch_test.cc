@@ -38,14 +38,26 @@ class ReliableSwitchChainTest : public ReliableSwitchTest {
       SwitchBoth(modes[i], total);
       ASSERT_TRUE(FinishTraffic(total, 400000)) << "step " << i;
       // The switch ended on both ends.
-      ASSERT_TRUE(RunUntil([&] {
-        return Switched(*la_, va_.gid) && Switched(*lb_, vb_.gid);
-      }, 100000)) << "step " << i;
+      if (!RunUntil([&] {
+            return Switched(*la_, va_.gid) && Switched(*lb_, vb_.gid);
+          }, 100000)) {
+        Dump();
+        FAIL() << "step " << i << ": the switch did not end";
+      }
       EXPECT_EQ(la_->QpModes(va_.gid), Only(modes[i])) << "step " << i;
       EXPECT_EQ(lb_->QpModes(vb_.gid), Only(modes[i])) << "step " << i;
       const bool uc = modes[i] == Mode::kUc;
       const reliable::Connection* ka = la_->FindConnection(qa_.qpn);
       EXPECT_EQ(ka != nullptr && ka->state() == ConnState::kUc, uc);
+      // rc: the backup is connected on both ends.
+      for (auto [layer, qpn] : {std::pair{la_.get(), qa_.qpn},
+                                std::pair{lb_.get(), qb_.qpn}}) {
+        const reliable::RcPath* path = layer->FindRcPath(qpn);
+        EXPECT_EQ(path != nullptr, modes[i] == Mode::kRc);
+        if (path != nullptr) {
+          EXPECT_EQ(path->state(), reliable::RcPath::State::kReady);
+        }
+      }
       ExpectClean();
       if (HasFailure()) return;
     }
@@ -76,6 +88,30 @@ TEST_F(ReliableSwitchChainTest, NativeUcNative) {
 
 TEST_F(ReliableSwitchChainTest, UcNativeUc) {
   Chain({Mode::kUc, Mode::kNative, Mode::kUc});
+}
+
+// §10 step 17's row: native -> uc -> rc -> native.
+TEST_F(ReliableSwitchChainTest, NativeUcRcNative) {
+  Chain({Mode::kNative, Mode::kUc, Mode::kRc, Mode::kNative});
+}
+
+TEST_F(ReliableSwitchChainTest, RcUcNativeRc) {
+  Chain({Mode::kRc, Mode::kUc, Mode::kNative, Mode::kRc});
+}
+
+TEST_F(ReliableSwitchChainTest, NativeRcNativeUcRc) {
+  Chain({Mode::kNative, Mode::kRc, Mode::kNative, Mode::kUc, Mode::kRc,
+         Mode::kUc});
+}
+
+TEST_F(ReliableSwitchChainTest, NativeUcRcNativeAtOnePercentLoss) {
+  Chain({Mode::kNative, Mode::kUc, Mode::kRc, Mode::kNative},
+        Faults(0.01, 0.0, 0.0), 7);
+}
+
+TEST_F(ReliableSwitchChainTest, RcUcRcWithLossReorderingDuplication) {
+  Chain({Mode::kRc, Mode::kUc, Mode::kRc, Mode::kNative},
+        Faults(0.02, 0.01, 0.01), 9);
 }
 
 TEST_F(ReliableSwitchChainTest, NativeUcNativeAtOnePercentLoss) {
