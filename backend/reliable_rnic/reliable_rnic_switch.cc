@@ -463,6 +463,7 @@ void ReliableRnic::BuildNewPath(VirtualQp& v) {
     // The old connection leaves the table (what its data QP still gets is
     // dropped by its generation) and is freed by a later control call.
     const uint32_t slot = v.conn->init().slot & 0xffff;
+    v.conn->Quiesce();
     s.retired = std::move(conns_[slot]);
     ++retired_;
     --framed_;
@@ -478,6 +479,7 @@ void ReliableRnic::BuildNewPath(VirtualQp& v) {
   if (s.from == QpMode::kNative && v.conn != nullptr) {
     // A connection that had fallen back to native (CONNECT_NATIVE).
     const uint32_t slot = v.conn->init().slot & 0xffff;
+    v.conn->Quiesce();
     s.retired = std::move(conns_[slot]);
     ++retired_;
     --framed_;
@@ -649,6 +651,7 @@ void ReliableRnic::DropNextPaths(ModeSwitch& s) {
 void ReliableRnic::RetireNextPaths(ModeSwitch& s) {
   if (s.next_conn != nullptr) {
     const uint32_t slot = s.next_conn->init().slot & 0xffff;
+    s.next_conn->Quiesce();
     s.retired = std::move(conns_[slot]);
     ++retired_;
     --framed_;
