@@ -4,7 +4,8 @@
 // lower RNIC (docs/reliability.md §2). The engine and the scheduler stage
 // see an Rnic like any other.
 //
-// As built (steps 10-11 of §10): native mode, and uc mode for WRITE.
+// As built (steps 10-14, 16, 17 of §10): native mode, uc mode, rc mode and the
+// live switch between them.
 // Every call goes to the lower RNIC, whose ids and QPNs the layer hands up
 // unchanged (a virtual QP is its lower RC QP; PDs, MRs, AHs, SRQs and CQs
 // are the lower's); in native mode wr_ids and completions pass untouched.
@@ -30,6 +31,14 @@
 // its posts go through the path and PollCq hands the path every
 // completion of its lower QPs, which it reports in post order through the
 // rings; RECOVER / RECOVERED move it to the backup on a RETRY_EXC_ERR.
+// The live switch (step 17, reliable_rnic_switch.cc, mode_switch.h):
+// SetMode on a VM whose RC QPs are connected switches each of them
+// between native, uc and rc once the peer's VM asks the same mode
+// (SWITCH, the guest's posts held, the old path drained, DRAINED, the
+// receives taken back, the lower RC QP reset, the new path, READY, the
+// held WRs first); QpModes counts a VM's QPs by mode. To take native
+// receives back, PostRecv records those it passes to the lower RC QP of a
+// QP with a peer (RecvQueue's shadows).
 //
 // Limits: the lower's, less what the layer keeps for itself (reliability.md
 // §3.5, §5, §8: a PD, the ACK and transport CQs, the ACK QP and its MR
