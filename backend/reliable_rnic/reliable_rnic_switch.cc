@@ -311,7 +311,9 @@ bool ReliableRnic::StepSwitch(VirtualQp& v, uint64_t now) {
                                    0});
       [[fallthrough]];
     case State::kDrained:
-      if (!s.peer_drained) return true;
+      // Waiting for the peer alone needs no turn (its message wakes the
+      // data path), only the budget of what is held.
+      if (!s.peer_drained) return !s.held.empty();
       if (s.from == QpMode::kNative) {
         TakeBackNative(v);
         if (s.state != State::kTakeBack) return true;
@@ -360,7 +362,7 @@ bool ReliableRnic::StepSwitch(VirtualQp& v, uint64_t now) {
       BuildNewPath(v);
       return true;
     case State::kReady:
-      if (!s.peer_ready) return true;
+      if (!s.peer_ready) return !s.held.empty();
       FinishSwitch(v);
       return s.state != State::kIdle;
     case State::kFailed: {

@@ -308,6 +308,97 @@ TEST_F(ReliableSwitchTest, StalledPeerFailsTheOldestHeldWrAtItsBudget) {
   EXPECT_EQ(got_[before + 3].status, WcStatus::kWrFlushErr);
 }
 
+// A held WR's inline bytes are copied when it is held: the guest may
+// reuse its buffer as soon as PostSend returns.
+TEST_F(ReliableSwitchTest, HeldInlineWrsKeepTheirBytes) {
+  Setup(Mode::kNative);
+  la_->SetMode(std::span(&va_.gid, 1), Mode::kUc);
+  lb_->SetMode(std::span(&vb_.gid, 1), Mode::kUc);
+  Turn();
+  ASSERT_EQ(la_->counters().switches_begun, 1u);
+  std::vector<uint8_t> expect;
+  for (uint64_t i = 0; i < 4; ++i) {
+    uint8_t bytes[48];
+    for (size_t j = 0; j < sizeof(bytes); ++j) {
+      bytes[j] = static_cast<uint8_t>(0xa0 + i * 16 + j);
+    }
+    expect.insert(expect.end(), bytes, bytes + sizeof(bytes));
+    SendWr w = Write(800 + i, 0, kWriteDst + i * 64, sizeof(bytes));
+    w.send_flags |= kSendInline;
+    w.inline_data = bytes;
+    w.inline_len = sizeof(bytes);
+    Post(w);
+    std::memset(bytes, 0xee, sizeof(bytes));  // the guest reuses it
+  }
+  ASSERT_TRUE(RunUntil([&] { return got_.size() == 4; }, 100000));
+  for (uint64_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(got_[i].wr_id, 800 + i);
+    EXPECT_EQ(got_[i].status, WcStatus::kSuccess);
+    EXPECT_EQ(0, std::memcmp(&vb_.buf[kWriteDst + i * 64], &expect[i * 48], 48))
+        << i;
+  }
+  EXPECT_EQ(la_->QpModes(va_.gid), Only(Mode::kUc));
+  EXPECT_EQ(la_->counters().switch_wrs_held, 4u);
+}
+
+// From uc, the peer goes silent (its ACKs and its peer messages lost)
+// with WRs in flight: the old path's own budget fails the oldest
+// RETRY_EXC_ERR, then every later WR, the held ones too, WR_FLUSH_ERR.
+TEST_F(ReliableSwitchTest, SilentPeerFromUcFailsInFlightThenHeld) {
+  QpConf c;
+  c.timeout = 8;
+  Setup(Mode::kUc, c);
+  ASSERT_TRUE(FinishTraffic(10, 100000));
+  const size_t before = got_.size();
+  tap_b_->match = [](std::span<const uint8_t>, const Gid&) { return true; };
+  Post(Write(600, 0, kWriteDst, 5000));
+  Post(Write(601, 0, kWriteDst + 8192, 10));
+  Run(5);
+  la_->SetMode(std::span(&va_.gid, 1), Mode::kNative);
+  lb_->SetMode(std::span(&vb_.gid, 1), Mode::kNative);
+  link_b_->drop = true;
+  Turn();
+  ASSERT_EQ(la_->counters().switches_begun, 1u);
+  Post(Write(602, 0, kWriteDst + 16384, 10));
+  Post(Write(603, 0, kWriteDst + 24576, 10));
+  ASSERT_TRUE(RunUntil([&] { return got_.size() >= before + 4; }, 40000));
+  Run(200);
+  ASSERT_EQ(got_.size(), before + 4);
+  const WcStatus want[] = {WcStatus::kRetryExcErr, WcStatus::kWrFlushErr,
+                           WcStatus::kWrFlushErr, WcStatus::kWrFlushErr};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(got_[before + i].wr_id, 600 + i) << i;
+    EXPECT_EQ(got_[before + i].status, want[i]) << i;
+  }
+  EXPECT_EQ(la_->counters().switches_failed, 1u);
+}
+
+// The guest moves its QP to ERR while a switch holds WRs: they flush, in
+// order, once.
+TEST_F(ReliableSwitchTest, GuestErrorDuringASwitchFlushesTheHeldWrs) {
+  Setup(Mode::kNative);
+  ASSERT_TRUE(FinishTraffic(10, 100000));
+  const size_t before = got_.size();
+  la_->SetMode(std::span(&va_.gid, 1), Mode::kRc);
+  lb_->SetMode(std::span(&vb_.gid, 1), Mode::kRc);
+  link_b_->drop = true;  // the switch cannot end
+  Turn();
+  ASSERT_EQ(la_->counters().switches_begun, 1u);
+  for (uint64_t i = 0; i < 3; ++i) Post(Write(700 + i, 0, kWriteDst, 10));
+  Run(20);
+  ASSERT_EQ(got_.size(), before);  // held
+  QpAttr a;
+  a.state = QpState::kErr;
+  ASSERT_EQ(la_->ModifyQp(qa_, a, kQpState), Status::kOk);
+  Run(50);
+  ASSERT_EQ(got_.size(), before + 3);
+  for (uint64_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(got_[before + i].wr_id, 700 + i);
+    EXPECT_EQ(got_[before + i].status, WcStatus::kWrFlushErr);
+  }
+  EXPECT_EQ(la_->QpModes(va_.gid).switching, 0u);
+}
+
 // Several QPs of the VM: one switching does not stop the others (they
 // are served by Progress() meanwhile), and QpModes counts them all.
 TEST_F(ReliableSwitchTest, QpModesCountsEveryQpOfTheVm) {
