@@ -124,6 +124,13 @@ Status Connection::OnPeerConnect(uint32_t peer_data_qpn, uint32_t peer_data_psn,
   return Status::kOk;
 }
 
+void Connection::Quiesce() {
+  if (data_qp_.qpn == 0) return;
+  QpAttr a;
+  a.state = QpState::kErr;
+  (void)lower_.ModifyQp(data_qp_, a, kQpState);
+}
+
 void Connection::Close() {
   if (data_qp_.qpn != 0) (void)lower_.DestroyQp(data_qp_);
   data_qp_ = {};

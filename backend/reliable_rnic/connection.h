@@ -114,6 +114,11 @@ class Connection {
                        uint32_t peer_token, uint8_t peer_rnr_retry = 7);
   // Destroys the lower objects (control path).
   void Close();
+  // The live switch retired this connection (§6): its data QP goes to
+  // ERR, inline (as EnterError), so that a late or duplicated chunk can no
+  // longer be written into guest memory; its flushes carry this slot's
+  // generation and are dropped.
+  void Quiesce();
 
   // A completion of the transport CQ for this connection.
   void OnTransportCompletion(const Completion& c, uint64_t now_ns);

@@ -115,6 +115,21 @@ struct ReliabilityCounters {
   uint64_t rc_recovered_bad = 0;
   uint64_t rc_takeover_ns_last = 0;
 
+  // The live switch (§6, step 17): switches asked by this end (SWITCH
+  // sent), begun (both ends asked the same mode), completed, failed to the
+  // guest (the peer stopped answering past the budget), guest WRs held
+  // meanwhile; and SWITCH, DRAINED, READY that named nothing of a QP's
+  // switch (another daemon than its peer, no such QP, a state that does
+  // not take it, twice, a replayed token): counted and dropped.
+  uint64_t switches_asked = 0;
+  uint64_t switches_begun = 0;
+  uint64_t switches_done = 0;
+  uint64_t switches_failed = 0;
+  uint64_t switch_wrs_held = 0;
+  uint64_t switch_bad = 0;
+  uint64_t drained_bad = 0;
+  uint64_t ready_bad = 0;
+
   uint64_t& operator[](WireCounter c) { return wire[static_cast<size_t>(c)]; }
   uint64_t operator[](WireCounter c) const {
     return wire[static_cast<size_t>(c)];

@@ -101,6 +101,15 @@ class IdTable {
     return const_cast<IdTable*>(this)->Find(id);
   }
 
+  // Writer's thread (a control call): f(id, record) for every live record.
+  template <typename F>
+  void ForEach(F&& f) {
+    for (uint64_t i = 0; i < index_size_; ++i) {
+      const uint64_t e = index_[i].load(std::memory_order_relaxed);
+      if (e != kEmpty && e != kTombstone) f(records_[Slot(e)]);
+    }
+  }
+
   // Tests: the index's size, its tombstones, and how many entries past its
   // home a live id lies (0: at its home; kNotFound: not there).
   uint64_t index_size() const { return index_size_; }

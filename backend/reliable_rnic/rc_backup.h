@@ -117,6 +117,7 @@ class RcPath {
     return qpn == qps_[0].qpn || (qps_[1].id != 0 && qpn == qps_[1].qpn);
   }
   uint32_t backup_qpn() const { return qps_[1].qpn; }
+  RnicQp backup_qp() const { return qps_[1]; }
   uint32_t peer_backup_qpn() const { return peer_qpn_[1]; }
   const Gid& dgid() const { return init_.attr.av.dgid; }
   uint32_t backup_psn() const { return first_psn_[1]; }
@@ -130,6 +131,11 @@ class RcPath {
   uint32_t vqpn() const { return init_.vqp.qpn; }
   uint32_t peer_vqpn() const { return init_.attr.dest_qpn; }
   State state() const { return state_; }
+  // Every send WR completed and reported, no recovery running (the live
+  // switch's drain, §6).
+  bool drained() const {
+    return head_ == tail_ && state_ != State::kRecovering;
+  }
   bool spare_ready() const { return spare_ready_; }
   uint64_t retry_budget_ns() const { return budget_ns_; }
   uint8_t rnr_retry() const { return rts_.rnr_retry; }

@@ -129,8 +129,11 @@ class RecvQueue {
 
   // Posts every receive kept (not completed) to the lower QP, in order,
   // and passes later ones through; returns how many the lower refused.
+  // The ones posted stay recorded as shadows (below), packed in post order.
   uint32_t ReplayTo(Rnic& lower, RnicQp qp) {
     uint32_t refused = 0;
+    uint64_t w = head_;
+    base_ = head_;
     for (uint64_t s = head_; s < tail_; ++s) {
       if (At(s).done) continue;
       RecvWr r;
@@ -138,17 +141,66 @@ class RecvQueue {
       r.num_sge = At(s).num_sge;
       std::copy_n(Sges(s), r.num_sge, r.sge.begin());
       Status st = Status::kOk;
-      if (lower.PostRecv(qp, std::span(&r, 1), &st) != 1) ++refused;
+      if (lower.PostRecv(qp, std::span(&r, 1), &st) != 1) {
+        ++refused;
+        continue;
+      }
+      if (w != s) {
+        At(w) = At(s);
+        std::copy_n(Sges(s), r.num_sge, Sges(w));
+      }
+      ++w;
     }
+    tail_ = w;
     head_ = tail_;
     holding_ = false;
     return refused;
   }
 
+  // Passing through (not holding), the live switch (§6) must be able to
+  // post the receives still on the lower RC QP again: each one the lower
+  // took is recorded here as a shadow, the last depth() of them kept (an
+  // RC QP without SRQ consumes its receives in post order, so the ones a
+  // flush returns are always the newest shadows). Data path, no
+  // allocation.
+  void Shadow(std::span<const RecvWr> taken) {
+    for (const RecvWr& wr : taken) {
+      const uint64_t seq = tail_++;
+      Entry& e = At(seq);
+      e = Entry{};
+      e.wr_id = wr.wr_id;
+      e.num_sge = std::min<uint8_t>(wr.num_sge, static_cast<uint8_t>(max_sge_));
+      Sge* s = Sges(seq);
+      for (int i = 0; i < e.num_sge; ++i) {
+        s[i] = wr.sge[i];
+        e.length += wr.sge[i].length;
+      }
+    }
+    head_ = tail_;
+  }
+  // Shadows recorded and still in the ring (at most depth()).
+  uint64_t shadows() const { return std::min<uint64_t>(tail_ - base_, depth_); }
+  // The switch is taking the lower RC QP's receives back (it moved the QP
+  // to ERR): from now on receives are held again, after the shadows.
+  void BeginTakeBack() {
+    mark_ = tail_;
+    head_ = tail_;
+    holding_ = true;
+  }
+  // The lower's flushes said n receives were still posted: the newest n
+  // shadows before BeginTakeBack, held again in order before those
+  // posted since.
+  void TakeBack(uint64_t n) {
+    n = std::min<uint64_t>(n, std::min<uint64_t>(mark_ - base_, depth_));
+    head_ = mark_ - n;
+    for (uint64_t s = head_; s < mark_; ++s) At(s).done = false;
+    base_ = head_;
+  }
+
   // The QP went to RESET: its receives are gone (no completion), and the
   // next RTR decides its mode again.
   void Reset() {
-    head_ = tail_ = 0;
+    head_ = tail_ = base_ = mark_ = 0;
     holding_ = true;
     error_ = false;
   }
@@ -168,6 +220,8 @@ class RecvQueue {
   std::unique_ptr<Entry[]> entries_;
   std::unique_ptr<Sge[]> sges_;
   uint64_t head_ = 0, tail_ = 0;
+  uint64_t base_ = 0;  // shadows: the first seq that may be one
+  uint64_t mark_ = 0;  // BeginTakeBack's tail
   bool holding_ = true;
   bool error_ = false;
 };

@@ -46,6 +46,13 @@ ReliableRnic::ReliableRnic(Rnic& lower, ReliableRnicOptions options)
       rc_index_(options_.max_framed_qps) {}
 
 ReliableRnic::~ReliableRnic() {
+  // Switches' connections (retired ones) before the layer's lower objects.
+  qps_.ForEach([](reliable::VirtualQp& v) {
+    if (v.sw != nullptr) {
+      v.sw->retired.reset();
+      v.sw->retired_rc.reset();
+    }
+  });
   DetachUc();
   delete prepared_ring_.exchange(nullptr);
   FreeDeadRings();
@@ -106,6 +113,7 @@ void ReliableRnic::Bury(std::unique_ptr<CompletionRing> ring) {
 
 void ReliableRnic::Reclaim() {
   lower_.Reclaim();
+  FreeRetired();
   FreeDeadRings();
 }
 
@@ -172,7 +180,10 @@ Result<RnicQp> ReliableRnic::CreateQp(const QpInit& init) {
 }
 
 Status ReliableRnic::DestroyQp(RnicQp qp) {
-  if (VirtualQp* v = qps_.Find(qp.id)) UnframeRc(*v);  // its backup first
+  if (VirtualQp* v = qps_.Find(qp.id)) {
+    UnframeRc(*v);  // its backup first
+    DropSwitch(*v);
+  }
   VRDMA_RETURN_IF_ERROR(lower_.DestroyQp(qp));
   if (VirtualQp* v = qps_.Find(qp.id)) Unframe(*v);
   qpn_index_.Erase(qp.qpn);

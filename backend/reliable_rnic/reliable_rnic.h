@@ -4,7 +4,8 @@
 // lower RNIC (docs/reliability.md §2). The engine and the scheduler stage
 // see an Rnic like any other.
 //
-// As built (steps 10-11 of §10): native mode, and uc mode for WRITE.
+// As built (steps 10-14, 16, 17 of §10): native mode, uc mode, rc mode and the
+// live switch between them.
 // Every call goes to the lower RNIC, whose ids and QPNs the layer hands up
 // unchanged (a virtual QP is its lower RC QP; PDs, MRs, AHs, SRQs and CQs
 // are the lower's); in native mode wr_ids and completions pass untouched.
@@ -30,6 +31,14 @@
 // its posts go through the path and PollCq hands the path every
 // completion of its lower QPs, which it reports in post order through the
 // rings; RECOVER / RECOVERED move it to the backup on a RETRY_EXC_ERR.
+// The live switch (step 17, reliable_rnic_switch.cc, mode_switch.h):
+// SetMode on a VM whose RC QPs are connected switches each of them
+// between native, uc and rc once the peer's VM asks the same mode
+// (SWITCH, the guest's posts held, the old path drained, DRAINED, the
+// receives taken back, the lower RC QP reset, the new path, READY, the
+// held WRs first); QpModes counts a VM's QPs by mode. To take native
+// receives back, PostRecv records those it passes to the lower RC QP of a
+// QP with a peer (RecvQueue's shadows).
 //
 // Limits: the lower's, less what the layer keeps for itself (reliability.md
 // §3.5, §5, §8: a PD, the ACK and transport CQs, the ACK QP and its MR
@@ -68,6 +77,7 @@
 #include "backend/reliable_rnic/connection.h"
 #include "backend/reliable_rnic/counters.h"
 #include "backend/reliable_rnic/id_table.h"
+#include "backend/reliable_rnic/mode_switch.h"
 #include "backend/reliable_rnic/mr_table.h"
 #include "backend/reliable_rnic/peer_link.h"
 #include "backend/reliable_rnic/rc_backup.h"
@@ -151,6 +161,10 @@ struct VirtualQp {
   // rc mode (§5): the QP's RcPath once framed, else nullptr (the same
   // threads as conn).
   RcPath* rc = nullptr;
+  // The live switch (§6, step 17): made by SetMode for a connected QP,
+  // kept until the QP is destroyed; nullptr before.
+  std::unique_ptr<ModeSwitch> sw;
+  PeerAsk peer_ask;
 };
 
 struct VirtualCq {
@@ -279,10 +293,17 @@ class ReliableRnic : public Rnic {
   // whose control calls run beside the data path (the control worker of
   // step 16 is not built). link must outlive the layer.
   Status AttachPeerLink(reliable::PeerLink* link, const Gid& daemon_gid);
-  // The mode of the VM owning gids (control call; §2.2). QPs framed
-  // already keep theirs until the live switch of step 17.
+  // The mode of the VM owning gids (control call; §2.2). QPs that reach
+  // RTR later are framed by it; each connected RC QP of the VM (RTS, its
+  // peer a daemon's layer) starts the live switch of §6 towards it
+  // (reliable_rnic_switch.cc), which completes once the peer's VM asks
+  // the same mode.
   void SetMode(std::span<const Gid> gids, ReliabilityMode mode);
   ReliabilityMode ModeOf(const Gid& gid) const;
+  // The VM's connected virtual RC QPs (RTR or RTS) by mode, the ones
+  // switching (asked or running §6) apart: the VM SetMode named by
+  // first_gid (control call).
+  reliable::QpModeCounts QpModes(const Gid& first_gid) const;
   // A message from a peer daemon (PeerLink's receiving side), on the
   // data-path thread. Untrusted: decoded and checked, counted when bad.
   void OnPeerMessage(std::span<const uint8_t> bytes);
@@ -372,6 +393,11 @@ class ReliableRnic : public Rnic {
   void DetachUc();
   // rc mode (reliable_rnic_rc.cc).
   void MaybeFrameRc(reliable::VirtualQp& v);
+  // An RcPath for v in a free slot (its backup in INIT, indexed), counted
+  // in rc_framed_, not yet v.rc; nullptr when there is no room.
+  reliable::RcPath* NewRcPath(reliable::VirtualQp& v, uint64_t peer);
+  // Takes path p out of the table and index (its QPs stay until freed).
+  std::unique_ptr<reliable::RcPath> TakeRcPath(reliable::RcPath* p);
   void UnframeRc(reliable::VirtualQp& v);
   void SendRcConnect(reliable::RcPath& p, bool ok);
   void StartRcConnect(reliable::RcPath& p);
@@ -382,6 +408,39 @@ class ReliableRnic : public Rnic {
   void OnRecovered(uint64_t origin, const void* recovered);
   void SendRecoverMessage(reliable::RcPath& p, bool recovered);
   bool ProgressRc(uint64_t now);
+  // The live switch (reliable_rnic_switch.cc).
+  reliable::QpMode CurrentMode(const reliable::VirtualQp& v) const;
+  void StartSwitch(reliable::VirtualQp& v, ReliabilityMode mode);
+  void SendSwitch(reliable::VirtualQp& v);
+  void OnSwitch(uint64_t origin, const void* sw);
+  void OnDrained(uint64_t origin, const void* drained);
+  void OnReady(uint64_t origin, const void* ready);
+  // The switch of v when both ends asked the same mode: begins the drain.
+  void BeginSwitch(reliable::VirtualQp& v);
+  // One step of v's switch; true while it waits for anything.
+  bool StepSwitch(reliable::VirtualQp& v, uint64_t now);
+  void TakeBackNative(reliable::VirtualQp& v);
+  void TakeBackRc(reliable::VirtualQp& v);
+  // The QP's switch record and what it keeps, gone (control call: RESET,
+  // DestroyQp).
+  void DropSwitch(reliable::VirtualQp& v);
+  // An earlier ask's new paths: freed (control call), or kept in the
+  // record until one (data path).
+  void DropNextPaths(reliable::ModeSwitch& s);
+  void RetireNextPaths(reliable::ModeSwitch& s);
+  Status ReconnectLowerRc(reliable::VirtualQp& v);
+  void BuildNewPath(reliable::VirtualQp& v);
+  void FinishSwitch(reliable::VirtualQp& v);
+  void FailSwitch(reliable::VirtualQp& v, WcStatus first);
+  void EndSwitch(reliable::VirtualQp& v);
+  // A lower completion of a switching QP the switch takes (its markers,
+  // the flushes it caused); false: the guest's.
+  bool SwitchTakes(reliable::VirtualQp& v, const Completion& c);
+  bool ProgressSwitches(uint64_t now);
+  // A Connection for v in a free slot of conns_ (the transport CQ grown
+  // for it), opened, counted in framed_; nullptr when there is no room.
+  reliable::Connection* NewConnection(reliable::VirtualQp& v, uint64_t peer);
+  void FreeRetired();
 
   reliable::IdTable<uint32_t> qpn_index_;  // virtual QPN -> QP id
   std::function<uint64_t()> clock_;
@@ -398,6 +457,11 @@ class ReliableRnic : public Rnic {
   uint32_t rc_framed_ = 0;
   reliable::IdTable<uint32_t> rc_index_;
   uint16_t generation_ = 0;  // of connection slots (connection.h)
+  // The live switch: ids of the QPs whose switch runs (0: free slot;
+  // max_framed_qps slots, sized by AttachPeerLink), how many.
+  std::vector<uint32_t> switching_qps_;
+  uint32_t switching_ = 0;
+  uint32_t retired_ = 0;  // old connections kept by switch records
   std::vector<Peer> peers_;  // options_.max_peers, sized by AttachPeerLink
   std::vector<ModeEntry> modes_;
   std::vector<VmRecord> vms_;

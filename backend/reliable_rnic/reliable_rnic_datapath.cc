@@ -14,7 +14,11 @@ namespace vrdma {
 int ReliableRnic::PostSend(RnicQp qp, std::span<const SendWr> wrs,
                            Status* first_error) {
   if (link_ != nullptr) {
-    const reliable::VirtualQp* v = qps_.Find(qp.id);
+    reliable::VirtualQp* v = qps_.Find(qp.id);
+    // A switch agreed by both ends (§6): held until the new path runs.
+    if (v != nullptr && v->sw != nullptr && v->sw->holding()) {
+      return v->sw->held.Hold(wrs, first_error, clock_());
+    }
     // rc mode (§5): the path keeps a copy and posts to the QP in use.
     if (v != nullptr && v->rc != nullptr) {
       return v->rc->Post(wrs, first_error, clock_());
@@ -42,8 +46,19 @@ int ReliableRnic::PostRecv(RnicQp qp, std::span<const RecvWr> wrs,
           v->conn->state() == reliable::ConnState::kUc) {
         v->conn->receiver().OnRecvPosted(clock_());
       }
-      // rc mode: posted to the QP in use, the copy kept.
-      if (n > 0 && v->rc != nullptr) v->rc->OnRecvPosted();
+      // rc mode: posted to the QP in use, the copy kept (not while a
+      // switch takes the path's receives back: the new path posts them).
+      if (n > 0 && v->rc != nullptr &&
+          (v->sw == nullptr ||
+           v->sw->state != reliable::ModeSwitch::State::kTakeBack)) {
+        v->rc->OnRecvPosted();
+      }
+      return n;
+    }
+    if (v != nullptr && v->rq != nullptr) {
+      // Native with a peer: recorded as well (§6 takes them back).
+      const int n = lower_.PostRecv(qp, wrs, first_error);
+      if (n > 0) v->rq->Shadow(wrs.first(static_cast<size_t>(n)));
       return n;
     }
   }
@@ -65,7 +80,7 @@ int ReliableRnic::PollCq(RnicCq cq, std::span<Completion> out) {
   }
   const int lower = lower_.PollCq(cq, out.subspan(n));
   if (lower < 0) return n > 0 ? n : lower;
-  if (framed_ == 0 && rc_framed_ == 0) return n + lower;
+  if (framed_ == 0 && rc_framed_ == 0 && switching_ == 0) return n + lower;
   // uc mode posts only atomics on a framed QP's lower RC QP (step 13):
   // their completions are its Sender's, which reports them in post order
   // through the ring. rc mode (§5): every completion of a path's lower QPs
@@ -74,6 +89,18 @@ int ReliableRnic::PollCq(RnicCq cq, std::span<Completion> out) {
   bool taken = false;
   const uint64_t now = rc_framed_ > 0 ? clock_() : 0;
   for (int i = n; i < n + lower; ++i) {
+    // A switching QP's markers and the flushes its switch caused (§6).
+    if (switching_ > 0) {
+      reliable::VirtualQp* v = FindQpByQpn(out[i].qpn);
+      if (v == nullptr && rc_framed_ > 0) {  // an rc path's backup
+        const reliable::RcPath* p = FindRcPath(out[i].qpn);
+        if (p != nullptr) v = FindQpByQpn(p->vqpn());
+      }
+      if (v != nullptr && v->sw != nullptr && SwitchTakes(*v, out[i])) {
+        taken = true;
+        continue;
+      }
+    }
     if (reliable::RcPath* p = FindRcPath(out[i].qpn); p != nullptr) {
       p->OnCompletion(out[i], now);
       taken = true;

@@ -27,6 +27,13 @@ RcPath* ReliableRnic::FindRcPath(uint32_t qpn) {
 Result<QpAttr> ReliableRnic::QueryQp(RnicQp qp) const {
   Result<QpAttr> a = lower_.QueryQp(qp);
   const VirtualQp* v = qps_.Find(qp.id);
+  // A switch resets the lower RC QP under the guest (§6).
+  if (a.ok() && v != nullptr && v->sw != nullptr &&
+      v->sw->state != reliable::ModeSwitch::State::kIdle &&
+      v->sw->state != reliable::ModeSwitch::State::kAsked &&
+      v->sw->state != reliable::ModeSwitch::State::kFailed) {
+    a->state = v->attr.state;
+  }
   if (a.ok() && v != nullptr && v->rc != nullptr &&
       v->rc->state() != RcPath::State::kFailed) {
     a->state = v->attr.state;
@@ -42,9 +49,17 @@ void ReliableRnic::MaybeFrameRc(VirtualQp& v) {
   }
   const std::optional<uint64_t> peer = link_->PeerOf(v.attr.av.dgid);
   if (!peer) return;
+  v.rc = NewRcPath(v, *peer);
+  if (v.rc == nullptr) return;  // no room: native
+  // The receives kept so far go to the lower RC QP, through the path (it
+  // keeps their copies for a takeover).
+  v.rc->OnRecvPosted();
+}
+
+RcPath* ReliableRnic::NewRcPath(VirtualQp& v, uint64_t peer) {
   uint32_t slot = 0;
   while (slot < rc_paths_.size() && rc_paths_[slot] != nullptr) ++slot;
-  if (slot == rc_paths_.size()) return;  // the table is full: native
+  if (slot == rc_paths_.size()) return nullptr;  // the table is full
   reliable::RcPathInit init;
   init.qp_init.type = QpType::kRc;
   init.qp_init.pd = v.pd;
@@ -59,20 +74,29 @@ void ReliableRnic::MaybeFrameRc(VirtualQp& v) {
   init.send_ring = scq != nullptr ? scq->synthesized.get() : nullptr;
   init.recv_ring = rcq != nullptr ? rcq->synthesized.get() : nullptr;
   init.rq = v.rq.get();
-  init.peer_daemon = *peer;
+  init.peer_daemon = peer;
   do {
     init.my_token = static_cast<uint32_t>(token_rng_());
   } while (init.my_token == 0);
   init.reset_delay_ns = options_.rc_reset_delay_ns;
   auto p = std::make_unique<RcPath>(lower_, init, &CountersOf(v.attr.av.sgid));
-  if (p->Open() != Status::kOk) return;
-  if (rc_index_.Insert(p->backup_qpn(), v.lower.id) == nullptr) return;
-  v.rc = p.get();
+  if (p->Open() != Status::kOk) return nullptr;
+  if (rc_index_.Insert(p->backup_qpn(), v.lower.id) == nullptr) return nullptr;
+  RcPath* out = p.get();
   rc_paths_[slot] = std::move(p);
   ++rc_framed_;
-  // The receives kept so far go to the lower RC QP, through the path (it
-  // keeps their copies for a takeover).
-  v.rc->OnRecvPosted();
+  return out;
+}
+
+std::unique_ptr<RcPath> ReliableRnic::TakeRcPath(RcPath* p) {
+  std::unique_ptr<RcPath> out;
+  if (p == nullptr) return out;
+  rc_index_.Erase(p->backup_qpn());
+  for (auto& q : rc_paths_) {
+    if (q.get() == p) out = std::move(q);
+  }
+  --rc_framed_;
+  return out;
 }
 
 void ReliableRnic::UnframeRc(VirtualQp& v) {

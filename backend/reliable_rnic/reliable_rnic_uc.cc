@@ -18,6 +18,7 @@ using reliable::ConnState;
 using reliable::Connection;
 using reliable::ConnectionInit;
 using reliable::RcPath;
+using reliable::RetryBudgetNs;
 using reliable::VirtualQp;
 using reliable::WireCounter;
 
@@ -28,13 +29,6 @@ uint64_t SteadyNs() {
       std::chrono::duration_cast<std::chrono::nanoseconds>(
           std::chrono::steady_clock::now().time_since_epoch())
           .count());
-}
-
-// §1: (retry_cnt + 1) x 4.096 us x 2^timeout; timeout 0: never.
-uint64_t RetryBudgetNs(const QpAttr& a) {
-  if (a.timeout == 0) return 0;
-  const uint32_t t = a.timeout > 31 ? 31 : a.timeout;
-  return (uint64_t{a.retry_cnt} + 1) * (uint64_t{4096} << t);
 }
 
 }  // namespace
@@ -74,6 +68,7 @@ Status ReliableRnic::AttachPeerLink(reliable::PeerLink* link,
   }
   conns_.resize(std::min<uint32_t>(options_.max_framed_qps, 0xffff));
   rc_paths_.resize(conns_.size());
+  switching_qps_.assign(conns_.size(), 0);
   daemon_gid_ = daemon_gid;
   link_ = link;
   SendHello();
@@ -120,6 +115,13 @@ void ReliableRnic::SetMode(std::span<const Gid> gids, ReliabilityMode mode) {
     }
     if (!found) modes_.push_back({g, mode, vm});
   }
+  // §6: each connected QP of the VM switches (reliable_rnic_switch.cc).
+  if (link_ == nullptr) return;
+  qps_.ForEach([&](VirtualQp& v) {
+    if (std::find(gids.begin(), gids.end(), v.attr.av.sgid) != gids.end()) {
+      StartSwitch(v, mode);
+    }
+  });
 }
 
 ReliabilityMode ReliableRnic::ModeOf(const Gid& gid) const {
@@ -230,6 +232,12 @@ bool ReliableRnic::IsLayerEvent(const AsyncEvent& ev) const {
   }
   // rc mode: the backups, and the virtual QP's own while a recovery the
   // layer started runs (a guest's error is the guest's).
+  // A QP whose switch moved it to ERR to take its receives back.
+  if (const VirtualQp* v = const_cast<ReliableRnic*>(this)->FindQpByQpn(ev.id);
+      v != nullptr && v->sw != nullptr &&
+      v->sw->state == reliable::ModeSwitch::State::kTakeBack) {
+    return true;
+  }
   if (const RcPath* p = const_cast<ReliableRnic*>(this)->FindRcPath(ev.id)) {
     return ev.id != p->vqpn() || p->state() == RcPath::State::kRecovering;
   }
@@ -303,6 +311,10 @@ Status ReliableRnic::ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) {
       }
       break;
     case QpState::kErr:
+      // The guest's ERR during a switch: what it holds flushes.
+      if (v->sw != nullptr && v->sw->running()) {
+        FailSwitch(*v, WcStatus::kWrFlushErr);
+      }
       if (v->conn != nullptr && v->conn->state() != ConnState::kNative) {
         v->conn->sender().Fail(WcStatus::kWrFlushErr);
       }
@@ -314,6 +326,11 @@ Status ReliableRnic::ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) {
       }
       break;
     case QpState::kReset:
+      if (v->sw != nullptr && v->sw->running()) {
+        FailSwitch(*v, WcStatus::kWrFlushErr);
+      }
+      DropSwitch(*v);
+      v->peer_ask = {};
       Unframe(*v);
       UnframeRc(*v);
       if (v->rq != nullptr) v->rq->Reset();
@@ -332,9 +349,17 @@ void ReliableRnic::MaybeFrame(VirtualQp& v) {
   }
   const std::optional<uint64_t> peer = link_->PeerOf(v.attr.av.dgid);
   if (!peer) return;
+  v.conn = NewConnection(v, *peer);
+  if (v.conn == nullptr) return;  // no room: native
+  // CONNECT goes at RTS (StartConnect); a peer's CONNECT connects the QP
+  // meanwhile.
+  if (v.attr.state == QpState::kRts) StartConnect(*v.conn);
+}
+
+Connection* ReliableRnic::NewConnection(VirtualQp& v, uint64_t peer) {
   uint32_t slot = 0;
   while (slot < conns_.size() && conns_[slot] != nullptr) ++slot;
-  if (slot == conns_.size()) return;  // the table is full: native
+  if (slot == conns_.size()) return nullptr;  // the table is full
   reliable::VirtualCq* scq = cqs_.Find(v.send_cq.id);
   // The transport CQ holds every framed QP's worst case: its data QP's
   // sends and receives.
@@ -346,7 +371,7 @@ void ReliableRnic::MaybeFrame(VirtualQp& v) {
         std::min<uint64_t>(std::max<uint64_t>(need, 2ull * transport_depth_),
                            lower_.limits().max_cqe));
     if (depth < need || lower_.ResizeCq(transport_cq_, depth) != Status::kOk) {
-      return;
+      return nullptr;
     }
     transport_depth_ = depth;
   }
@@ -364,7 +389,7 @@ void ReliableRnic::MaybeFrame(VirtualQp& v) {
   init.max_inline = v.caps.max_inline_data;
   init.sq_sig_all = v.sq_sig_all;
   init.attr = v.attr;
-  init.peer_daemon = *peer;
+  init.peer_daemon = peer;
   do {
     init.my_token = static_cast<uint32_t>(token_rng_());
   } while (init.my_token == 0 || (init.my_token & 0xffffff) == 0);
@@ -372,14 +397,12 @@ void ReliableRnic::MaybeFrame(VirtualQp& v) {
   auto k = std::make_unique<Connection>(lower_, init, options_.connection,
                                         &CountersOf(v.attr.av.sgid), &mrs_,
                                         acks_.get());
-  if (k->Open() != Status::kOk) return;
+  if (k->Open() != Status::kOk) return nullptr;
   SetAckAddress(*k);
-  v.conn = k.get();
+  Connection* out = k.get();
   conns_[slot] = std::move(k);
   ++framed_;
-  // CONNECT goes at RTS (StartConnect); a peer's CONNECT connects the QP
-  // meanwhile.
-  if (v.attr.state == QpState::kRts) StartConnect(*v.conn);
+  return out;
 }
 
 void ReliableRnic::StartConnect(Connection& k) {
@@ -461,6 +484,12 @@ void ReliableRnic::OnPeerMessage(std::span<const uint8_t> bytes) {
       return OnRecover(m.origin, &std::get<peer::Recover>(m.body));
     case peer::MsgType::kRecovered:
       return OnRecovered(m.origin, &std::get<peer::Recovered>(m.body));
+    case peer::MsgType::kSwitch:
+      return OnSwitch(m.origin, &std::get<peer::Switch>(m.body));
+    case peer::MsgType::kDrained:
+      return OnDrained(m.origin, &std::get<peer::Drained>(m.body));
+    case peer::MsgType::kReady:
+      return OnReady(m.origin, &std::get<peer::Ready>(m.body));
     default:
       ++counters_.peer_unmatched;  // the messages of later steps
       return;
@@ -646,6 +675,7 @@ bool ReliableRnic::ProgressUc() {
     busy |= k->Pump(now);
   }
   if (rc_framed_ > 0) busy |= ProgressRc(now);
+  if (switching_ > 0) busy |= ProgressSwitches(now);
   if (now >= next_hello_ns_) {
     SendHello();
     next_hello_ns_ = now + options_.hello_interval_ns;

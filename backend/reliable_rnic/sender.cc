@@ -74,8 +74,12 @@ void Sender::Start(uint32_t first_mid, uint64_t first_gseq) {
   next_gseq_ = first_gseq;
   peer_credits_ = p_.max_xmits;  // the peer's bounce receives at connect
   credit_used_ = 0;
-  loss_ = policy::reliability::LossDetector(
-      first_gseq, {.capacity = p_.chunks_in_flight});
+  // The constructor's detector is kept while nothing was sent (no
+  // allocation when the live switch connects a connection made earlier).
+  if (first_gseq != 0 || posts_ != 0) {
+    loss_ = policy::reliability::LossDetector(
+        first_gseq, {.capacity = p_.chunks_in_flight});
+  }
 }
 
 Sender::Msg& Sender::MsgAt(uint64_t seq) { return msgs_[seq % sq_depth_]; }
