@@ -390,6 +390,10 @@ class ReliableRnic : public Rnic {
   Peer* FindPeer(uint64_t id);
   reliable::VirtualQp* FindQpByQpn(uint32_t qpn);
   bool ProgressUc();
+  // Of c (the lower's completions), the guest's, compacted to c's front
+  // (their number); the others went to their owner: a switch's markers
+  // and flushes, an rc path, a uc Sender's atomics (*taken then true).
+  int KeepGuestCompletions(std::span<Completion> c, bool* taken);
   void DetachUc();
   // rc mode (reliable_rnic_rc.cc).
   void MaybeFrameRc(reliable::VirtualQp& v);
@@ -420,6 +424,10 @@ class ReliableRnic : public Rnic {
   // One step of v's switch; true while it waits for anything.
   bool StepSwitch(reliable::VirtualQp& v, uint64_t now);
   void TakeBackNative(reliable::VirtualQp& v);
+  // While v's switch waits for a completion of its own (a marker, the
+  // flushes), polls v's lower CQs: the engine polls a CQ only while it is
+  // owed a guest completion there. The guest's go to the CQ's ring.
+  void PollForSwitch(reliable::VirtualQp& v);
   void TakeBackRc(reliable::VirtualQp& v);
   // The QP's switch record and what it keeps, gone (control call: RESET,
   // DestroyQp).

@@ -81,43 +81,48 @@ int ReliableRnic::PollCq(RnicCq cq, std::span<Completion> out) {
   const int lower = lower_.PollCq(cq, out.subspan(n));
   if (lower < 0) return n > 0 ? n : lower;
   if (framed_ == 0 && rc_framed_ == 0 && switching_ == 0) return n + lower;
-  // uc mode posts only atomics on a framed QP's lower RC QP (step 13):
-  // their completions are its Sender's, which reports them in post order
-  // through the ring. rc mode (§5): every completion of a path's lower QPs
-  // is the path's, reported in post order through the rings.
-  int kept = n;
   bool taken = false;
-  const uint64_t now = rc_framed_ > 0 ? clock_() : 0;
-  for (int i = n; i < n + lower; ++i) {
-    // A switching QP's markers and the flushes its switch caused (§6).
-    if (switching_ > 0) {
-      reliable::VirtualQp* v = FindQpByQpn(out[i].qpn);
-      if (v == nullptr && rc_framed_ > 0) {  // an rc path's backup
-        const reliable::RcPath* p = FindRcPath(out[i].qpn);
-        if (p != nullptr) v = FindQpByQpn(p->vqpn());
-      }
-      if (v != nullptr && v->sw != nullptr && SwitchTakes(*v, out[i])) {
-        taken = true;
-        continue;
-      }
-    }
-    if (reliable::RcPath* p = FindRcPath(out[i].qpn); p != nullptr) {
-      p->OnCompletion(out[i], now);
-      taken = true;
-      continue;
-    }
-    reliable::Connection* k = FindConnection(out[i].qpn);
-    if (k != nullptr && k->state() == reliable::ConnState::kUc) {
-      k->sender().OnAtomicCompletion(out[i]);
-      taken = true;
-      continue;
-    }
-    out[kept++] = out[i];
-  }
+  int kept = n + KeepGuestCompletions(out.subspan(n, lower), &taken);
   if (taken && static_cast<size_t>(kept) < out.size()) {
     if (reliable::VirtualCq* v = cqs_.Find(cq.id); v != nullptr) {
       kept += v->synthesized->Pop(out.subspan(kept));
     }
+  }
+  return kept;
+}
+
+int ReliableRnic::KeepGuestCompletions(std::span<Completion> c, bool* taken) {
+  // uc mode posts only atomics on a framed QP's lower RC QP (step 13):
+  // their completions are its Sender's, which reports them in post order
+  // through the ring. rc mode (§5): every completion of a path's lower QPs
+  // is the path's, reported in post order through the rings.
+  int kept = 0;
+  const uint64_t now = rc_framed_ > 0 ? clock_() : 0;
+  for (Completion& x : c) {
+    // A switching QP's markers and the flushes its switch caused (§6).
+    if (switching_ > 0) {
+      reliable::VirtualQp* v = FindQpByQpn(x.qpn);
+      if (v == nullptr && rc_framed_ > 0) {  // an rc path's backup
+        const reliable::RcPath* p = FindRcPath(x.qpn);
+        if (p != nullptr) v = FindQpByQpn(p->vqpn());
+      }
+      if (v != nullptr && v->sw != nullptr && SwitchTakes(*v, x)) {
+        *taken = true;
+        continue;
+      }
+    }
+    if (reliable::RcPath* p = FindRcPath(x.qpn); p != nullptr) {
+      p->OnCompletion(x, now);
+      *taken = true;
+      continue;
+    }
+    reliable::Connection* k = FindConnection(x.qpn);
+    if (k != nullptr && k->state() == reliable::ConnState::kUc) {
+      k->sender().OnAtomicCompletion(x);
+      *taken = true;
+      continue;
+    }
+    c[kept++] = x;
   }
   return kept;
 }

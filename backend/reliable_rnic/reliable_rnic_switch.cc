@@ -257,8 +257,33 @@ void ReliableRnic::OnReady(uint64_t origin, const void* body) {
 
 // ---- The steps -------------------------------------------------------------
 
+void ReliableRnic::PollForSwitch(VirtualQp& v) {
+  const RnicCq cqs[2] = {v.send_cq, v.recv_cq};
+  for (const RnicCq& cq : cqs) {
+    reliable::VirtualCq* vc = cqs_.Find(cq.id);
+    if (vc == nullptr) continue;
+    reliable::CompletionRing& ring = *vc->synthesized;
+    Completion batch[16];
+    // Only as many as the ring surely takes: the guest's stay in order
+    // (the ring is reported before the lower CQ), none is dropped.
+    while (ring.capacity() - ring.size() >= std::size(batch)) {
+      const int n = lower_.PollCq(cq, batch);
+      if (n <= 0) break;
+      bool taken = false;
+      const int kept = KeepGuestCompletions(std::span(batch, n), &taken);
+      for (int i = 0; i < kept; ++i) (void)ring.Push(batch[i]);
+      if (n < static_cast<int>(std::size(batch))) break;
+    }
+    if (v.recv_cq.id == v.send_cq.id) break;
+  }
+}
+
 bool ReliableRnic::StepSwitch(VirtualQp& v, uint64_t now) {
   ModeSwitch& s = *v.sw;
+  if ((s.state == State::kDraining && s.send_marker_posted) ||
+      s.state == State::kTakeBack) {
+    PollForSwitch(v);
+  }
   if (s.running() && !s.held.empty()) {
     // §1: a WR held longer than the QP's retry budget fails as natively.
     const uint64_t budget = RetryBudgetNs(v.attr);
