@@ -112,6 +112,14 @@ RunResult BwClient(Context& ctx, TcpChannel& ch) {
         res.error = "completion for an unknown wr_id";
         return res;
       }
+      // Every WR is signaled and a QP completes its sends in post order:
+      // one out of order is a lost or a repeated completion.
+      if (i != ctx.qps[q].completed) {
+        res.error = "qp " + std::to_string(q) + ": completion of iteration " +
+                    std::to_string(i) + " where " + std::to_string(ctx.qps[q].completed) +
+                    " was due (a completion lost, repeated or out of order)";
+        return res;
+      }
       ++ctx.qps[q].completed;
       if (o.verify && o.test == TestKind::kReadBw) {
         const uint64_t slot = i % ctx.slots;
