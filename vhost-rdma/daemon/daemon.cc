@@ -125,6 +125,14 @@ json ReliabilityJson(const reliable::ReliabilityCounters& r) {
               {"rc_atomics_lost", r.rc_atomics_lost},
               {"rc_recover_bad", r.rc_recover_bad},
               {"rc_recovered_bad", r.rc_recovered_bad},
+              {"switches_asked", r.switches_asked},
+              {"switches_begun", r.switches_begun},
+              {"switches_done", r.switches_done},
+              {"switches_failed", r.switches_failed},
+              {"switch_wrs_held", r.switch_wrs_held},
+              {"switch_bad", r.switch_bad},
+              {"drained_bad", r.drained_bad},
+              {"ready_bad", r.ready_bad},
               {"wire", WireJson(r)}};
 }
 
@@ -294,8 +302,9 @@ json Daemon::AttachVm(const json& request) {
   }
   raw->gids = req.config.gids;
   raw->reliability = req.reliability;
-  if (deps_.layer != nullptr && raw->reliability != ReliabilityMode::kNative) {
-    // A control call of the layer, on the data path as the RNIC's are.
+  if (deps_.layer != nullptr) {
+    // A control call of the layer, on the data path as the RNIC's are;
+    // native too, so the layer knows the VM (its counters, its QPs by mode).
     deps_.datapath_executor->RunSync(
         [&] { deps_.layer->SetMode(raw->gids, raw->reliability); });
   }
@@ -466,18 +475,28 @@ json Daemon::Stats() const {
     // VM the layer never framed).
     reliable::ReliabilityCounters r;
     std::vector<reliable::ReliabilityCounters> per_vm(vms_.size());
+    std::vector<reliable::QpModeCounts> modes(vms_.size());
     deps_.datapath_executor->RunSync([&] {
       r = deps_.layer->counters();
       size_t i = 0;
       for (const auto& [name, vm] : vms_) {
-        const reliable::ReliabilityCounters* c =
-            vm->gids.empty() ? nullptr : deps_.layer->VmCounters(vm->gids.front());
-        if (c != nullptr) per_vm[i] = *c;
+        if (!vm->gids.empty()) {
+          const reliable::ReliabilityCounters* c = deps_.layer->VmCounters(vm->gids.front());
+          if (c != nullptr) per_vm[i] = *c;
+          modes[i] = deps_.layer->QpModes(vm->gids.front());
+        }
         ++i;
       }
     });
     for (size_t i = 0; i < per_vm.size(); ++i) {
-      reply["vms"][i]["reliability_counters"] = ReliabilityJson(per_vm[i]);
+      json& vm = reply["vms"][i];
+      vm["reliability_counters"] = ReliabilityJson(per_vm[i]);
+      // Its connected RC QPs by the mode they run, those switching apart
+      // (docs/reliability.md §6: a QP waits for the peer VM's mode).
+      vm["qps_native"] = modes[i].native;
+      vm["qps_rc"] = modes[i].rc;
+      vm["qps_uc"] = modes[i].uc;
+      vm["qps_switching"] = modes[i].switching;
     }
     reply["reliability"] = ReliabilityJson(r);
   }

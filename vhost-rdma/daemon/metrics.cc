@@ -123,6 +123,16 @@ constexpr VmMetric kVmMetrics[] = {
      Kind::kCounter, "reliability layer: messages completed with an error"},
     {"reliability_counters.rc_takeovers", "vrdma_vm_reliability_rc_takeovers_total",
      Kind::kCounter, "reliability layer: backup takeovers (rc mode)"},
+    {"reliability_counters.switches_done", "vrdma_vm_reliability_switches_total",
+     Kind::kCounter, "reliability layer: QPs switched to another mode live"},
+    {"reliability_counters.switches_failed", "vrdma_vm_reliability_switches_failed_total",
+     Kind::kCounter, "reliability layer: live switches failed to the guest (the peer stopped)"},
+    {"qps_native", "vrdma_vm_qps_native", Kind::kGauge,
+     "connected RC QPs in native mode (reliability layer)"},
+    {"qps_rc", "vrdma_vm_qps_rc", Kind::kGauge, "connected RC QPs in rc mode (reliability layer)"},
+    {"qps_uc", "vrdma_vm_qps_uc", Kind::kGauge, "connected RC QPs in uc mode (reliability layer)"},
+    {"qps_switching", "vrdma_vm_qps_switching", Kind::kGauge,
+     "connected RC QPs switching mode or waiting for the peer VM's (reliability layer)"},
 };
 
 std::string Escape(const std::string& v) {

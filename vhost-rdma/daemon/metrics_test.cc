@@ -47,7 +47,10 @@ json SampleStats() {
                                {"lost_rack", 2},      {"lost_rto", 1},
                                {"cwnd_resets", 1},    {"acks_sent", 7},
                                {"acks_received", 11}, {"messages_completed", 5},
-                               {"messages_failed", 1}, {"rc_takeovers", 0}};
+                               {"messages_failed", 1}, {"rc_takeovers", 0},
+                               {"switches_done", 2}, {"switches_failed", 0}};
+  a["qps_uc"] = 1;
+  a["qps_switching"] = 1;
   // ... and daemon-wide, with the §3.6 checks.
   json layer = a["reliability_counters"];
   layer["chunks_sent"] = 52;
@@ -109,6 +112,10 @@ TEST(Metrics, ReliabilityCountersPerVm) {
   EXPECT_TRUE(has("vrdma_vm_reliability_messages_completed_total{vm=\"tenant-a\"} 5\n"));
   EXPECT_TRUE(has("vrdma_vm_reliability_messages_failed_total{vm=\"tenant-a\"} 1\n"));
   EXPECT_TRUE(has("vrdma_vm_reliability_rc_takeovers_total{vm=\"tenant-a\"} 0\n"));
+  EXPECT_TRUE(has("vrdma_vm_reliability_switches_total{vm=\"tenant-a\"} 2\n"));
+  EXPECT_TRUE(has("# TYPE vrdma_vm_qps_uc gauge\n"));
+  EXPECT_TRUE(has("vrdma_vm_qps_uc{vm=\"tenant-a\"} 1\n"));
+  EXPECT_TRUE(has("vrdma_vm_qps_switching{vm=\"tenant-a\"} 1\n"));
   // The VM without the object has no sample.
   EXPECT_FALSE(has("vrdma_vm_reliability_chunks_sent_total{vm=\"tenant-\\\"b"));
   // Without the layer (no object anywhere), no family.
@@ -125,6 +132,8 @@ TEST(Metrics, ReliabilityCountersDaemonWide) {
   EXPECT_TRUE(has("vrdma_reliability_chunks_sent_total 52\n"));
   EXPECT_TRUE(has("vrdma_reliability_units_resent_total 3\n"));
   EXPECT_TRUE(has("vrdma_reliability_rc_takeovers_total 0\n"));
+  EXPECT_TRUE(has("vrdma_reliability_switches_total 2\n"));
+  EXPECT_FALSE(has("vrdma_qps_uc"));  // gauges of VMs only
   EXPECT_TRUE(has("vrdma_reliability_wire_checks_total{check=\"ack_stale_token\"} 4\n"));
   EXPECT_TRUE(has("vrdma_reliability_wire_checks_total{check=\"rx_wrong_qp\"} 0\n"));
   json stats = SampleStats();

@@ -281,7 +281,12 @@ TEST(DaemonPeerFlagsTest, SetReliabilityChangesAVmsModeAndRefusesNonsense) {
     EXPECT_EQ(r["ok"], false) << b.request;
     EXPECT_EQ(r.value("error", ""), b.error) << r;
   }
-  EXPECT_EQ(a.Stats()["vms"][0]["reliability"], "uc");
+  const nlohmann::json vm = a.Stats()["vms"][0];
+  EXPECT_EQ(vm["reliability"], "uc");
+  // No QP yet: none in any mode.
+  for (const char* k : {"qps_native", "qps_rc", "qps_uc", "qps_switching"}) {
+    EXPECT_EQ(vm.value(k, -1), 0) << k << " " << vm.dump();
+  }
 }
 
 TEST(DaemonPeerFlagsTest, BadCombinationsStopTheDaemonAtStartUp) {
