@@ -6,10 +6,11 @@
 //   measured base counts only up to the fabric's own RTT without queues
 //   (the operator's, from the topology, as Swift's and Bifröst's base
 //   are), so a queue that never drains (an incast that starts at once)
-//   cannot raise the target; queue = base x max_decrease / (1 -
-//   max_decrease), one base RTT at the default 0.5 (QueueAllowanceNs: the
-//   least standing queue that keeps the bottleneck busy through the
-//   largest decrease), or the operator's fixed target_delay_ns;
+//   cannot raise the target; queue = the operator's target_delay_ns, else
+//   min(10 us, base x max_decrease / (1 - max_decrease)): at most one base
+//   RTT at the default 0.5 (QueueAllowanceNs: the least standing queue
+//   that keeps the bottleneck busy through the largest decrease; more only
+//   adds delay);
 //   an ACK with a sample below target: cwnd += 4096 x acked / max(cwnd,
 //   4096) (one unit per round trip; under one unit, one unit per unit
 //   acked, Swift's rule for a window under one packet);
@@ -37,9 +38,11 @@ namespace vrdma::policy::reliability {
 
 struct SwiftWindowParams {
   // The queueing part of the target (ns): the operator's
-  // (--reliability-target-us), or 0: derived from the base RTT
-  // (QueueAllowanceNs), so it scales with the fabric.
+  // (--reliability-target-us), or 0: default_target_delay_ns, at most
+  // QueueAllowanceNs (one base RTT at max_decrease 0.5), so a fabric
+  // faster than that does not queue more than a decrease needs.
   uint64_t target_delay_ns = 0;
+  uint64_t default_target_delay_ns = 10'000;
   // The fabric's RTT without queues, at most (Bifröst's is 50 us); a
   // measured base above it is not taken. 0: the measured base alone.
   uint64_t fabric_base_rtt_ns = 50'000;
@@ -72,8 +75,10 @@ class SwiftWindow {
     const uint64_t base = p_.fabric_base_rtt_ns == 0
                               ? base_rtt_ns
                               : std::min(base_rtt_ns, p_.fabric_base_rtt_ns);
-    return base + (p_.target_delay_ns != 0 ? p_.target_delay_ns
-                                           : QueueAllowanceNs(base));
+    return base + (p_.target_delay_ns != 0
+                       ? p_.target_delay_ns
+                       : std::min(p_.default_target_delay_ns,
+                                  QueueAllowanceNs(base)));
   }
 
   // The queue (ns) a target above `base` allows when the operator gave

@@ -228,17 +228,17 @@ TEST(SwiftWindowTest, TargetTakesTheMeasuredBaseOnlyUpToTheFabrics) {
   EXPECT_EQ(w.TargetNs(146 * kUs), 8 * kUs);
   EXPECT_EQ(w.TargetNs(3 * kUs), 6 * kUs);
   p.fabric_base_rtt_ns = 0;  // none: the measured base alone
-  EXPECT_EQ(SwiftWindow(p).TargetNs(146 * kUs), 292 * kUs);
+  EXPECT_EQ(SwiftWindow(p).TargetNs(146 * kUs), 156 * kUs);
   EXPECT_EQ(SwiftWindow().params().fabric_base_rtt_ns, 50 * kUs);
-  EXPECT_EQ(SwiftWindow().TargetNs(146 * kUs), 100 * kUs);
+  EXPECT_EQ(SwiftWindow().TargetNs(146 * kUs), 60 * kUs);
 }
 
-// Without the operator's target, the queue the target allows is the base
-// times max_decrease / (1 - max_decrease): what keeps the round trip full
-// after the largest decrease, so it scales with the fabric (a fixed 10 us
-// was 2.5 base RTTs of the model's 4 us fabric, and 32 senders settled
-// above one unit each, 100-240 KiB queued).
-TEST(SwiftWindowTest, TheTargetsQueueIsDerivedFromBaseAndMaxDecrease) {
+// Without the operator's target, the queue the target allows is 10 us
+// but at most the base times max_decrease / (1 - max_decrease): what
+// keeps the round trip full after the largest decrease; more only adds
+// delay (10 us was 2.5 base RTTs of the model's 4 us fabric, and 32
+// senders settled above one unit each, 100-240 KiB queued).
+TEST(SwiftWindowTest, TheTargetsQueueIsAtMostWhatADecreaseNeeds) {
   SwiftWindowParams p;
   p.fabric_base_rtt_ns = 0;
   EXPECT_EQ(SwiftWindow(p).QueueAllowanceNs(4 * kUs), 4 * kUs);
@@ -250,6 +250,11 @@ TEST(SwiftWindowTest, TheTargetsQueueIsDerivedFromBaseAndMaxDecrease) {
   EXPECT_EQ(SwiftWindow(p).QueueAllowanceNs(1 * kUs), 9 * kUs);
   p.max_decrease = 0.0;  // no decrease can idle the link: no queue needed
   EXPECT_EQ(SwiftWindow(p).TargetNs(7 * kUs), 7 * kUs);
+  p.max_decrease = 0.5;  // a slower fabric: the 10 us default bounds it
+  EXPECT_EQ(SwiftWindow(p).QueueAllowanceNs(24 * kUs), 24 * kUs);
+  EXPECT_EQ(SwiftWindow(p).TargetNs(24 * kUs), 34 * kUs);
+  p.default_target_delay_ns = 30 * kUs;
+  EXPECT_EQ(SwiftWindow(p).TargetNs(24 * kUs), 48 * kUs);
 }
 
 // The operator's target (--reliability-target-us) replaces the derived
