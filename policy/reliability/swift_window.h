@@ -75,20 +75,20 @@ class SwiftWindow {
     const uint64_t base = p_.fabric_base_rtt_ns == 0
                               ? base_rtt_ns
                               : std::min(base_rtt_ns, p_.fabric_base_rtt_ns);
-    return base + (p_.target_delay_ns != 0
-                       ? p_.target_delay_ns
-                       : std::min(p_.default_target_delay_ns,
-                                  QueueAllowanceNs(base)));
+    return base +
+           (p_.target_delay_ns != 0
+                ? p_.target_delay_ns
+                : std::min(p_.default_target_delay_ns, QueueAllowanceNs(base)));
   }
 
-  // The queue (ns) a target above `base` allows when the operator gave
-  // none: the least that keeps the bottleneck busy through the largest
-  // decrease. In flight are base + queue worth of bytes; a decrease by the
-  // factor f leaves f x (base + queue), which still fills the base round
-  // trip when queue >= base x (1 - f) / f; the smallest f is 1 -
-  // max_decrease (the rule behind one BDP of buffer for a single
-  // halving AIMD flow). A larger allowance only adds delay: the queue a delay-based
-  // window settles at is the target's.
+  // The least queue (ns) above `base` that keeps the bottleneck busy
+  // through the largest decrease, and so the most worth allowing when the
+  // operator gave no target: a delay-based window settles where the queue
+  // meets the target, so more only adds delay. In flight are base + queue
+  // worth of bytes; a decrease by the factor f leaves f x (base + queue),
+  // which still fills the base round trip when queue >= base x (1 - f) /
+  // f; the smallest f is 1 - max_decrease (the rule behind one BDP of
+  // buffer for a single halving AIMD flow).
   [[nodiscard]] uint64_t QueueAllowanceNs(uint64_t base_ns) const {
     const double d = std::clamp(p_.max_decrease, 0.0, kMaxDecreaseForQueue);
     return static_cast<uint64_t>(static_cast<double>(base_ns) * d / (1.0 - d));
