@@ -471,12 +471,14 @@ TEST_F(ReliableCcTest, IncastEightToOne) {
   std::printf(
       "\n  total %.2f Gbit/s of 4; max/min share %.2f; drops %llu in the "
       "first 2 ms, %llu in the next 40 ms; losses rack %llu rto %llu, "
-      "window resets %llu; cwnd of sender 0 %llu B, srtt %llu ns\n",
+      "window resets %llu; cwnd of sender 0 %llu B, srtt %llu ns, target "
+      "%llu ns\n",
       gbps, lo ? static_cast<double>(hi) / static_cast<double>(lo) : 0.0,
       (unsigned long long)early_drops, (unsigned long long)late_drops,
       (unsigned long long)rack, (unsigned long long)rto,
       (unsigned long long)resets, (unsigned long long)SenderOf(0).cwnd(),
-      (unsigned long long)SenderOf(0).srtt_ns());
+      (unsigned long long)SenderOf(0).srtt_ns(),
+      (unsigned long long)SenderOf(0).target_ns(now_));
   Drain(100'000);
   Verify();
   EXPECT_GT(early_drops, 0u);

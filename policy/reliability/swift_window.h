@@ -2,10 +2,15 @@
 //
 // The congestion window of one direction of a virtual QP, in bytes: the
 // delay-based AIMD after Swift of docs/reliability.md §4.5.
-//   target = min(base_rtt, fabric_base_rtt) + 10 us: the measured base
-//   counts only up to the fabric's own RTT without queues (the operator's,
-//   from the topology, as Swift's and Bifröst's base are), so a queue that
-//   never drains (an incast that starts at once) cannot raise the target;
+//   target = base + queue, base = min(base_rtt, fabric_base_rtt): the
+//   measured base counts only up to the fabric's own RTT without queues
+//   (the operator's, from the topology, as Swift's and Bifröst's base
+//   are), so a queue that never drains (an incast that starts at once)
+//   cannot raise the target; queue = the operator's target_delay_ns, else
+//   min(10 us, base x max_decrease / (1 - max_decrease)): at most one base
+//   RTT at the default 0.5 (QueueAllowanceNs: the least standing queue
+//   that keeps the bottleneck busy through the largest decrease; more only
+//   adds delay);
 //   an ACK with a sample below target: cwnd += 4096 x acked / max(cwnd,
 //   4096) (one unit per round trip; under one unit, one unit per unit
 //   acked, Swift's rule for a window under one packet);
@@ -32,7 +37,12 @@
 namespace vrdma::policy::reliability {
 
 struct SwiftWindowParams {
-  uint64_t target_delay_ns = 10'000;     // target = base_rtt + 10 us
+  // The queueing part of the target (ns): the operator's
+  // (--reliability-target-us), or 0: default_target_delay_ns, at most
+  // QueueAllowanceNs (one base RTT at max_decrease 0.5), so a fabric
+  // faster than that does not queue more than a decrease needs.
+  uint64_t target_delay_ns = 0;
+  uint64_t default_target_delay_ns = 10'000;
   // The fabric's RTT without queues, at most (Bifröst's is 50 us); a
   // measured base above it is not taken. 0: the measured base alone.
   uint64_t fabric_base_rtt_ns = 50'000;
@@ -51,6 +61,10 @@ struct SwiftWindowParams {
 
 class SwiftWindow {
  public:
+  // max_decrease is clamped to this for QueueAllowanceNs (1 would need an
+  // unbounded queue).
+  static constexpr double kMaxDecreaseForQueue = 0.9;
+
   explicit SwiftWindow(const SwiftWindowParams& params = {})
       : p_(params),
         cwnd_(static_cast<double>(std::clamp(
@@ -61,7 +75,23 @@ class SwiftWindow {
     const uint64_t base = p_.fabric_base_rtt_ns == 0
                               ? base_rtt_ns
                               : std::min(base_rtt_ns, p_.fabric_base_rtt_ns);
-    return base + p_.target_delay_ns;
+    return base +
+           (p_.target_delay_ns != 0
+                ? p_.target_delay_ns
+                : std::min(p_.default_target_delay_ns, QueueAllowanceNs(base)));
+  }
+
+  // The least queue (ns) above `base` that keeps the bottleneck busy
+  // through the largest decrease, and so the most worth allowing when the
+  // operator gave no target: a delay-based window settles where the queue
+  // meets the target, so more only adds delay. In flight are base + queue
+  // worth of bytes; a decrease by the factor f leaves f x (base + queue),
+  // which still fills the base round trip when queue >= base x (1 - f) /
+  // f; the smallest f is 1 - max_decrease (the rule behind one BDP of
+  // buffer for a single halving AIMD flow).
+  [[nodiscard]] uint64_t QueueAllowanceNs(uint64_t base_ns) const {
+    const double d = std::clamp(p_.max_decrease, 0.0, kMaxDecreaseForQueue);
+    return static_cast<uint64_t>(static_cast<double>(base_ns) * d / (1.0 - d));
   }
 
   // An ACK at now_ns for acked_bytes. rtt_ns: its RTT sample, nullopt when

@@ -17,7 +17,7 @@ namespace {
 constexpr uint64_t kUs = 1'000;
 constexpr uint64_t kKiB = 1024;
 constexpr uint64_t kBase = 10 * kUs;    // base RTT of these tests
-constexpr uint64_t kTarget = 20 * kUs;  // base + 10 us
+constexpr uint64_t kTarget = 20 * kUs;  // base + base (max_decrease 0.5)
 constexpr uint64_t kBelow = 15 * kUs;   // a sample below target
 constexpr uint64_t kSrtt = 15 * kUs;
 
@@ -225,12 +225,65 @@ TEST(SwiftWindowTest, TargetTakesTheMeasuredBaseOnlyUpToTheFabrics) {
   SwiftWindowParams p;
   p.fabric_base_rtt_ns = 4 * kUs;
   const SwiftWindow w(p);
-  EXPECT_EQ(w.TargetNs(146 * kUs), 14 * kUs);
-  EXPECT_EQ(w.TargetNs(3 * kUs), 13 * kUs);
+  EXPECT_EQ(w.TargetNs(146 * kUs), 8 * kUs);
+  EXPECT_EQ(w.TargetNs(3 * kUs), 6 * kUs);
   p.fabric_base_rtt_ns = 0;  // none: the measured base alone
   EXPECT_EQ(SwiftWindow(p).TargetNs(146 * kUs), 156 * kUs);
   EXPECT_EQ(SwiftWindow().params().fabric_base_rtt_ns, 50 * kUs);
   EXPECT_EQ(SwiftWindow().TargetNs(146 * kUs), 60 * kUs);
+}
+
+// Without the operator's target, the queue the target allows is 10 us
+// but at most the base times max_decrease / (1 - max_decrease): what
+// keeps the round trip full after the largest decrease; more only adds
+// delay (10 us was 2.5 base RTTs of the model's 4 us fabric, and 32
+// senders settled above one unit each, 100-240 KiB queued).
+TEST(SwiftWindowTest, TheTargetsQueueIsAtMostWhatADecreaseNeeds) {
+  SwiftWindowParams p;
+  p.fabric_base_rtt_ns = 0;
+  EXPECT_EQ(SwiftWindow(p).QueueAllowanceNs(4 * kUs), 4 * kUs);
+  EXPECT_EQ(SwiftWindow(p).TargetNs(4 * kUs), 8 * kUs);
+  p.max_decrease = 0.25;  // f >= 0.75: a third of the base suffices
+  EXPECT_EQ(SwiftWindow(p).QueueAllowanceNs(30 * kUs), 10 * kUs);
+  EXPECT_EQ(SwiftWindow(p).TargetNs(30 * kUs), 40 * kUs);
+  p.max_decrease = 1.0;  // unbounded in theory: clamped, finite
+  EXPECT_EQ(SwiftWindow(p).QueueAllowanceNs(1 * kUs), 9 * kUs);
+  p.max_decrease = 0.0;  // no decrease can idle the link: no queue needed
+  EXPECT_EQ(SwiftWindow(p).TargetNs(7 * kUs), 7 * kUs);
+  p.max_decrease = 0.5;  // a slower fabric: the 10 us default bounds it
+  EXPECT_EQ(SwiftWindow(p).QueueAllowanceNs(24 * kUs), 24 * kUs);
+  EXPECT_EQ(SwiftWindow(p).TargetNs(24 * kUs), 34 * kUs);
+  p.default_target_delay_ns = 30 * kUs;
+  EXPECT_EQ(SwiftWindow(p).TargetNs(24 * kUs), 48 * kUs);
+}
+
+// The operator's target (--reliability-target-us) replaces the derived
+// queue; the base is still capped by the fabric's.
+TEST(SwiftWindowTest, TheOperatorsTargetDelayWins) {
+  SwiftWindowParams p;
+  p.fabric_base_rtt_ns = 4 * kUs;
+  p.target_delay_ns = 10 * kUs;
+  EXPECT_EQ(SwiftWindow(p).TargetNs(146 * kUs), 14 * kUs);
+  EXPECT_EQ(SwiftWindow(p).TargetNs(3 * kUs), 13 * kUs);
+}
+
+// At the derived target a standing queue of one base RTT is already
+// above it, so the window shrinks where a 10 us allowance let it grow
+// (the model's 32:1 incast: base 4 us, samples 10.7 us at one unit each).
+TEST(SwiftWindowTest, AQueueOfMoreThanOneBaseShrinksTheWindow) {
+  SwiftWindowParams derived;
+  derived.fabric_base_rtt_ns = 4 * kUs;
+  derived.initial_cwnd = 8 * kKiB;
+  SwiftWindowParams fixed = derived;
+  fixed.target_delay_ns = 10 * kUs;
+  SwiftWindow a(derived);
+  SwiftWindow b(fixed);
+  for (uint64_t t = 0; t < 20; ++t) {
+    a.OnAck(t * 11 * kUs, 4 * kKiB, 10'700, 10'700, 10'700);
+    b.OnAck(t * 11 * kUs, 4 * kKiB, 10'700, 10'700, 10'700);
+  }
+  EXPECT_EQ(a.cwnd(), a.params().min_cwnd);
+  EXPECT_GT(b.cwnd(), 8 * kKiB);
 }
 
 // Under a standing queue, the capped target makes the window decrease

@@ -256,7 +256,8 @@ int main(int argc, char** argv) {
                "--fabric-listen");
   app.add_option("--reliability-target-us", peer_flags.target_us,
                  "with --reliability-layer: the congestion window's delay target above "
-                 "the base RTT, in microseconds (default 10, for an RNIC's hardware path; "
+                 "the base RTT, in microseconds (default 10, or the base RTT if smaller, for an "
+                 "RNIC's hardware path; "
                  "a software RNIC on a loaded host has RTT noise of hundreds of "
                  "microseconds and wants more; docs/reliability.md §4.5)");
   app.add_option("--reliability-base-rtt-us", peer_flags.base_rtt_us,

@@ -45,7 +45,7 @@ struct PeerConfig {
   std::vector<fabric::UdpAddress> peers;
   bool layer = false;
   Gid daemon_gid{};
-  uint64_t target_delay_ns = 0;  // 0: the layer's default (10 us)
+  uint64_t target_delay_ns = 0;  // 0: the layer's (10 us, at most the base RTT)
   uint64_t base_rtt_ns = 0;      // 0: the layer's default (50 us)
 };
 
