@@ -115,6 +115,21 @@ TEST_F(ReliableSwitchChainTest, RcUcRcWithLossReorderingDuplication) {
         Faults(0.02, 0.01, 0.01), 9);
 }
 
+// Every mode to every other under every fault at once, over several
+// seeds (the switch's moments fall differently in the traffic).
+class ReliableSwitchSeedTest : public ReliableSwitchChainTest,
+                               public ::testing::WithParamInterface<uint64_t> {
+};
+
+TEST_P(ReliableSwitchSeedTest, EveryPairOfModesUnderEveryFault) {
+  Chain({Mode::kNative, Mode::kUc, Mode::kRc, Mode::kNative, Mode::kRc,
+         Mode::kUc, Mode::kNative},
+        Faults(0.02, 0.01, 0.01), GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, ReliableSwitchSeedTest,
+                         ::testing::Values(11, 12, 13, 14, 15, 16));
+
 TEST_F(ReliableSwitchChainTest, NativeUcNativeAtOnePercentLoss) {
   Chain({Mode::kNative, Mode::kUc, Mode::kNative, Mode::kUc},
         Faults(0.01, 0.0, 0.0), 3);
