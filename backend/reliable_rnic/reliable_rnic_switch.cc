@@ -56,8 +56,7 @@ reliable::QpModeCounts ReliableRnic::QpModes(const Gid& first_gid) const {
   reliable::QpModeCounts n;
   const reliable::ReliabilityCounters* vm = VmCounters(first_gid);
   if (vm == nullptr) return n;
-  auto& qps = const_cast<reliable::IdTable<VirtualQp>&>(qps_);
-  qps.ForEach([&](const VirtualQp& v) {
+  qps_.ForEach([&](const VirtualQp& v) {
     if (v.type != QpType::kRc ||
         (v.attr.state != QpState::kRtr && v.attr.state != QpState::kRts)) {
       return;
