@@ -109,6 +109,13 @@ class IdTable {
       if (e != kEmpty && e != kTombstone) f(records_[Slot(e)]);
     }
   }
+  template <typename F>
+  void ForEach(F&& f) const {
+    for (uint64_t i = 0; i < index_size_; ++i) {
+      const uint64_t e = index_[i].load(std::memory_order_relaxed);
+      if (e != kEmpty && e != kTombstone) f(records_[Slot(e)]);
+    }
+  }
 
   // Tests: the index's size, its tombstones, and how many entries past its
   // home a live id lies (0: at its home; kNotFound: not there).

@@ -44,8 +44,8 @@ class HoldQueue {
         max_inline_(max_inline),
         wrs_(std::make_unique<SendWr[]>(depth_)),
         since_(std::make_unique<uint64_t[]>(depth_)),
-        inline_(std::make_unique<uint8_t[]>(uint64_t{depth_} *
-                                            std::max<uint32_t>(max_inline, 1))) {}
+        inline_(std::make_unique<uint8_t[]>(
+            uint64_t{depth_} * std::max<uint32_t>(max_inline, 1))) {}
 
   static uint64_t HostBytes(uint32_t depth, uint32_t max_inline) {
     const uint64_t d = std::max<uint32_t>(depth, 1);
@@ -70,7 +70,8 @@ class HoldQueue {
       SendWr& w = wrs_[seq % depth_];
       w = wr;
       if (wr.send_flags & kSendInline) {
-        uint8_t* dst = &inline_[(seq % depth_) * std::max<uint32_t>(max_inline_, 1)];
+        uint8_t* dst =
+            &inline_[(seq % depth_) * std::max<uint32_t>(max_inline_, 1)];
         if (wr.inline_len > 0) std::memcpy(dst, wr.inline_data, wr.inline_len);
         w.inline_data = dst;
       }
@@ -110,16 +111,17 @@ struct PeerAsk {
 
 struct ModeSwitch {
   enum class State : uint8_t {
-    kIdle,       // no switch asked by this end (a peer's SWITCH may be kept)
-    kAsked,      // SWITCH sent; the old path runs until the peer asks alike
-    kDraining,   // both asked: posts held, this end's old sending side drains
-    kDrained,    // DRAINED sent; waiting for the peer's
-    kTakeBack,   // from native: the lower RC QP in ERR, its flushes eaten
-    kReady,      // the new path is built, READY sent; waiting for the peer's
-    kFailed,     // the peer stopped answering past the budget: the QP is in ERR
+    kIdle,      // no switch asked by this end (a peer's SWITCH may be kept)
+    kAsked,     // SWITCH sent; the old path runs until the peer asks alike
+    kDraining,  // both asked: posts held, this end's old sending side drains
+    kDrained,   // DRAINED sent; waiting for the peer's
+    kTakeBack,  // from native: the lower RC QP in ERR, its flushes eaten
+    kReady,     // the new path is built, READY sent; waiting for the peer's
+    kFailed,    // the peer stopped answering past the budget: the QP is in ERR
   };
 
-  ModeSwitch(uint32_t sq_depth, uint32_t max_inline) : held(sq_depth, max_inline) {}
+  ModeSwitch(uint32_t sq_depth, uint32_t max_inline)
+      : held(sq_depth, max_inline) {}
 
   // The guest's send posts wait in `held` (both ends agreed, or failed).
   bool holding() const {

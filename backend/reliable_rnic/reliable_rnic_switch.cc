@@ -18,8 +18,8 @@
 
 namespace vrdma {
 
-using reliable::ConnState;
 using reliable::Connection;
+using reliable::ConnState;
 using reliable::ModeSwitch;
 using reliable::QpMode;
 using reliable::RcPath;
@@ -33,9 +33,12 @@ constexpr uint32_t kPsnMask = 0xffffff;
 
 QpMode ModeOfReliability(ReliabilityMode m) {
   switch (m) {
-    case ReliabilityMode::kRc: return QpMode::kRc;
-    case ReliabilityMode::kUc: return QpMode::kUc;
-    default: return QpMode::kNative;
+    case ReliabilityMode::kRc:
+      return QpMode::kRc;
+    case ReliabilityMode::kUc:
+      return QpMode::kUc;
+    default:
+      return QpMode::kNative;
   }
 }
 
@@ -53,8 +56,7 @@ reliable::QpModeCounts ReliableRnic::QpModes(const Gid& first_gid) const {
   reliable::QpModeCounts n;
   const reliable::ReliabilityCounters* vm = VmCounters(first_gid);
   if (vm == nullptr) return n;
-  auto& qps = const_cast<reliable::IdTable<VirtualQp>&>(qps_);
-  qps.ForEach([&](const VirtualQp& v) {
+  qps_.ForEach([&](const VirtualQp& v) {
     if (v.type != QpType::kRc ||
         (v.attr.state != QpState::kRtr && v.attr.state != QpState::kRts)) {
       return;
@@ -70,15 +72,21 @@ reliable::QpModeCounts ReliableRnic::QpModes(const Gid& first_gid) const {
       return;
     }
     switch (CurrentMode(v)) {
-      case QpMode::kRc: ++n.rc; break;
-      case QpMode::kUc: ++n.uc; break;
-      default: ++n.native; break;
+      case QpMode::kRc:
+        ++n.rc;
+        break;
+      case QpMode::kUc:
+        ++n.uc;
+        break;
+      default:
+        ++n.native;
+        break;
     }
   });
   return n;
 }
 
-// ---- Starting: SetMode (a control call) --------------------------------------
+// ---- Starting: SetMode (a control call) -----------------------------------
 
 void ReliableRnic::StartSwitch(VirtualQp& v, ReliabilityMode mode) {
   if (link_ == nullptr || v.type != QpType::kRc || v.has_srq ||
@@ -190,7 +198,7 @@ void ReliableRnic::BeginSwitch(VirtualQp& v) {
   (void)StepSwitch(v, clock_());
 }
 
-// ---- Peer messages (data path; untrusted) ------------------------------------
+// ---- Peer messages (data path; untrusted) ---------------------------------
 
 void ReliableRnic::OnSwitch(uint64_t origin, const void* body) {
   const auto& m = *static_cast<const peer::Switch*>(body);
@@ -305,7 +313,8 @@ bool ReliableRnic::StepSwitch(VirtualQp& v, uint64_t now) {
           w.opcode = WrOpcode::kRdmaWrite;
           w.send_flags = kSendSignaled;
           Status st = Status::kOk;
-          s.send_marker_posted = lower_.PostSend(v.lower, std::span(&w, 1), &st) == 1;
+          s.send_marker_posted =
+              lower_.PostSend(v.lower, std::span(&w, 1), &st) == 1;
         }
       } else if (s.from == QpMode::kRc && v.rc != nullptr) {
         if (v.rc->state() == RcPath::State::kFailed) {
@@ -429,8 +438,8 @@ void ReliableRnic::TakeBackNative(VirtualQp& v) {
   s.recv_marker_posted = lower_.PostRecv(v.lower, std::span(&r, 1), &st) == 1;
   if (!s.recv_marker_posted) {
     // The RQ was full: exactly its depth of flushes comes.
-    s.flushes_expected = std::min<uint64_t>(v.caps.max_recv_wr,
-                                            v.rq->shadows());
+    s.flushes_expected =
+        std::min<uint64_t>(v.caps.max_recv_wr, v.rq->shadows());
   }
   s.state = State::kTakeBack;
 }
@@ -465,20 +474,20 @@ Status ReliableRnic::ReconnectLowerRc(VirtualQp& v) {
       v.lower, a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags));
   a.state = QpState::kRtr;
   a.rq_psn = s.peer_rc_psn & kPsnMask;
-  VRDMA_RETURN_IF_ERROR(lower_.ModifyQp(
-      v.lower, a,
-      kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
-          kQpMaxDestRdAtomic | kQpMinRnrTimer));
+  VRDMA_RETURN_IF_ERROR(
+      lower_.ModifyQp(v.lower, a,
+                      kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
+                          kQpMaxDestRdAtomic | kQpMinRnrTimer));
   a.state = QpState::kRts;
   a.sq_psn = (s.my_token * 2654435761u) & kPsnMask;
   // rc mode's lower RC QP retries twice; the guest's count is its budget.
   if (s.to == QpMode::kRc) {
     a.retry_cnt = std::min(a.retry_cnt, reliable::kRcLowerRetryCnt);
   }
-  VRDMA_RETURN_IF_ERROR(lower_.ModifyQp(
-      v.lower, a,
-      kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry |
-          kQpMaxQpRdAtomic));
+  VRDMA_RETURN_IF_ERROR(lower_.ModifyQp(v.lower, a,
+                                        kQpState | kQpSqPsn | kQpTimeout |
+                                            kQpRetryCnt | kQpRnrRetry |
+                                            kQpMaxQpRdAtomic));
   v.attr.rq_psn = a.rq_psn;
   v.attr.sq_psn = a.sq_psn;
   return Status::kOk;
@@ -613,7 +622,8 @@ void ReliableRnic::FailSwitch(VirtualQp& v, WcStatus first) {
   reliable::VirtualCq* rcq = cqs_.Find(v.recv_cq.id);
   if (was == State::kTakeBack) v.rq->TakeBack(s.flushes);
   if (v.rq->holding()) {
-    v.rq->FlushAll(v.lower.qpn, rcq != nullptr ? rcq->synthesized.get() : nullptr);
+    v.rq->FlushAll(v.lower.qpn,
+                   rcq != nullptr ? rcq->synthesized.get() : nullptr);
   }
   RetireNextPaths(s);
 }

@@ -6,11 +6,10 @@
 // once, in order, with success and its bytes in place (the Stream of
 // reliable_switch_test_util.h); one end asking alone; forged SWITCH,
 // DRAINED and READY; a peer that stops answering mid-switch.
-#include "backend/reliable_rnic/reliable_switch_test_util.h"
-
 #include <gtest/gtest.h>
 
 #include "backend/peer_channel/peer_message.h"
+#include "backend/reliable_rnic/reliable_switch_test_util.h"
 
 namespace vrdma::testing {
 namespace {
@@ -38,9 +37,11 @@ class ReliableSwitchChainTest : public ReliableSwitchTest {
       SwitchBoth(modes[i], total);
       ASSERT_TRUE(FinishTraffic(total, 400000)) << "step " << i;
       // The switch ended on both ends.
-      if (!RunUntil([&] {
-            return Switched(*la_, va_.gid) && Switched(*lb_, vb_.gid);
-          }, 100000)) {
+      if (!RunUntil(
+              [&] {
+                return Switched(*la_, va_.gid) && Switched(*lb_, vb_.gid);
+              },
+              100000)) {
         Dump();
         FAIL() << "step " << i << ": the switch did not end";
       }
@@ -50,8 +51,8 @@ class ReliableSwitchChainTest : public ReliableSwitchTest {
       const reliable::Connection* ka = la_->FindConnection(qa_.qpn);
       EXPECT_EQ(ka != nullptr && ka->state() == ConnState::kUc, uc);
       // rc: the backup is connected on both ends.
-      for (auto [layer, qpn] : {std::pair{la_.get(), qa_.qpn},
-                                std::pair{lb_.get(), qb_.qpn}}) {
+      for (auto [layer, qpn] :
+           {std::pair{la_.get(), qa_.qpn}, std::pair{lb_.get(), qb_.qpn}}) {
         const reliable::RcPath* path = layer->FindRcPath(qpn);
         EXPECT_EQ(path != nullptr, modes[i] == Mode::kRc);
         if (path != nullptr) {
@@ -114,6 +115,21 @@ TEST_F(ReliableSwitchChainTest, RcUcRcWithLossReorderingDuplication) {
         Faults(0.02, 0.01, 0.01), 9);
 }
 
+// Every mode to every other under every fault at once, over several
+// seeds (the switch's moments fall differently in the traffic).
+class ReliableSwitchSeedTest : public ReliableSwitchChainTest,
+                               public ::testing::WithParamInterface<uint64_t> {
+};
+
+TEST_P(ReliableSwitchSeedTest, EveryPairOfModesUnderEveryFault) {
+  Chain({Mode::kNative, Mode::kUc, Mode::kRc, Mode::kNative, Mode::kRc,
+         Mode::kUc, Mode::kNative},
+        Faults(0.02, 0.01, 0.01), GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, ReliableSwitchSeedTest,
+                         ::testing::Values(11, 12, 13, 14, 15, 16));
+
 TEST_F(ReliableSwitchChainTest, NativeUcNativeAtOnePercentLoss) {
   Chain({Mode::kNative, Mode::kUc, Mode::kNative, Mode::kUc},
         Faults(0.01, 0.0, 0.0), 3);
@@ -161,9 +177,9 @@ TEST_F(ReliableSwitchTest, OneSideAloneStaysInItsModeUntilThePeerAsks) {
   // Now the same one.
   lb_->SetMode(std::span(&vb_.gid, 1), Mode::kUc);
   ASSERT_TRUE(FinishTraffic(120, 400000));
-  ASSERT_TRUE(RunUntil([&] {
-    return Switched(*la_, va_.gid) && Switched(*lb_, vb_.gid);
-  }, 100000));
+  ASSERT_TRUE(RunUntil(
+      [&] { return Switched(*la_, va_.gid) && Switched(*lb_, vb_.gid); },
+      100000));
   EXPECT_EQ(la_->QpModes(va_.gid), Only(Mode::kUc));
   EXPECT_EQ(lb_->QpModes(vb_.gid), Only(Mode::kUc));
   ExpectClean();
@@ -190,7 +206,8 @@ TEST_F(ReliableSwitchTest, AnAskTakenBackIsNotMatched) {
 TEST_F(ReliableSwitchTest, ForgedMessagesAreCountedAndDropped) {
   Setup(Mode::kNative);
   Traffic(20, 20);
-  const auto deliver = [&](uint64_t origin, peer::MsgType type, peer::Body body) {
+  const auto deliver = [&](uint64_t origin, peer::MsgType type,
+                           peer::Body body) {
     peer::PeerMessage m;
     m.type = type;
     m.origin = origin;
@@ -248,7 +265,8 @@ TEST_F(ReliableSwitchTest, ForgedMessagesAreCountedAndDropped) {
   Turn();  // the SWITCHes cross: both hold
   const uint64_t ready_before = la_->own_counters().ready_bad;
   const uint64_t drained_before = la_->own_counters().drained_bad;
-  if (la_->QpModes(va_.gid).switching == 1 && la_->counters().switches_begun == 1 &&
+  if (la_->QpModes(va_.gid).switching == 1 &&
+      la_->counters().switches_begun == 1 &&
       la_->counters().switches_done == 0) {
     deliver(2, peer::MsgType::kReady, peer::Ready{qa_.qpn});
     EXPECT_EQ(la_->own_counters().ready_bad, ready_before + 1);
@@ -258,9 +276,9 @@ TEST_F(ReliableSwitchTest, ForgedMessagesAreCountedAndDropped) {
     ADD_FAILURE() << "the switch ended before the forged messages";
   }
   ASSERT_TRUE(FinishTraffic(140, 400000));
-  ASSERT_TRUE(RunUntil([&] {
-    return Switched(*la_, va_.gid) && Switched(*lb_, vb_.gid);
-  }, 100000));
+  ASSERT_TRUE(RunUntil(
+      [&] { return Switched(*la_, va_.gid) && Switched(*lb_, vb_.gid); },
+      100000));
   EXPECT_EQ(la_->QpModes(va_.gid), Only(Mode::kUc));
   deliver(2, peer::MsgType::kReady, peer::Ready{qa_.qpn});  // after the end
   EXPECT_EQ(la_->own_counters().ready_bad, ready_before + 2);
@@ -431,9 +449,11 @@ TEST_F(ReliableSwitchTest, QpModesCountsEveryQpOfTheVm) {
   };
   write2(7001);
   ASSERT_TRUE(FinishTraffic(60, 400000));
-  ASSERT_TRUE(RunUntil([&] {
-    return la_->QpModes(va_.gid) == QpModeCounts{0, 0, 1, 1};
-  }, 100000));
+  ASSERT_TRUE(RunUntil(
+      [&] {
+        return la_->QpModes(va_.gid) == QpModeCounts{0, 0, 1, 1};
+      },
+      100000));
   ExpectClean();
   // qa2's WRITE completed natively, with success, once.
   std::array<Completion, 8> out;

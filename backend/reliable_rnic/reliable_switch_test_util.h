@@ -49,11 +49,11 @@ struct Stream {
   RnicQp pqp{};
   UcVm* peer = nullptr;
   std::mt19937_64 rng{1};
-  std::vector<Op> ops;          // posted, in order
-  size_t completed = 0;         // send completions checked
-  std::vector<size_t> sends;    // indexes of SENDs in ops, in order
-  size_t recvs_done = 0;        // the peer's receive completions checked
-  uint32_t recvs_posted = 0;    // receives the peer posted for us
+  std::vector<Op> ops;        // posted, in order
+  size_t completed = 0;       // send completions checked
+  std::vector<size_t> sends;  // indexes of SENDs in ops, in order
+  size_t recvs_done = 0;      // the peer's receive completions checked
+  uint32_t recvs_posted = 0;  // receives the peer posted for us
   uint32_t writes = 0, reads = 0;
   std::vector<std::string> errors;
 
@@ -76,7 +76,8 @@ struct Stream {
       o.wr_id = 0x1000'0000u + ops.size();
       const uint64_t kind = rng() % (read_ok ? 3 : 2);
       o.len = kSizes[rng() % std::size(kSizes)];
-      if (kind == 1 && sends.size() >= recvs_posted) break;  // wait for receives
+      if (kind == 1 && sends.size() >= recvs_posted)
+        break;  // wait for receives
       if (kind == 0) {
         if (writes >= kMaxOpsPerKind) break;
         o.op = WrOpcode::kRdmaWrite;
@@ -221,22 +222,28 @@ class ReliableSwitchTest : public ReliableUcTest {
   // Where the streams and the switches are (on a failure).
   void Dump() {
     for (auto [name, st] : {std::pair{"A->B", &ab_}, std::pair{"B->A", &ba_}}) {
-      printf("%s: posted %zu completed %zu sends %zu recvs_done %zu recvs_posted %u\n",
-             name, st->ops.size(), st->completed, st->sends.size(), st->recvs_done,
-             st->recvs_posted);
+      printf(
+          "%s: posted %zu completed %zu sends %zu recvs_done %zu recvs_posted "
+          "%u\n",
+          name, st->ops.size(), st->completed, st->sends.size(), st->recvs_done,
+          st->recvs_posted);
     }
-    for (auto [name, l, q] : {std::tuple{"A", la_.get(), qa_}, std::tuple{"B", lb_.get(), qb_}}) {
+    for (auto [name, l, q] :
+         {std::tuple{"A", la_.get(), qa_}, std::tuple{"B", lb_.get(), qb_}}) {
       const reliable::VirtualQp* v = l->FindQp(q.id);
-      printf("%s: sw state %d held %u drained_mine %d peer_drained %d peer_ready %d "
-             "flushes %lu conn %d rq holding %d\n",
-             name, v->sw ? static_cast<int>(v->sw->state) : -1,
-             v->sw ? v->sw->held.size() : 0, v->sw ? v->sw->drained_mine : 0,
-             v->sw ? v->sw->peer_drained : 0, v->sw ? v->sw->peer_ready : 0,
-             v->sw ? static_cast<unsigned long>(v->sw->flushes) : 0ul,
-             v->conn ? static_cast<int>(v->conn->state()) : -1,
-             v->rq ? v->rq->holding() : -1);
-      if (v->conn) printf("  sender outstanding %u failed %d\n",
-                          v->conn->sender().outstanding(), v->conn->sender().failed());
+      printf(
+          "%s: sw state %d held %u drained_mine %d peer_drained %d peer_ready "
+          "%d "
+          "flushes %lu conn %d rq holding %d\n",
+          name, v->sw ? static_cast<int>(v->sw->state) : -1,
+          v->sw ? v->sw->held.size() : 0, v->sw ? v->sw->drained_mine : 0,
+          v->sw ? v->sw->peer_drained : 0, v->sw ? v->sw->peer_ready : 0,
+          v->sw ? static_cast<unsigned long>(v->sw->flushes) : 0ul,
+          v->conn ? static_cast<int>(v->conn->state()) : -1,
+          v->rq ? v->rq->holding() : -1);
+      if (v->conn)
+        printf("  sender outstanding %u failed %d\n",
+               v->conn->sender().outstanding(), v->conn->sender().failed());
     }
   }
   bool Switched(ReliableRnic& l, const Gid& g) const {
