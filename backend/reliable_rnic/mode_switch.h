@@ -133,6 +133,11 @@ struct ModeSwitch {
   bool running() const { return holding() && state != State::kFailed; }
 
   State state = State::kIdle;
+  // The switch's last progress (a step taken, or the old path's work left
+  // shrinking while it drains) and that work then: a held WR's budget
+  // counts from the later of its hold and this (§6).
+  uint64_t progress_ns = 0;
+  uint64_t work_left = 0;
   QpMode from = QpMode::kNative;
   QpMode to = QpMode::kNative;
   uint32_t my_token = 0;  // this end's SWITCH token (a new one per ask)

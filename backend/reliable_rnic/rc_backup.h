@@ -136,6 +136,8 @@ class RcPath {
   bool drained() const {
     return head_ == tail_ && state_ != State::kRecovering;
   }
+  // Send WRs not yet completed and reported.
+  uint64_t in_flight() const { return tail_ - head_; }
   bool spare_ready() const { return spare_ready_; }
   uint64_t retry_budget_ns() const { return budget_ns_; }
   uint8_t rnr_retry() const { return rts_.rnr_retry; }

@@ -194,6 +194,8 @@ void ReliableRnic::BeginSwitch(VirtualQp& v) {
   s.peer_rc_psn = v.peer_ask.rc_psn;
   v.peer_ask.asked = false;
   s.state = State::kDraining;
+  s.progress_ns = clock_();
+  s.work_left = ~uint64_t{0};
   ++CountersOf(v.attr.av.sgid).switches_begun;
   (void)StepSwitch(v, clock_());
 }
@@ -292,10 +294,33 @@ bool ReliableRnic::StepSwitch(VirtualQp& v, uint64_t now) {
       s.state == State::kTakeBack) {
     PollForSwitch(v);
   }
+  // The old path's work left while it drains: less is progress. From
+  // native the marker WRITE's own retries bound the drain (it fails
+  // RETRY_EXC_ERR when the peer is gone), so waiting for it is too.
+  if (s.state == State::kDrained && s.from == QpMode::kUc && v.conn != nullptr) {
+    // Waiting for the peer's drain: what it still sends here, delivered.
+    const uint64_t delivered = v.conn->receiver().deliv_mid();
+    if (delivered != s.work_left) s.progress_ns = now;
+    s.work_left = delivered;
+  }
+  if (s.state == State::kDraining) {
+    uint64_t left = 0;
+    if (s.from == QpMode::kUc && v.conn != nullptr) {
+      left = uint64_t{v.conn->sender().outstanding()} +
+             v.conn->sender().responses_in_use();
+    } else if (s.from == QpMode::kRc && v.rc != nullptr) {
+      left = v.rc->in_flight();
+    }
+    if (left < s.work_left || s.send_marker_posted) s.progress_ns = now;
+    s.work_left = left;
+  }
   if (s.running() && !s.held.empty()) {
-    // §1: a WR held longer than the QP's retry budget fails as natively.
+    // §1: a held WR fails as natively once the switch made no progress for
+    // the QP's retry budget: the peer stopped answering. (Natively a WR
+    // waits behind earlier ones as long as they progress.)
     const uint64_t budget = RetryBudgetNs(v.attr);
-    if (budget != 0 && now - s.held.front_since_ns() > budget) {
+    const uint64_t since = std::max(s.held.front_since_ns(), s.progress_ns);
+    if (budget != 0 && now - since > budget) {
       FailSwitch(v, WcStatus::kRetryExcErr);
     }
   }
@@ -336,6 +361,8 @@ bool ReliableRnic::StepSwitch(VirtualQp& v, uint64_t now) {
       }
       if (!s.drained_mine) return true;
       s.state = State::kDrained;
+      s.progress_ns = now;
+      s.work_left = 0;
       (void)SendPeer(link_->PeerOf(v.attr.av.dgid).value_or(0),
                      peer::MsgType::kDrained,
                      peer::Drained{v.attr.dest_qpn,
@@ -442,6 +469,7 @@ void ReliableRnic::TakeBackNative(VirtualQp& v) {
         std::min<uint64_t>(v.caps.max_recv_wr, v.rq->shadows());
   }
   s.state = State::kTakeBack;
+  s.progress_ns = clock_();
 }
 
 void ReliableRnic::TakeBackRc(VirtualQp& v) {
@@ -462,6 +490,7 @@ void ReliableRnic::TakeBackRc(VirtualQp& v) {
     if (lower_.PostRecv(q, std::span(&r, 1), &st) == 1) ++s.markers_left;
   }
   s.state = State::kTakeBack;
+  s.progress_ns = clock_();
 }
 
 Status ReliableRnic::ReconnectLowerRc(VirtualQp& v) {
@@ -553,6 +582,7 @@ void ReliableRnic::BuildNewPath(VirtualQp& v) {
     (void)v.rq->ReplayTo(lower_, v.lower);
   }
   s.state = State::kReady;
+  s.progress_ns = clock_();
   (void)SendPeer(link_->PeerOf(v.attr.av.dgid).value_or(0),
                  peer::MsgType::kReady, peer::Ready{v.attr.dest_qpn});
   if (s.peer_ready) FinishSwitch(v);

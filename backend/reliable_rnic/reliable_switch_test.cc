@@ -285,6 +285,77 @@ TEST_F(ReliableSwitchTest, ForgedMessagesAreCountedAndDropped) {
   ExpectClean();
 }
 
+// The engine polls a CQ only while it is owed a guest completion there:
+// a switch whose QPs' CQs nobody polls still ends (the layer polls them
+// for its drain marker and the flushes of the receives it takes back),
+// and a guest completion it met on the way reaches the guest once, in
+// order, when the CQ is polled again.
+class ReliableSwitchUnpolledTest : public ReliableSwitchTest,
+                                   public ::testing::WithParamInterface<Mode> {};
+
+TEST_P(ReliableSwitchUnpolledTest, ASwitchEndsWhileNobodyPollsTheCqs) {
+  Setup(Mode::kNative);
+  // B keeps receives posted (they are taken back and posted again).
+  for (uint64_t i = 0; i < 4; ++i) PostRecvB(700 + i, kRecvDst + i * kSlot, 64);
+  Run(20);
+  collect_ = false;
+  Post(Write(800, 0, kWriteDst, 100));  // its completion waits in A's CQ
+  Run(50);
+  la_->SetMode(std::span(&va_.gid, 1), GetParam());
+  lb_->SetMode(std::span(&vb_.gid, 1), GetParam());
+  ASSERT_TRUE(RunUntil(
+      [&] { return Switched(*la_, va_.gid) && Switched(*lb_, vb_.gid); },
+      20000));
+  EXPECT_EQ(la_->counters().switches_done, 1u);
+  EXPECT_EQ(lb_->counters().switches_done, 1u);
+  collect_ = true;
+  Run(20);
+  ASSERT_EQ(got_.size(), 1u);
+  EXPECT_EQ(got_[0].wr_id, 800u);
+  EXPECT_EQ(got_[0].status, WcStatus::kSuccess);
+  EXPECT_TRUE(recv_b_.empty());  // B's receives: taken back, not flushed
+  // They are still there: a SEND on the new path lands in the first.
+  Post(Send(801, 0, 64));
+  ASSERT_TRUE(RunUntil([&] { return recv_b_.size() == 1; }, 20000));
+  EXPECT_EQ(recv_b_[0].wr_id, 700u);
+  EXPECT_EQ(recv_b_[0].status, WcStatus::kSuccess);
+}
+
+INSTANTIATE_TEST_SUITE_P(ToUcAndRc, ReliableSwitchUnpolledTest,
+                         ::testing::Values(Mode::kUc, Mode::kRc));
+
+// A drain that takes longer than the retry budget but keeps progressing
+// (a slow bottleneck under many large WRITEs) fails nothing: a held WR's
+// budget counts from the switch's last progress, as a native WR waits
+// behind earlier ones for as long as they progress.
+TEST_F(ReliableSwitchTest, ASlowDrainThatProgressesOutlastsTheBudget) {
+  QpConf c;
+  c.timeout = 8;  // 4.096 us << 8 = 1.05 ms; x (7 + 1): 8.4 ms
+  fabric::FaultConfig f;
+  f.bottleneck_bps = 200'000'000;  // 1 MiB in 42 ms
+  Setup(Mode::kUc, c, f);
+  for (uint64_t i = 0; i < 16; ++i) {
+    Post(Write(100 + i, i * 65536, kWriteDst + i * 65536, 65536));
+  }
+  Run(10);
+  la_->SetMode(std::span(&va_.gid, 1), Mode::kNative);
+  lb_->SetMode(std::span(&vb_.gid, 1), Mode::kNative);
+  Turn();
+  ASSERT_EQ(la_->counters().switches_begun, 1u);
+  for (uint64_t i = 0; i < 3; ++i) Post(Write(200 + i, 0, kWriteDst, 100));
+  const uint64_t t0 = now_;
+  ASSERT_TRUE(RunUntil([&] { return got_.size() == 19; }, 200000));
+  const uint64_t budget = 8ull * (4096ull << 8);
+  EXPECT_GT(now_ - t0, budget);  // the drain outlasted the budget
+  for (size_t i = 0; i < got_.size(); ++i) {
+    EXPECT_EQ(got_[i].wr_id, i < 16 ? 100 + i : 200 + (i - 16));
+    EXPECT_EQ(got_[i].status, WcStatus::kSuccess) << i;
+  }
+  EXPECT_EQ(la_->counters().switches_done, 1u);
+  EXPECT_EQ(la_->counters().switches_failed, 0u);
+  EXPECT_EQ(la_->QpModes(va_.gid), Only(Mode::kNative));
+}
+
 // The peer stops answering mid-switch (its DRAINED never comes): the WRs
 // A holds wait for the retry budget of the oldest, which then fails
 // RETRY_EXC_ERR, the rest WR_FLUSH_ERR, each once, in order.

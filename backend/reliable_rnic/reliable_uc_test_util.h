@@ -251,7 +251,7 @@ class ReliableUcTest : public ::testing::Test {
     lb_->Progress();
     link_a_->Deliver(*la_);
     link_b_->Deliver(*lb_);
-    Collect();
+    if (collect_) Collect();
     now_ += kStepNs;
   }
   void Run(int turns) {
@@ -279,6 +279,9 @@ class ReliableUcTest : public ::testing::Test {
     raw_->Send(bytes, h.dgid, now_);
   }
 
+  // false: Turn polls no CQ, as the engine polls one only while it is
+  // owed a guest completion there.
+  bool collect_ = true;
   void Collect() {
     std::array<Completion, 64> out;
     int n;

@@ -133,7 +133,7 @@ TEST_P(SwitchUnderPerftest, NoGuestSeesTheModeChange) {
 }
 
 INSTANTIATE_TEST_SUITE_P(TwoDaemons, SwitchUnderPerftest,
-                         ::testing::Values("send_bw", "write_bw"),
+                         ::testing::Values("send_bw", "write_bw", "read_bw"),
                          [](const ::testing::TestParamInfo<const char*>& i) {
                            return std::string(i.param);
                          });
