@@ -524,8 +524,9 @@ Status ReliableRnic::ReconnectLowerRc(VirtualQp& v) {
 
 void ReliableRnic::BuildNewPath(VirtualQp& v) {
   ModeSwitch& s = *v.sw;
-  if (s.from == QpMode::kUc && v.conn != nullptr) {
-    // The old connection leaves the table (what its data QP still gets is
+  if (v.conn != nullptr) {
+    // The old connection (uc's, or one that fell back to native at
+    // CONNECT_NATIVE) leaves the table (what its data QP still gets is
     // dropped by its generation) and is freed by a later control call.
     const uint32_t slot = v.conn->init().slot & 0xffff;
     v.conn->Quiesce();
@@ -534,21 +535,12 @@ void ReliableRnic::BuildNewPath(VirtualQp& v) {
     --framed_;
     v.conn = nullptr;
   }
-  if (s.from == QpMode::kRc && v.rc != nullptr) {
+  if (v.rc != nullptr) {
     // The old path leaves the table; its backup (in ERR) is destroyed
     // when a later control call frees it.
     s.retired_rc = TakeRcPath(v.rc);
     ++retired_;
     v.rc = nullptr;
-  }
-  if (s.from == QpMode::kNative && v.conn != nullptr) {
-    // A connection that had fallen back to native (CONNECT_NATIVE).
-    const uint32_t slot = v.conn->init().slot & 0xffff;
-    v.conn->Quiesce();
-    s.retired = std::move(conns_[slot]);
-    ++retired_;
-    --framed_;
-    v.conn = nullptr;
   }
   if (s.to == QpMode::kUc) {
     Connection* k = s.next_conn;
