@@ -192,9 +192,11 @@ uint64_t ReliableRnic::QpHostBytes(const QpCaps& caps) const {
   const uint64_t lower = lower_.QpHostBytes(caps);
   if (link_ == nullptr || caps.type != QpType::kRc) return lower;
   // §8: the worst case whatever the mode: uc's tables and data QP, and
-  // rc's copies and backup QP.
+  // rc's copies and backup QP (both alive while a switch goes from one to
+  // the other), and the switch's record with its hold queue (§6).
   return lower + reliable::FramedQpHostBytes(caps, options_.connection, lower_) +
-         reliable::RcPath::HostBytes(caps, lower_);
+         reliable::RcPath::HostBytes(caps, lower_) + sizeof(reliable::ModeSwitch) +
+         reliable::HoldQueue::HostBytes(caps.max_send_wr, caps.max_inline_data);
 }
 
 // ---- ModifyQp: framing at RTR -----------------------------------------------
