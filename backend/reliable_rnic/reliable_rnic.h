@@ -436,6 +436,10 @@ class ReliableRnic : public Rnic {
   // record until one (data path).
   void DropNextPaths(reliable::ModeSwitch& s);
   void RetireNextPaths(reliable::ModeSwitch& s);
+  // Takes a connection or rc path out of the layer's tables into s, where
+  // a later control call frees it (data path: no free here); nulls it.
+  void Retire(reliable::ModeSwitch& s, reliable::Connection*& k);
+  void Retire(reliable::ModeSwitch& s, reliable::RcPath*& p);
   Status ReconnectLowerRc(reliable::VirtualQp& v);
   void BuildNewPath(reliable::VirtualQp& v);
   void FinishSwitch(reliable::VirtualQp& v);

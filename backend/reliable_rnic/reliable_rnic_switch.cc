@@ -524,24 +524,10 @@ Status ReliableRnic::ReconnectLowerRc(VirtualQp& v) {
 
 void ReliableRnic::BuildNewPath(VirtualQp& v) {
   ModeSwitch& s = *v.sw;
-  if (v.conn != nullptr) {
-    // The old connection (uc's, or one that fell back to native at
-    // CONNECT_NATIVE) leaves the table (what its data QP still gets is
-    // dropped by its generation) and is freed by a later control call.
-    const uint32_t slot = v.conn->init().slot & 0xffff;
-    v.conn->Quiesce();
-    s.retired = std::move(conns_[slot]);
-    ++retired_;
-    --framed_;
-    v.conn = nullptr;
-  }
-  if (v.rc != nullptr) {
-    // The old path leaves the table; its backup (in ERR) is destroyed
-    // when a later control call frees it.
-    s.retired_rc = TakeRcPath(v.rc);
-    ++retired_;
-    v.rc = nullptr;
-  }
+  // The old connection (uc's, or one that fell back to native at
+  // CONNECT_NATIVE) or rc path.
+  Retire(s, v.conn);
+  Retire(s, v.rc);
   if (s.to == QpMode::kUc) {
     Connection* k = s.next_conn;
     s.next_conn = nullptr;
@@ -708,19 +694,26 @@ void ReliableRnic::DropNextPaths(ModeSwitch& s) {
 }
 
 void ReliableRnic::RetireNextPaths(ModeSwitch& s) {
-  if (s.next_conn != nullptr) {
-    const uint32_t slot = s.next_conn->init().slot & 0xffff;
-    s.next_conn->Quiesce();
-    s.retired = std::move(conns_[slot]);
-    ++retired_;
-    --framed_;
-    s.next_conn = nullptr;
-  }
-  if (s.next_rc != nullptr) {
-    s.retired_rc = TakeRcPath(s.next_rc);
-    ++retired_;
-    s.next_rc = nullptr;
-  }
+  Retire(s, s.next_conn);
+  Retire(s, s.next_rc);
+}
+
+void ReliableRnic::Retire(ModeSwitch& s, Connection*& k) {
+  if (k == nullptr) return;
+  // What its data QP still gets is dropped by its generation.
+  const uint32_t slot = k->init().slot & 0xffff;
+  k->Quiesce();
+  s.retired = std::move(conns_[slot]);
+  ++retired_;
+  --framed_;
+  k = nullptr;
+}
+
+void ReliableRnic::Retire(ModeSwitch& s, RcPath*& p) {
+  if (p == nullptr) return;
+  s.retired_rc = TakeRcPath(p);  // its backup (in ERR) goes with it
+  ++retired_;
+  p = nullptr;
 }
 
 bool ReliableRnic::ProgressSwitches(uint64_t now) {
