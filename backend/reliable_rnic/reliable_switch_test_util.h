@@ -181,13 +181,7 @@ class ReliableSwitchTest : public ReliableUcTest {
     for (size_t i = 0; i < kBufSize; ++i) {
       vb_.buf[i] = static_cast<uint8_t>(i * 13 + i / 4091 + 5);
     }
-    la_->SetMode(std::span(&va_.gid, 1), mode);
-    lb_->SetMode(std::span(&vb_.gid, 1), mode);
-    qa_ = MakeQp(*la_, va_, c);
-    qb_ = MakeQp(*lb_, vb_, c);
-    BringUp(*la_, qa_, va_.gid, vb_.gid, qb_.qpn, c);
-    BringUp(*lb_, qb_, vb_.gid, va_.gid, qa_.qpn, c);
-    Run(20);
+    Connect(c, mode, mode);
     ab_ = Stream{la_.get(), qa_, &va_, lb_.get(), qb_, &vb_};
     ba_ = Stream{lb_.get(), qb_, &vb_, la_.get(), qa_, &va_};
     ab_.rng.seed(seed * 7 + 1);

@@ -234,10 +234,11 @@ class ReliableUcTest : public ::testing::Test {
               Status::kOk);
   }
 
-  // Both VMs in `mode_b` (A always uc), an RC QP each towards the other,
+  // A's VM in mode_a, B's in mode_b, an RC QP each towards the other,
   // and the peer messages exchanged.
-  void Connect(const QpConf& c = {}, ReliabilityMode mode_b = ReliabilityMode::kUc) {
-    la_->SetMode(std::span(&va_.gid, 1), ReliabilityMode::kUc);
+  void Connect(const QpConf& c = {}, ReliabilityMode mode_b = ReliabilityMode::kUc,
+               ReliabilityMode mode_a = ReliabilityMode::kUc) {
+    la_->SetMode(std::span(&va_.gid, 1), mode_a);
     lb_->SetMode(std::span(&vb_.gid, 1), mode_b);
     qa_ = MakeQp(*la_, va_, c);
     qb_ = MakeQp(*lb_, vb_, c);
