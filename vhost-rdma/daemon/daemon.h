@@ -29,7 +29,10 @@
 //                                  "reliability": its mode (attach-vm's);
 //                                  with --reliability-layer "reliability":
 //                                  {"connects_uc","chunks_sent","retx_sent",
-//                                  ...}, the layer's counters
+//                                  ...,"wire":{...}}, the layer's counters,
+//                                  and per VM "reliability_counters" (the
+//                                  same names) and "qps_native", "qps_rc",
+//                                  "qps_uc", "qps_switching"
 //   {"cmd":"set-qos","name":N,"qos":{"weight":..,"class":..,...}}
 //                                  the fields named replace the VM's QoS; a
 //                                  refusal changes nothing; the reply comes
