@@ -297,7 +297,8 @@ bool ReliableRnic::StepSwitch(VirtualQp& v, uint64_t now) {
   // The old path's work left while it drains: less is progress. From
   // native the marker WRITE's own retries bound the drain (it fails
   // RETRY_EXC_ERR when the peer is gone), so waiting for it is too.
-  if (s.state == State::kDrained && s.from == QpMode::kUc && v.conn != nullptr) {
+  if (s.state == State::kDrained && s.from == QpMode::kUc &&
+      v.conn != nullptr) {
     // Waiting for the peer's drain: what it still sends here, delivered.
     const uint64_t delivered = v.conn->receiver().deliv_mid();
     if (delivered != s.work_left) s.progress_ns = now;

@@ -41,8 +41,8 @@ json VmStats(DaemonHarness& d, const std::string& name) {
 
 // Waits (up to timeout) until the VM has a QP in `mode` and none switching
 // on both daemons; false, with the last entries in *why, on a timeout.
-bool WaitMode(DaemonPair& d, const std::string& mode, std::chrono::seconds timeout,
-              std::string* why) {
+bool WaitMode(DaemonPair& d, const std::string& mode,
+              std::chrono::seconds timeout, std::string* why) {
   const std::string key = "qps_" + mode;
   const auto end = std::chrono::steady_clock::now() + timeout;
   json a, b;
@@ -65,7 +65,9 @@ TEST_P(SwitchUnderPerftest, NoGuestSeesTheModeChange) {
   DaemonPair d;
   d.UsePeers(true);
   std::string err;
-  ASSERT_TRUE(d.Start({}, &err, FaultArgs(kLoss, kSeedA), FaultArgs(kLoss, kSeedB))) << err;
+  ASSERT_TRUE(
+      d.Start({}, &err, FaultArgs(kLoss, kSeedA), FaultArgs(kLoss, kSeedB)))
+      << err;
   const std::string server = d.AttachA("vm-server", "native");
   const std::string client = d.AttachB("vm-client", "native");
   ASSERT_FALSE(server.empty() || client.empty());
@@ -74,7 +76,8 @@ TEST_P(SwitchUnderPerftest, NoGuestSeesTheModeChange) {
   // Long enough for three switches on a loaded 2-core host; the test checks
   // that each one ended while perftest still ran.
   constexpr int kSeconds = 25;
-  PerftestCase c{GetParam(), {"-D", std::to_string(kSeconds), "-s", "8192"}, ""};
+  PerftestCase c{
+      GetParam(), {"-D", std::to_string(kSeconds), "-s", "8192"}, ""};
   std::atomic<bool> finished{false};
   PerftestPair r;
   std::thread run([&] {
@@ -88,25 +91,32 @@ TEST_P(SwitchUnderPerftest, NoGuestSeesTheModeChange) {
   std::vector<std::string> done;
   for (const char* mode : {"uc", "rc", "native"}) {
     if (!up || finished) break;
-    const json ra = d.a().Control({{"cmd", "set-reliability"}, {"name", "vm-server"}, {"mode", mode}});
+    const json ra = d.a().Control(
+        {{"cmd", "set-reliability"}, {"name", "vm-server"}, {"mode", mode}});
     ASSERT_EQ(ra.value("ok", false), true) << ra;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    const json rb = d.b().Control({{"cmd", "set-reliability"}, {"name", "vm-client"}, {"mode", mode}});
+    const json rb = d.b().Control(
+        {{"cmd", "set-reliability"}, {"name", "vm-client"}, {"mode", mode}});
     ASSERT_EQ(rb.value("ok", false), true) << rb;
     if (!WaitMode(d, mode, std::chrono::seconds(6), &why)) {
       ADD_FAILURE() << "the switch to " << mode << " did not end:\n" << why;
       break;
     }
-    EXPECT_FALSE(finished) << "perftest ended before the switch to " << mode << " did";
+    EXPECT_FALSE(finished) << "perftest ended before the switch to " << mode
+                           << " did";
     done.push_back(mode);
-    std::this_thread::sleep_for(std::chrono::seconds(1));  // traffic in the new mode
+    std::this_thread::sleep_for(
+        std::chrono::seconds(1));  // traffic in the new mode
   }
   run.join();
   std::printf("%s", r.client_out.c_str());
   EXPECT_EQ(done, (std::vector<std::string>{"uc", "rc", "native"}));
-  EXPECT_EQ(r.client_rc, 0) << "client:\n" << r.client_out << "\nserver:\n" << r.server_out;
+  EXPECT_EQ(r.client_rc, 0) << "client:\n"
+                            << r.client_out << "\nserver:\n"
+                            << r.server_out;
   EXPECT_EQ(r.server_rc, 0) << r.server_out;
-  EXPECT_NE(r.client_out.find("Verify: PASSED"), std::string::npos) << r.client_out;
+  EXPECT_NE(r.client_out.find("Verify: PASSED"), std::string::npos)
+      << r.client_out;
   // Each layer switched the QP three times, each on both ends, and failed
   // nothing to a guest.
   const json ra = d.a().Control({{"cmd", "stats"}})["reliability"];
@@ -116,17 +126,20 @@ TEST_P(SwitchUnderPerftest, NoGuestSeesTheModeChange) {
     EXPECT_EQ(r->value("switches_failed", 0), 0) << r->dump();
     EXPECT_EQ(r->value("messages_failed", 0), 0) << r->dump();
     EXPECT_EQ(r->value("rc_failed_to_guest", 0), 0) << r->dump();
-    EXPECT_EQ(r->value("switch_bad", 0) + r->value("drained_bad", 0) + r->value("ready_bad", 0),
+    EXPECT_EQ(r->value("switch_bad", 0) + r->value("drained_bad", 0) +
+                  r->value("ready_bad", 0),
               0)
         << r->dump();
   }
-  std::printf(" %s: switches done %d+%d, guest WRs held meanwhile %d+%d; uc: messages %d, "
-              "units resent %d; rc: connects %d+%d\n",
-              GetParam(), ra.value("switches_done", 0), rb.value("switches_done", 0),
-              ra.value("switch_wrs_held", 0), rb.value("switch_wrs_held", 0),
-              ra.value("messages_completed", 0) + rb.value("messages_completed", 0),
-              ra.value("retx_sent", 0) + rb.value("retx_sent", 0), ra.value("rc_connects", 0),
-              rb.value("rc_connects", 0));
+  std::printf(
+      " %s: switches done %d+%d, guest WRs held meanwhile %d+%d; uc: messages "
+      "%d, "
+      "units resent %d; rc: connects %d+%d\n",
+      GetParam(), ra.value("switches_done", 0), rb.value("switches_done", 0),
+      ra.value("switch_wrs_held", 0), rb.value("switch_wrs_held", 0),
+      ra.value("messages_completed", 0) + rb.value("messages_completed", 0),
+      ra.value("retx_sent", 0) + rb.value("retx_sent", 0),
+      ra.value("rc_connects", 0), rb.value("rc_connects", 0));
   EXPECT_TRUE(d.a().alive());
   EXPECT_TRUE(d.b().alive());
   d.Stop();
