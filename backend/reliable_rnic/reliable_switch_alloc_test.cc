@@ -8,27 +8,8 @@
 // under a global operator new that counts.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <cstdlib>
-#include <new>
-
+#include "backend/base/testing/counting_new.h"
 #include "backend/reliable_rnic/reliable_switch_test_util.h"
-
-namespace {
-std::atomic<long> g_allocs{0};
-std::atomic<bool> g_trap{false};  // debugging: abort at the first counted one
-}  // namespace
-
-[[gnu::noinline]] void* operator new(size_t n) {
-  g_allocs.fetch_add(1, std::memory_order_relaxed);
-  if (g_trap.load(std::memory_order_relaxed)) std::abort();
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-[[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete(void* p, size_t) noexcept {
-  std::free(p);
-}
 
 namespace vrdma::testing {
 namespace {
@@ -54,21 +35,22 @@ class ReliableSwitchAllocChain : public ReliableSwitchAllocTest {
     ab_.errors.reserve(64);
     ba_.errors.reserve(64);
     {  // the counter counts
-      const long c0 = g_allocs.load();
+      g_counting = true;
       void* volatile p = ::operator new(16);
       ::operator delete(p);
-      ASSERT_EQ(g_allocs.load(), c0 + 1);
+      g_counting = false;
+      ASSERT_EQ(g_allocs, 1);
+      g_allocs = 0;
     }
     la_->SetMode(std::span(&va_.gid, 1), to);
     lb_->SetMode(std::span(&vb_.gid, 1), to);
-    const long before = g_allocs.load();
-    g_trap = std::getenv("VRDMA_ALLOC_TRAP") != nullptr;
+    g_counting = true;
     for (int i = 0; i < 400000 && !(ab_.done(total) && ba_.done(total)); ++i) {
       TrafficTurn(total);
     }
+    g_counting = false;
     const bool switched = Switched(*la_, va_.gid) && Switched(*lb_, vb_.gid);
-    const long allocs = g_allocs.load() - before;
-    g_trap = false;
+    const long allocs = g_allocs;
     ASSERT_TRUE(ab_.done(total) && ba_.done(total));
     EXPECT_TRUE(switched);
     EXPECT_EQ(la_->counters().switches_done, 1u);
