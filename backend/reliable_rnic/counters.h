@@ -50,6 +50,7 @@ struct ReliabilityCounters {
   uint64_t retx_sent = 0;           // WRITE_RETX units
   uint64_t lost_rack = 0;           // transmissions found lost by a later ACK
   uint64_t lost_rto = 0;            // transmissions whose RTO expired
+  uint64_t rto_undone = 0;          // RTOs proven spurious, reaction undone (§4.4)
   uint64_t cwnd_resets = 0;         // losses that set the window to its minimum (§4.5)
   uint64_t uc_path_moves = 0;       // data QP moved to a new flow label (§5)
   uint64_t acks_received = 0;       // ACKs used (every check passed)

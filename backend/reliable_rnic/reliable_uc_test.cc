@@ -322,6 +322,52 @@ TEST_F(ReliableUcTest, LostChunkIsCompletedByRetransmittedUnits) {
   EXPECT_EQ(la_->counters().lost_rto, 1u);
 }
 
+// §4.4, rto_undo.h: B's ACKs are held (a receiving daemon that does not
+// run) until A's RTO expires, then released: the ACK of the original WRITE
+// proves the RTO spurious, its reaction is undone, and the RTO's floor
+// becomes 5/4 of that late round trip, so that the same stall again, after
+// quick round trips that bring srtt and rttvar back down, expires nothing.
+// Without the undo rto_undone stays 0; without the floor the second stall
+// costs a second RTO.
+TEST_F(ReliableUcTest, ASpuriousRtoIsUndoneAndTheSameStallExpiresNothingAgain) {
+  Build();
+  QpConf c;
+  c.mtu = 4096;
+  Connect(c);
+  PostAndVerify({{1, 0, 0, 8192}, {2, 8192, 8192, 8192}}, 2000);  // samples
+  tap_b_->hold = true;
+  const auto stall = [&](uint64_t wr_id, uint64_t off, int turns) {
+    tap_b_->held.clear();
+    tap_b_->match = [this](std::span<const uint8_t>, const Gid& dgid) {
+      return dgid == kDaemonA;  // B's ACKs
+    };
+    Post(Write(wr_id, off, off, 8192));
+    const int ran = turns > 0 ? (Run(turns), turns) : [&] {
+      int n = 0;
+      while (la_->counters().lost_rto == 0 && n < 100000) Turn(), ++n;
+      return n;
+    }();
+    tap_b_->match = nullptr;
+    for (size_t i = 0; i < tap_b_->held.size(); ++i) tap_b_->Release(i, now_);
+    const size_t before = got_.size();
+    EXPECT_TRUE(RunUntil([&] { return got_.size() > before; }, 2000));
+    EXPECT_EQ(got_.back().wr_id, wr_id);
+    EXPECT_EQ(got_.back().status, WcStatus::kSuccess);
+    return ran;
+  };
+  const int turns = stall(3, 16384, 0);  // until the RTO expires
+  ASSERT_EQ(la_->counters().lost_rto, 1u) << "turns " << turns;
+  EXPECT_EQ(la_->counters().rto_undone, 1u);
+  // Quick round trips between the stalls, as a host's time slices give:
+  // their samples take srtt and rttvar back down, the floor stays.
+  for (uint64_t i = 0; i < 32; ++i) {
+    PostAndVerify({{10 + i, 32768 + i * 64, 32768 + i * 64, 64}}, 2000);
+  }
+  stall(4, 24576, turns + 2);  // the same stall, a little longer
+  EXPECT_EQ(la_->counters().lost_rto, 1u) << "the floor did not hold";
+  EXPECT_EQ(0, std::memcmp(&vb_.buf[16384], &va_.buf[16384], 16384));
+}
+
 TEST_F(ReliableUcTest, WithheldAcksFailTheWrRetryExceeded) {
   Build();
   QpConf c;

@@ -249,7 +249,9 @@ void Sender::Transmitted(uint64_t cseq, uint16_t unit, bool whole, uint64_t byte
                          uint32_t expiries, uint64_t now_ns) {
   xmits_[next_gseq_ % p_.chunks_in_flight] =
       Xmit{next_gseq_, cseq, unit, whole, static_cast<uint32_t>(bytes), expiries, now_ns};
-  (void)loss_.OnSent(next_gseq_, now_ns, rto_.TimeoutNs(rtt_, expiries), expiries);
+  (void)loss_.OnSent(next_gseq_, now_ns,
+                     rto_.TimeoutNs(rtt_, expiries, rto_undo_.FloorNs(now_ns)),
+                     expiries);
   ++next_gseq_;
   ++posts_;
   ++credit_used_;
@@ -412,6 +414,7 @@ void Sender::OnAck(const Ack& ack, uint64_t t4_ns) {
   rto_passes_ = 0;
   std::optional<uint64_t> t1;
   uint64_t acked_bytes = 0;
+  bool progressed = false;  // acknowledged a transmission in flight
   std::optional<uint64_t> sample;
   for (uint32_t i = 0; i < ack.n; ++i) {
     AckEntry e;
@@ -441,10 +444,12 @@ void Sender::OnAck(const Ack& ack, uint64_t t4_ns) {
     }
     const Xmit& x = xmits_[gseq % p_.chunks_in_flight];
     const bool known = x.gseq == gseq;
+    if (known) UndoIfSpurious(x, t4_ns);
     if (loss_.OnAcked(gseq) == AckedResult::kAcked && known) {
       inflight_bytes_ -= std::min<uint64_t>(inflight_bytes_, x.bytes);
       --inflight_xmits_;
       acked_bytes += x.bytes;
+      progressed = true;
     } else if (known && x.lost) {
       // Found lost, yet it arrived: it took a receive after all.
       xmits_[gseq % p_.chunks_in_flight].lost = false;
@@ -463,6 +468,7 @@ void Sender::OnAck(const Ack& ack, uint64_t t4_ns) {
       n.Count(WireCounter::kAckBadSample);
     }
   }
+  if (progressed) loss_.OnProgress(t4_ns);  // §4.4: the RTOs restart
   // The window (§4.5): the sample against base_rtt + 10 us; an ACK
   // without one restarts the RTO count only.
   window_.OnAck(t4_ns, acked_bytes, sample, rtt_.srtt(),
@@ -566,6 +572,8 @@ void Sender::DetectLosses(uint64_t now_ns, bool all) {
       // It took no receive at the peer (or its ACK was lost: then the
       // belief is one too high, which the lower's drop corrects).
       xmits_[out[i].gseq % p_.chunks_in_flight].lost = true;
+      xmits_[out[i].gseq % p_.chunks_in_flight].lost_rto =
+          !all && out[i].reason == LossReason::kRto;
       --credit_used_;
       if (all) {
         ++conn_.counters().resent_after_wait;
@@ -594,6 +602,11 @@ void Sender::DetectLosses(uint64_t now_ns, bool all) {
   // event (a burst tail-dropped at a queue, a blackout's RTOs), so
   // max_chunk halves once and one pass's RTOs count as one expiry. The
   // end of a wait at the peer (all) is no loss of the network's.
+  if (rack) {
+    rto_undo_.OnRackLoss();
+  } else if (rto) {
+    rto_undo_.OnRto(next_gseq_, {chunk_size_.max_chunk(), window_.cwnd()});
+  }
   if (rack || rto) {
     chunk_size_.OnLoss(now_ns);
     const bool reset = rto ? window_.OnRto(now_ns) : window_.OnLoss(now_ns);
@@ -605,6 +618,15 @@ void Sender::DetectLosses(uint64_t now_ns, bool all) {
   if (rto && ++rto_passes_ >= 2) {
     rto_passes_ = 0;
     conn_.MovePath();
+  }
+}
+
+void Sender::UndoIfSpurious(const Xmit& x, uint64_t t4_ns) {
+  if (std::optional<policy::reliability::UndoState> before =
+          rto_undo_.OnAcked(x.gseq, x.lost && x.lost_rto, t4_ns, x.t_sent_ns)) {
+    chunk_size_.Undo(before->max_chunk);
+    window_.Undo(before->cwnd);
+    ++conn_.counters().rto_undone;
   }
 }
 

@@ -35,6 +35,7 @@
 #include "backend/rnic/rnic.h"
 #include "policy/reliability/chunk_size.h"
 #include "policy/reliability/loss_detector.h"
+#include "policy/reliability/rto_undo.h"
 #include "policy/reliability/rto.h"
 #include "policy/reliability/rtt_estimator.h"
 #include "policy/reliability/swift_window.h"
@@ -189,6 +190,8 @@ class Sender {
   // Marks units of a chunk acked; true when any was new.
   void AckUnits(ChunkRec& c, uint16_t mask, uint64_t now_ns);
   void DetectLosses(uint64_t now_ns, bool all = false);
+  // An ACK entry of gseq proving an RTO spurious undoes its reaction.
+  void UndoIfSpurious(const Xmit& x, uint64_t t4_ns);
   void QueueLostUnits(uint64_t cseq, uint16_t mask, uint32_t expiries);
   bool SendRetransmissions(uint64_t now_ns);
   bool SendNewChunks(uint64_t now_ns);
@@ -297,6 +300,7 @@ class Sender {
   policy::reliability::RttEstimator rtt_;
   policy::reliability::Rto rto_;
   policy::reliability::ChunkSize chunk_size_;
+  policy::reliability::RtoUndo rto_undo_;
   policy::reliability::SwiftWindow window_;
   uint64_t last_send_ns_ = 0;  // pacing: the newest transmission's time
   uint64_t last_send_bytes_ = 0;  // and its bytes

@@ -82,6 +82,7 @@ struct Sender::Xmit {
   uint32_t expiries = 0;
   uint64_t t_sent_ns = 0;
   bool lost = false;  // found lost (its credit given back)
+  bool lost_rto = false;  // ... by its RTO (rto_undo.h)
 };
 
 }  // namespace vrdma::reliable

@@ -74,6 +74,12 @@ class ChunkSize {
     since_ns_ = now_ns;
   }
 
+  // A spurious RTO's halving undone (rto_undo.h): max_chunk as it was
+  // before, if larger.
+  void Undo(uint64_t max_chunk) {
+    max_chunk_ = std::max(max_chunk_, AlignDown(std::min(max_chunk, p_.max_chunk)));
+  }
+
   // An ACK at now_ns: a whole round trip (srtt) since the last loss or
   // doubling doubles max_chunk, up to its parameter.
   void OnAck(uint64_t now_ns, uint64_t srtt_ns) {

@@ -167,5 +167,21 @@ TEST(ChunkSizeTest, HintWhenTheChunkFillsTheWindowOrEndsTheQueue) {
   EXPECT_FALSE(ChunkSize::Hint(64 * kKiB, 8 * kKiB, false));
 }
 
+// A spurious RTO's halving undone (rto_undo.h): back to what it was, never
+// below what it is, never above the parameter.
+TEST(ChunkSizeTest, UndoRestoresTheMaxChunkBeforeTheLoss) {
+  ChunkSize c;
+  const uint64_t before = c.max_chunk();
+  c.OnLoss(0);
+  c.OnLoss(0);
+  ASSERT_EQ(c.max_chunk(), before / 4);
+  c.Undo(before);
+  EXPECT_EQ(c.max_chunk(), before);
+  c.Undo(4096);
+  EXPECT_EQ(c.max_chunk(), before);
+  c.Undo(before * 4);
+  EXPECT_EQ(c.max_chunk(), before);
+}
+
 }  // namespace
 }  // namespace vrdma::policy::reliability

@@ -4,8 +4,13 @@
 // (docs/reliability.md §4.4), RACK-like so that reordering is not loss: a
 // transmission is lost when one sent after it (a larger gseq) was
 // acknowledged and now - t_sent > srtt + srtt / 4 (no srtt yet: only the
-// RTO), or when its own RTO expired (now >= t_sent + rto, the rto given at
-// OnSent, Rto::TimeoutNs with its chunk's consecutive expiries). Entries
+// RTO), or when its own RTO expired: now >= max(t_sent, the last ACK that
+// acknowledged anything) + rto, the rto given at OnSent (Rto::TimeoutNs
+// with its chunk's consecutive expiries). As TCP restarts its timer at
+// every ACK of new data (RFC 6298 §5.3), the RTO measures a silence, not
+// a queue: a burst the lower RNIC serializes acknowledges its chunks one
+// after another, long past the last one's send plus its RTO, and a loss
+// among them is RACK's to find. Entries
 // live in a ring sized at construction (the chunk table's 256), in gseq
 // order: gseqs are given consecutively, one per transmission (§3.4), so an
 // ACK finds its entry in O(1); an entry leaves the ring once it and every
@@ -87,6 +92,12 @@ class LossDetector {
     return AckedResult::kAcked;
   }
 
+  // An ACK at now_ns acknowledged something in flight: every RTO restarts
+  // from it.
+  void OnProgress(uint64_t now_ns) {
+    progress_ns_ = std::max(progress_ns_, now_ns);
+  }
+
   // The transmissions lost at now_ns, oldest first, at most out.size() of
   // them (the rest on the next call); returns how many were written.
   [[nodiscard]] size_t DetectLost(uint64_t now_ns, uint64_t srtt_ns,
@@ -96,7 +107,7 @@ class LossDetector {
       Entry& e = ring_[Slot(g)];
       if (e.state != State::kInFlight) continue;
       std::optional<LossReason> why;
-      if (now_ns >= e.t_sent_ns + e.rto_ns) {
+      if (now_ns >= RtoAt(e)) {
         why = LossReason::kRto;
       } else if (RackLost(g, e, now_ns, srtt_ns)) {
         why = LossReason::kRack;
@@ -116,7 +127,7 @@ class LossDetector {
     for (uint64_t g = head_; g < next_; ++g) {
       const Entry& e = ring_[Slot(g)];
       if (e.state != State::kInFlight) continue;
-      uint64_t t = e.t_sent_ns + e.rto_ns;
+      uint64_t t = RtoAt(e);
       if (srtt_ns > 0 && any_acked_ && g < highest_acked_) {
         t = std::min(t, e.t_sent_ns + ReorderWindowNs(srtt_ns) + 1);
       }
@@ -144,6 +155,9 @@ class LossDetector {
   };
 
   size_t Slot(uint64_t gseq) const { return gseq % ring_.size(); }
+  uint64_t RtoAt(const Entry& e) const {
+    return std::max(e.t_sent_ns, progress_ns_) + e.rto_ns;
+  }
   bool RackLost(uint64_t g, const Entry& e, uint64_t now_ns,
                 uint64_t srtt_ns) const {
     return srtt_ns > 0 && any_acked_ && g < highest_acked_ &&
@@ -162,6 +176,7 @@ class LossDetector {
   uint64_t next_;            // the next gseq to be sent
   bool any_acked_ = false;
   uint64_t highest_acked_ = 0;
+  uint64_t progress_ns_ = 0;  // the last ACK that acknowledged anything
 };
 
 }  // namespace vrdma::policy::reliability

@@ -107,6 +107,43 @@ TEST(LossDetectorTest, TheRetransmissionIsANewEntry) {
   EXPECT_EQ(lost[0].expiries, 1u);
 }
 
+// RFC 6298 §5.3: an ACK of anything in flight restarts every RTO, so a
+// queue the lower RNIC serializes (four chunks posted at once, acknowledged
+// 0.9 ms apart under a 1 ms RTO) is no loss; a silence of one RTO after the
+// last ACK is.
+TEST(LossDetectorTest, AnAckRestartsTheRtoOfEverythingInFlight) {
+  LossDetector d(0);
+  for (uint64_t g = 0; g < 4; ++g) {
+    ASSERT_EQ(d.OnSent(g, 0, kRto, 0), SentResult::kOk);
+  }
+  for (uint64_t g = 0; g < 3; ++g) {
+    const uint64_t t = (g + 1) * 900 * kUs;
+    ASSERT_EQ(d.OnAcked(g), AckedResult::kAcked);
+    d.OnProgress(t);
+    EXPECT_TRUE(Detect(d, t).empty()) << g;
+    EXPECT_EQ(d.NextDeadlineNs(kSrtt), std::optional<uint64_t>(t + kRto));
+  }
+  // The last ACK came at 2.7 ms: entry 3 is lost one RTO later, not before.
+  EXPECT_TRUE(Detect(d, 2700 * kUs + kRto - 1).empty());
+  const auto lost = Detect(d, 2700 * kUs + kRto);
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0].gseq, 3u);
+  EXPECT_EQ(lost[0].reason, LossReason::kRto);
+}
+
+// Without the restart, the same queue's last chunk would be lost at 1 ms
+// (its send plus its RTO) although chunks kept arriving: the rule counts.
+TEST(LossDetectorTest, WithoutAnAckTheRtoCountsFromTheSend) {
+  LossDetector d(0);
+  for (uint64_t g = 0; g < 2; ++g) {
+    ASSERT_EQ(d.OnSent(g, 0, kRto, 0), SentResult::kOk);
+  }
+  ASSERT_EQ(d.OnAcked(0), AckedResult::kAcked);  // no OnProgress: no restart
+  const auto lost = Detect(d, kRto);
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0].gseq, 1u);
+}
+
 TEST(LossDetectorTest, NextDeadlineIsTheEarliestTimer) {
   LossDetector d(0);
   ASSERT_EQ(d.OnSent(0, 0, kRto, 0), SentResult::kOk);

@@ -2,7 +2,8 @@
 //
 // The retransmission timeout of a chunk (docs/reliability.md §4.4):
 // RTO = clamp(srtt + 4 rttvar + ack_timer, 200 us, 20 ms) from an
-// RttEstimator (RFC 6298), 1 ms before the first sample, doubled at each
+// RttEstimator (RFC 6298), at least the floor that spurious RTOs raised
+// (rto_undo.h), 1 ms before the first sample, doubled at each
 // consecutive expiry of the same chunk up to 20 ms. ack_timer is the
 // receiver's ACK timer (§4.3): the longest an ACK may be held, which the
 // samples exclude (they subtract hold_ns). The retry budget that bounds a
@@ -48,9 +49,12 @@ class Rto {
     return rto;
   }
 
-  [[nodiscard]] uint64_t TimeoutNs(const RttEstimator& rtt,
-                                   uint32_t expiries) const {
-    return BackedOffNs(BaseNs(rtt), expiries);
+  // floor_ns: RtoUndo::FloorNs, the least a host's proven stalls allow
+  // (at most max_ns).
+  [[nodiscard]] uint64_t TimeoutNs(const RttEstimator& rtt, uint32_t expiries,
+                                   uint64_t floor_ns = 0) const {
+    return BackedOffNs(std::max(BaseNs(rtt), std::min(floor_ns, p_.max_ns)),
+                       expiries);
   }
 
   [[nodiscard]] const RtoParams& params() const { return p_; }

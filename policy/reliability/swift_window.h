@@ -129,6 +129,13 @@ class SwiftWindow {
     return Loss(now_ns, rtos_without_ack_ >= 2);
   }
 
+  // A spurious RTO's reaction undone (rto_undo.h): the window as it was
+  // before, if larger.
+  void Undo(uint64_t cwnd) {
+    cwnd_ = std::max(cwnd_, static_cast<double>(cwnd));
+    Clamp();
+  }
+
   // Bytes; whole bytes of the window.
   [[nodiscard]] uint64_t cwnd() const { return static_cast<uint64_t>(cwnd_); }
 

@@ -303,5 +303,20 @@ TEST(SwiftWindowTest, AStandingQueueShrinksTheWindowOnlyWithTheCap) {
   EXPECT_GT(b.cwnd(), 64 * kKiB);
 }
 
+// A spurious RTO's reset undone (rto_undo.h): the window before it, clamped,
+// never smaller than it is.
+TEST(SwiftWindowTest, UndoRestoresTheWindowBeforeTheRto) {
+  SwiftWindow w;
+  const uint64_t before = w.cwnd();
+  ASSERT_TRUE(w.OnRto(0) || w.OnRto(1));  // the second RTO without an ACK resets
+  ASSERT_EQ(w.cwnd(), w.params().min_cwnd);
+  w.Undo(before);
+  EXPECT_EQ(w.cwnd(), before);
+  w.Undo(4096);
+  EXPECT_EQ(w.cwnd(), before);
+  w.Undo(uint64_t{1} << 40);
+  EXPECT_EQ(w.cwnd(), w.params().max_cwnd);
+}
+
 }  // namespace
 }  // namespace vrdma::policy::reliability

@@ -103,6 +103,7 @@ json ReliabilityJson(const reliable::ReliabilityCounters& r) {
               {"retx_sent", r.retx_sent},
               {"lost_rack", r.lost_rack},
               {"lost_rto", r.lost_rto},
+              {"rto_undone", r.rto_undone},
               {"acks_sent", r.acks_sent},
               {"acks_received", r.acks_received},
               {"retry_exceeded", r.retry_exceeded},

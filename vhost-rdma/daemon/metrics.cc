@@ -110,6 +110,8 @@ constexpr VmMetric kVmMetrics[] = {
      "reliability layer: transmissions found lost by a later ACK (RACK)"},
     {"reliability_counters.lost_rto", "vrdma_vm_reliability_lost_rto_total", Kind::kCounter,
      "reliability layer: transmissions whose retransmission timeout expired"},
+    {"reliability_counters.rto_undone", "vrdma_vm_reliability_rto_undone_total", Kind::kCounter,
+     "reliability layer: retransmission timeouts proven spurious, their reaction undone"},
     {"reliability_counters.cwnd_resets", "vrdma_vm_reliability_window_resets_total",
      Kind::kCounter, "reliability layer: losses that set the window to its minimum"},
     {"reliability_counters.acks_sent", "vrdma_vm_reliability_acks_sent_total", Kind::kCounter,
