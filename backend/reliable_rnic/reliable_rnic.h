@@ -165,6 +165,9 @@ struct VirtualQp {
   // kept until the QP is destroyed; nullptr before.
   std::unique_ptr<ModeSwitch> sw;
   PeerAsk peer_ask;
+  // A SetMode found the QP connecting or switching: the VM's mode is
+  // asked again once it is neither (ReliableRnic::Reconcile, §6).
+  bool mode_deferred = false;
 };
 
 struct VirtualCq {
@@ -415,6 +418,9 @@ class ReliableRnic : public Rnic {
   // The live switch (reliable_rnic_switch.cc).
   reliable::QpMode CurrentMode(const reliable::VirtualQp& v) const;
   void StartSwitch(reliable::VirtualQp& v, ReliabilityMode mode);
+  // v's deferred SetMode, if any, now that v is neither connecting nor
+  // switching: a switch to its VM's mode (§6).
+  void Reconcile(reliable::VirtualQp& v);
   void SendSwitch(reliable::VirtualQp& v);
   void OnSwitch(uint64_t origin, const void* sw);
   void OnDrained(uint64_t origin, const void* drained);

@@ -95,10 +95,15 @@ void ReliableRnic::StartSwitch(VirtualQp& v, ReliabilityMode mode) {
   }
   const std::optional<uint64_t> peer = link_->PeerOf(v.attr.av.dgid);
   if (!peer) return;  // no peer's layer: native whatever the mode
-  // A QP still connecting, or in ERR, is not switched.
-  if (v.conn != nullptr && v.conn->state() == ConnState::kConnecting) return;
+  // A QP in ERR is not switched; one still connecting, or switching (one
+  // switch at a time), is once it is neither (Reconcile).
   if (v.rc != nullptr && v.rc->state() == RcPath::State::kFailed) return;
-  if (v.sw != nullptr && v.sw->holding()) return;  // one at a time
+  if ((v.conn != nullptr && v.conn->state() == ConnState::kConnecting) ||
+      (v.sw != nullptr && v.sw->holding())) {
+    v.mode_deferred = true;
+    return;
+  }
+  v.mode_deferred = false;
   const QpMode cur = CurrentMode(v);
   const QpMode to = ModeOfReliability(mode);
   if (v.sw == nullptr) {
@@ -159,6 +164,12 @@ void ReliableRnic::StartSwitch(VirtualQp& v, ReliabilityMode mode) {
   SendSwitch(v);
   ++CountersOf(v.attr.av.sgid).switches_asked;
   if (v.peer_ask.asked && v.peer_ask.to == to) BeginSwitch(v);
+}
+
+void ReliableRnic::Reconcile(VirtualQp& v) {
+  if (!v.mode_deferred) return;
+  v.mode_deferred = false;
+  StartSwitch(v, ModeOf(v.attr.av.sgid));
 }
 
 void ReliableRnic::SendSwitch(VirtualQp& v) {
@@ -592,6 +603,7 @@ void ReliableRnic::FinishSwitch(VirtualQp& v) {
   }
   ++CountersOf(v.attr.av.sgid).switches_done;
   EndSwitch(v);
+  Reconcile(v);  // a SetMode while it ran
 }
 
 void ReliableRnic::EndSwitch(VirtualQp& v) {

@@ -577,6 +577,9 @@ void ReliableRnic::OnConnect(uint64_t origin, const void* body, bool request) {
     if (k->OnPeerConnect(c.data_qpn, c.data_psn, c.conn_token, c.rnr_retry) ==
         Status::kOk) {
       ++k->counters().connects_uc;
+      if (request) SendConnect(*k, true);
+      Reconcile(*v);  // a SetMode while it connected
+      return;
     }
   } else if (k->state() == ConnState::kUc && k->peer_token() != c.conn_token) {
     ++counters_.peer_unmatched;  // another incarnation: the live switch's
@@ -612,6 +615,7 @@ void ReliableRnic::OnConnectNative(uint64_t origin, const void* body) {
   if (v->rq != nullptr && v->rq->holding())
     (void)v->rq->ReplayTo(lower_, v->lower);
   ++k->counters().connects_native;
+  Reconcile(*v);  // a SetMode while it connected
 }
 
 // ---- Progress -------------------------------------------------------------------

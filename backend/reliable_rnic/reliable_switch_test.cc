@@ -157,6 +157,54 @@ TEST_F(ReliableSwitchTest, WrsPostedDuringTheSwitchAreHeldAndGoFirst) {
   ExpectClean();
 }
 
+// The VM's mode is what its QPs converge to: a SetMode while a QP's switch
+// runs is asked once that switch ended (uc first, then rc), whatever else
+// it waited for.
+TEST_F(ReliableSwitchTest, AModeSetDuringASwitchIsAskedWhenItEnds) {
+  Setup(Mode::kNative);
+  Traffic(20, 40);
+  la_->SetMode(std::span(&va_.gid, 1), Mode::kUc);
+  lb_->SetMode(std::span(&vb_.gid, 1), Mode::kUc);
+  Turn();  // the SWITCHes cross: both ends hold from now on
+  ASSERT_EQ(la_->counters().switches_begun, 1u);
+  la_->SetMode(std::span(&va_.gid, 1), Mode::kRc);
+  Traffic(60, 5);
+  lb_->SetMode(std::span(&vb_.gid, 1), Mode::kRc);
+  ASSERT_TRUE(FinishTraffic(200, 400000));
+  ASSERT_TRUE(RunUntil(
+      [&] {
+        return la_->QpModes(va_.gid) == Only(Mode::kRc) &&
+               lb_->QpModes(vb_.gid) == Only(Mode::kRc);
+      },
+      100000))
+      << "A " << la_->QpModes(va_.gid).uc << " uc, "
+      << la_->QpModes(va_.gid).switching << " switching";
+  EXPECT_EQ(la_->counters().switches_done, 2u);
+  EXPECT_EQ(lb_->counters().switches_done, 2u);
+  ExpectClean();
+}
+
+// A SetMode while a QP still connects (CONNECT unanswered) is asked once
+// it connected: both VMs set back to native before their uc connection
+// was agreed end native, through a switch.
+TEST_F(ReliableSwitchTest, AModeSetWhileConnectingIsAskedOnceConnected) {
+  Setup(Mode::kUc, {}, {}, 1, /*settle_turns=*/0);
+  ASSERT_NE(la_->FindConnection(qa_.qpn), nullptr);
+  ASSERT_EQ(la_->FindConnection(qa_.qpn)->state(), ConnState::kConnecting);
+  la_->SetMode(std::span(&va_.gid, 1), Mode::kNative);
+  lb_->SetMode(std::span(&vb_.gid, 1), Mode::kNative);
+  ASSERT_TRUE(FinishTraffic(120, 400000));
+  ASSERT_TRUE(RunUntil(
+      [&] {
+        return la_->QpModes(va_.gid) == Only(Mode::kNative) &&
+               lb_->QpModes(vb_.gid) == Only(Mode::kNative);
+      },
+      100000));
+  EXPECT_EQ(la_->counters().connects_uc, 1u);
+  EXPECT_EQ(la_->counters().switches_done, 1u);
+  ExpectClean();
+}
+
 // One end asks, the other does not: the QP stays in its old mode and
 // counts as switching there; traffic is untouched. When the other asks
 // later, the switch runs.

@@ -235,16 +235,18 @@ class ReliableUcTest : public ::testing::Test {
   }
 
   // A's VM in mode_a, B's in mode_b, an RC QP each towards the other,
-  // and the peer messages exchanged.
+  // and the peer messages exchanged for settle_turns turns (0: the
+  // CONNECTs are still unanswered).
   void Connect(const QpConf& c = {}, ReliabilityMode mode_b = ReliabilityMode::kUc,
-               ReliabilityMode mode_a = ReliabilityMode::kUc) {
+               ReliabilityMode mode_a = ReliabilityMode::kUc,
+               int settle_turns = 20) {
     la_->SetMode(std::span(&va_.gid, 1), mode_a);
     lb_->SetMode(std::span(&vb_.gid, 1), mode_b);
     qa_ = MakeQp(*la_, va_, c);
     qb_ = MakeQp(*lb_, vb_, c);
     BringUp(*la_, qa_, va_.gid, vb_.gid, qb_.qpn, c);
     BringUp(*lb_, qb_, vb_.gid, va_.gid, qa_.qpn, c);
-    Run(20);
+    Run(settle_turns);
   }
 
   void Turn() {
