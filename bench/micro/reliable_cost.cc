@@ -22,9 +22,10 @@
 // ACKs, the data QP's receives). Figures only: nothing is asserted, the
 // goal column is printed (docs/benchmarks.md).
 //
-//   build/bench/micro/reliable_cost [wrs [reps]]
+//   build/bench/micro/reliable_cost [wrs [reps [case]]]
 //   (wrs per 64 B case, default 30000; 64 KiB: wrs / 10; the least busy of
-//   reps runs, default 3)
+//   reps runs, default 3; case: only the cases whose name contains it, as
+//   "64 KiB", for a profiler)
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -528,6 +529,7 @@ int main(int argc, char** argv) {
   namespace reliable = vrdma::reliable;
   const uint64_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 30'000;
   const int reps = argc > 2 ? std::atoi(argv[2]) : 3;
+  const std::string only = argc > 3 ? argv[3] : "";
   const double clock_ns = ClockNs();
   const Case cases[] = {{"64 B WRITE", Op::kWrite, 64},
                         {"64 B SEND", Op::kSend, 64},
@@ -562,6 +564,7 @@ int main(int argc, char** argv) {
   bool all_ok = true;
   std::vector<std::string> notes;
   for (const Case& c : cases) {
+    if (std::string(c.name).find(only) == std::string::npos) continue;
     for (uint32_t qps : qp_counts) {
       for (uint64_t target : targets_ns) {
         const uint64_t wrs = c.len > 4096 ? n / 10 : n;
