@@ -145,9 +145,7 @@ TEST_F(ReliableSwitchChainTest, UcNativeWithLossReorderingDuplication) {
 TEST_F(ReliableSwitchTest, WrsPostedDuringTheSwitchAreHeldAndGoFirst) {
   Setup(Mode::kNative);
   Traffic(20, 40);
-  la_->SetMode(std::span(&va_.gid, 1), Mode::kUc);
-  lb_->SetMode(std::span(&vb_.gid, 1), Mode::kUc);
-  Turn();  // the SWITCHes cross: both ends hold from now on
+  SwitchBothNow(Mode::kUc);
   ASSERT_EQ(la_->counters().switches_begun, 1u);
   Traffic(60, 1, 40);
   ASSERT_TRUE(FinishTraffic(60, 400000));
@@ -163,9 +161,7 @@ TEST_F(ReliableSwitchTest, WrsPostedDuringTheSwitchAreHeldAndGoFirst) {
 TEST_F(ReliableSwitchTest, AModeSetDuringASwitchIsAskedWhenItEnds) {
   Setup(Mode::kNative);
   Traffic(20, 40);
-  la_->SetMode(std::span(&va_.gid, 1), Mode::kUc);
-  lb_->SetMode(std::span(&vb_.gid, 1), Mode::kUc);
-  Turn();  // the SWITCHes cross: both ends hold from now on
+  SwitchBothNow(Mode::kUc);
   ASSERT_EQ(la_->counters().switches_begun, 1u);
   la_->SetMode(std::span(&va_.gid, 1), Mode::kRc);
   Traffic(60, 5);

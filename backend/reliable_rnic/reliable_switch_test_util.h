@@ -250,6 +250,13 @@ class ReliableSwitchTest : public ReliableUcTest {
     Traffic(total, gap);
     lb_->SetMode(std::span(&vb_.gid, 1), mode);
   }
+  // Both ends ask `mode` at once, and the SWITCHes cross: both hold what
+  // is posted from now on.
+  void SwitchBothNow(ReliabilityMode mode) {
+    la_->SetMode(std::span(&va_.gid, 1), mode);
+    lb_->SetMode(std::span(&vb_.gid, 1), mode);
+    Turn();
+  }
   // Both streams' errors, none expected.
   void ExpectClean() {
     for (size_t i = 0; i < ab_.errors.size() && i < 8; ++i) {

@@ -35,8 +35,8 @@
 #include "backend/rnic/rnic.h"
 #include "policy/reliability/chunk_size.h"
 #include "policy/reliability/loss_detector.h"
-#include "policy/reliability/rto_undo.h"
 #include "policy/reliability/rto.h"
+#include "policy/reliability/rto_undo.h"
 #include "policy/reliability/rtt_estimator.h"
 #include "policy/reliability/swift_window.h"
 

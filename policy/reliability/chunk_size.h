@@ -77,7 +77,8 @@ class ChunkSize {
   // A spurious RTO's halving undone (rto_undo.h): max_chunk as it was
   // before, if larger.
   void Undo(uint64_t max_chunk) {
-    max_chunk_ = std::max(max_chunk_, AlignDown(std::min(max_chunk, p_.max_chunk)));
+    max_chunk_ =
+        std::max(max_chunk_, AlignDown(std::min(max_chunk, p_.max_chunk)));
   }
 
   // An ACK at now_ns: a whole round trip (srtt) since the last loss or

@@ -308,7 +308,8 @@ TEST(SwiftWindowTest, AStandingQueueShrinksTheWindowOnlyWithTheCap) {
 TEST(SwiftWindowTest, UndoRestoresTheWindowBeforeTheRto) {
   SwiftWindow w;
   const uint64_t before = w.cwnd();
-  ASSERT_TRUE(w.OnRto(0) || w.OnRto(1));  // the second RTO without an ACK resets
+  // The second RTO without an ACK resets it.
+  ASSERT_TRUE(w.OnRto(0) || w.OnRto(1));
   ASSERT_EQ(w.cwnd(), w.params().min_cwnd);
   w.Undo(before);
   EXPECT_EQ(w.cwnd(), before);
