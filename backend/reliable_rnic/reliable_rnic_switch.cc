@@ -237,6 +237,11 @@ void ReliableRnic::OnSwitch(uint64_t origin, const void* body) {
   if (v->sw != nullptr && v->sw->state == State::kAsked &&
       v->sw->to == v->peer_ask.to) {
     BeginSwitch(*v);
+  } else if ((v->sw == nullptr || v->sw->state != State::kAsked) &&
+             ModeOfReliability(ModeOf(v->attr.av.sgid)) == v->peer_ask.to) {
+    // The peer asks what this VM's mode already is, set while the QP could
+    // not take it (it connected to a then native peer): this end asks too.
+    StartSwitch(*v, ModeOf(v->attr.av.sgid));
   }
 }
 

@@ -229,6 +229,28 @@ TEST_F(ReliableSwitchTest, OneSideAloneStaysInItsModeUntilThePeerAsks) {
   ExpectClean();
 }
 
+// A's VM was already in uc when its QP connected to B's native one, so
+// the QP runs native (CONNECT_NATIVE, §2.2) and A has nothing to ask.
+// When B's operator sets uc later, B's ask meets A's VM mode: A asks too,
+// and both QPs switch to uc. Either order of the operators works.
+TEST_F(ReliableSwitchTest, APeersAskMatchingTheVmsModeIsAnswered) {
+  SetupModes(/*mode_a=*/Mode::kUc, /*mode_b=*/Mode::kNative);
+  ASSERT_EQ(la_->QpModes(va_.gid), Only(Mode::kNative));
+  ASSERT_TRUE(FinishTraffic(40, 400000));
+  lb_->SetMode(std::span(&vb_.gid, 1), Mode::kUc);
+  ASSERT_TRUE(FinishTraffic(120, 400000));
+  ASSERT_TRUE(RunUntil(
+      [&] {
+        return la_->QpModes(va_.gid) == Only(Mode::kUc) &&
+               lb_->QpModes(vb_.gid) == Only(Mode::kUc);
+      },
+      100000))
+      << "A switching " << la_->QpModes(va_.gid).switching << ", B switching "
+      << lb_->QpModes(vb_.gid).switching;
+  EXPECT_EQ(la_->counters().switches_done, 1u);
+  ExpectClean();
+}
+
 // A takes its ask back before B asks: nothing switches.
 TEST_F(ReliableSwitchTest, AnAskTakenBackIsNotMatched) {
   Setup(Mode::kNative);
