@@ -141,6 +141,8 @@ struct ModeSwitch {
   QpMode from = QpMode::kNative;
   QpMode to = QpMode::kNative;
   uint32_t my_token = 0;  // this end's SWITCH token (a new one per ask)
+  // The ask went again, once, to a peer QP that connected after it.
+  bool ask_resent = false;
   // The peer's SWITCH this switch runs with (from PeerAsk).
   uint32_t peer_token = 0;
   uint32_t peer_data_qpn = 0, peer_data_psn = 0, peer_rc_psn = 0;

@@ -90,9 +90,15 @@ reliable::QpModeCounts ReliableRnic::QpModes(const Gid& first_gid) const {
 
 void ReliableRnic::StartSwitch(VirtualQp& v, ReliabilityMode mode) {
   if (link_ == nullptr || v.type != QpType::kRc || v.has_srq ||
-      v.rq == nullptr || v.attr.state != QpState::kRts) {
+      v.rq == nullptr) {
     return;
   }
+  // In RTR the QP is framed for the mode its VM had then: asked at RTS.
+  if (v.attr.state == QpState::kRtr) {
+    v.mode_deferred = true;
+    return;
+  }
+  if (v.attr.state != QpState::kRts) return;
   const std::optional<uint64_t> peer = link_->PeerOf(v.attr.av.dgid);
   if (!peer) return;  // no peer's layer: native whatever the mode
   // A QP in ERR is not switched; one still connecting, or switching (one
@@ -156,6 +162,7 @@ void ReliableRnic::StartSwitch(VirtualQp& v, ReliabilityMode mode) {
   if (s.next_rc != nullptr) s.my_token = s.next_rc->my_token();
   while (s.my_token == 0) s.my_token = static_cast<uint32_t>(token_rng_());
   s.drained_mine = s.flushes_done = s.peer_drained = s.peer_ready = false;
+  s.ask_resent = false;
   s.send_marker_posted = s.recv_marker_posted = false;
   s.flushes = s.flushes_expected = 0;
   s.send_marker = token_rng_() | 1;

@@ -311,6 +311,8 @@ Status ReliableRnic::ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) {
           StartConnect(*v->conn);
         }
       }
+      // A SetMode in RTR (a uc connection's once it connected).
+      if (v->conn == nullptr) Reconcile(*v);
       break;
     case QpState::kErr:
       // The guest's ERR during a switch: what it holds flushes.
@@ -571,6 +573,14 @@ void ReliableRnic::OnConnect(uint64_t origin, const void* body, bool request) {
     if (!request) return;
     (void)SendPeer(origin, peer::MsgType::kConnectNative,
                    peer::ConnectNative{v->lower.qpn, c.src_vqpn, c.conn_token});
+    // An ask of this end's that came before the peer's QP was there to take
+    // it (dropped there as unmatched) goes again, after the answer.
+    if (v->sw != nullptr &&
+        v->sw->state == reliable::ModeSwitch::State::kAsked &&
+        !v->sw->ask_resent) {
+      v->sw->ask_resent = true;
+      SendSwitch(*v);
+    }
     return;
   }
   if (k->state() == ConnState::kConnecting) {

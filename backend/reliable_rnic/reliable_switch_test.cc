@@ -184,7 +184,7 @@ TEST_F(ReliableSwitchTest, AModeSetDuringASwitchIsAskedWhenItEnds) {
 // it connected: both VMs set back to native before their uc connection
 // was agreed end native, through a switch.
 TEST_F(ReliableSwitchTest, AModeSetWhileConnectingIsAskedOnceConnected) {
-  Setup(Mode::kUc, {}, {}, 1, /*settle_turns=*/0);
+  Setup(Mode::kUc, {}, {}, 1, {.settle_turns = 0});
   ASSERT_NE(la_->FindConnection(qa_.qpn), nullptr);
   ASSERT_EQ(la_->FindConnection(qa_.qpn)->state(), ConnState::kConnecting);
   la_->SetMode(std::span(&va_.gid, 1), Mode::kNative);
@@ -248,6 +248,28 @@ TEST_F(ReliableSwitchTest, APeersAskMatchingTheVmsModeIsAnswered) {
       << "A switching " << la_->QpModes(va_.gid).switching << ", B switching "
       << lb_->QpModes(vb_.gid).switching;
   EXPECT_EQ(la_->counters().switches_done, 1u);
+  ExpectClean();
+}
+
+// A SetMode while a QP is in RTR (framed for the mode its VM had then) is
+// asked at RTS. Here A's ask reaches B's daemon before B's QP exists and is
+// dropped there; B's CONNECT, answered CONNECT_NATIVE by A, brings A's ask
+// again, and B, whose VM is in uc, asks too.
+TEST_F(ReliableSwitchTest, AModeSetInRtrIsAskedAtRts) {
+  SetupModes(/*mode_a=*/Mode::kNative, /*mode_b=*/Mode::kUc, {}, {}, 1,
+             {.at_rtr_a = [&] { la_->SetMode(std::span(&va_.gid, 1), Mode::kUc); },
+              .turns_before_b = 10});
+  ASSERT_TRUE(FinishTraffic(120, 400000));
+  ASSERT_TRUE(RunUntil(
+      [&] {
+        return la_->QpModes(va_.gid) == Only(Mode::kUc) &&
+               lb_->QpModes(vb_.gid) == Only(Mode::kUc);
+      },
+      100000))
+      << "A switching " << la_->QpModes(va_.gid).switching << ", B native "
+      << lb_->QpModes(vb_.gid).native;
+  EXPECT_EQ(la_->counters().switches_done, 1u);
+  EXPECT_EQ(lb_->counters().switch_bad, 1u);  // the first ask, before B's QP
   ExpectClean();
 }
 

@@ -177,18 +177,18 @@ class ReliableSwitchTest : public ReliableUcTest {
   // gets a pattern of its own.
   void Setup(ReliabilityMode mode, const QpConf& c = {},
              const fabric::FaultConfig& f = {}, uint64_t seed = 1,
-             int settle_turns = 20) {
-    SetupModes(mode, mode, c, f, seed, settle_turns);
+             const ConnectSteps& steps = {}) {
+    SetupModes(mode, mode, c, f, seed, steps);
   }
   // The same with A's VM in mode_a and B's in mode_b.
   void SetupModes(ReliabilityMode mode_a, ReliabilityMode mode_b,
                   const QpConf& c = {}, const fabric::FaultConfig& f = {},
-                  uint64_t seed = 1, int settle_turns = 20) {
+                  uint64_t seed = 1, const ConnectSteps& steps = {}) {
     Build(f, f, seed);
     for (size_t i = 0; i < kBufSize; ++i) {
       vb_.buf[i] = static_cast<uint8_t>(i * 13 + i / 4091 + 5);
     }
-    Connect(c, mode_b, mode_a, settle_turns);
+    Connect(c, mode_b, mode_a, steps);
     ab_ = Stream{la_.get(), qa_, &va_, lb_.get(), qb_, &vb_};
     ba_ = Stream{lb_.get(), qb_, &vb_, la_.get(), qa_, &va_};
     ab_.rng.seed(seed * 7 + 1);

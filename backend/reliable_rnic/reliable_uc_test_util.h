@@ -133,6 +133,16 @@ struct QpConf {
   uint8_t max_dest_rd_atomic = 4;  // ... and answers at once
 };
 
+// How ReliableUcTest::Connect brings the two QPs up, A's first: at_rtr_a
+// runs while A's is in RTR; turns_before_b turns run between A's RTS and
+// B's QP; the peer messages get settle_turns turns at the end (0: the
+// CONNECTs are still unanswered).
+struct ConnectSteps {
+  std::function<void()> at_rtr_a;
+  int turns_before_b = 0;
+  int settle_turns = 20;
+};
+
 class ReliableUcTest : public ::testing::Test {
  protected:
   static constexpr size_t kBufSize = 8 << 20;
@@ -205,8 +215,10 @@ class ReliableUcTest : public ::testing::Test {
     return qp.ok() ? *qp : RnicQp{};
   }
 
+  // at_rtr: called while the QP is in RTR, before its RTS.
   void BringUp(ReliableRnic& r, RnicQp qp, const Gid& self, const Gid& peer,
-               uint32_t dest_qpn, const QpConf& c) {
+               uint32_t dest_qpn, const QpConf& c,
+               const std::function<void()>& at_rtr = nullptr) {
     QpAttr a;
     a.state = QpState::kInit;
     a.access_flags = kAll;
@@ -223,6 +235,7 @@ class ReliableUcTest : public ::testing::Test {
     ASSERT_EQ(r.ModifyQp(qp, a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn |
                                     kQpRqPsn | kQpMaxDestRdAtomic | kQpMinRnrTimer),
               Status::kOk);
+    if (at_rtr) at_rtr();
     a.state = QpState::kRts;
     a.sq_psn = 0;
     a.timeout = c.timeout;
@@ -234,19 +247,19 @@ class ReliableUcTest : public ::testing::Test {
               Status::kOk);
   }
 
-  // A's VM in mode_a, B's in mode_b, an RC QP each towards the other,
-  // and the peer messages exchanged for settle_turns turns (0: the
-  // CONNECTs are still unanswered).
+  // A's VM in mode_a, B's in mode_b, an RC QP each towards the other, and
+  // the peer messages exchanged.
   void Connect(const QpConf& c = {}, ReliabilityMode mode_b = ReliabilityMode::kUc,
                ReliabilityMode mode_a = ReliabilityMode::kUc,
-               int settle_turns = 20) {
+               const ConnectSteps& steps = {}) {
     la_->SetMode(std::span(&va_.gid, 1), mode_a);
     lb_->SetMode(std::span(&vb_.gid, 1), mode_b);
     qa_ = MakeQp(*la_, va_, c);
     qb_ = MakeQp(*lb_, vb_, c);
-    BringUp(*la_, qa_, va_.gid, vb_.gid, qb_.qpn, c);
+    BringUp(*la_, qa_, va_.gid, vb_.gid, qb_.qpn, c, steps.at_rtr_a);
+    Run(steps.turns_before_b);
     BringUp(*lb_, qb_, vb_.gid, va_.gid, qa_.qpn, c);
-    Run(settle_turns);
+    Run(steps.settle_turns);
   }
 
   void Turn() {
