@@ -160,6 +160,9 @@ struct ModeSwitch {
   uint64_t flushes = 0;
   uint64_t flushes_expected = 0;  // when the marker receive was refused
   WcStatus fail_status = WcStatus::kSuccess;  // the first failed held WR's
+  // A held WR the new path refused (RefuseHeld): the QP goes to ERR once
+  // the WRs posted before it completed.
+  bool err_pending = false;
   // To uc: the new connection, opened by SetMode, in the layer's table;
   // from uc: the old one, kept until a control call frees it.
   Connection* next_conn = nullptr;

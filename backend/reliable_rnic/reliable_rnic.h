@@ -449,6 +449,9 @@ class ReliableRnic : public Rnic {
   Status ReconnectLowerRc(reliable::VirtualQp& v);
   void BuildNewPath(reliable::VirtualQp& v);
   void FinishSwitch(reliable::VirtualQp& v);
+  // The layer's part of v entering ERR (the guest's, or a held WR the new
+  // path refused): its framed path's WRs and the receives it holds flush.
+  void FlushFramed(reliable::VirtualQp& v);
   void FailSwitch(reliable::VirtualQp& v, WcStatus first);
   void EndSwitch(reliable::VirtualQp& v);
   // A lower completion of a switching QP the switch takes (its markers,

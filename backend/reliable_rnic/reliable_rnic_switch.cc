@@ -451,9 +451,18 @@ bool ReliableRnic::StepSwitch(VirtualQp& v, uint64_t now) {
       FinishSwitch(v);
       return s.state != State::kIdle;
     case State::kFailed: {
-      // Held WRs complete in error, after every WR of the old path.
+      // Held WRs complete in error, after every WR of the old path (or,
+      // refused by the new one, of the new path: then the QP goes to ERR).
       if (v.conn != nullptr && v.conn->sender().outstanding() > 0) return true;
       if (v.rc != nullptr && !v.rc->drained()) return true;
+      if (s.err_pending) {
+        s.err_pending = false;
+        QpAttr a;
+        a.state = QpState::kErr;
+        (void)lower_.ModifyQp(v.lower, a, kQpState);
+        v.attr.state = QpState::kErr;
+        FlushFramed(v);
+      }
       reliable::VirtualCq* scq = cqs_.Find(v.send_cq.id);
       while (!s.held.empty()) {
         const SendWr& w = s.held.front();
@@ -601,14 +610,16 @@ void ReliableRnic::FinishSwitch(VirtualQp& v) {
                                       : lower_.PostSend(v.lower, one, &st);
     if (n != 1) {
       if (st == Status::kNoResource) return;  // again at the next Progress
-      // Refused for good (as a native post would be): its completion says so.
-      Completion c;
-      c.wr_id = s.held.front().wr_id;
-      c.status = WcStatus::kLocQpOpErr;
-      c.opcode = SendCompletionOpcode(s.held.front().opcode);
-      c.qpn = v.lower.qpn;
-      reliable::VirtualCq* scq = cqs_.Find(v.send_cq.id);
-      if (scq == nullptr || !scq->synthesized->Push(c)) return;
+      // Refused for good: an opcode the new path does not carry (memory
+      // windows on uc or rc), posted while the old one did. As an RNIC
+      // treats a WQE it cannot execute: the WRs before it complete, it
+      // completes LOC_QP_OP_ERR, the QP goes to ERR, the rest flush (the
+      // kFailed step).
+      ++CountersOf(v.attr.av.sgid).switches_failed;
+      s.state = State::kFailed;
+      s.fail_status = WcStatus::kLocQpOpErr;
+      s.err_pending = true;
+      return;
     }
     s.held.pop();
     ++CountersOf(v.attr.av.sgid).switch_wrs_held;

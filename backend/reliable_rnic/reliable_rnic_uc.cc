@@ -124,6 +124,18 @@ void ReliableRnic::SetMode(std::span<const Gid> gids, ReliabilityMode mode) {
   });
 }
 
+void ReliableRnic::FlushFramed(VirtualQp& v) {
+  if (v.conn != nullptr && v.conn->state() != ConnState::kNative) {
+    v.conn->sender().Fail(WcStatus::kWrFlushErr);
+  }
+  if (v.rc != nullptr) v.rc->OnGuestError();
+  if (v.rq != nullptr && v.rq->holding()) {
+    reliable::VirtualCq* rcq = cqs_.Find(v.recv_cq.id);
+    v.rq->FlushAll(v.lower.qpn,
+                   rcq != nullptr ? rcq->synthesized.get() : nullptr);
+  }
+}
+
 ReliabilityMode ReliableRnic::ModeOf(const Gid& gid) const {
   for (const ModeEntry& e : modes_) {
     if (e.gid == gid) return e.mode;
@@ -319,15 +331,7 @@ Status ReliableRnic::ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) {
       if (v->sw != nullptr && v->sw->running()) {
         FailSwitch(*v, WcStatus::kWrFlushErr);
       }
-      if (v->conn != nullptr && v->conn->state() != ConnState::kNative) {
-        v->conn->sender().Fail(WcStatus::kWrFlushErr);
-      }
-      if (v->rc != nullptr) v->rc->OnGuestError();
-      if (v->rq != nullptr && v->rq->holding()) {
-        reliable::VirtualCq* rcq = cqs_.Find(v->recv_cq.id);
-        v->rq->FlushAll(v->lower.qpn,
-                        rcq != nullptr ? rcq->synthesized.get() : nullptr);
-      }
+      FlushFramed(*v);
       break;
     case QpState::kReset:
       if (v->sw != nullptr && v->sw->running()) {

@@ -273,6 +273,40 @@ TEST_F(ReliableSwitchTest, AModeSetInRtrIsAskedAtRts) {
   ExpectClean();
 }
 
+// A WR held during a switch that the new path does not carry (LOCAL_INV:
+// uc carries no memory-window operation) completes as an RNIC completes a
+// WQE it cannot execute: the WRs before it succeed, it fails
+// LOC_QP_OP_ERR, the QP goes to ERR and what follows flushes, once each.
+TEST_F(ReliableSwitchTest, AHeldWrTheNewPathRefusesFailsAfterTheWrsBeforeIt) {
+  Setup(Mode::kNative);
+  SwitchBothNow(Mode::kUc);
+  ASSERT_EQ(la_->counters().switches_begun, 1u);
+  const size_t before = got_.size();
+  Post(Write(901, 0, 0, 8192));
+  Post(Write(902, 8192, 8192, 100));
+  SendWr inv;
+  inv.wr_id = 903;
+  inv.opcode = WrOpcode::kLocalInv;
+  inv.send_flags = kSendSignaled;
+  inv.invalidate_rkey = va_.mr.rkey;
+  Post(inv);
+  Post(Write(904, 16384, 16384, 64));
+  ASSERT_TRUE(RunUntil([&] { return got_.size() >= before + 4; }, 100000));
+  Run(200);
+  ASSERT_EQ(got_.size(), before + 4);
+  const uint64_t ids[] = {901, 902, 903, 904};
+  const WcStatus want[] = {WcStatus::kSuccess, WcStatus::kSuccess,
+                           WcStatus::kLocQpOpErr, WcStatus::kWrFlushErr};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(got_[before + i].wr_id, ids[i]) << i;
+    EXPECT_EQ(got_[before + i].status, want[i]) << i;
+  }
+  EXPECT_EQ(0, std::memcmp(vb_.buf.data(), va_.buf.data(), 8192));
+  EXPECT_EQ(la_->FindQp(qa_.id)->attr.state, QpState::kErr);
+  EXPECT_EQ(la_->counters().switches_failed, 1u);
+  EXPECT_EQ(la_->QpModes(va_.gid).uc, 0u);  // a QP in ERR counts in none
+}
+
 // A takes its ask back before B asks: nothing switches.
 TEST_F(ReliableSwitchTest, AnAskTakenBackIsNotMatched) {
   Setup(Mode::kNative);
