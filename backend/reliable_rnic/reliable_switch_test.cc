@@ -167,14 +167,7 @@ TEST_F(ReliableSwitchTest, AModeSetDuringASwitchIsAskedWhenItEnds) {
   Traffic(60, 5);
   lb_->SetMode(std::span(&vb_.gid, 1), Mode::kRc);
   ASSERT_TRUE(FinishTraffic(200, 400000));
-  ASSERT_TRUE(RunUntil(
-      [&] {
-        return la_->QpModes(va_.gid) == Only(Mode::kRc) &&
-               lb_->QpModes(vb_.gid) == Only(Mode::kRc);
-      },
-      100000))
-      << "A " << la_->QpModes(va_.gid).uc << " uc, "
-      << la_->QpModes(va_.gid).switching << " switching";
+  ASSERT_TRUE(BothSettleIn(Mode::kRc));
   EXPECT_EQ(la_->counters().switches_done, 2u);
   EXPECT_EQ(lb_->counters().switches_done, 2u);
   ExpectClean();
@@ -190,12 +183,7 @@ TEST_F(ReliableSwitchTest, AModeSetWhileConnectingIsAskedOnceConnected) {
   la_->SetMode(std::span(&va_.gid, 1), Mode::kNative);
   lb_->SetMode(std::span(&vb_.gid, 1), Mode::kNative);
   ASSERT_TRUE(FinishTraffic(120, 400000));
-  ASSERT_TRUE(RunUntil(
-      [&] {
-        return la_->QpModes(va_.gid) == Only(Mode::kNative) &&
-               lb_->QpModes(vb_.gid) == Only(Mode::kNative);
-      },
-      100000));
+  ASSERT_TRUE(BothSettleIn(Mode::kNative));
   EXPECT_EQ(la_->counters().connects_uc, 1u);
   EXPECT_EQ(la_->counters().switches_done, 1u);
   ExpectClean();
@@ -239,14 +227,7 @@ TEST_F(ReliableSwitchTest, APeersAskMatchingTheVmsModeIsAnswered) {
   ASSERT_TRUE(FinishTraffic(40, 400000));
   lb_->SetMode(std::span(&vb_.gid, 1), Mode::kUc);
   ASSERT_TRUE(FinishTraffic(120, 400000));
-  ASSERT_TRUE(RunUntil(
-      [&] {
-        return la_->QpModes(va_.gid) == Only(Mode::kUc) &&
-               lb_->QpModes(vb_.gid) == Only(Mode::kUc);
-      },
-      100000))
-      << "A switching " << la_->QpModes(va_.gid).switching << ", B switching "
-      << lb_->QpModes(vb_.gid).switching;
+  ASSERT_TRUE(BothSettleIn(Mode::kUc));
   EXPECT_EQ(la_->counters().switches_done, 1u);
   ExpectClean();
 }
@@ -260,14 +241,7 @@ TEST_F(ReliableSwitchTest, AModeSetInRtrIsAskedAtRts) {
              {.at_rtr_a = [&] { la_->SetMode(std::span(&va_.gid, 1), Mode::kUc); },
               .turns_before_b = 10});
   ASSERT_TRUE(FinishTraffic(120, 400000));
-  ASSERT_TRUE(RunUntil(
-      [&] {
-        return la_->QpModes(va_.gid) == Only(Mode::kUc) &&
-               lb_->QpModes(vb_.gid) == Only(Mode::kUc);
-      },
-      100000))
-      << "A switching " << la_->QpModes(va_.gid).switching << ", B native "
-      << lb_->QpModes(vb_.gid).native;
+  ASSERT_TRUE(BothSettleIn(Mode::kUc));
   EXPECT_EQ(la_->counters().switches_done, 1u);
   EXPECT_EQ(lb_->counters().switch_bad, 1u);  // the first ask, before B's QP
   ExpectClean();

@@ -263,6 +263,24 @@ class ReliableSwitchTest : public ReliableUcTest {
     lb_->SetMode(std::span(&vb_.gid, 1), mode);
     Turn();
   }
+  // Runs until both VMs' QPs run `mode`, none switching.
+  ::testing::AssertionResult BothSettleIn(ReliabilityMode mode,
+                                          int max_turns = 100000) {
+    if (RunUntil(
+            [&] {
+              return la_->QpModes(va_.gid) == Only(mode) &&
+                     lb_->QpModes(vb_.gid) == Only(mode);
+            },
+            max_turns)) {
+      return ::testing::AssertionSuccess();
+    }
+    const reliable::QpModeCounts a = la_->QpModes(va_.gid);
+    const reliable::QpModeCounts b = lb_->QpModes(vb_.gid);
+    return ::testing::AssertionFailure()
+           << "native/uc/rc/switching: A " << a.native << "/" << a.uc << "/"
+           << a.rc << "/" << a.switching << ", B " << b.native << "/" << b.uc
+           << "/" << b.rc << "/" << b.switching;
+  }
   // Both streams' errors, none expected.
   void ExpectClean() {
     for (size_t i = 0; i < ab_.errors.size() && i < 8; ++i) {
