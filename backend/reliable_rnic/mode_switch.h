@@ -160,7 +160,7 @@ struct ModeSwitch {
   uint64_t flushes = 0;
   uint64_t flushes_expected = 0;  // when the marker receive was refused
   WcStatus fail_status = WcStatus::kSuccess;  // the first failed held WR's
-  // A held WR the new path refused (RefuseHeld): the QP goes to ERR once
+  // A held WR the new path refused (FinishSwitch): the QP goes to ERR once
   // the WRs posted before it completed.
   bool err_pending = false;
   // To uc: the new connection, opened by SetMode, in the layer's table;

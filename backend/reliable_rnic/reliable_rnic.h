@@ -165,8 +165,8 @@ struct VirtualQp {
   // kept until the QP is destroyed; nullptr before.
   std::unique_ptr<ModeSwitch> sw;
   PeerAsk peer_ask;
-  // A SetMode found the QP connecting or switching: the VM's mode is
-  // asked again once it is neither (ReliableRnic::Reconcile, §6).
+  // A SetMode found the QP switching, connecting or in RTR: the VM's mode is
+  // asked again once it is none of these (ReliableRnic::Reconcile, §6).
   bool mode_deferred = false;
 };
 
@@ -418,8 +418,8 @@ class ReliableRnic : public Rnic {
   // The live switch (reliable_rnic_switch.cc).
   reliable::QpMode CurrentMode(const reliable::VirtualQp& v) const;
   void StartSwitch(reliable::VirtualQp& v, ReliabilityMode mode);
-  // v's deferred SetMode, if any, now that v is neither connecting nor
-  // switching: a switch to its VM's mode (§6).
+  // v's deferred SetMode, if any, now that v is no longer switching,
+  // connecting or in RTR: a switch to its VM's mode (§6).
   void Reconcile(reliable::VirtualQp& v);
   void SendSwitch(reliable::VirtualQp& v);
   void OnSwitch(uint64_t origin, const void* sw);
@@ -453,6 +453,8 @@ class ReliableRnic : public Rnic {
   // path refused): its framed path's WRs and the receives it holds flush.
   void FlushFramed(reliable::VirtualQp& v);
   void FailSwitch(reliable::VirtualQp& v, WcStatus first);
+  // v in ERR, on the lower RNIC too: an error of the layer's own.
+  void ErrQp(reliable::VirtualQp& v);
   void EndSwitch(reliable::VirtualQp& v);
   // A lower completion of a switching QP the switch takes (its markers,
   // the flushes it caused); false: the guest's.

@@ -457,10 +457,7 @@ bool ReliableRnic::StepSwitch(VirtualQp& v, uint64_t now) {
       if (v.rc != nullptr && !v.rc->drained()) return true;
       if (s.err_pending) {
         s.err_pending = false;
-        QpAttr a;
-        a.state = QpState::kErr;
-        (void)lower_.ModifyQp(v.lower, a, kQpState);
-        v.attr.state = QpState::kErr;
+        ErrQp(v);
         FlushFramed(v);
       }
       reliable::VirtualCq* scq = cqs_.Find(v.send_cq.id);
@@ -658,11 +655,7 @@ void ReliableRnic::FailSwitch(VirtualQp& v, WcStatus first) {
     v.rc->OnGuestError();
   }
   s.fail_status = first;
-  // The QP is in ERR, as natively after such an error.
-  QpAttr a;
-  a.state = QpState::kErr;
-  (void)lower_.ModifyQp(v.lower, a, kQpState);
-  v.attr.state = QpState::kErr;
+  ErrQp(v);  // as natively after such an error
   reliable::VirtualCq* rcq = cqs_.Find(v.recv_cq.id);
   if (was == State::kTakeBack) v.rq->TakeBack(s.flushes);
   if (v.rq->holding()) {
@@ -670,6 +663,13 @@ void ReliableRnic::FailSwitch(VirtualQp& v, WcStatus first) {
                    rcq != nullptr ? rcq->synthesized.get() : nullptr);
   }
   RetireNextPaths(s);
+}
+
+void ReliableRnic::ErrQp(VirtualQp& v) {
+  QpAttr a;
+  a.state = QpState::kErr;
+  (void)lower_.ModifyQp(v.lower, a, kQpState);
+  v.attr.state = QpState::kErr;
 }
 
 bool ReliableRnic::SwitchTakes(VirtualQp& v, const Completion& c) {
