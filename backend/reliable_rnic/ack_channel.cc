@@ -93,7 +93,7 @@ void AckChannel::Close() {
 }
 
 void AckChannel::Repost(uint32_t slot) {
-  RecvWr r;
+  RecvWr& r = recv_wr_;
   r.wr_id = slot;
   r.num_sge = 1;
   r.sge[0] = Sge{reinterpret_cast<uint64_t>(region_.get()) +
@@ -112,7 +112,7 @@ bool AckChannel::Send(const AckAddress& to, const Ack& ack) {
                  uint64_t{slot} * kSendSlotBytes;
   const size_t len = EncodeAck(ack, std::span(buf, kSendSlotBytes));
   if (len == 0) return false;
-  SendWr w;
+  SendWr& w = send_wr_;
   w.wr_id = kSendTag | slot;
   w.opcode = WrOpcode::kSend;
   w.send_flags = kSendSignaled;

@@ -161,7 +161,7 @@ void Connection::EnterError() {
 }
 
 void Connection::RepostBounce(uint32_t index) {
-  RecvWr r;
+  RecvWr& r = bounce_wr_;
   r.wr_id = DataWrId(init_.slot, WrKind::kBounce, index);
   r.num_sge = 1;
   r.sge[0] = Sge{reinterpret_cast<uint64_t>(bounce(index)), kBounceBytes,

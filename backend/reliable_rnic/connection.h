@@ -195,6 +195,7 @@ class Connection {
   uint32_t header_slots_ = 0;
   std::unique_ptr<Sender> sender_;
   std::unique_ptr<Receiver> receiver_;
+  RecvWr bounce_wr_{};  // RepostBounce's, cleared once
 };
 
 }  // namespace vrdma::reliable

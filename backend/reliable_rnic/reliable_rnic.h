@@ -473,6 +473,9 @@ class ReliableRnic : public Rnic {
   RnicCq transport_cq_{};
   uint32_t transport_depth_ = 0;
   std::unique_ptr<reliable::AckChannel> acks_;
+  // ProgressUc's buffer for the transport CQ (3 KB: cleared once, not at
+  // every turn).
+  std::array<Completion, 64> transport_batch_{};
   std::vector<std::unique_ptr<reliable::Connection>> conns_;
   uint32_t framed_ = 0;
   // rc mode: the paths (max_framed_qps slots), backup QPN -> QP id.

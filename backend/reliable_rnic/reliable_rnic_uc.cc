@@ -663,7 +663,7 @@ bool ReliableRnic::ProgressUc() {
     if (acks_->Poll([&](const AckArrival& a) { OnAckArrival(a, now); }) == 0) break;
     busy = true;
   }
-  Completion batch[64];
+  std::span<Completion> batch = transport_batch_;
   for (int round = 0; round < 8; ++round) {
     const int n = lower_.PollCq(transport_cq_, batch);
     for (int i = 0; i < n; ++i) {
@@ -676,7 +676,7 @@ bool ReliableRnic::ProgressUc() {
         k->OnTransportCompletion(batch[i], now);
       }
     }
-    if (n < static_cast<int>(std::size(batch))) break;
+    if (n < static_cast<int>(batch.size())) break;
     busy = true;
   }
   uint32_t seen = 0;

@@ -213,14 +213,14 @@ bool Sender::CanTransmit() const {
          posts_ - posts_done_ < p_.chunks_in_flight;
 }
 
-SendWr Sender::HeaderSend(DaemonHeader& h, bool retx) {
+SendWr& Sender::HeaderSend(DaemonHeader& h, bool retx) {
   h.dst_vqpn = conn_.peer_vqpn();
   h.gseq = next_gseq_;
   h.conn_token = conn_.peer_token();
   h.credits = conn_.receiver().credits;
   uint8_t* slot = conn_.header_slot(posts_);
   (void)EncodeHeader(h, std::span(slot, kHeaderSize));
-  SendWr w;
+  SendWr& w = header_wr_;
   w.opcode = WrOpcode::kSend;
   w.send_flags = kSendSignaled;
   w.wr_id = DataWrId(conn_.init().slot, retx ? WrKind::kRetx : WrKind::kChunk,
@@ -279,7 +279,7 @@ bool Sender::PostChunk(uint64_t seq, uint64_t bytes, bool last, bool hint,
   Msg& m = MsgAt(seq);
   if (chunk_tail_ - chunk_head_ == p_.chunks_in_flight) return false;
   const uint16_t off = static_cast<uint16_t>(m.sent / kUnitSize);
-  SendWr w;
+  SendWr& w = chunk_wr_;
   w.opcode = WrOpcode::kRdmaWriteWithImm;
   w.send_flags = kSendSignaled;
   w.wr_id = DataWrId(conn_.init().slot, WrKind::kChunk,
@@ -358,7 +358,7 @@ bool Sender::PostPiece(uint64_t seq, uint32_t abs_unit, uint64_t cseq,
     h.remote_addr = m.remote_addr + off;
     h.rkey = m.rkey;
   }
-  SendWr w = HeaderSend(h, retx);
+  SendWr& w = HeaderSend(h, retx);
   const int nsge = Slice(m, off, len, w.sge.data() + 1, kMaxSge - 1);
   if (nsge < 0) return false;
   w.num_sge = static_cast<uint8_t>(1 + nsge);
@@ -698,6 +698,7 @@ bool Sender::SendRetransmissions(uint64_t now_ns) {
         m->op != WrOpcode::kSendWithImm && c.off + r.unit + 1u == m->units &&
         m->acked_units + 1 < m->units) {
       m->tail_retx = true;
+      tail_retx_any_ = true;
       m->tail_cseq = r.cseq;
       m->tail_expiries = r.expiries;
       ++retx_head_;
@@ -710,10 +711,15 @@ bool Sender::SendRetransmissions(uint64_t now_ns) {
     ++retx_head_;
     did = true;
   }
+  if (!tail_retx_any_) return did;
+  bool waiting = false;
   for (uint64_t s = head_; s < tail_; ++s) {
     Msg& m = MsgAt(s);
     if (!m.tail_retx || m.state != MsgState::kQueued) continue;
-    if (m.acked_units + 1 < m.units || !ChunkLive(m.tail_cseq)) continue;
+    if (m.acked_units + 1 < m.units || !ChunkLive(m.tail_cseq)) {
+      waiting = true;
+      continue;
+    }
     const ChunkRec& c = ChunkAt(m.tail_cseq);
     const uint16_t unit = static_cast<uint16_t>(m.units - 1 - c.off);
     if (c.acked & (1u << unit)) {
@@ -722,19 +728,39 @@ bool Sender::SendRetransmissions(uint64_t now_ns) {
     }
     if (!CanTransmit() || !WindowOpen(now_ns) ||
         !PostRetx(m.tail_cseq, unit, m.tail_expiries, now_ns)) {
-      return did;
+      return did;  // tail_retx_any_ stays set
     }
     m.tail_retx = false;
     did = true;
   }
+  tail_retx_any_ = waiting;
   return did;
+}
+
+bool Sender::AllPosted(const Msg& m) {
+  if (m.state != MsgState::kQueued) return true;
+  switch (m.op) {
+    case WrOpcode::kSend:
+    case WrOpcode::kSendWithImm:
+      return m.sent >= m.len && (m.len != 0 || m.started);
+    case WrOpcode::kRdmaWrite:
+      return m.sent >= m.body && (m.len != 0 || m.started);
+    case WrOpcode::kRdmaWriteWithImm:
+      return m.sent >= m.body && m.tail_sent;
+    case WrOpcode::kRdmaRead:
+      return m.started;
+    default:  // an atomic waits for its turn at the head
+      return false;
+  }
 }
 
 bool Sender::SendNewChunks(uint64_t now_ns) {
   bool did = false;
   const uint64_t srtt = rtt_.srtt();
   const uint64_t target = window_.TargetNs(rtt_.base_rtt(now_ns));
-  for (uint64_t s = head_; s < tail_; ++s) {
+  send_from_ = std::max(send_from_, head_);
+  while (send_from_ < tail_ && AllPosted(MsgAt(send_from_))) ++send_from_;
+  for (uint64_t s = send_from_; s < tail_; ++s) {
     Msg& m = MsgAt(s);
     if (m.state != MsgState::kQueued) continue;
     // The receiver keeps records for 64 MIDs from its deliv_mid (§3.4).

@@ -195,6 +195,9 @@ class Sender {
   void QueueLostUnits(uint64_t cseq, uint16_t mask, uint32_t expiries);
   bool SendRetransmissions(uint64_t now_ns);
   bool SendNewChunks(uint64_t now_ns);
+  // Everything SendNewChunks sends for m went out (for good: a message's
+  // sent bytes, tail_sent and end only grow).
+  static bool AllPosted(const Msg& m);
   bool PostChunk(uint64_t seq, uint64_t bytes, bool last, bool hint,
                  uint64_t now_ns);
   bool PostRetx(uint64_t cseq, uint16_t unit, uint32_t expiries,
@@ -222,7 +225,9 @@ class Sender {
   void Paced(uint64_t now_ns, uint64_t bytes);
   // A layer SEND of h (§3.2) in the next header slot: h's destination,
   // gseq, token and credits filled in, the header its first SGE.
-  SendWr HeaderSend(DaemonHeader& h, bool retx);
+  // header_wr_ with h encoded in this post's header slot as its first SGE
+  // (num_sge 1); the caller adds the payload's SGEs.
+  SendWr& HeaderSend(DaemonHeader& h, bool retx);
   // A new chunk record (resp: of a READ_RESP unit, msg_seq its RespRec)
   // for the transmission about to be booked; its sequence number.
   uint64_t NewChunk(uint64_t msg_seq, uint32_t mid, uint16_t off, uint16_t nunits,
@@ -270,6 +275,12 @@ class Sender {
   // Message table: records [head_, tail_) by sequence (slot seq % depth).
   std::unique_ptr<Msg[]> msgs_;
   uint64_t head_ = 0, tail_ = 0;
+  // Every message before it is AllPosted: SendNewChunks starts there, not
+  // at head_ (32 WRs in flight were 32 records read at every turn).
+  uint64_t send_from_ = 0;
+  // Some message may have its tail unit waiting (Msg::tail_retx): cleared
+  // by the SendRetransmissions pass that finds none.
+  bool tail_retx_any_ = false;
   uint32_t next_mid_ = 0;   // MID of the next WR posted
   uint32_t acked_mid_ = 0;  // the peer's deliv_mid: MIDs below delivered
   uint32_t sent_mid_end_ = 0;  // one past the newest MID with a chunk sent
@@ -312,6 +323,10 @@ class Sender {
   uint64_t resp_head_ = 0, resp_tail_ = 0;
   bool failed_ = false;
   WcStatus fail_status_ = WcStatus::kSuccess;
+  // The layer's posts on the data QP, built once (a SendWr is 600 bytes to
+  // clear): each post sets every field its opcode reads.
+  SendWr chunk_wr_{};   // WRITE_WITH_IMM
+  SendWr header_wr_{};  // SEND: a daemon header, then payload
 };
 
 }  // namespace vrdma::reliable

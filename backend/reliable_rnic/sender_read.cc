@@ -235,7 +235,7 @@ bool Sender::PostResp(uint64_t rseq, uint32_t unit, uint64_t cseq,
   h.off_units = unit;
   h.data_len = static_cast<uint32_t>(len);
   h.msg_len = r.len;
-  SendWr w = HeaderSend(h, retx);
+  SendWr& w = HeaderSend(h, retx);
   if (len > 0) {  // the guest's bytes, from its MR (the data QP is in its PD)
     w.sge[1] = Sge{r.addr + off, static_cast<uint32_t>(len), r.lkey};
     w.num_sge = 2;

@@ -24,8 +24,9 @@
 //
 //   build/bench/micro/reliable_cost [wrs [reps [case]]]
 //   (wrs per 64 B case, default 30000; 64 KiB: wrs / 10; the least busy of
-//   reps runs, default 3; case: only the cases whose name contains it, as
-//   "64 KiB", for a profiler)
+//   reps runs, default 3; case: only the cases whose label contains it,
+//   the label being "<case>, <QPs> QPs, <target> us", as "64 KiB" or
+//   "64 KiB WRITE, 1 QPs, 100000 us", for a profiler)
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -564,9 +565,12 @@ int main(int argc, char** argv) {
   bool all_ok = true;
   std::vector<std::string> notes;
   for (const Case& c : cases) {
-    if (std::string(c.name).find(only) == std::string::npos) continue;
     for (uint32_t qps : qp_counts) {
       for (uint64_t target : targets_ns) {
+        const std::string label = std::string(c.name) + ", " +
+                                  std::to_string(qps) + " QPs, " +
+                                  std::to_string(target / 1000) + " us";
+        if (label.find(only) == std::string::npos) continue;
         const uint64_t wrs = c.len > 4096 ? n / 10 : n;
         const Figures nat =
             Measure(c, vrdma::ReliabilityMode::kNative, qps, target, wrs, reps);

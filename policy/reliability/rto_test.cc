@@ -3,12 +3,15 @@
 // RttEstimator and Rto (docs/reliability.md §4.4): Eq. 1's sample and its
 // check, RFC 6298's srtt/rttvar against hand-computed vectors and a
 // double-precision reference, the RTO's clamp bounds, the initial 1 ms,
-// the doubling, and base_rtt over the last 10 s.
+// the doubling, and base_rtt over the last 10 s (against a brute-force
+// reference, since base_rtt is cached between calls).
 #include "policy/reliability/rto.h"
 
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "policy/reliability/rtt_estimator.h"
@@ -166,6 +169,50 @@ TEST(RtoTest, BaseRttWindowIsAParam) {
   EXPECT_EQ(e.base_rtt(5 * kMs), 5 * kUs);
   e.AddSample(10 * kMs, 9 * kUs);
   EXPECT_EQ(e.base_rtt(10 * kMs), 9 * kUs);
+}
+
+// base_rtt is cached per bucket period and updated by AddSample: over
+// random samples and queries, now and then a step back in time, it equals
+// the least of every sample whose bucket period is one of the last ten
+// (the newest sample when there is none, 0 before the first).
+TEST(RtoTest, BaseRttMatchesABruteForceReference) {
+  RttEstimatorParams p;
+  p.base_rtt_window_ns = 10 * kMs;  // 1 ms buckets
+  RttEstimator e(p);
+  std::vector<std::pair<uint64_t, uint64_t>> samples;  // (time, rtt)
+  auto reference = [&](uint64_t now) -> uint64_t {
+    const uint64_t epoch = now / kMs;
+    uint64_t least = 0;
+    bool any = false;
+    for (const auto& [t, rtt] : samples) {
+      const uint64_t se = t / kMs;
+      if (se > epoch || epoch - se >= 10) continue;
+      least = any ? std::min(least, rtt) : rtt;
+      any = true;
+    }
+    return any ? least : (samples.empty() ? 0 : samples.back().second);
+  };
+  std::mt19937_64 rng(7);
+  uint64_t now = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const uint64_t r = rng() % 100;
+    if (r < 3 && now > 4 * kMs) {
+      now -= rng() % (4 * kMs);  // the clock went back
+    } else {
+      now += rng() % (r < 10 ? 5 * kMs : 200 * kUs);
+    }
+    if (rng() % 2 == 0) {
+      const uint64_t rtt = 1 * kUs + rng() % (100 * kUs);
+      e.AddSample(now, rtt);
+      // A sample replaces its bucket's older period, as the estimator
+      // does: the reference forgets what the bucket held.
+      std::erase_if(samples, [&](const auto& s) {
+        return s.first / kMs != now / kMs && (s.first / kMs) % 10 == (now / kMs) % 10;
+      });
+      samples.emplace_back(now, rtt);
+    }
+    ASSERT_EQ(e.base_rtt(now), reference(now)) << "step " << i;
+  }
 }
 
 }  // namespace

@@ -56,12 +56,19 @@ class RttEstimator {
       srtt_x8_ = srtt_x8_ - srtt_x8_ / 8 + rtt_ns;
     }
     latest_ = rtt_ns;
-    const uint64_t epoch = now_ns / bucket_ns_;
+    const uint64_t epoch = EpochOf(now_ns);
     Bucket& b = buckets_[epoch % kBaseRttBuckets];
     if (!b.used || b.epoch != epoch) {
       b = Bucket{epoch, rtt_ns, true};
     } else {
       b.min_ns = std::min(b.min_ns, rtt_ns);
+    }
+    // The window's least as base_rtt left it: this sample is in it.
+    if (least_state_ == LeastState::kLeast) {
+      least_ = std::min(least_, rtt_ns);
+    } else if (least_state_ == LeastState::kNone) {
+      least_ = rtt_ns;  // now the window's one bucket
+      least_state_ = LeastState::kLeast;
     }
   }
 
@@ -73,8 +80,13 @@ class RttEstimator {
 
   // The least sample of the buckets within the window ending at now_ns;
   // the newest sample when none is that recent; 0 before the first.
+  // Computed once per bucket period and kept up to date by AddSample (the
+  // data path asks at every turn; a 64-bit division and ten buckets each
+  // time showed in its profile).
   [[nodiscard]] uint64_t base_rtt(uint64_t now_ns) const {
-    const uint64_t epoch = now_ns / bucket_ns_;
+    const uint64_t epoch = EpochOf(now_ns);
+    if (least_state_ == LeastState::kLeast) return least_;
+    if (least_state_ == LeastState::kNone) return latest_;
     std::optional<uint64_t> least;
     for (const Bucket& b : buckets_) {
       if (!b.used || b.epoch > epoch || epoch - b.epoch >= kBaseRttBuckets) {
@@ -82,10 +94,27 @@ class RttEstimator {
       }
       least = std::min(least.value_or(b.min_ns), b.min_ns);
     }
+    least_state_ = least ? LeastState::kLeast : LeastState::kNone;
+    least_ = least.value_or(0);
     return least.value_or(latest_);
   }
 
  private:
+  // kUnknown: to be computed for epoch_; kNone: no bucket in the window
+  // ending at epoch_; kLeast: least_ is the window's least sample.
+  enum class LeastState : uint8_t { kUnknown, kNone, kLeast };
+
+  // now_ns's bucket period, divided only when now_ns leaves the last one;
+  // a new period (or a clock that went back) forgets the cached least.
+  uint64_t EpochOf(uint64_t now_ns) const {
+    if (now_ns - epoch_start_ns_ >= bucket_ns_) {  // unsigned: also before
+      epoch_ = now_ns / bucket_ns_;
+      epoch_start_ns_ = epoch_ * bucket_ns_;
+      least_state_ = LeastState::kUnknown;
+    }
+    return epoch_;
+  }
+
   struct Bucket {
     uint64_t epoch = 0;
     uint64_t min_ns = 0;
@@ -98,6 +127,11 @@ class RttEstimator {
   uint64_t rttvar_x4_ = 0;  // rttvar in 1/4 ns
   uint64_t latest_ = 0;
   std::array<Bucket, kBaseRttBuckets> buckets_{};
+  // The cache of base_rtt (mutable: a const query memoizes it).
+  mutable uint64_t epoch_ = 0;
+  mutable uint64_t epoch_start_ns_ = 0;
+  mutable LeastState least_state_ = LeastState::kUnknown;
+  mutable uint64_t least_ = 0;
 };
 
 }  // namespace vrdma::policy::reliability
