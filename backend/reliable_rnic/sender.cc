@@ -557,7 +557,7 @@ void Sender::QueueLostUnits(uint64_t cseq, uint16_t mask, uint32_t expiries) {
 }
 
 void Sender::DetectLosses(uint64_t now_ns, bool all) {
-  std::array<Lost, 32> out;
+  std::span<Lost> out = lost_buf_;
   // all: every transmission in flight counts as lost now, its backoff
   // reset (the end of a wait for a receive at the peer, below).
   const uint64_t at = all ? now_ns + (uint64_t{1} << 40) : now_ns;

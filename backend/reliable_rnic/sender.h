@@ -325,6 +325,7 @@ class Sender {
   WcStatus fail_status_ = WcStatus::kSuccess;
   // The layer's posts on the data QP, built once (a SendWr is 600 bytes to
   // clear): each post sets every field its opcode reads.
+  std::array<policy::reliability::Lost, 32> lost_buf_{};  // DetectLosses'
   SendWr chunk_wr_{};   // WRITE_WITH_IMM
   SendWr header_wr_{};  // SEND: a daemon header, then payload
 };

@@ -15,8 +15,11 @@
 // order: gseqs are given consecutively, one per transmission (§3.4), so an
 // ACK finds its entry in O(1); an entry leaves the ring once it and every
 // older one were acknowledged or reported lost. Each lost entry is reported
-// once; its retransmission is a new entry. Pure: no clock, no allocation
-// after construction.
+// once; its retransmission is a new entry. DetectLost scans the ring only
+// when something may be lost: an RTO may have come (a lower bound of every
+// entry's, kept as they are sent) or the oldest entry in flight is lost to
+// RACK (transmissions are sent in time order, so none after it is when it
+// is not). Pure: no clock, no allocation after construction.
 #ifndef VRDMA_POLICY_RELIABILITY_LOSS_DETECTOR_H_
 #define VRDMA_POLICY_RELIABILITY_LOSS_DETECTOR_H_
 
@@ -74,6 +77,10 @@ class LossDetector {
     if (next_ - head_ >= ring_.size()) return SentResult::kFull;
     ring_[Slot(gseq)] = Entry{t_sent_ns, rto_ns, expiries, State::kInFlight};
     ++next_;
+    rto_floor_ns_ =
+        std::min(rto_floor_ns_, std::max(t_sent_ns, progress_ns_) + rto_ns);
+    in_time_order_ = in_time_order_ && t_sent_ns >= last_sent_ns_;
+    last_sent_ns_ = t_sent_ns;
     return SentResult::kOk;
   }
 
@@ -102,8 +109,15 @@ class LossDetector {
   // them (the rest on the next call); returns how many were written.
   [[nodiscard]] size_t DetectLost(uint64_t now_ns, uint64_t srtt_ns,
                                   std::span<Lost> out) {
+    if (head_ == next_ || out.empty()) return 0;
+    if (now_ns < rto_floor_ns_ && in_time_order_ &&
+        !RackLost(head_, ring_[Slot(head_)], now_ns, srtt_ns)) {
+      return 0;  // Pop() left head_ in flight: nothing is lost yet
+    }
     size_t n = 0;
-    for (uint64_t g = head_; g < next_ && n < out.size(); ++g) {
+    uint64_t floor = UINT64_MAX;
+    uint64_t g = head_;
+    for (; g < next_ && n < out.size(); ++g) {
       Entry& e = ring_[Slot(g)];
       if (e.state != State::kInFlight) continue;
       std::optional<LossReason> why;
@@ -112,10 +126,15 @@ class LossDetector {
       } else if (RackLost(g, e, now_ns, srtt_ns)) {
         why = LossReason::kRack;
       }
-      if (!why) continue;
+      if (!why) {
+        floor = std::min(floor, RtoAt(e));
+        continue;
+      }
       e.state = State::kLost;
       out[n++] = Lost{g, *why, e.expiries};
     }
+    // Entries not visited (out was full): the next call scans again.
+    rto_floor_ns_ = g < next_ ? 0 : floor;
     Pop();
     return n;
   }
@@ -177,6 +196,13 @@ class LossDetector {
   bool any_acked_ = false;
   uint64_t highest_acked_ = 0;
   uint64_t progress_ns_ = 0;  // the last ACK that acknowledged anything
+  // No entry in flight has its RTO before this (an entry's RTO only moves
+  // later, with progress_ns_); exact after a whole scan.
+  uint64_t rto_floor_ns_ = UINT64_MAX;
+  // Every entry was sent no earlier than the one before it (false once a
+  // test's clock went back: then every call scans).
+  bool in_time_order_ = true;
+  uint64_t last_sent_ns_ = 0;
 };
 
 }  // namespace vrdma::policy::reliability

@@ -4,7 +4,9 @@
 // loss, a later ACK past it is; only transmissions sent before the newest
 // acknowledged one; RTO expiry and the doubling's expiries; each loss
 // reported once; the ring's bounds and its ACK results; and a seeded
-// simulation where reordering never counts as loss and every drop does.
+// simulation where reordering never counts as loss and every drop does;
+// DetectLost's shortcut (no scan while nothing can be lost) against a scan
+// of every entry.
 #include "policy/reliability/loss_detector.h"
 
 #include <array>
@@ -247,6 +249,98 @@ TEST(LossDetectorTest, SimulatedReorderingAndDrops) {
     EXPECT_EQ(reported, drops) << drop;
     if (drop > 0) {
       EXPECT_GT(drops.size(), 100u);
+    }
+  }
+}
+
+// What DetectLost reports without its shortcut: every entry in flight
+// checked, oldest first.
+class ScanEveryEntry {
+ public:
+  void Sent(uint64_t g, uint64_t t, uint64_t rto, uint32_t exp) {
+    e_[g] = {t, rto, exp, true};
+  }
+  void Acked(uint64_t g) {
+    auto it = e_.find(g);
+    if (it == e_.end() || !it->second.in_flight) return;
+    it->second.in_flight = false;
+    highest_ = any_ ? std::max(highest_, g) : g;
+    any_ = true;
+  }
+  void Progress(uint64_t now) { progress_ = std::max(progress_, now); }
+  std::vector<Lost> Detect(uint64_t now, uint64_t srtt, size_t max) {
+    std::vector<Lost> out;
+    for (auto& [g, e] : e_) {
+      if (out.size() == max) break;
+      if (!e.in_flight) continue;
+      const uint64_t window = srtt + srtt / 4;
+      if (now >= std::max(e.t, progress_) + e.rto) {
+        out.push_back({g, LossReason::kRto, e.exp});
+      } else if (srtt > 0 && any_ && g < highest_ && now > e.t &&
+                 now - e.t > window) {
+        out.push_back({g, LossReason::kRack, e.exp});
+      } else {
+        continue;
+      }
+      e.in_flight = false;
+    }
+    return out;
+  }
+
+ private:
+  struct E {
+    uint64_t t, rto;
+    uint32_t exp;
+    bool in_flight;
+  };
+  std::map<uint64_t, E> e_;
+  bool any_ = false;
+  uint64_t highest_ = 0, progress_ = 0;
+};
+
+TEST(LossDetectorTest, DetectLostMatchesAScanOfEveryEntry) {
+  for (const bool clock_goes_back : {false, true}) {
+    std::mt19937_64 rng(clock_goes_back ? 5 : 4);
+    LossDetector d(0, LossDetectorParams{.capacity = 64});
+    ScanEveryEntry ref;
+    std::vector<uint64_t> in_flight;
+    uint64_t now = 0, g = 0;
+    for (int step = 0; step < 50'000; ++step) {
+      now += rng() % (20 * kUs);
+      if (clock_goes_back && rng() % 50 == 0) now -= std::min(now, 300 * kUs);
+      const uint64_t op = rng() % 10;
+      if (op < 4) {
+        const uint64_t rto = 200 * kUs + rng() % (2 * kMs);
+        const uint32_t exp = static_cast<uint32_t>(rng() % 3);
+        if (d.OnSent(g, now, rto, exp) == SentResult::kOk) {
+          ref.Sent(g, now, rto, exp);
+          in_flight.push_back(g++);
+        }
+      } else if (op < 7 && !in_flight.empty()) {
+        const size_t i = rng() % std::min<size_t>(in_flight.size(), 4);
+        const uint64_t a = in_flight[i];
+        in_flight.erase(in_flight.begin() + static_cast<ptrdiff_t>(i));
+        if (d.OnAcked(a) == AckedResult::kAcked) {
+          ref.Acked(a);
+          if (rng() % 2) {
+            d.OnProgress(now);
+            ref.Progress(now);
+          }
+        }
+      } else {
+        const uint64_t srtt = rng() % 4 == 0 ? 0 : 50 * kUs + rng() % (200 * kUs);
+        const size_t max = 1 + rng() % 8;
+        std::array<Lost, 8> out;
+        const size_t n = d.DetectLost(now, srtt, std::span(out.data(), max));
+        const std::vector<Lost> want = ref.Detect(now, srtt, max);
+        ASSERT_EQ(n, want.size()) << "step " << step;
+        for (size_t k = 0; k < n; ++k) {
+          ASSERT_EQ(out[k].gseq, want[k].gseq) << "step " << step;
+          ASSERT_EQ(out[k].reason, want[k].reason) << "step " << step;
+          ASSERT_EQ(out[k].expiries, want[k].expiries) << "step " << step;
+          std::erase(in_flight, out[k].gseq);
+        }
+      }
     }
   }
 }
