@@ -62,6 +62,11 @@ struct ReliabilityCounters {
 
   // Receiver.
   uint64_t chunks_received = 0;     // chunks placed (new units)
+  // WRITE chunks (with bytes) that arrived after their message was
+  // delivered: the lower RNIC placed them in guest memory the guest owned
+  // again (a late original or a duplicate; §11 question 9). Also counted
+  // in rx_after_delivery, with the harmless late SENDs.
+  uint64_t late_writes = 0;
   uint64_t retx_copied = 0;         // WRITE_RETX units copied into place
   uint64_t messages_delivered = 0;
   uint64_t acks_sent = 0;

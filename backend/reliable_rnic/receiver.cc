@@ -396,6 +396,7 @@ void Receiver::OnChunk(uint32_t imm_data, uint32_t byte_len, uint64_t now_ns) {
   }
   if (WireCheck c = CheckChunk(imm, mid, byte_len, Context(rec))) {
     n.Count(*c);
+    if (*c == WireCounter::kRxAfterDelivery && byte_len > 0) ++n.late_writes;
     if (WireCounterAction(*c) == WireAction::kAckAgain) {
       Arrival dup = arrival;
       dup.duplicate = true;

@@ -267,6 +267,7 @@ TEST_F(ReliableUcTest, LateRetransmissionNeverLandsAfterDelivery) {
   tap_a_->Release(2, now_);
   Run(500);
   EXPECT_EQ(lb_->counters()[WireCounter::kRxAfterDelivery], 1u);
+  EXPECT_EQ(lb_->counters().late_writes, 0u);  // a SEND: nothing placed
   EXPECT_EQ(lb_->counters().retx_copied, 0u);
   for (int i = 0; i < 4096; ++i) ASSERT_EQ(vb_.buf[i], 0xee) << i;
   EXPECT_EQ(got_.size(), 1u);  // no CQE twice
@@ -298,6 +299,7 @@ TEST_F(ReliableUcTest, LateOriginalChunkAfterDeliveryIsCountedNotPrevented) {
   tap_a_->Release(0, now_);  // the original chunk, late
   Run(500);
   EXPECT_EQ(lb_->counters()[WireCounter::kRxAfterDelivery], 1u);
+  EXPECT_EQ(lb_->counters().late_writes, 1u);
   EXPECT_EQ(0, std::memcmp(vb_.buf.data(), va_.buf.data(), 4096));  // landed
   EXPECT_EQ(got_.size(), 1u);  // still no CQE twice
 }

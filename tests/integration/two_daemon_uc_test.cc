@@ -607,8 +607,8 @@ void RunMixed(uint64_t n, double timeout_s) {
   std::printf(
       "\n packets lost %lu+%lu; units resent %lu+%lu; losses RACK %lu+%lu, RTO "
       "%lu+%lu;"
-      " ACKs %lu+%lu; chunks %lu+%lu; RC retransmitted %lu+%lu; longest wait"
-      " %.3f s (%s)\n",
+      " ACKs %lu+%lu; chunks %lu+%lu; WRITE chunks placed after delivery"
+      " %lu+%lu; RC retransmitted %lu+%lu; longest wait %.3f s (%s)\n",
       static_cast<unsigned long>(s.fa.lost),
       static_cast<unsigned long>(s.fb.lost),
       static_cast<unsigned long>(Get(s.ra, "retx_sent")),
@@ -621,6 +621,8 @@ void RunMixed(uint64_t n, double timeout_s) {
       static_cast<unsigned long>(Get(s.rb, "acks_sent")),
       static_cast<unsigned long>(Get(s.ra, "chunks_sent")),
       static_cast<unsigned long>(Get(s.rb, "chunks_sent")),
+      static_cast<unsigned long>(Get(s.ra, "late_writes")),
+      static_cast<unsigned long>(Get(s.rb, "late_writes")),
       static_cast<unsigned long>(s.fa.retransmitted),
       static_cast<unsigned long>(s.fb.retransmitted), m.longest(),
       m.longest_what().c_str());

@@ -104,6 +104,7 @@ json ReliabilityJson(const reliable::ReliabilityCounters& r) {
               {"lost_rack", r.lost_rack},
               {"lost_rto", r.lost_rto},
               {"rto_undone", r.rto_undone},
+              {"late_writes", r.late_writes},
               {"acks_sent", r.acks_sent},
               {"acks_received", r.acks_received},
               {"retry_exceeded", r.retry_exceeded},

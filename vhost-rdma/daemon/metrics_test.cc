@@ -48,7 +48,8 @@ json SampleStats() {
                                {"cwnd_resets", 1},    {"acks_sent", 7},
                                {"acks_received", 11}, {"messages_completed", 5},
                                {"messages_failed", 1}, {"rc_takeovers", 0},
-                               {"switches_done", 2}, {"switches_failed", 0}};
+                               {"switches_done", 2}, {"switches_failed", 0},
+                               {"rto_undone", 4},    {"late_writes", 6}};
   a["qps_uc"] = 1;
   a["qps_switching"] = 1;
   // ... and daemon-wide, with the §3.6 checks.
@@ -106,6 +107,8 @@ TEST(Metrics, ReliabilityCountersPerVm) {
   EXPECT_TRUE(has("vrdma_vm_reliability_units_resent_total{vm=\"tenant-a\"} 3\n"));
   EXPECT_TRUE(has("vrdma_vm_reliability_lost_rack_total{vm=\"tenant-a\"} 2\n"));
   EXPECT_TRUE(has("vrdma_vm_reliability_lost_rto_total{vm=\"tenant-a\"} 1\n"));
+  EXPECT_TRUE(has("vrdma_vm_reliability_rto_undone_total{vm=\"tenant-a\"} 4\n"));
+  EXPECT_TRUE(has("vrdma_vm_reliability_late_writes_total{vm=\"tenant-a\"} 6\n"));
   EXPECT_TRUE(has("vrdma_vm_reliability_window_resets_total{vm=\"tenant-a\"} 1\n"));
   EXPECT_TRUE(has("vrdma_vm_reliability_acks_sent_total{vm=\"tenant-a\"} 7\n"));
   EXPECT_TRUE(has("vrdma_vm_reliability_acks_received_total{vm=\"tenant-a\"} 11\n"));
