@@ -224,9 +224,8 @@ class Sender {
   bool WindowOpen(uint64_t now_ns) const;
   void Paced(uint64_t now_ns, uint64_t bytes);
   // A layer SEND of h (§3.2) in the next header slot: h's destination,
-  // gseq, token and credits filled in, the header its first SGE.
-  // header_wr_ with h encoded in this post's header slot as its first SGE
-  // (num_sge 1); the caller adds the payload's SGEs.
+  // gseq, token and credits filled in, the header its first SGE (num_sge
+  // 1, in header_wr_); the caller adds the payload's SGEs.
   SendWr& HeaderSend(DaemonHeader& h, bool retx);
   // A new chunk record (resp: of a READ_RESP unit, msg_seq its RespRec)
   // for the transmission about to be booked; its sequence number.
@@ -323,9 +322,9 @@ class Sender {
   uint64_t resp_head_ = 0, resp_tail_ = 0;
   bool failed_ = false;
   WcStatus fail_status_ = WcStatus::kSuccess;
+  std::array<policy::reliability::Lost, 32> lost_buf_{};  // DetectLosses'
   // The layer's posts on the data QP, built once (a SendWr is 600 bytes to
   // clear): each post sets every field its opcode reads.
-  std::array<policy::reliability::Lost, 32> lost_buf_{};  // DetectLosses'
   SendWr chunk_wr_{};   // WRITE_WITH_IMM
   SendWr header_wr_{};  // SEND: a daemon header, then payload
 };
