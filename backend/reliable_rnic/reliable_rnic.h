@@ -168,6 +168,9 @@ struct VirtualQp {
   // A SetMode found the QP switching, connecting or in RTR: the VM's mode is
   // asked again once it is none of these (ReliableRnic::Reconcile, §6).
   bool mode_deferred = false;
+  // The data path found an ask due (Reconcile, a peer's ask of the VM's
+  // mode): RunDueAsks makes it, since an ask makes its new path.
+  bool ask_due = false;
 };
 
 struct VirtualCq {
@@ -303,6 +306,12 @@ class ReliableRnic : public Rnic {
   // the same mode.
   void SetMode(std::span<const Gid> gids, ReliabilityMode mode);
   ReliabilityMode ModeOf(const Gid& gid) const;
+  // Control call, on the daemon's tick (10 ms): the switch asks the data
+  // path found due (a SetMode deferred while a QP was switching,
+  // connecting or in RTR; a peer's ask of what the VM's mode already is),
+  // each towards its VM's mode now (§6 "Who switches"). An ask makes the
+  // new path (a connection, an rc path), which the data path must not.
+  void RunDueAsks();
   // The VM's connected virtual RC QPs (RTR or RTS) by mode, the ones
   // switching (asked or running §6) apart: the VM SetMode named by
   // first_gid (control call).
@@ -419,8 +428,11 @@ class ReliableRnic : public Rnic {
   reliable::QpMode CurrentMode(const reliable::VirtualQp& v) const;
   void StartSwitch(reliable::VirtualQp& v, ReliabilityMode mode);
   // v's deferred SetMode, if any, now that v is no longer switching,
-  // connecting or in RTR: a switch to its VM's mode (§6).
-  void Reconcile(reliable::VirtualQp& v);
+  // connecting or in RTR: a switch to its VM's mode (§6), asked now in a
+  // control call, else by the next RunDueAsks.
+  void Reconcile(reliable::VirtualQp& v, bool control_call = false);
+  // Data path: v's ask is made by the next RunDueAsks.
+  void DueAsk(reliable::VirtualQp& v);
   void SendSwitch(reliable::VirtualQp& v);
   void OnSwitch(uint64_t origin, const void* sw);
   void OnDrained(uint64_t origin, const void* drained);
@@ -488,6 +500,7 @@ class ReliableRnic : public Rnic {
   std::vector<uint32_t> switching_qps_;
   uint32_t switching_ = 0;
   uint32_t retired_ = 0;  // old connections kept by switch records
+  uint32_t asks_due_ = 0;  // QPs with ask_due (at most; RunDueAsks resets)
   std::vector<Peer> peers_;  // options_.max_peers, sized by AttachPeerLink
   std::vector<ModeEntry> modes_;
   std::vector<VmRecord> vms_;

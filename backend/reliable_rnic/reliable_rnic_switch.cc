@@ -173,10 +173,30 @@ void ReliableRnic::StartSwitch(VirtualQp& v, ReliabilityMode mode) {
   if (v.peer_ask.asked && v.peer_ask.to == to) BeginSwitch(v);
 }
 
-void ReliableRnic::Reconcile(VirtualQp& v) {
+void ReliableRnic::Reconcile(VirtualQp& v, bool control_call) {
   if (!v.mode_deferred) return;
   v.mode_deferred = false;
-  StartSwitch(v, ModeOf(v.attr.av.sgid));
+  if (control_call) {
+    StartSwitch(v, ModeOf(v.attr.av.sgid));
+  } else {
+    DueAsk(v);
+  }
+}
+
+void ReliableRnic::DueAsk(VirtualQp& v) {
+  if (v.ask_due) return;
+  v.ask_due = true;
+  ++asks_due_;
+}
+
+void ReliableRnic::RunDueAsks() {
+  if (asks_due_ == 0) return;
+  asks_due_ = 0;  // a destroyed QP's ask goes with it
+  qps_.ForEach([&](VirtualQp& v) {
+    if (!v.ask_due) return;
+    v.ask_due = false;
+    StartSwitch(v, ModeOf(v.attr.av.sgid));
+  });
 }
 
 void ReliableRnic::SendSwitch(VirtualQp& v) {
@@ -248,7 +268,7 @@ void ReliableRnic::OnSwitch(uint64_t origin, const void* body) {
              ModeOfReliability(ModeOf(v->attr.av.sgid)) == v->peer_ask.to) {
     // The peer asks what this VM's mode already is, set while the QP could
     // not take it (it connected to a then native peer): this end asks too.
-    StartSwitch(*v, ModeOf(v->attr.av.sgid));
+    DueAsk(*v);
   }
 }
 

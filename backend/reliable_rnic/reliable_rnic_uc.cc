@@ -324,7 +324,7 @@ Status ReliableRnic::ModifyQp(RnicQp qp, const QpAttr& attr, uint32_t mask) {
         }
       }
       // A SetMode in RTR (a uc connection's once it connected).
-      if (v->conn == nullptr) Reconcile(*v);
+      if (v->conn == nullptr) Reconcile(*v, /*control_call=*/true);
       break;
     case QpState::kErr:
       // The guest's ERR during a switch: what it holds flushes.

@@ -527,9 +527,13 @@ int main(int argc, char** argv) {
   }
   int tick_fd = MakeTickFd();
   if (tick_fd >= 0) {
-    datapath_loop->AddFd(tick_fd, EPOLLIN, [tick_fd](uint32_t) {
+    datapath_loop->AddFd(tick_fd, EPOLLIN, [tick_fd, l = layer.get()](uint32_t) {
       uint64_t v;
       [[maybe_unused]] ssize_t r = read(tick_fd, &v, sizeof(v));
+      // The layer's control calls run on this thread (AttachPeerLink
+      // refuses a lower whose run beside it): the switch asks its data
+      // path found due, made between turns.
+      if (l != nullptr) l->RunDueAsks();
     });
   }
   // Both threads write eventfds a frontend shares; a write it made block is
