@@ -7,8 +7,13 @@
 // chunk but a message's or MID's last is a whole number of units.
 // max_chunk is 64 KiB scaled by target / max(target, srtt), halved at each
 // detected loss down to one unit, doubled after each round trip without
-// loss up to 64 KiB. Hint says whether a chunk carries H (§3.1): it fills
-// the window or ends the queue. Pure: times are parameters (ns).
+// loss up to 64 KiB. A message that one chunk could carry whole is not
+// sliced by the window's room while the window holds `whole_ratio` times
+// what is left of it (the wait is then short and most of the window stays
+// in flight): a slice costs its message's end a round trip, a chunk and an
+// ACK more (the tail rule, §2.3). Hint says whether a chunk carries H
+// (§3.1): it fills the window or ends the queue. Pure: times are
+// parameters (ns).
 #ifndef VRDMA_POLICY_RELIABILITY_CHUNK_SIZE_H_
 #define VRDMA_POLICY_RELIABILITY_CHUNK_SIZE_H_
 
@@ -22,6 +27,10 @@ namespace vrdma::policy::reliability {
 
 struct ChunkSizeParams {
   uint64_t max_chunk = uint64_t{64} << 10;  // 64 KiB
+  // Wait for room rather than slice a message while cwnd >= whole_ratio x
+  // its bytes left (0: always slice). At 4, at least 3/4 of the window is
+  // in flight while a message waits.
+  uint64_t whole_ratio = 4;
 };
 
 struct Chunk {
@@ -47,7 +56,8 @@ class ChunkSize {
   // first byte in the guest WR (a whole number of units: where the last
   // chunk ended), msg_bytes_left what remains of the WR from there (0: a
   // zero-length message, one zero-length chunk with L). nullopt while the
-  // window is closed (inflight >= cwnd).
+  // window is closed (inflight >= cwnd), or while the message waits for
+  // room to go whole (whole_ratio).
   [[nodiscard]] std::optional<Chunk> Next(uint64_t cwnd, uint64_t inflight,
                                           uint64_t msg_offset,
                                           uint64_t msg_bytes_left,
@@ -58,6 +68,11 @@ class ChunkSize {
         AlignDown(std::min(cwnd - inflight, MaxChunk(target_ns, srtt_ns)));
     const uint64_t to_mid_end = kMidBytes - msg_offset % kMidBytes;
     const uint64_t bytes = std::min({size, msg_bytes_left, to_mid_end});
+    if (bytes < msg_bytes_left && inflight > 0 &&
+        msg_bytes_left <= std::min(MaxChunk(target_ns, srtt_ns), to_mid_end) &&
+        p_.whole_ratio != 0 && cwnd / p_.whole_ratio >= msg_bytes_left) {
+      return std::nullopt;  // only the room slices it: wait for more
+    }
     return Chunk{bytes, bytes == msg_bytes_left || bytes == to_mid_end};
   }
 

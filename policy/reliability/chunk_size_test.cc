@@ -84,6 +84,7 @@ TEST(ChunkSizeTest, NeverCrossesAMid) {
 TEST(ChunkSizeTest, RandomChunksKeepEveryRule) {
   std::mt19937_64 rng(15);
   ChunkSize c;
+  int waited = 0;
   for (int i = 0; i < 20'000; ++i) {
     const uint64_t cwnd = 512 + rng() % (4 * kMiB);
     const uint64_t inflight = rng() % cwnd;
@@ -91,8 +92,18 @@ TEST(ChunkSizeTest, RandomChunksKeepEveryRule) {
     const uint64_t left = rng() % (2 * kMiB);
     const uint64_t srtt = rng() % (200 * kUs);
     auto k = c.Next(cwnd, inflight, offset, left, kTarget, srtt);
-    ASSERT_TRUE(k);
     const uint64_t mid_end = (offset / (256 * kMiB) + 1) * 256 * kMiB;
+    if (!k) {
+      // Only a message that one chunk could carry whole, sliced by the
+      // room alone, waits; and only with a window of 4 times it in flight.
+      ASSERT_GT(inflight, 0u) << i;
+      ASSERT_LE(left, c.MaxChunk(kTarget, srtt)) << i;
+      ASSERT_LE(offset + left, mid_end) << i;
+      ASSERT_GT(left, cwnd - inflight) << i;
+      ASSERT_GE(cwnd, 4 * left) << i;
+      ++waited;
+      continue;
+    }
     ASSERT_LE(offset + k->bytes, mid_end) << i;
     ASSERT_LE(k->bytes, left) << i;
     ASSERT_LE(k->bytes, 64 * kKiB) << i;
@@ -105,6 +116,39 @@ TEST(ChunkSizeTest, RandomChunksKeepEveryRule) {
       ASSERT_TRUE(k->bytes == left || offset + k->bytes == mid_end) << i;
     }
   }
+  EXPECT_GT(waited, 0);  // the rule was exercised
+}
+
+TEST(ChunkSizeTest, AMessageOneChunkCarriesWaitsForRoomRatherThanBeSliced) {
+  ChunkSize c;
+  // 300 KiB window, 280 KiB in flight: 20 KiB of room for a 64 KiB WRITE.
+  // The window holds 4 x 64 KiB: wait (its end would otherwise wait for
+  // the slice's ACK).
+  EXPECT_FALSE(c.Next(300 * kKiB, 280 * kKiB, 0, 64 * kKiB, kTarget, kSrtt));
+  // Room for all of it: one chunk with L.
+  auto k = c.Next(300 * kKiB, 236 * kKiB, 0, 64 * kKiB, kTarget, kSrtt);
+  ASSERT_TRUE(k);
+  EXPECT_EQ(k->bytes, 64 * kKiB);
+  EXPECT_TRUE(k->last);
+  // A window under 4 x the message: slicing keeps the pipe busy.
+  k = c.Next(200 * kKiB, 180 * kKiB, 0, 64 * kKiB, kTarget, kSrtt);
+  ASSERT_TRUE(k);
+  EXPECT_EQ(k->bytes, 20 * kKiB);
+  EXPECT_FALSE(k->last);
+  // Nothing in flight: never wait (no ACK would open the window).
+  k = c.Next(20 * kKiB, 0, 0, 64 * kKiB, kTarget, kSrtt);
+  ASSERT_TRUE(k);
+  EXPECT_EQ(k->bytes, 20 * kKiB);
+  // More than one chunk can carry (max_chunk scaled down by the delay to
+  // 32 KiB): it is sliced anyway, so the room is used.
+  k = c.Next(300 * kKiB, 280 * kKiB, 0, 64 * kKiB, kTarget, 40 * kUs);
+  ASSERT_TRUE(k);
+  EXPECT_EQ(k->bytes, 20 * kKiB);
+  // The rule off.
+  ChunkSize off(ChunkSizeParams{.whole_ratio = 0});
+  k = off.Next(300 * kKiB, 280 * kKiB, 0, 64 * kKiB, kTarget, kSrtt);
+  ASSERT_TRUE(k);
+  EXPECT_EQ(k->bytes, 20 * kKiB);
 }
 
 TEST(ChunkSizeTest, ScaledDownByQueuing) {
