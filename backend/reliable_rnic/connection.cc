@@ -92,7 +92,8 @@ Status Connection::Open() {
 }
 
 Status Connection::OnPeerConnect(uint32_t peer_data_qpn, uint32_t peer_data_psn,
-                                 uint32_t peer_token, uint8_t peer_rnr_retry) {
+                                 uint32_t peer_token, uint8_t peer_rnr_retry,
+                                 uint64_t peer_retry_budget_ns) {
   if (state_ == ConnState::kUc) {
     return peer_token == peer_token_ ? Status::kOk : Status::kBusy;
   }
@@ -118,7 +119,7 @@ Status Connection::OnPeerConnect(uint32_t peer_data_qpn, uint32_t peer_data_psn,
   peer_token_ = peer_token;
   peer_data_qpn_ = peer_data_qpn;
   sender_->Start(0, 0);
-  receiver_->Start(0, peer_rnr_retry);
+  receiver_->Start(0, peer_rnr_retry, peer_retry_budget_ns);
   receiver_->credits = params_.bounce;
   state_ = ConnState::kUc;
   return Status::kOk;

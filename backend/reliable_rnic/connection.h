@@ -109,9 +109,11 @@ class Connection {
   // bounce receives. On failure nothing is left on the lower.
   Status Open();
   // The peer's CONNECT or CONNECT_OK: connects the data QP to the peer's
-  // (RTR, RTS) and starts both directions; kUc on success.
+  // (RTR, RTS) and starts both directions; kUc on success. The peer's
+  // rnr_retry and retry budget (0: never) bound what its WRs wait here.
   Status OnPeerConnect(uint32_t peer_data_qpn, uint32_t peer_data_psn,
-                       uint32_t peer_token, uint8_t peer_rnr_retry = 7);
+                       uint32_t peer_token, uint8_t peer_rnr_retry = 7,
+                       uint64_t peer_retry_budget_ns = 0);
   // Destroys the lower objects (control path).
   void Close();
   // The live switch retired this connection (§6): its data QP goes to

@@ -68,6 +68,10 @@ struct ReliabilityCounters {
   // in rx_after_delivery, with the harmless late SENDs.
   uint64_t late_writes = 0;
   uint64_t retx_copied = 0;         // WRITE_RETX units copied into place
+  // Messages whose delivery waited for the packet lifetime (§4.2).
+  uint64_t delivery_holds = 0;
+  // ACKs sent again for a delivery that no arrival made (§4.3).
+  uint64_t delivery_acks_repeated = 0;
   uint64_t messages_delivered = 0;
   uint64_t acks_sent = 0;
   uint64_t naks_sent = 0;

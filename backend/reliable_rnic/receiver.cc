@@ -36,6 +36,13 @@ constexpr uint64_t kWaitAckNs = 200'000;
 // A failed receive side repeats its NAK this often, this many times.
 constexpr uint64_t kNakRepeatNs = 1'000'000;
 constexpr uint32_t kNakRepeats = 8;
+// A delivery that no arrival made (a hold's or a READ's wait ended) is
+// told in an ACK of its own, which nothing resends if it is lost (its
+// pieces were acknowledged): it goes again after 0.2, 0.4, ... 3.2 ms
+// unless a new piece arrives meanwhile (whose ACK carries deliv_mid and is
+// recovered by the peer's retransmission when lost).
+constexpr uint64_t kDeliveryRepeatNs = 200'000;
+constexpr uint32_t kDeliveryRepeats = 5;
 
 }  // namespace
 
@@ -43,7 +50,8 @@ Receiver::Receiver(Connection& conn, const ReceiverParams& params,
                    uint32_t path_mtu)
     : conn_(conn), p_(params), trigger_(path_mtu, 0, params.trigger) {}
 
-void Receiver::Start(uint32_t first_mid, uint8_t peer_rnr_retry) {
+void Receiver::Start(uint32_t first_mid, uint8_t peer_rnr_retry,
+                     uint64_t peer_retry_budget_ns) {
   deliv_mid_ = first_mid;
   rq_ = conn_.init().rq;
   rcv_next_ = 0;
@@ -59,6 +67,11 @@ void Receiver::Start(uint32_t first_mid, uint8_t peer_rnr_retry) {
   npending_ = 0;
   read_pending_ = 0;
   read_stalled_ = false;
+  delivery_held_ = false;
+  delivery_repeats_left_ = 0;
+  hold_ns_ = peer_retry_budget_ns == 0
+                 ? p_.packet_lifetime_ns
+                 : std::min(p_.packet_lifetime_ns, peer_retry_budget_ns / 2);
   for (Record& r : ring_) r = Record{};
 }
 
@@ -96,10 +109,19 @@ bool Receiver::Complete(const Record& r) {
 
 void Receiver::Deliver(uint64_t now_ns) {
   ReliabilityCounters& n = conn_.counters();
+  delivery_held_ = false;
   while (Record* r = Find(deliv_mid_)) {
     if (failed_ && static_cast<int32_t>(deliv_mid_ - fail_mid_) >= 0) return;
     if (r->held > 0) return;
     if (r->err == WcStatus::kSuccess && !Complete(*r)) return;
+    if (r->not_before_ns > now_ns) {
+      // A late copy of its original WRITE chunk may still be on its way
+      // (§4.2, "Late originals"): it lands before the guest owns the
+      // bytes again. Pump delivers it when the hold ends.
+      delivery_held_ = true;
+      hold_until_ns_ = r->not_before_ns;
+      return;
+    }
     if (r->is_read) {
       // Served now, in MID order (every earlier WRITE is in place); the
       // rules again: the MR may have gone since the request arrived.
@@ -526,7 +548,13 @@ bool Receiver::OnSend(std::span<const uint8_t> bytes, uint32_t bounce,
     Arrived(entry, arrival, now_ns);
     return false;
   }
-  if (h.type == HeaderType::kWriteRetx) ++n.retx_copied;
+  if (h.type == HeaderType::kWriteRetx) {
+    ++n.retx_copied;
+    if (hold_ns_ != 0 && rec->not_before_ns == 0) {
+      rec->not_before_ns = now_ns + hold_ns_;
+      ++n.delivery_holds;
+    }
+  }
   if (piece && !ReceivePosted(h.rcv_index)) {
     // No guest receive yet: the unit waits in its bounce buffer, which
     // holds back a credit (§2.3); the peer hears at once that it waits.
@@ -550,6 +578,7 @@ bool Receiver::OnSend(std::span<const uint8_t> bytes, uint32_t bounce,
 }
 
 void Receiver::Arrived(const Pending& p, const Arrival& a, uint64_t now_ns) {
+  if (!a.duplicate) delivery_repeats_left_ = 0;  // its ACK tells deliv_mid
   if (npending_ == kPendingMax && !Flush(now_ns)) return;
   pending_[npending_++] = p;
   if (trigger_.OnArrival(now_ns, a) != AckReason::kNone) Flush(now_ns);
@@ -576,10 +605,23 @@ bool Receiver::Pump(uint64_t now_ns) {
       next_wait_ack_ns_ = now_ns + kWaitAckNs;
     }
   }
-  // A READ waiting for a responder record: one may have ended.
-  if (read_stalled_) {
+  // A READ waiting for a responder record: one may have ended; a
+  // message's packet-lifetime hold may have.
+  if (read_stalled_ || (delivery_held_ && now_ns >= hold_until_ns_)) {
+    const uint32_t before = deliv_mid_;
     Deliver(now_ns);
-    if (!read_stalled_) flush_wanted_ = true;  // deliv_mid moved
+    if (deliv_mid_ != before) {
+      flush_wanted_ = true;
+      delivery_repeats_left_ = kDeliveryRepeats;
+      next_delivery_repeat_ns_ = now_ns + kDeliveryRepeatNs;
+      delivery_repeat_gap_ns_ = kDeliveryRepeatNs;
+    }
+  } else if (delivery_repeats_left_ > 0 && now_ns >= next_delivery_repeat_ns_) {
+    --delivery_repeats_left_;
+    delivery_repeat_gap_ns_ *= 2;
+    next_delivery_repeat_ns_ = now_ns + delivery_repeat_gap_ns_;
+    flush_wanted_ = true;
+    ++conn_.counters().delivery_acks_repeated;
   }
   if (flush_wanted_ || trigger_.OnTimer(now_ns) != AckReason::kNone ||
       (read_pending_ > 0 && now_ns >= read_since_ns_ + p_.trigger.timer_ns)) {
@@ -588,6 +630,7 @@ bool Receiver::Pump(uint64_t now_ns) {
   // Receives completed while the virtual CQ's ring was full.
   if (rq_ != nullptr && rq_->unreported()) rq_->Report(conn_.init().recv_ring);
   return npending_ > 0 || flush_wanted_ || waiting_ || read_stalled_ ||
+         delivery_held_ || delivery_repeats_left_ > 0 ||
          (failed_ && naks_left_ > 0) || (rq_ != nullptr && rq_->unreported());
 }
 

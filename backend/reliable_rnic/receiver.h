@@ -27,7 +27,8 @@
 // immediate; a SEND longer than its receive completes it LOC_LEN_ERR (a bad
 // receive SGE LOC_PROT_ERR) and the QP's receive side fails, as a native
 // responder goes to ERR. Fixed tables, sized by the constructor (a control
-// call).
+// call). With a packet lifetime, a message that a WRITE_RETX unit
+// completed waits that long before delivery (§4.2, "Late originals").
 #ifndef VRDMA_BACKEND_RELIABLE_RNIC_RECEIVER_H_
 #define VRDMA_BACKEND_RELIABLE_RNIC_RECEIVER_H_
 
@@ -48,6 +49,12 @@ class Connection;
 struct ReceiverParams {
   policy::reliability::AckTriggerParams trigger{};
   uint32_t max_ranges = 16;  // §4.2, at most 16
+  // The fabric's bound on a packet's lifetime (§4.2, "Late originals";
+  // --reliability-packet-lifetime-us): a message that a WRITE_RETX unit
+  // completed is delivered no earlier than this after that unit's
+  // arrival, so that a copy of its original WRITE chunk, only late, lands
+  // before the delivery rather than after. 0: no hold.
+  uint64_t packet_lifetime_ns = 0;
 };
 
 class Receiver {
@@ -57,9 +64,12 @@ class Receiver {
 
   Receiver(Connection& conn, const ReceiverParams& params, uint32_t path_mtu);
 
-  // The first MID the peer sends, and the peer's rnr_retry (CONNECT; 7:
-  // wait for a receive forever).
-  void Start(uint32_t first_mid, uint8_t peer_rnr_retry = 7);
+  // The first MID the peer sends, the peer's rnr_retry (CONNECT; 7: wait
+  // for a receive forever) and its QP's retry budget (0 or ~0: never); a
+  // packet-lifetime hold lasts at most half the budget, so that the held
+  // message's WR does not fail RETRY_EXC_ERR at the peer.
+  void Start(uint32_t first_mid, uint8_t peer_rnr_retry = 7,
+             uint64_t peer_retry_budget_ns = 0);
 
   // A chunk (the data QP's WRITE_WITH_IMM receive completion), polled at
   // now_ns (T2).
@@ -100,6 +110,9 @@ class Receiver {
     bool is_read = false;
     uint32_t rkey = 0;
     uint64_t raddr = 0;
+    // Not delivered before (packet_lifetime_ns after its first WRITE_RETX
+    // unit); 0: no hold.
+    uint64_t not_before_ns = 0;
   };
   struct Pending {
     bool is_send = false;
@@ -168,6 +181,15 @@ class Receiver {
   uint64_t read_since_ns_ = 0;
   // A READ_REQ at deliv_mid waits for a responder record.
   bool read_stalled_ = false;
+  // The message at deliv_mid waits for its packet-lifetime hold, until
+  // hold_until_ns_.
+  bool delivery_held_ = false;
+  uint64_t hold_until_ns_ = 0;
+  uint64_t hold_ns_ = 0;  // packet_lifetime_ns, at most half the peer's budget
+  // Repeats still to send of the ACK of a delivery no arrival made.
+  uint32_t delivery_repeats_left_ = 0;
+  uint64_t next_delivery_repeat_ns_ = 0;
+  uint64_t delivery_repeat_gap_ns_ = 0;
 
   // Receives (step 12).
   RecvQueue* rq_ = nullptr;

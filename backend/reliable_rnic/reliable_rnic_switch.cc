@@ -586,8 +586,10 @@ void ReliableRnic::BuildNewPath(VirtualQp& v) {
     k->set_max_rd_atomic(v.attr.max_rd_atomic);
     k->connect_sent = true;  // no CONNECT: SWITCH carried it
     v.conn = k;
+    // SWITCH carries neither the peer's rnr_retry nor its budget: this
+    // end's stand for them.
     if (k->OnPeerConnect(s.peer_data_qpn, s.peer_data_psn, s.peer_token,
-                         v.attr.rnr_retry) != Status::kOk) {
+                         v.attr.rnr_retry, k->retry_budget_ns()) != Status::kOk) {
       FailSwitch(v, WcStatus::kRetryExcErr);
       return;
     }

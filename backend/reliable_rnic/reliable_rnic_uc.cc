@@ -588,7 +588,8 @@ void ReliableRnic::OnConnect(uint64_t origin, const void* body, bool request) {
     return;
   }
   if (k->state() == ConnState::kConnecting) {
-    if (k->OnPeerConnect(c.data_qpn, c.data_psn, c.conn_token, c.rnr_retry) ==
+    if (k->OnPeerConnect(c.data_qpn, c.data_psn, c.conn_token, c.rnr_retry,
+                         c.retry_budget_ns) ==
         Status::kOk) {
       ++k->counters().connects_uc;
       if (request) SendConnect(*k, true);

@@ -304,6 +304,139 @@ TEST_F(ReliableUcTest, LateOriginalChunkAfterDeliveryIsCountedNotPrevented) {
   EXPECT_EQ(got_.size(), 1u);  // still no CQE twice
 }
 
+// The same late original with a packet lifetime (§4.2, "Late
+// originals"): the message the WRITE_RETX completed waits that long before
+// delivery, the original lands meanwhile, and nothing lands after the
+// delivery. The hold starts at the WRITE_RETX's arrival.
+TEST_F(ReliableUcTest, LateOriginalLandsBeforeDeliveryWithinThePacketLifetime) {
+  constexpr uint64_t kLifetimeNs = 1'000'000;
+  packet_lifetime_ns_ = kLifetimeNs;
+  Build();
+  QpConf c;
+  c.mtu = 4096;
+  Connect(c);
+  tap_a_->match = [](std::span<const uint8_t> p, const Gid&) {
+    return IsUcWrite(p) || IsUcSend(p);
+  };
+  tap_a_->hold = true;
+  Post(Write(1, 0, 0, 4096));
+  ASSERT_TRUE(RunUntil([&] { return la_->counters().retx_sent >= 1; }, 5000));
+  Run(5);
+  ASSERT_EQ(tap_a_->held.size(), 3u);
+  tap_a_->match = nullptr;
+  const uint64_t retx_sent_at = now_;
+  tap_a_->Release(1, now_);  // the WRITE_RETX
+  tap_a_->Release(2, now_);
+  ASSERT_TRUE(RunUntil([&] { return lb_->counters().retx_copied == 1; }, 100));
+  EXPECT_EQ(lb_->counters().delivery_holds, 1u);
+  // Complete, acknowledged, and held: not delivered, not completed.
+  Run(200);
+  EXPECT_EQ(lb_->counters().messages_delivered, 0u);
+  EXPECT_TRUE(got_.empty());
+  // The original, late but within the lifetime: it lands (the same bytes)
+  // while B's application does not own them yet.
+  tap_a_->Release(0, now_);
+  Run(50);
+  EXPECT_EQ(lb_->counters().late_writes, 0u);
+  ASSERT_TRUE(RunUntil([&] { return !got_.empty(); }, 1000));
+  EXPECT_GE(now_, retx_sent_at + kLifetimeNs);
+  EXPECT_EQ(got_[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(0, std::memcmp(vb_.buf.data(), va_.buf.data(), 4096));
+  std::memset(vb_.buf.data(), 0xee, 4096);
+  Run(500);
+  EXPECT_EQ(lb_->counters().late_writes, 0u);
+  EXPECT_EQ(lb_->counters()[WireCounter::kRxAfterDelivery], 0u);
+  for (int i = 0; i < 4096; ++i) ASSERT_EQ(vb_.buf[i], 0xee) << i;
+  EXPECT_EQ(got_.size(), 1u);
+}
+
+// The ACK that tells a held delivery carries no entry, so nothing resends
+// it when it is lost: the receiver sends it again while nothing new
+// arrives (§4.3), and the sender completes.
+TEST_F(ReliableUcTest, TheAckOfAHeldDeliveryIsSentAgainWhenLost) {
+  packet_lifetime_ns_ = 1'000'000;
+  Build();
+  QpConf c;
+  c.mtu = 4096;
+  Connect(c);
+  tap_a_->match = [](std::span<const uint8_t> p, const Gid&) {
+    return IsUcWrite(p) || IsUcSend(p);
+  };
+  tap_a_->hold = true;
+  Post(Write(1, 0, 0, 4096));
+  ASSERT_TRUE(RunUntil([&] { return la_->counters().retx_sent >= 1; }, 5000));
+  Run(5);
+  ASSERT_EQ(tap_a_->held.size(), 3u);
+  tap_a_->match = nullptr;
+  tap_a_->Release(1, now_);  // the WRITE_RETX: the message is held
+  tap_a_->Release(2, now_);
+  ASSERT_TRUE(RunUntil([&] { return lb_->counters().retx_copied == 1; }, 100));
+  Run(50);  // its unit's ACK reaches A
+  // Every ACK B sends from here on is lost, the delivery's among them.
+  tap_b_->match = [](std::span<const uint8_t> p, const Gid&) {
+    return (HeaderOf(p).opcode & net::kTransportMask) == net::kUd;
+  };
+  ASSERT_TRUE(
+      RunUntil([&] { return lb_->counters().messages_delivered == 1; }, 1000));
+  Run(20);
+  EXPECT_GT(tap_b_->matched, 0u);
+  EXPECT_TRUE(got_.empty());
+  tap_b_->match = nullptr;
+  ASSERT_TRUE(RunUntil([&] { return !got_.empty(); }, 2000));
+  EXPECT_EQ(got_[0].status, WcStatus::kSuccess);
+  EXPECT_GE(lb_->counters().delivery_acks_repeated, 1u);
+}
+
+// A lifetime longer than the sending QP's retry budget allows: the hold
+// lasts half the budget the peer gave in CONNECT, so the WR completes
+// rather than fail RETRY_EXC_ERR at the sender (which waits for the
+// delivery no longer than its budget after the last unit's ACK).
+TEST_F(ReliableUcTest, APacketLifetimeHoldStaysWithinThePeersRetryBudget) {
+  packet_lifetime_ns_ = 1'000'000'000;  // 1 s
+  Build();
+  QpConf c;
+  c.mtu = 4096;
+  c.timeout = 10;  // 4.096 us << 10 = 4.2 ms
+  c.retry_cnt = 1;
+  const uint64_t budget = 2 * (uint64_t{4096} << 10);
+  Connect(c);
+  tap_a_->match = [](std::span<const uint8_t> p, const Gid&) {
+    return IsUcWrite(p) || IsUcSend(p);
+  };
+  tap_a_->hold = true;
+  Post(Write(1, 0, 0, 4096));
+  ASSERT_TRUE(RunUntil([&] { return la_->counters().retx_sent >= 1; }, 2000));
+  Run(5);
+  ASSERT_EQ(tap_a_->held.size(), 3u);
+  tap_a_->match = nullptr;
+  const uint64_t retx_sent_at = now_;
+  tap_a_->Release(1, now_);
+  tap_a_->Release(2, now_);
+  ASSERT_TRUE(RunUntil([&] { return !got_.empty(); },
+                       static_cast<int>(budget / kStepNs)));
+  EXPECT_EQ(got_[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(lb_->counters().delivery_holds, 1u);
+  EXPECT_GE(now_, retx_sent_at + budget / 2);
+  EXPECT_EQ(la_->counters().retry_exceeded, 0u);
+}
+
+// A packet lifetime under loss, reordering and duplication: repaired
+// messages are held, every WR completes once, in order, with its bytes;
+// the messages never repaired are not held.
+TEST_F(ReliableUcTest, APacketLifetimeHoldsOnlyRepairedMessages) {
+  packet_lifetime_ns_ = 200'000;
+  const fabric::FaultConfig f = Faults(0.02, 0.02, 0.0);
+  Build(f, f, 13);
+  Connect();
+  PostAndVerify(MixedPlan(60, 4), 800000);
+  const reliable::ReliabilityCounters& b = lb_->counters();
+  EXPECT_GT(b.delivery_holds, 0u);
+  EXPECT_LT(b.delivery_holds, b.messages_delivered);
+  // A held message is one that a WRITE_RETX unit completed.
+  EXPECT_LE(b.delivery_holds, b.retx_copied);
+  EXPECT_EQ(b.late_writes, 0u);  // no duplicates, delays under the lifetime
+}
+
 // A WRITE_RETX copies a unit only while its message is not delivered: a
 // lost chunk is completed by its retransmitted units, the tail unit last.
 TEST_F(ReliableUcTest, LostChunkIsCompletedByRetransmittedUnits) {

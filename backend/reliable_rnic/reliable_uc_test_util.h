@@ -170,6 +170,7 @@ class ReliableUcTest : public ::testing::Test {
     o.daemon_id = 1;
     o.token_seed = 11;
     o.rc_reset_delay_ns = rc_reset_delay_ns_;
+    o.connection.receiver.packet_lifetime_ns = packet_lifetime_ns_;
     la_ = std::make_unique<ReliableRnic>(*soft_a_, o);
     o.daemon_id = 2;
     o.token_seed = 22;
@@ -435,6 +436,7 @@ class ReliableUcTest : public ::testing::Test {
   }
 
   uint64_t rc_reset_delay_ns_ = 1'000'000;  // rc mode (reliable_rc_test)
+  uint64_t packet_lifetime_ns_ = 0;         // §4.2 "Late originals"
   const Gid kDaemonA = HostGid(101);
   const Gid kDaemonB = HostGid(102);
   uint64_t now_ = 1'000'000'000;

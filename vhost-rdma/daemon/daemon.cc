@@ -105,6 +105,8 @@ json ReliabilityJson(const reliable::ReliabilityCounters& r) {
               {"lost_rto", r.lost_rto},
               {"rto_undone", r.rto_undone},
               {"late_writes", r.late_writes},
+              {"delivery_holds", r.delivery_holds},
+              {"delivery_acks_repeated", r.delivery_acks_repeated},
               {"acks_sent", r.acks_sent},
               {"acks_received", r.acks_received},
               {"retry_exceeded", r.retry_exceeded},

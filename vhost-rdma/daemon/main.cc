@@ -265,6 +265,11 @@ int main(int argc, char** argv) {
                  "microseconds (default 50, Bifröst's); a measured base RTT above it is "
                  "not taken, so a queue that never drains cannot raise the delay target "
                  "(docs/reliability.md §4.5)");
+  app.add_option("--reliability-packet-lifetime-us", peer_flags.packet_lifetime_us,
+                 "with --reliability-layer: the longest a packet can stay in the fabric, in "
+                 "microseconds; a message repaired by retransmission is delivered that long "
+                 "after its repair, so that its original WRITE, if only late, lands before "
+                 "(default: no hold; docs/reliability.md §4.2, \"Late originals\")");
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   app.add_option("--doorbell-queues", doorbell_queues, "doorbell virtqueues per VM")
@@ -406,6 +411,7 @@ int main(int argc, char** argv) {
       if (peer_config.base_rtt_ns != 0) {
         layer_options.connection.sender.window.fabric_base_rtt_ns = peer_config.base_rtt_ns;
       }
+      layer_options.connection.receiver.packet_lifetime_ns = peer_config.packet_lifetime_ns;
       layer = std::make_unique<vrdma::ReliableRnic>(*rnic_owner, layer_options);
     }
   } else {

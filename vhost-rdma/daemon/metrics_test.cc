@@ -49,7 +49,8 @@ json SampleStats() {
                                {"acks_received", 11}, {"messages_completed", 5},
                                {"messages_failed", 1}, {"rc_takeovers", 0},
                                {"switches_done", 2}, {"switches_failed", 0},
-                               {"rto_undone", 4},    {"late_writes", 6}};
+                               {"rto_undone", 4},    {"late_writes", 6},
+                               {"delivery_holds", 9}};
   a["qps_uc"] = 1;
   a["qps_switching"] = 1;
   // ... and daemon-wide, with the §3.6 checks.
@@ -109,6 +110,7 @@ TEST(Metrics, ReliabilityCountersPerVm) {
   EXPECT_TRUE(has("vrdma_vm_reliability_lost_rto_total{vm=\"tenant-a\"} 1\n"));
   EXPECT_TRUE(has("vrdma_vm_reliability_rto_undone_total{vm=\"tenant-a\"} 4\n"));
   EXPECT_TRUE(has("vrdma_vm_reliability_late_writes_total{vm=\"tenant-a\"} 6\n"));
+  EXPECT_TRUE(has("vrdma_vm_reliability_delivery_holds_total{vm=\"tenant-a\"} 9\n"));
   EXPECT_TRUE(has("vrdma_vm_reliability_window_resets_total{vm=\"tenant-a\"} 1\n"));
   EXPECT_TRUE(has("vrdma_vm_reliability_acks_sent_total{vm=\"tenant-a\"} 7\n"));
   EXPECT_TRUE(has("vrdma_vm_reliability_acks_received_total{vm=\"tenant-a\"} 11\n"));

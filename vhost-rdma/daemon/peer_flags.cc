@@ -22,6 +22,23 @@ std::string Hex(uint64_t v) {
   return buf;
 }
 
+// A reliability-layer flag in microseconds (< 0: not given): only with
+// the layer, within [1, most]; *ns keeps its value when not given.
+bool LayerMicroseconds(double us, const char* flag, const char* range, double most,
+                       bool layer, uint64_t* ns, std::string* error) {
+  if (us < 0) return true;
+  if (!layer) {
+    *error = std::string(flag) + " is the reliability layer's: give --reliability-layer";
+    return false;
+  }
+  if (!(us >= 1 && us <= most)) {
+    *error = std::string(flag) + ": " + range;
+    return false;
+  }
+  *ns = static_cast<uint64_t>(us * 1000);
+  return true;
+}
+
 }  // namespace
 
 bool ParsePeerFlags(const PeerFlags& flags, bool soft, bool fabric, PeerConfig* out,
@@ -63,27 +80,17 @@ bool ParsePeerFlags(const PeerFlags& flags, bool soft, bool fabric, PeerConfig* 
     }
     c.layer = true;
   }
-  if (flags.target_us >= 0) {
-    if (!flags.reliability_layer) {
-      *error = "--reliability-target-us is the reliability layer's: give --reliability-layer";
-      return false;
-    }
-    if (!(flags.target_us >= 1 && flags.target_us <= 100'000)) {
-      *error = "--reliability-target-us: 1 to 100000 (microseconds above the base RTT)";
-      return false;
-    }
-    c.target_delay_ns = static_cast<uint64_t>(flags.target_us * 1000);
-  }
-  if (flags.base_rtt_us >= 0) {
-    if (!flags.reliability_layer) {
-      *error = "--reliability-base-rtt-us is the reliability layer's: give --reliability-layer";
-      return false;
-    }
-    if (!(flags.base_rtt_us >= 1 && flags.base_rtt_us <= 100'000)) {
-      *error = "--reliability-base-rtt-us: 1 to 100000 (microseconds)";
-      return false;
-    }
-    c.base_rtt_ns = static_cast<uint64_t>(flags.base_rtt_us * 1000);
+  if (!LayerMicroseconds(flags.target_us, "--reliability-target-us",
+                         "1 to 100000 (microseconds above the base RTT)", 100'000,
+                         flags.reliability_layer, &c.target_delay_ns, error) ||
+      !LayerMicroseconds(flags.base_rtt_us, "--reliability-base-rtt-us",
+                         "1 to 100000 (microseconds)", 100'000, flags.reliability_layer,
+                         &c.base_rtt_ns, error) ||
+      !LayerMicroseconds(flags.packet_lifetime_us, "--reliability-packet-lifetime-us",
+                         "1 to 10000000 (microseconds a packet can stay in the fabric)",
+                         10'000'000, flags.reliability_layer, &c.packet_lifetime_ns,
+                         error)) {
+    return false;
   }
   if (flags.listen.empty()) {
     if (!flags.peers.empty()) {

@@ -36,6 +36,11 @@ struct PeerFlags {
   // --reliability-base-rtt-us: the fabric's round trip without queues, at
   // most; a measured base RTT above it is not taken (§4.5); < 0: not given.
   double base_rtt_us = -1;
+  // --reliability-packet-lifetime-us: the fabric's bound on how long a
+  // packet can stay in it; a message repaired by retransmission is
+  // delivered that long after its repair (§4.2, "Late originals"); < 0:
+  // not given (no hold).
+  double packet_lifetime_us = -1;
 };
 
 // The flags checked.
@@ -47,6 +52,7 @@ struct PeerConfig {
   Gid daemon_gid{};
   uint64_t target_delay_ns = 0;  // 0: the layer's (10 us, at most the base RTT)
   uint64_t base_rtt_ns = 0;      // 0: the layer's default (50 us)
+  uint64_t packet_lifetime_ns = 0;  // 0: no delivery hold
 };
 
 // Every peer flag, with a message naming the flag at fault: a bad or
@@ -56,7 +62,8 @@ struct PeerConfig {
 // without what it needs: --rnic soft (soft), --peer-listen, --daemon-gid,
 // --fabric-listen (fabric: its packets reach other daemons only there);
 // --reliability-target-us or --reliability-base-rtt-us without the layer,
-// or outside 1..100000.
+// or outside 1..100000; --reliability-packet-lifetime-us without it, or
+// outside 1..10^7.
 bool ParsePeerFlags(const PeerFlags& flags, bool soft, bool fabric, PeerConfig* out,
                     std::string* error);
 

@@ -58,6 +58,7 @@ TEST(PeerFlagsTest, EveryFlag) {
   f.reliability_layer = true;
   f.target_us = 1000;
   f.base_rtt_us = 4;
+  f.packet_lifetime_us = 2500;
   PeerConfig c;
   std::string error;
   ASSERT_TRUE(ParsePeerFlags(f, true, true, &c, &error)) << error;
@@ -65,6 +66,7 @@ TEST(PeerFlagsTest, EveryFlag) {
   EXPECT_TRUE(c.layer);
   EXPECT_EQ(c.target_delay_ns, 1'000'000u);
   EXPECT_EQ(c.base_rtt_ns, 4'000u);
+  EXPECT_EQ(c.packet_lifetime_ns, 2'500'000u);
   ASSERT_EQ(c.peers.size(), 2u);
   EXPECT_EQ(fabric::UdpAddressToString(c.peers[1]), "10.1.2.3:7000");
   EXPECT_EQ(GidToString(c.daemon_gid), "::ffff:10.9.0.1");
@@ -100,6 +102,10 @@ TEST(PeerFlagsTest, BadValuesAndCombinationsNameTheirFlag) {
        "--reliability-base-rtt-us is the reliability layer's"},
       {{"127.0.0.1:7000", {}, "::ffff:10.0.0.9", true, -1, 200'000}, true, true,
        "--reliability-base-rtt-us: 1 to 100000"},
+      {{"127.0.0.1:7000", {}, "", false, -1, -1, 1000}, true, true,
+       "--reliability-packet-lifetime-us is the reliability layer's"},
+      {{"127.0.0.1:7000", {}, "::ffff:10.0.0.9", true, -1, -1, 0}, true, true,
+       "--reliability-packet-lifetime-us: 1 to 10000000"},
   };
   for (const Case& c : cases) {
     PeerConfig out;
