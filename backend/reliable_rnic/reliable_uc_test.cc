@@ -239,21 +239,7 @@ TEST_F(ReliableUcTest, TailByteLandsLast) {
 // application wrote after delivery stay.
 TEST_F(ReliableUcTest, LateRetransmissionNeverLandsAfterDelivery) {
   Build();
-  QpConf c;
-  c.mtu = 4096;  // one packet per chunk of a unit
-  Connect(c);
-  // Every data packet A sends is held.
-  tap_a_->match = [](std::span<const uint8_t> p, const Gid&) {
-    return IsUcWrite(p) || IsUcSend(p);
-  };
-  tap_a_->hold = true;
-  Post(Write(1, 0, 0, 4096));
-  ASSERT_TRUE(RunUntil([&] { return la_->counters().retx_sent >= 1; }, 5000));
-  Run(5);  // the lower sends what the layer posted
-  ASSERT_EQ(la_->counters().retx_sent, 1u);
-  ASSERT_EQ(tap_a_->held.size(), 3u);  // the chunk, the WRITE_RETX's 2 packets
-  ASSERT_TRUE(IsUcWrite(tap_a_->held[0].bytes));
-  tap_a_->match = nullptr;
+  ASSERT_NO_FATAL_FAILURE(HoldAWriteAndItsRetransmission());
   // The original arrives: delivered, acknowledged, completed.
   tap_a_->Release(0, now_);
   ASSERT_TRUE(RunUntil([&] { return !got_.empty(); }, 2000));
@@ -279,18 +265,7 @@ TEST_F(ReliableUcTest, LateRetransmissionNeverLandsAfterDelivery) {
 // 9): the layer can only count it. This pins today's behaviour down.
 TEST_F(ReliableUcTest, LateOriginalChunkAfterDeliveryIsCountedNotPrevented) {
   Build();
-  QpConf c;
-  c.mtu = 4096;
-  Connect(c);
-  tap_a_->match = [](std::span<const uint8_t> p, const Gid&) {
-    return IsUcWrite(p) || IsUcSend(p);
-  };
-  tap_a_->hold = true;
-  Post(Write(1, 0, 0, 4096));
-  ASSERT_TRUE(RunUntil([&] { return la_->counters().retx_sent >= 1; }, 5000));
-  Run(5);
-  ASSERT_EQ(tap_a_->held.size(), 3u);
-  tap_a_->match = nullptr;
+  ASSERT_NO_FATAL_FAILURE(HoldAWriteAndItsRetransmission());
   tap_a_->Release(1, now_);  // the WRITE_RETX
   tap_a_->Release(2, now_);
   ASSERT_TRUE(RunUntil([&] { return !got_.empty(); }, 2000));
@@ -312,18 +287,7 @@ TEST_F(ReliableUcTest, LateOriginalLandsBeforeDeliveryWithinThePacketLifetime) {
   constexpr uint64_t kLifetimeNs = 1'000'000;
   packet_lifetime_ns_ = kLifetimeNs;
   Build();
-  QpConf c;
-  c.mtu = 4096;
-  Connect(c);
-  tap_a_->match = [](std::span<const uint8_t> p, const Gid&) {
-    return IsUcWrite(p) || IsUcSend(p);
-  };
-  tap_a_->hold = true;
-  Post(Write(1, 0, 0, 4096));
-  ASSERT_TRUE(RunUntil([&] { return la_->counters().retx_sent >= 1; }, 5000));
-  Run(5);
-  ASSERT_EQ(tap_a_->held.size(), 3u);
-  tap_a_->match = nullptr;
+  ASSERT_NO_FATAL_FAILURE(HoldAWriteAndItsRetransmission());
   const uint64_t retx_sent_at = now_;
   tap_a_->Release(1, now_);  // the WRITE_RETX
   tap_a_->Release(2, now_);
@@ -356,18 +320,7 @@ TEST_F(ReliableUcTest, LateOriginalLandsBeforeDeliveryWithinThePacketLifetime) {
 TEST_F(ReliableUcTest, TheAckOfAHeldDeliveryIsSentAgainWhenLost) {
   packet_lifetime_ns_ = 1'000'000;
   Build();
-  QpConf c;
-  c.mtu = 4096;
-  Connect(c);
-  tap_a_->match = [](std::span<const uint8_t> p, const Gid&) {
-    return IsUcWrite(p) || IsUcSend(p);
-  };
-  tap_a_->hold = true;
-  Post(Write(1, 0, 0, 4096));
-  ASSERT_TRUE(RunUntil([&] { return la_->counters().retx_sent >= 1; }, 5000));
-  Run(5);
-  ASSERT_EQ(tap_a_->held.size(), 3u);
-  tap_a_->match = nullptr;
+  ASSERT_NO_FATAL_FAILURE(HoldAWriteAndItsRetransmission());
   tap_a_->Release(1, now_);  // the WRITE_RETX: the message is held
   tap_a_->Release(2, now_);
   ASSERT_TRUE(RunUntil([&] { return lb_->counters().retx_copied == 1; }, 100));
@@ -395,20 +348,10 @@ TEST_F(ReliableUcTest, APacketLifetimeHoldStaysWithinThePeersRetryBudget) {
   packet_lifetime_ns_ = 1'000'000'000;  // 1 s
   Build();
   QpConf c;
-  c.mtu = 4096;
   c.timeout = 10;  // 4.096 us << 10 = 4.2 ms
   c.retry_cnt = 1;
   const uint64_t budget = 2 * (uint64_t{4096} << 10);
-  Connect(c);
-  tap_a_->match = [](std::span<const uint8_t> p, const Gid&) {
-    return IsUcWrite(p) || IsUcSend(p);
-  };
-  tap_a_->hold = true;
-  Post(Write(1, 0, 0, 4096));
-  ASSERT_TRUE(RunUntil([&] { return la_->counters().retx_sent >= 1; }, 2000));
-  Run(5);
-  ASSERT_EQ(tap_a_->held.size(), 3u);
-  tap_a_->match = nullptr;
+  ASSERT_NO_FATAL_FAILURE(HoldAWriteAndItsRetransmission(c));
   const uint64_t retx_sent_at = now_;
   tap_a_->Release(1, now_);
   tap_a_->Release(2, now_);
@@ -420,7 +363,7 @@ TEST_F(ReliableUcTest, APacketLifetimeHoldStaysWithinThePeersRetryBudget) {
   EXPECT_EQ(la_->counters().retry_exceeded, 0u);
 }
 
-// A packet lifetime under loss, reordering and duplication: repaired
+// A packet lifetime under loss and reordering: repaired
 // messages are held, every WR completes once, in order, with its bytes;
 // the messages never repaired are not held.
 TEST_F(ReliableUcTest, APacketLifetimeHoldsOnlyRepairedMessages) {

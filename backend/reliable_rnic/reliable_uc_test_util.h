@@ -273,6 +273,26 @@ class ReliableUcTest : public ::testing::Test {
     now_ += kStepNs;
   }
   // The daemon's tick at every turn (its control calls between turns).
+  // Connects with chunks of one packet (MTU 4096) and holds every data
+  // packet A sends while a one-unit WRITE (wr_id 1, A's byte 0 to B's 0)
+  // goes and is found lost: held then are its chunk [0] and its
+  // WRITE_RETX's two packets [1] [2]. A's later packets pass.
+  void HoldAWriteAndItsRetransmission(QpConf c = {}) {
+    c.mtu = 4096;
+    Connect(c);
+    tap_a_->match = [](std::span<const uint8_t> p, const Gid&) {
+      return IsUcWrite(p) || IsUcSend(p);
+    };
+    tap_a_->hold = true;
+    Post(Write(1, 0, 0, 4096));
+    ASSERT_TRUE(RunUntil([&] { return la_->counters().retx_sent >= 1; }, 5000));
+    Run(5);  // the lower sends what the layer posted
+    ASSERT_EQ(la_->counters().retx_sent, 1u);
+    ASSERT_EQ(tap_a_->held.size(), 3u);
+    ASSERT_TRUE(IsUcWrite(tap_a_->held[0].bytes));
+    tap_a_->match = nullptr;
+  }
+
   void RunDueAsks() {
     la_->RunDueAsks();
     lb_->RunDueAsks();
