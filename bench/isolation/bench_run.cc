@@ -242,7 +242,10 @@ class Runner final : public model::TimerSink {
     for (uint32_t h = 0; h < hosts; ++h) {
       hosts_.push_back(std::make_unique<ModelHost>(
           set_, nic, policy_(card, h),
-          sched::StageOptions{.adaptive_signaling = spec_.adaptive_signaling}, layer));
+          sched::StageOptions{.adaptive_signaling = spec_.adaptive_signaling},
+          HostLayer{.on = layer,
+                           .packet_lifetime_ns =
+                               static_cast<uint64_t>(spec_.packet_lifetime_us * 1000)}));
     }
     if (layer) {
       std::vector<ReliabilityMode> mode(hosts, ReliabilityMode::kNative);

@@ -94,12 +94,12 @@ void HostSet::SendPeer(uint32_t from, uint32_t to,
 
 ModelHost::ModelHost(HostSet& set, const model::NicParams& nic,
                      std::unique_ptr<policy::SchedulerPolicy> policy,
-                     sched::StageOptions stage_options, bool reliability_layer)
+                     sched::StageOptions stage_options, HostLayer layer)
     : set_(set),
       id_(static_cast<uint32_t>(set.size())),
       rnic_(set.world(), nic),
       policy_(std::move(policy)) {
-  if (reliability_layer) {
+  if (layer.on) {
     rnic_.set_progress_quantum(0);  // the bench runs virtual time, not the layer
     ReliableRnicOptions o;
     o.daemon_id = id_ + 1;
@@ -110,6 +110,7 @@ ModelHost::ModelHost(HostSet& set, const model::NicParams& nic,
     o.connection.sender.window.fabric_base_rtt_ns =
         static_cast<uint64_t>(model::PsToNs(model::IdleWriteRoundTripPs(
             nic, set.sim().fabric(), policy::reliability::kUnitSize)));
+    o.connection.receiver.packet_lifetime_ns = layer.packet_lifetime_ns;
     layer_ = std::make_unique<ReliableRnic>(rnic_, o);
     link_ = std::make_unique<Link>(id_ + 1);
   }

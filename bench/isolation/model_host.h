@@ -35,6 +35,12 @@ namespace vrdma::bench {
 policy::CardProfile CardProfileOf(const model::NicParams& nic,
                                   const model::FabricParams& fabric);
 
+// A model host's reliability layer (docs/reliability.md), if any.
+struct HostLayer {
+  bool on = false;
+  uint64_t packet_lifetime_ns = 0;  // ReceiverParams::packet_lifetime_ns
+};
+
 class ModelHost;
 
 // The hosts' shared context: the model, which host must take a turn, and
@@ -76,12 +82,12 @@ class ModelHost final : public sched::StageOwner, public model::TimerSink {
     virtual void OnWrDone(uint32_t tag, WcStatus status) = 0;
   };
 
-  // reliability_layer: a ReliableRnic (docs/reliability.md) between the
-  // stage and the card: every QP, CQ and WR of this host goes through it
-  // (top()); JoinLayers connects the hosts' layers.
+  // layer.on: a ReliableRnic (docs/reliability.md) between the stage and
+  // the card: every QP, CQ and WR of this host goes through it (top());
+  // JoinLayers connects the hosts' layers.
   ModelHost(HostSet& set, const model::NicParams& nic,
             std::unique_ptr<policy::SchedulerPolicy> policy,
-            sched::StageOptions stage_options = {}, bool reliability_layer = false);
+            sched::StageOptions stage_options = {}, HostLayer layer = {});
   ~ModelHost() override;
 
   uint32_t id() const { return id_; }

@@ -18,7 +18,7 @@ namespace {
 const std::vector<std::string> kScenarioKeys = {
     "name", "group",  "paper", "card",  "hosts",   "duration_us", "warmup_us",
     "seed", "fabric", "vars",  "sweep", "tenants", "expect", "adaptive_signaling",
-    "in_all"};
+    "in_all", "packet_lifetime_us"};
 const std::vector<std::string> kFabricKeys = {
     "link_propagation_ns", "switch_latency_ns", "switch_buffer_bytes",
     "ecn_threshold_bytes", "random_loss",       "lossless",
@@ -303,6 +303,9 @@ std::optional<ScenarioSpec> ScenarioReader::Read(
   if (n["in_all"]) Flag(n["in_all"], "in_all", &s.in_all);
   if (n["adaptive_signaling"]) {
     Flag(n["adaptive_signaling"], "adaptive_signaling", &s.adaptive_signaling);
+  }
+  if (n["packet_lifetime_us"]) {
+    Real(n["packet_lifetime_us"], "packet_lifetime_us", 0, 1e7, &s.packet_lifetime_us);
   }
   if (n["fabric"]) ReadFabric(n["fabric"], &s.fabric);
   if (!n["tenants"]) {

@@ -377,11 +377,17 @@ TEST(Builtins, LoadAndTheModelRunsThemAll) {
 
 TEST(ScenarioFile, ReadsReliabilityAndInAll) {
   LoadedScenarios r = Load(
-      "scenarios:\n  - name: s\n    in_all: false\n    tenants:\n"
+      "scenarios:\n  - name: s\n    in_all: false\n    packet_lifetime_us: 200\n"
+      "    tenants:\n"
       "      - {name: A, reliability: uc}\n      - {name: B, reliability: native}\n"
       "  - name: t\n    tenants:\n      - {name: C}\n");
   ASSERT_TRUE(r.errors.empty()) << r.errors.front();
   EXPECT_FALSE(r.scenarios[0].in_all);
+  EXPECT_EQ(r.scenarios[0].packet_lifetime_us, 200);
+  EXPECT_EQ(r.scenarios[1].packet_lifetime_us, 0);
+  EXPECT_THAT(OnlyError("scenarios:\n  - name: s\n    packet_lifetime_us: -1\n"
+                        "    tenants:\n      - {name: A, reliability: uc}\n"),
+              HasSubstr("packet_lifetime_us"));
   EXPECT_EQ(r.scenarios[0].tenants[0].reliability, Reliability::kUc);
   EXPECT_EQ(r.scenarios[0].tenants[1].reliability, Reliability::kNative);
   EXPECT_TRUE(r.scenarios[1].in_all);

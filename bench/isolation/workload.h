@@ -136,6 +136,10 @@ struct ScenarioSpec {
   uint64_t seed = 1;
   // Every host's stage signals adaptively (sched::StageOptions).
   bool adaptive_signaling = false;
+  // With the reliability layer: its receivers hold a repaired message's
+  // delivery this long (docs/reliability.md §4.2, "Late originals"); 0:
+  // no hold.
+  double packet_lifetime_us = 0;
   // false: `--all` over the built-in directory skips the scenario (it runs
   // by --scenario NAME or --scenario-file), so the default run's results
   // stay as they were.
