@@ -26,13 +26,14 @@ uint64_t FramedQpHostBytes(const QpCaps& caps, const ConnectionParams& p,
 Connection::Connection(Rnic& lower, const ConnectionInit& init,
                        const ConnectionParams& params,
                        ReliabilityCounters* counters, const MrTable* mrs,
-                       AckChannel* acks)
+                       AckChannel* acks, ActiveSet* active)
     : lower_(lower),
       init_(init),
       params_(params),
       counters_(counters),
       mrs_(mrs),
-      acks_(acks) {}
+      acks_(acks),
+      active_(active) {}
 
 Connection::~Connection() { Close(); }
 
@@ -94,6 +95,7 @@ Status Connection::Open() {
 Status Connection::OnPeerConnect(uint32_t peer_data_qpn, uint32_t peer_data_psn,
                                  uint32_t peer_token, uint8_t peer_rnr_retry,
                                  uint64_t peer_retry_budget_ns) {
+  Wake();
   if (state_ == ConnState::kUc) {
     return peer_token == peer_token_ ? Status::kOk : Status::kBusy;
   }
@@ -182,6 +184,7 @@ bool Connection::PostLowerRc(const SendWr& wr) {
 }
 
 void Connection::OnTransportCompletion(const Completion& c, uint64_t now_ns) {
+  Wake();
   switch (DataWrKind(c.wr_id)) {
     case WrKind::kChunk:
     case WrKind::kRetx:

@@ -28,6 +28,7 @@
 
 #include "backend/base/status.h"
 #include "backend/reliable_rnic/ack_channel.h"
+#include "backend/reliable_rnic/active_set.h"
 #include "backend/reliable_rnic/completion_ring.h"
 #include "backend/reliable_rnic/counters.h"
 #include "backend/reliable_rnic/mr_table.h"
@@ -98,9 +99,12 @@ class Connection {
  public:
   using Clock = std::function<uint64_t()>;
 
+  // active: the layer's set of connections with work (Wake); nullptr:
+  // none (the caller pumps it every turn).
   Connection(Rnic& lower, const ConnectionInit& init,
              const ConnectionParams& params, ReliabilityCounters* counters,
-             const MrTable* mrs, AckChannel* acks);
+             const MrTable* mrs, AckChannel* acks,
+             ActiveSet* active = nullptr);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -124,6 +128,15 @@ class Connection {
 
   // A completion of the transport CQ for this connection.
   void OnTransportCompletion(const Completion& c, uint64_t now_ns);
+  // Something gave this connection work: the layer pumps it from the next
+  // turn on, until a Pump finds nothing pending (ActiveSet). Every entry
+  // point that gives it work from outside its own Pump calls this: this
+  // class's OnTransportCompletion and OnPeerConnect, the Sender's Post,
+  // OnAck, OnAtomicCompletion and Fail, the Receiver's OnRecvPosted, and
+  // the layer when it starts a CONNECT.
+  void Wake() {
+    if (active_ != nullptr) active_->Add(init_.slot & 0xffff);
+  }
   // Sender and receiver work; true while anything is pending.
   bool Pump(uint64_t now_ns);
 
@@ -185,6 +198,7 @@ class Connection {
   ReliabilityCounters* counters_;
   const MrTable* mrs_;
   AckChannel* acks_;
+  ActiveSet* active_;
   ConnState state_ = ConnState::kConnecting;
   uint32_t peer_token_ = 0;
   uint32_t peer_data_qpn_ = 0;

@@ -114,6 +114,9 @@ struct ReliableRnicOptions {
   // peer's own CONNECT at its RTR still connects the QP).
   uint32_t connect_repeats = 100;
   uint64_t hello_interval_ns = 1'000'000'000;
+  // Every framed connection is pumped this often, the idle ones too: a
+  // check that every entry point woke its connection (missed_wakes).
+  uint64_t idle_sweep_ns = 10'000'000;
   uint64_t token_seed = 0;  // 0: from the clock
   // rc mode (§5): how long after a takeover the failed pair is reset and
   // becomes the next backup (a physical RNIC's reset takes milliseconds;
@@ -387,6 +390,9 @@ class ReliableRnic : public Rnic {
   void Unframe(reliable::VirtualQp& v);
   void SendConnect(reliable::Connection& k, bool ok);
   void StartConnect(reliable::Connection& k);
+  // One connection's turn: its CONNECT repeat timer and its Pump; true
+  // while it has anything pending.
+  bool PumpConnection(reliable::Connection& k, uint64_t now);
   void SendHello();
   // Encodes a peer message of this daemon (its origin, the next seq) into
   // buf; its length, 0 when it cannot be encoded.
@@ -507,6 +513,10 @@ class ReliableRnic : public Rnic {
   reliable::ReliabilityCounters detached_;  // the sum of forgotten VMs
   uint64_t peer_seq_ = 0;
   uint64_t next_hello_ns_ = 0;
+  // The connections with work, by slot (§2.1 "Turns"), and the next sweep
+  // of every one.
+  reliable::ActiveSet active_;
+  uint64_t next_sweep_ns_ = 0;
   std::mt19937_64 token_rng_;
   reliable::ReliabilityCounters counters_;
 };

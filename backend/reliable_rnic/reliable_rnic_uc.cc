@@ -67,6 +67,7 @@ Status ReliableRnic::AttachPeerLink(reliable::PeerLink* link,
     return st;
   }
   conns_.resize(std::min<uint32_t>(options_.max_framed_qps, 0xffff));
+  active_.Resize(static_cast<uint32_t>(conns_.size()));
   rc_paths_.resize(conns_.size());
   switching_qps_.assign(conns_.size(), 0);
   daemon_gid_ = daemon_gid;
@@ -404,13 +405,27 @@ Connection* ReliableRnic::NewConnection(VirtualQp& v, uint64_t peer) {
   init.retry_budget_ns = RetryBudgetNs(v.attr);
   auto k = std::make_unique<Connection>(lower_, init, options_.connection,
                                         &CountersOf(v.attr.av.sgid), &mrs_,
-                                        acks_.get());
+                                        acks_.get(), &active_);
   if (k->Open() != Status::kOk) return nullptr;
   SetAckAddress(*k);
   Connection* out = k.get();
   conns_[slot] = std::move(k);
   ++framed_;
+  out->Wake();
   return out;
+}
+
+bool ReliableRnic::PumpConnection(Connection& k, uint64_t now) {
+  bool busy = false;
+  if (k.state() == ConnState::kConnecting && k.connects_left > 0) {
+    busy = true;  // the repeat timer
+    if (now >= k.next_connect_ns) {
+      SendConnect(k, false);
+      --k.connects_left;
+      k.next_connect_ns = now + options_.connect_interval_ns;
+    }
+  }
+  return k.Pump(now) || busy;
 }
 
 void ReliableRnic::StartConnect(Connection& k) {
@@ -418,6 +433,7 @@ void ReliableRnic::StartConnect(Connection& k) {
   SendConnect(k, false);
   k.next_connect_ns = clock_() + options_.connect_interval_ns;
   k.connects_left = options_.connect_repeats;
+  k.Wake();  // its repeat timer
 }
 
 void ReliableRnic::Unframe(VirtualQp& v) {
@@ -680,20 +696,27 @@ bool ReliableRnic::ProgressUc() {
     if (n < static_cast<int>(batch.size())) break;
     busy = true;
   }
-  uint32_t seen = 0;
-  for (auto& k : conns_) {
-    if (seen == framed_) break;  // every live one visited
-    if (k == nullptr) continue;
-    ++seen;
-    if (k->state() == ConnState::kConnecting && k->connects_left > 0) {
-      busy = true;  // the repeat timer
-      if (now >= k->next_connect_ns) {
-        SendConnect(*k, false);
-        --k->connects_left;
-        k->next_connect_ns = now + options_.connect_interval_ns;
+  // The connections with work (ActiveSet); every idle_sweep_ns, every
+  // framed one, and one found busy that nothing woke is a missed wake.
+  if (now >= next_sweep_ns_) {
+    next_sweep_ns_ = now + options_.idle_sweep_ns;
+    uint32_t seen = 0;
+    for (uint32_t slot = 0; slot < conns_.size() && seen < framed_; ++slot) {
+      if (conns_[slot] == nullptr) continue;
+      ++seen;
+      if (!active_.contains(slot) && PumpConnection(*conns_[slot], now)) {
+        ++counters_.missed_wakes;
+        active_.Add(slot);
+        busy = true;
       }
     }
-    busy |= k->Pump(now);
+  }
+  for (uint32_t slot : active_.Take()) {
+    Connection* k = conns_[slot].get();
+    if (k != nullptr && PumpConnection(*k, now)) {
+      active_.Add(slot);
+      busy = true;
+    }
   }
   if (rc_framed_ > 0) busy |= ProgressRc(now);
   if (switching_ > 0) busy |= ProgressSwitches(now);

@@ -145,6 +145,13 @@ struct ConnectSteps {
 
 class ReliableUcTest : public ::testing::Test {
  protected:
+  // Every entry point woke the connection it gave work (§2.1 "Turns"):
+  // the sweep, every turn here, found none it had to pump.
+  void TearDown() override {
+    if (la_) EXPECT_EQ(la_->own_counters().missed_wakes, 0u);
+    if (lb_) EXPECT_EQ(lb_->own_counters().missed_wakes, 0u);
+  }
+
   static constexpr size_t kBufSize = 8 << 20;
   static constexpr uint64_t kStepNs = 2'000;
 
@@ -171,6 +178,7 @@ class ReliableUcTest : public ::testing::Test {
     o.token_seed = 11;
     o.rc_reset_delay_ns = rc_reset_delay_ns_;
     o.connection.receiver.packet_lifetime_ns = packet_lifetime_ns_;
+    o.idle_sweep_ns = 0;  // every turn: a missed wake is counted at once
     la_ = std::make_unique<ReliableRnic>(*soft_a_, o);
     o.daemon_id = 2;
     o.token_seed = 22;

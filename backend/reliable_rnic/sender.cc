@@ -106,6 +106,7 @@ Sender::ChunkRec* Sender::FindChunk(uint32_t mid, uint16_t off) {
 // ---- Posting ---------------------------------------------------------------
 
 int Sender::Post(std::span<const SendWr> wrs, Status* first_error) {
+  conn_.Wake();
   int n = 0;
   for (const SendWr& wr : wrs) {
     const bool read = wr.opcode == WrOpcode::kRdmaRead;
@@ -404,6 +405,7 @@ void Sender::AckUnits(ChunkRec& c, uint16_t mask, uint64_t now_ns) {
 }
 
 void Sender::OnAck(const Ack& ack, uint64_t t4_ns) {
+  conn_.Wake();
   ReliabilityCounters& n = conn_.counters();
   const AckContext ctx{conn_.my_token(), acked_mid_, sent_mid_end_, next_gseq_};
   if (WireCheck c = CheckAck(ack, ctx)) {
@@ -846,6 +848,7 @@ void Sender::FailFrom(uint64_t seq, WcStatus status) {
 }
 
 void Sender::Fail(WcStatus status) {
+  conn_.Wake();
   for (uint64_t s = head_; s < tail_; ++s) {
     if (MsgAt(s).state == MsgState::kQueued) {
       FailFrom(s, status);

@@ -110,6 +110,7 @@ bool Sender::SendReadOrAtomic(uint64_t seq, uint64_t now_ns, bool* did) {
 }
 
 void Sender::OnAtomicCompletion(const Completion& c) {
+  conn_.Wake();
   // Only the head can be a posted atomic (it waits for every earlier WR,
   // and nothing later goes): anything else is a flush of a failed QP.
   if (head_ == tail_) return;

@@ -4,7 +4,8 @@
 // "CPU per WQE <= 200 ns, sender and receiver"). Two hosts in one thread:
 // each a ReliableRnic over its own SoftRnic, the SoftRnics on one
 // InprocFabric with no latency and no loss, the layers joined by an
-// InprocPeerLink, RC QPs from a VM on A to a VM on B (1, then 8). Each
+// InprocPeerLink, RC QPs from a VM on A to a VM on B (1, then 8; and, for
+// 64 B WRITE under 100 ms, 1 beside 255 connected idle ones). Each
 // case (64 B WRITE, 64 B SEND, 64 KiB WRITE; 32 WRs outstanding per QP,
 // every one signaled) runs on fresh hosts with both VMs native (the layer
 // passes every call down) and with both in uc mode, under the window's
@@ -223,7 +224,11 @@ struct Figures {
 
 class Rig {
  public:
-  Rig(ReliabilityMode mode, uint32_t qps, uint64_t target_ns, bool* ok) {
+  // qps QPs carry the WRs; `idle` more are connected (in the same mode)
+  // and carry nothing.
+  Rig(ReliabilityMode mode, uint32_t qps, uint32_t idle, uint64_t target_ns,
+      bool* ok)
+      : busy_(qps) {
     fabric_ = std::make_unique<fabric::InprocFabric>(
         fabric::InprocFabricOptions{.queue_packets = 16384, .latency_ns = 0});
     for (int h = 0; h < 2; ++h) {
@@ -257,13 +262,13 @@ class Rig {
       init.send_cq = x.scq;
       init.recv_cq = x.rcq;
       init.caps = QpCaps{256, 256, 4, 4, 64, QpType::kRc};
-      for (uint32_t q = 0; q < qps; ++q) {
+      for (uint32_t q = 0; q < qps + idle; ++q) {
         Result<RnicQp> qp = x.layer->CreateQp(init);
         if (!qp.ok()) return;
         x.qps.push_back(*qp);
       }
     }
-    for (uint32_t q = 0; q < qps; ++q) {
+    for (uint32_t q = 0; q < qps + idle; ++q) {
       if (!BringUp(host_[0], q, host_[1]) || !BringUp(host_[1], q, host_[0]))
         return;
     }
@@ -276,7 +281,7 @@ class Rig {
   bool Run(const Case& c, uint64_t n, Figures* f, bool measure) {
     Host& a = host_[0];
     Host& b = host_[1];
-    const uint32_t nq = static_cast<uint32_t>(a.qps.size());
+    const uint32_t nq = busy_;
     const uint64_t region = kBufBytes / nq;
     const uint32_t slots = static_cast<uint32_t>(std::min<uint64_t>(
         kOutstanding * 2, region / std::max<uint32_t>(c.len, 64)));
@@ -398,6 +403,7 @@ class Rig {
   }
 
  private:
+  uint32_t busy_;  // the first busy_ QPs of each host carry the WRs
   bool MakeVm(Host& x, uint8_t id) {
     x.gid = HostGid(id);
     if (x.layer->AddGid(x.gid) != Status::kOk) return false;
@@ -494,10 +500,10 @@ double ClockNs() {
 }
 
 Figures MeasureOnce(const Case& c, ReliabilityMode mode, uint32_t qps,
-                    uint64_t target_ns, uint64_t n) {
+                    uint32_t idle, uint64_t target_ns, uint64_t n) {
   Figures f;
   bool ok = false;
-  Rig rig(mode, qps, target_ns, &ok);
+  Rig rig(mode, qps, idle, target_ns, &ok);
   if (!ok) return f;
   f.ok = true;
   if (!rig.Run(c, n / 10 + 1, &f, false)) return f.ok = false, f;  // warm-up
@@ -510,10 +516,10 @@ Figures MeasureOnce(const Case& c, ReliabilityMode mode, uint32_t qps,
 // hosts together): this machine is shared, and a run that was preempted
 // also sees its timers expire (RTOs on a lossless fabric).
 Figures Measure(const Case& c, ReliabilityMode mode, uint32_t qps,
-                uint64_t target_ns, uint64_t n, int reps) {
+                uint32_t idle, uint64_t target_ns, uint64_t n, int reps) {
   Figures best;
   for (int r = 0; r < reps; ++r) {
-    Figures f = MeasureOnce(c, mode, qps, target_ns, n);
+    Figures f = MeasureOnce(c, mode, qps, idle, target_ns, n);
     if (!f.ok) return f;
     if (!best.ok ||
         f.host[0].ns + f.host[1].ns < best.host[0].ns + best.host[1].ns)
@@ -535,7 +541,12 @@ int main(int argc, char** argv) {
   const Case cases[] = {{"64 B WRITE", Op::kWrite, 64},
                         {"64 B SEND", Op::kSend, 64},
                         {"64 KiB WRITE", Op::kWrite, 64 * 1024}};
-  const uint32_t qp_counts[] = {1, 8};
+  // QPs carrying WRs, and idle QPs beside them (connected, in the same
+  // mode: what every turn costs per QP that has nothing to do).
+  struct QpSet {
+    uint32_t busy, idle;
+  };
+  const QpSet qp_sets[] = {{1, 0}, {8, 0}, {1, 255}};
   // The window's delay target: §4.5's 10 us, and 100 ms (the daemon flag's
   // most), under which the window never shrinks for the delay this
   // single-threaded loop itself adds (every WR's turn on both hosts).
@@ -565,20 +576,31 @@ int main(int argc, char** argv) {
   bool all_ok = true;
   std::vector<std::string> notes;
   for (const Case& c : cases) {
-    for (uint32_t qps : qp_counts) {
+    for (const QpSet& set : qp_sets) {
+      const uint32_t qps = set.busy;
       for (uint64_t target : targets_ns) {
-        const std::string label = std::string(c.name) + ", " +
-                                  std::to_string(qps) + " QPs, " +
-                                  std::to_string(target / 1000) + " us";
+        // Idle QPs only beside the 64 B WRITE under the 100 ms target.
+        if (set.idle > 0 && (c.len > 64 || c.op != Op::kWrite ||
+                             target != targets_ns[1])) {
+          continue;
+        }
+        const std::string qps_text =
+            std::to_string(qps) +
+            (set.idle > 0 ? " + " + std::to_string(set.idle) + " idle" : "");
+        const std::string label = std::string(c.name) + ", " + qps_text +
+                                  " QPs, " + std::to_string(target / 1000) +
+                                  " us";
         if (label.find(only) == std::string::npos) continue;
         const uint64_t wrs = c.len > 4096 ? n / 10 : n;
         const Figures nat =
-            Measure(c, vrdma::ReliabilityMode::kNative, qps, target, wrs, reps);
+            Measure(c, vrdma::ReliabilityMode::kNative, qps, set.idle, target,
+                    wrs, reps);
         const Figures uc =
-            Measure(c, vrdma::ReliabilityMode::kUc, qps, target, wrs, reps);
+            Measure(c, vrdma::ReliabilityMode::kUc, qps, set.idle, target, wrs,
+                    reps);
         if (!nat.ok || !uc.ok) {
-          std::printf("| %s | %u | %lu | FAILED to run (native %s, uc %s) |\n",
-                      c.name, qps, static_cast<unsigned long>(target / 1000),
+          std::printf("| %s | %s | %lu | FAILED to run (native %s, uc %s) |\n",
+                      c.name, qps_text.c_str(), static_cast<unsigned long>(target / 1000),
                       nat.ok ? "ok" : "failed", uc.ok ? "ok" : "failed");
           all_ok = false;
           continue;
@@ -600,10 +622,10 @@ int main(int argc, char** argv) {
         const double ls = layer_ns(uc, 0), lr = layer_ns(uc, 1);
         const bool pass = ls <= kGoalNs && lr <= kGoalNs;
         std::printf(
-            "| %s | %u | %lu | %lu | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | "
+            "| %s | %s | %lu | %lu | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | "
             "%.0f | %.0f |"
             " %.0f / %.0f | %.2f, %.2f | %s |\n",
-            c.name, qps, static_cast<unsigned long>(target / 1000),
+            c.name, qps_text.c_str(), static_cast<unsigned long>(target / 1000),
             static_cast<unsigned long>(uc.wrs), host_ns(nat, 0),
             host_ns(nat, 1), host_ns(uc, 0), host_ns(uc, 1), ls, lr,
             host_ns(uc, 0) - host_ns(nat, 0), host_ns(uc, 1) - host_ns(nat, 1),
@@ -616,12 +638,13 @@ int main(int argc, char** argv) {
         using C = reliable::ReliabilityCounters;
         char line[512];
         std::snprintf(line, sizeof line,
-                      "%s, %u QPs, target %lu us, uc: A chunks %lu, SEND units "
+                      "%s, %s QPs, target %lu us, uc: A chunks %lu, SEND units "
                       "%lu, units resent %lu, RTO"
                       " losses %lu, ACKs used %lu; B ACKs sent %lu, deliveries "
                       "%lu; lower calls"
                       " per WR: A %.1f, B %.1f",
-                      c.name, qps, static_cast<unsigned long>(target / 1000),
+                      c.name, qps_text.c_str(),
+                      static_cast<unsigned long>(target / 1000),
                       d(0, &C::chunks_sent), d(0, &C::sends_sent),
                       d(0, &C::retx_sent), d(0, &C::lost_rto),
                       d(0, &C::acks_received), d(1, &C::acks_sent),

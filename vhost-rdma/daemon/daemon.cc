@@ -107,6 +107,7 @@ json ReliabilityJson(const reliable::ReliabilityCounters& r) {
               {"late_writes", r.late_writes},
               {"delivery_holds", r.delivery_holds},
               {"delivery_acks_repeated", r.delivery_acks_repeated},
+              {"missed_wakes", r.missed_wakes},
               {"acks_sent", r.acks_sent},
               {"acks_received", r.acks_received},
               {"retry_exceeded", r.retry_exceeded},
