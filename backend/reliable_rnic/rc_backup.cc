@@ -84,6 +84,7 @@ uint32_t RcPath::NextPsn(uint32_t token, uint32_t salt) const {
 }
 
 void RcPath::OnRts(const QpAttr& guest) {
+  Wake();
   if (rts_.state == QpState::kRts) return;  // RTS -> RTS: ModifyRts
   rts_ = guest;
   budget_ns_ = BudgetNs(guest);
@@ -96,6 +97,7 @@ void RcPath::OnRts(const QpAttr& guest) {
 }
 
 Status RcPath::ModifyRts(const QpAttr& attr, uint32_t mask) {
+  Wake();
   if (mask & kQpAccessFlags) init_.attr.access_flags = attr.access_flags;
   if (mask & kQpMinRnrTimer) init_.attr.min_rnr_timer = attr.min_rnr_timer;
   for (uint8_t q = 0; q < 2; ++q) {
@@ -139,6 +141,7 @@ Status RcPath::Connect(uint8_t q, uint32_t dest_qpn, uint32_t rq_psn,
 
 Status RcPath::OnPeerConnect(uint32_t peer_backup_qpn, uint32_t peer_backup_psn,
                              uint32_t peer_token) {
+  Wake();
   if (state_ != State::kConnecting) {
     return peer_token == peer_token_ ? Status::kOk : Status::kInvalid;
   }
@@ -229,6 +232,7 @@ bool RcPath::PostCopy(uint64_t seq, uint8_t q) {
 
 int RcPath::Post(std::span<const SendWr> wrs, Status* first_error,
                  uint64_t now) {
+  Wake();
   int n = 0;
   for (const SendWr& wr : wrs) {
     Status err = Status::kOk;
@@ -288,6 +292,7 @@ int RcPath::Post(std::span<const SendWr> wrs, Status* first_error,
 }
 
 void RcPath::OnRecvPosted() {
+  Wake();
   RecvQueue& rq = *init_.rq;
   if (state_ == State::kRecovering && !recv_moved_) return;  // held
   for (uint64_t s = std::max(rq_next_, rq.head()); s < rq.posted(); ++s) {
@@ -361,6 +366,7 @@ void RcPath::FailFrom(uint64_t seq, WcStatus first) {
 }
 
 void RcPath::OnCompletion(const Completion& c, uint64_t now) {
+  Wake();
   if (c.wr_id & kMarker) {
     // A marker posted after this end's ERR: every completion of the failed
     // QP before it (its receives', or its sends') has been seen.
@@ -464,6 +470,7 @@ void RcPath::MaybeAnswer() {
 }
 
 bool RcPath::OnRecover(uint32_t failed_qpn, uint64_t now) {
+  Wake();
   if (state_ == State::kReady && failed_qpn == peer_qpn_[scur_]) {
     if (!spare_ready_) {
       if (!reset_pending_ || ResetPair(1 - scur_) != Status::kOk) return false;
@@ -486,6 +493,7 @@ bool RcPath::OnRecover(uint32_t failed_qpn, uint64_t now) {
 }
 
 bool RcPath::OnRecovered(uint32_t epsn, uint64_t now) {
+  Wake();
   if (state_ != State::kRecovering || want_recover_ || has_epsn_ ||
       took_over_ || epsn > kPsnMask) {
     return false;

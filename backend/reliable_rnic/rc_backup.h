@@ -36,6 +36,7 @@
 #include <span>
 
 #include "backend/base/status.h"
+#include "backend/reliable_rnic/active_set.h"
 #include "backend/reliable_rnic/completion_ring.h"
 #include "backend/reliable_rnic/counters.h"
 #include "backend/reliable_rnic/recv_queue.h"
@@ -55,6 +56,10 @@ struct RcPathInit {
   uint64_t peer_daemon = 0;
   uint32_t my_token = 0;
   uint64_t reset_delay_ns = 1'000'000;  // the failed pair's background reset
+  // The layer's set of rc paths with work, and this path's slot in it
+  // (Wake); nullptr: none (the caller pumps it every turn).
+  ActiveSet* active = nullptr;
+  uint32_t slot = 0;
 };
 
 class RcPath {
@@ -87,9 +92,15 @@ class RcPath {
   // The peer's CONNECT or CONNECT_OK (rc): connects the backup.
   Status OnPeerConnect(uint32_t peer_backup_qpn, uint32_t peer_backup_psn,
                        uint32_t peer_token);
-  void OnConnectNative() { state_ = State::kNoBackup; }
+  void OnConnectNative() {
+    Wake();
+    state_ = State::kNoBackup;
+  }
   // The guest moved the virtual QP to ERR: every lower QP of the path too.
-  void OnGuestError() { EnterError(/*with_vqp=*/false); }
+  void OnGuestError() {
+    Wake();
+    EnterError(/*with_vqp=*/false);
+  }
 
   // Data path.
   int Post(std::span<const SendWr> wrs, Status* first_error, uint64_t now);
@@ -104,6 +115,15 @@ class RcPath {
   // Timers (the background reset, the budget of a recovery), reports;
   // true while anything is pending.
   bool Pump(uint64_t now);
+  // Something gave this path work: the layer pumps it from the next turn
+  // on, until a Pump finds nothing pending (ActiveSet; docs/reliability.md
+  // §2.1 "Turns"). Every public call that changes the path's state from
+  // outside its Pump calls it (OnRts, ModifyRts, OnPeerConnect,
+  // OnConnectNative, OnGuestError, Post, OnRecvPosted, OnCompletion,
+  // OnRecover, OnRecovered), and the layer when it starts a CONNECT.
+  void Wake() {
+    if (init_.active != nullptr) init_.active->Add(init_.slot);
+  }
 
   // Peer messages the layer sends for the path (then it calls Sent*).
   bool want_recover() const { return want_recover_; }

@@ -393,6 +393,9 @@ class ReliableRnic : public Rnic {
   // One connection's turn: its CONNECT repeat timer and its Pump; true
   // while it has anything pending.
   bool PumpConnection(reliable::Connection& k, uint64_t now);
+  // One rc path's turn: its CONNECT repeat timer, its Pump and the RECOVER
+  // messages it wants sent; true while it has anything pending.
+  bool PumpRcPath(reliable::RcPath& p, uint64_t now);
   void SendHello();
   // Encodes a peer message of this daemon (its origin, the next seq) into
   // buf; its length, 0 when it cannot be encoded.
@@ -517,6 +520,9 @@ class ReliableRnic : public Rnic {
   // of every one.
   reliable::ActiveSet active_;
   uint64_t next_sweep_ns_ = 0;
+  // The same for rc paths (by their slot in rc_paths_).
+  reliable::ActiveSet rc_active_;
+  uint64_t next_rc_sweep_ns_ = 0;
   std::mt19937_64 token_rng_;
   reliable::ReliabilityCounters counters_;
 };

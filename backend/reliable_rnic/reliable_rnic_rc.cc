@@ -79,12 +79,15 @@ RcPath* ReliableRnic::NewRcPath(VirtualQp& v, uint64_t peer) {
     init.my_token = static_cast<uint32_t>(token_rng_());
   } while (init.my_token == 0);
   init.reset_delay_ns = options_.rc_reset_delay_ns;
+  init.active = &rc_active_;
+  init.slot = slot;
   auto p = std::make_unique<RcPath>(lower_, init, &CountersOf(v.attr.av.sgid));
   if (p->Open() != Status::kOk) return nullptr;
   if (rc_index_.Insert(p->backup_qpn(), v.lower.id) == nullptr) return nullptr;
   RcPath* out = p.get();
   rc_paths_[slot] = std::move(p);
   ++rc_framed_;
+  out->Wake();
   return out;
 }
 
@@ -114,6 +117,7 @@ void ReliableRnic::StartRcConnect(RcPath& p) {
   SendRcConnect(p, false);
   p.next_connect_ns = clock_() + options_.connect_interval_ns;
   p.connects_left = options_.connect_repeats;
+  p.Wake();  // its repeat timer
 }
 
 void ReliableRnic::SendRcConnect(RcPath& p, bool ok) {
@@ -191,25 +195,47 @@ void ReliableRnic::OnRecovered(uint64_t origin, const void* body) {
 
 bool ReliableRnic::ProgressRc(uint64_t now) {
   bool busy = false;
-  uint32_t seen = 0;
-  for (auto& p : rc_paths_) {
-    if (seen == rc_framed_) break;
-    if (p == nullptr) continue;
-    ++seen;
-    if (p->state() == RcPath::State::kConnecting && p->connect_sent &&
-        p->connects_left > 0) {
-      busy = true;
-      if (now >= p->next_connect_ns) {
-        SendRcConnect(*p, false);
-        --p->connects_left;
-        p->next_connect_ns = now + options_.connect_interval_ns;
+  // The paths with work (ActiveSet, as ProgressUc's connections); every
+  // idle_sweep_ns, every path, and one found busy that nothing woke is a
+  // missed wake.
+  if (now >= next_rc_sweep_ns_) {
+    next_rc_sweep_ns_ = now + options_.idle_sweep_ns;
+    uint32_t seen = 0;
+    for (uint32_t slot = 0; slot < rc_paths_.size() && seen < rc_framed_; ++slot) {
+      if (rc_paths_[slot] == nullptr) continue;
+      ++seen;
+      if (!rc_active_.contains(slot) && PumpRcPath(*rc_paths_[slot], now)) {
+        ++counters_.missed_wakes;
+        rc_active_.Add(slot);
+        busy = true;
       }
     }
-    busy |= p->Pump(now);
-    if (p->want_recover()) SendRecoverMessage(*p, false);
-    if (p->want_recovered()) SendRecoverMessage(*p, true);
+  }
+  for (uint32_t slot : rc_active_.Take()) {
+    RcPath* p = rc_paths_[slot].get();
+    if (p != nullptr && PumpRcPath(*p, now)) {
+      rc_active_.Add(slot);
+      busy = true;
+    }
   }
   return busy;
+}
+
+bool ReliableRnic::PumpRcPath(RcPath& p, uint64_t now) {
+  bool busy = false;
+  if (p.state() == RcPath::State::kConnecting && p.connect_sent &&
+      p.connects_left > 0) {
+    busy = true;  // the repeat timer
+    if (now >= p.next_connect_ns) {
+      SendRcConnect(p, false);
+      --p.connects_left;
+      p.next_connect_ns = now + options_.connect_interval_ns;
+    }
+  }
+  busy |= p.Pump(now);
+  if (p.want_recover()) SendRecoverMessage(p, false);
+  if (p.want_recovered()) SendRecoverMessage(p, true);
+  return busy || p.want_recover() || p.want_recovered();
 }
 
 }  // namespace vrdma

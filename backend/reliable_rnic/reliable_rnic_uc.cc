@@ -69,6 +69,7 @@ Status ReliableRnic::AttachPeerLink(reliable::PeerLink* link,
   conns_.resize(std::min<uint32_t>(options_.max_framed_qps, 0xffff));
   active_.Resize(static_cast<uint32_t>(conns_.size()));
   rc_paths_.resize(conns_.size());
+  rc_active_.Resize(static_cast<uint32_t>(rc_paths_.size()));
   switching_qps_.assign(conns_.size(), 0);
   daemon_gid_ = daemon_gid;
   link_ = link;

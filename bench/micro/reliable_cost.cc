@@ -23,11 +23,12 @@
 // ACKs, the data QP's receives). Figures only: nothing is asserted, the
 // goal column is printed (docs/benchmarks.md).
 //
-//   build/bench/micro/reliable_cost [wrs [reps [case]]]
+//   build/bench/micro/reliable_cost [wrs [reps [case [mode]]]]
 //   (wrs per 64 B case, default 30000; 64 KiB: wrs / 10; the least busy of
 //   reps runs, default 3; case: only the cases whose label contains it,
 //   the label being "<case>, <QPs> QPs, <target> us", as "64 KiB" or
-//   "64 KiB WRITE, 1 QPs, 100000 us", for a profiler)
+//   "64 KiB WRITE, 1 QPs, 100000 us", for a profiler; mode: the framed
+//   mode measured beside native, uc (default) or rc)
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -537,6 +538,10 @@ int main(int argc, char** argv) {
   const uint64_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 30'000;
   const int reps = argc > 2 ? std::atoi(argv[2]) : 3;
   const std::string only = argc > 3 ? argv[3] : "";
+  const bool rc = argc > 4 && std::string(argv[4]) == "rc";
+  const vrdma::ReliabilityMode framed =
+      rc ? vrdma::ReliabilityMode::kRc : vrdma::ReliabilityMode::kUc;
+  const char* fm = rc ? "rc" : "uc";
   const double clock_ns = ClockNs();
   const Case cases[] = {{"64 B WRITE", Op::kWrite, 64},
                         {"64 B SEND", Op::kSend, 64},
@@ -565,12 +570,12 @@ int main(int argc, char** argv) {
       "on a"
       " host\n\n");
   std::printf(
-      "| case | QPs | target us | WRs | native A | native B | uc A | uc B | "
-      "layer uc A (sender) |"
-      " layer uc B (receiver) | uc-native A | uc-native B | layer in native "
+      "| case | QPs | target us | WRs | native A | native B | %s A | %s B | "
+      "layer %s A (sender) |"
+      " layer %s B (receiver) | %s-native A | %s-native B | layer in native "
       "A/B |"
-      " turns/WR native, uc | goal <= %lu ns |\n",
-      static_cast<unsigned long>(kGoalNs));
+      " turns/WR native, %s | goal <= %lu ns |\n",
+      fm, fm, fm, fm, fm, fm, fm, static_cast<unsigned long>(kGoalNs));
   std::printf(
       "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   bool all_ok = true;
@@ -596,8 +601,7 @@ int main(int argc, char** argv) {
             Measure(c, vrdma::ReliabilityMode::kNative, qps, set.idle, target,
                     wrs, reps);
         const Figures uc =
-            Measure(c, vrdma::ReliabilityMode::kUc, qps, set.idle, target, wrs,
-                    reps);
+            Measure(c, framed, qps, set.idle, target, wrs, reps);
         if (!nat.ok || !uc.ok) {
           std::printf("| %s | %s | %lu | FAILED to run (native %s, uc %s) |\n",
                       c.name, qps_text.c_str(), static_cast<unsigned long>(target / 1000),
@@ -638,13 +642,13 @@ int main(int argc, char** argv) {
         using C = reliable::ReliabilityCounters;
         char line[512];
         std::snprintf(line, sizeof line,
-                      "%s, %s QPs, target %lu us, uc: A chunks %lu, SEND units "
+                      "%s, %s QPs, target %lu us, %s: A chunks %lu, SEND units "
                       "%lu, units resent %lu, RTO"
                       " losses %lu, ACKs used %lu; B ACKs sent %lu, deliveries "
                       "%lu; lower calls"
                       " per WR: A %.1f, B %.1f",
                       c.name, qps_text.c_str(),
-                      static_cast<unsigned long>(target / 1000),
+                      static_cast<unsigned long>(target / 1000), fm,
                       d(0, &C::chunks_sent), d(0, &C::sends_sent),
                       d(0, &C::retx_sent), d(0, &C::lost_rto),
                       d(0, &C::acks_received), d(1, &C::acks_sent),
