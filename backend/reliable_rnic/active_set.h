@@ -41,6 +41,36 @@ class ActiveSet {
   }
   uint32_t size() const { return static_cast<uint32_t>(list_.size()); }
 
+  // One turn (docs/reliability.md §2.1 "Turns"): pump(slot) for every
+  // slot in the set, which stays in it while pump says it has work. With
+  // `sweep`, first every slot exists(slot) names (the first `live` of
+  // them) that is not in the set: one found with work is a missed wake,
+  // counted in *missed and added. True while any slot has work.
+  template <typename Exists, typename Pump>
+  bool Turn(bool sweep, uint32_t live, Exists exists, Pump pump,
+            uint64_t* missed) {
+    bool busy = false;
+    if (sweep) {
+      uint32_t seen = 0;
+      for (uint32_t slot = 0; slot < in_.size() && seen < live; ++slot) {
+        if (!exists(slot)) continue;
+        ++seen;
+        if (!contains(slot) && pump(slot)) {
+          ++*missed;
+          Add(slot);
+          busy = true;
+        }
+      }
+    }
+    for (uint32_t slot : Take()) {
+      if (exists(slot) && pump(slot)) {
+        Add(slot);
+        busy = true;
+      }
+    }
+    return busy;
+  }
+
   // The slots added since the last Take, in the order added; the set is
   // empty afterwards, so what the caller adds while it walks them is the
   // next turn's. Valid until the next Take.

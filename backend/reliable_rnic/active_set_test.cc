@@ -52,5 +52,36 @@ TEST(ActiveSetTest, EveryTurnKeepsItsCapacity) {
   }
 }
 
+// Turn: the set's slots pumped once each, kept while busy; a sweep pumps
+// the live slots outside the set and counts the busy ones as missed.
+TEST(ActiveSetTest, ATurnPumpsTheSetAndASweepFindsMissedWakes) {
+  ActiveSet a;
+  a.Resize(6);
+  const std::vector<bool> live = {true, false, true, true, false, true};
+  std::vector<int> pumped(6, 0);
+  std::vector<bool> work = {false, false, true, true, false, false};
+  auto exists = [&](uint32_t s) { return static_cast<bool>(live[s]); };
+  auto pump = [&](uint32_t s) {
+    ++pumped[s];
+    return static_cast<bool>(work[s]);
+  };
+  uint64_t missed = 0;
+  a.Add(2);  // woken; 3 has work but was not
+  EXPECT_TRUE(a.Turn(false, 4, exists, pump, &missed));
+  EXPECT_EQ(pumped, (std::vector<int>{0, 0, 1, 0, 0, 0}));
+  EXPECT_TRUE(a.contains(2));  // still busy
+  EXPECT_EQ(missed, 0u);
+  EXPECT_TRUE(a.Turn(true, 4, exists, pump, &missed));
+  // The sweep pumped 0, 3 and 5 (live, not in the set), then the set: 2
+  // and the missed 3.
+  EXPECT_EQ(pumped, (std::vector<int>{1, 0, 2, 2, 0, 1}));
+  EXPECT_EQ(missed, 1u);
+  work = {false, false, false, false, false, false};
+  EXPECT_FALSE(a.Turn(false, 4, exists, pump, &missed));
+  EXPECT_EQ(a.size(), 0u);
+  EXPECT_FALSE(a.Turn(false, 4, exists, pump, &missed));
+  EXPECT_EQ(pumped, (std::vector<int>{1, 0, 3, 3, 0, 1}));
+}
+
 }  // namespace
 }  // namespace vrdma::reliable

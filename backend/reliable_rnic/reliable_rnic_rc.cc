@@ -194,31 +194,14 @@ void ReliableRnic::OnRecovered(uint64_t origin, const void* body) {
 }
 
 bool ReliableRnic::ProgressRc(uint64_t now) {
-  bool busy = false;
   // The paths with work (ActiveSet, as ProgressUc's connections); every
-  // idle_sweep_ns, every path, and one found busy that nothing woke is a
-  // missed wake.
-  if (now >= next_rc_sweep_ns_) {
-    next_rc_sweep_ns_ = now + options_.idle_sweep_ns;
-    uint32_t seen = 0;
-    for (uint32_t slot = 0; slot < rc_paths_.size() && seen < rc_framed_; ++slot) {
-      if (rc_paths_[slot] == nullptr) continue;
-      ++seen;
-      if (!rc_active_.contains(slot) && PumpRcPath(*rc_paths_[slot], now)) {
-        ++counters_.missed_wakes;
-        rc_active_.Add(slot);
-        busy = true;
-      }
-    }
-  }
-  for (uint32_t slot : rc_active_.Take()) {
-    RcPath* p = rc_paths_[slot].get();
-    if (p != nullptr && PumpRcPath(*p, now)) {
-      rc_active_.Add(slot);
-      busy = true;
-    }
-  }
-  return busy;
+  // idle_sweep_ns, every path.
+  const bool sweep = now >= next_rc_sweep_ns_;
+  if (sweep) next_rc_sweep_ns_ = now + options_.idle_sweep_ns;
+  return rc_active_.Turn(
+      sweep, rc_framed_, [&](uint32_t s) { return rc_paths_[s] != nullptr; },
+      [&](uint32_t s) { return PumpRcPath(*rc_paths_[s], now); },
+      &counters_.missed_wakes);
 }
 
 bool ReliableRnic::PumpRcPath(RcPath& p, uint64_t now) {

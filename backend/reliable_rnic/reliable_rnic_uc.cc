@@ -698,27 +698,13 @@ bool ReliableRnic::ProgressUc() {
     busy = true;
   }
   // The connections with work (ActiveSet); every idle_sweep_ns, every
-  // framed one, and one found busy that nothing woke is a missed wake.
-  if (now >= next_sweep_ns_) {
-    next_sweep_ns_ = now + options_.idle_sweep_ns;
-    uint32_t seen = 0;
-    for (uint32_t slot = 0; slot < conns_.size() && seen < framed_; ++slot) {
-      if (conns_[slot] == nullptr) continue;
-      ++seen;
-      if (!active_.contains(slot) && PumpConnection(*conns_[slot], now)) {
-        ++counters_.missed_wakes;
-        active_.Add(slot);
-        busy = true;
-      }
-    }
-  }
-  for (uint32_t slot : active_.Take()) {
-    Connection* k = conns_[slot].get();
-    if (k != nullptr && PumpConnection(*k, now)) {
-      active_.Add(slot);
-      busy = true;
-    }
-  }
+  // framed one.
+  const bool sweep = now >= next_sweep_ns_;
+  if (sweep) next_sweep_ns_ = now + options_.idle_sweep_ns;
+  busy |= active_.Turn(
+      sweep, framed_, [&](uint32_t s) { return conns_[s] != nullptr; },
+      [&](uint32_t s) { return PumpConnection(*conns_[s], now); },
+      &counters_.missed_wakes);
   if (rc_framed_ > 0) busy |= ProgressRc(now);
   if (switching_ > 0) busy |= ProgressSwitches(now);
   if (now >= next_hello_ns_) {

@@ -148,8 +148,12 @@ class ReliableUcTest : public ::testing::Test {
   // Every entry point woke the connection it gave work (§2.1 "Turns"):
   // the sweep, every turn here, found none it had to pump.
   void TearDown() override {
-    if (la_) EXPECT_EQ(la_->own_counters().missed_wakes, 0u);
-    if (lb_) EXPECT_EQ(lb_->own_counters().missed_wakes, 0u);
+    if (la_) {
+      EXPECT_EQ(la_->own_counters().missed_wakes, 0u);
+    }
+    if (lb_) {
+      EXPECT_EQ(lb_->own_counters().missed_wakes, 0u);
+    }
   }
 
   static constexpr size_t kBufSize = 8 << 20;
