@@ -36,7 +36,8 @@ constexpr uint64_t kWaitAckNs = 200'000;
 // A failed receive side repeats its NAK this often, this many times.
 constexpr uint64_t kNakRepeatNs = 1'000'000;
 constexpr uint32_t kNakRepeats = 8;
-// A delivery that no arrival made (a hold's or a READ's wait ended) is
+// A delivery that no arrival made (a hold's, a READ's or a receive's wait
+// ended) is
 // told in an ACK of its own, which nothing resends if it is lost (its
 // pieces were acknowledged): it goes again after 0.2, 0.4, ... 3.2 ms
 // unless a new piece arrives meanwhile (whose ACK carries deliv_mid and is
@@ -400,8 +401,16 @@ void Receiver::OnRecvPosted(uint64_t now_ns) {
   } else {
     wait_since_ns_ = now_ns;  // the next message's wait starts
   }
+  const uint32_t before = deliv_mid_;
   Deliver(now_ns);
+  if (deliv_mid_ != before) RepeatDeliveryAck(now_ns);
   Flush(now_ns);  // the credits given back, at once
+}
+
+void Receiver::RepeatDeliveryAck(uint64_t now_ns) {
+  delivery_repeats_left_ = kDeliveryRepeats;
+  next_delivery_repeat_ns_ = now_ns + kDeliveryRepeatNs;
+  delivery_repeat_gap_ns_ = kDeliveryRepeatNs;
 }
 
 void Receiver::OnChunk(uint32_t imm_data, uint32_t byte_len, uint64_t now_ns) {
@@ -613,9 +622,7 @@ bool Receiver::Pump(uint64_t now_ns) {
     Deliver(now_ns);
     if (deliv_mid_ != before) {
       flush_wanted_ = true;
-      delivery_repeats_left_ = kDeliveryRepeats;
-      next_delivery_repeat_ns_ = now_ns + kDeliveryRepeatNs;
-      delivery_repeat_gap_ns_ = kDeliveryRepeatNs;
+      RepeatDeliveryAck(now_ns);
     }
   } else if (delivery_repeats_left_ > 0 && now_ns >= next_delivery_repeat_ns_) {
     --delivery_repeats_left_;

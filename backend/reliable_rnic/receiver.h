@@ -161,6 +161,9 @@ class Receiver {
   Record* FindOrMake(uint32_t mid);
   static bool Complete(const Record& r);
   void Deliver(uint64_t now_ns);
+  // deliv_mid moved without an arrival (a wait ended): the ACK that tells
+  // it goes again while nothing new arrives (§4.3).
+  void RepeatDeliveryAck(uint64_t now_ns);
   void Arrived(const Pending& p, const policy::reliability::Arrival& a,
                uint64_t now_ns);
   void Nak(NakCode code, uint32_t mid, uint64_t now_ns);

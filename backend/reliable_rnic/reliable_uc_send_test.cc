@@ -463,6 +463,32 @@ TEST_F(ReliableUcSendTest, RnrRetrySevenWaitsForAReceive) {
   EXPECT_GT(la_->counters().resent_after_wait, 0u);
 }
 
+// A SEND waits at B for a receive; the ACK that tells its delivery, once
+// the receive is posted, carries no entry (the unit was acknowledged while
+// it waited) and is lost: B sends it again while nothing new arrives
+// (docs/reliability.md §4.3), and A completes within its budget.
+TEST_F(ReliableUcSendTest, TheAckOfADeliveryAfterAnRnrWaitIsSentAgainWhenLost) {
+  Build();
+  Connect();
+  Post(Send(1, 0, 100));
+  reliable::Receiver& rb = lb_->FindConnection(qb_.qpn)->receiver();
+  ASSERT_TRUE(RunUntil([&] { return rb.held() == 1; }, 2000));
+  Run(50);  // its ACK, with the waiting flag, reaches A
+  ASSERT_TRUE(got_.empty());
+  tap_b_->match = [](std::span<const uint8_t> p, const Gid&) {
+    return (HeaderOf(p).opcode & net::kTransportMask) == net::kUd;
+  };
+  PostRecvB(100, 0, 8192);
+  ASSERT_TRUE(RunUntil([&] { return !recv_b_.empty(); }, 1000));
+  Run(20);
+  EXPECT_GT(tap_b_->matched, 0u);  // the delivery's ACK, lost
+  EXPECT_TRUE(got_.empty());
+  tap_b_->match = nullptr;
+  ASSERT_TRUE(RunUntil([&] { return !got_.empty(); }, 2000));
+  EXPECT_EQ(got_[0].status, WcStatus::kSuccess);
+  EXPECT_GE(lb_->counters().delivery_acks_repeated, 1u);
+}
+
 // The guest moves B's QP to ERR with receives posted and SENDs on the
 // way: every receive completes once, WR_FLUSH_ERR, none is filled after,
 // and a receive posted later flushes at once.
