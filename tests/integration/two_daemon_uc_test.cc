@@ -94,7 +94,7 @@ TEST(TwoDaemons, BulkAckRatio) {
   EXPECT_GE(Get(s.rb, "messages_completed"), 3000u) << s.rb.dump();
   EXPECT_EQ(s.fa.lost + s.fb.lost, 0u);
   const uint64_t data = s.fb.tx_packets, acks = Get(s.ra, "acks_sent");
-  ASSERT_GT(data, 3000u * 64) << s.fb.raw.dump();
+  ASSERT_GE(data, 3000u * 64) << s.fb.raw.dump();  // 64 packets each, at least
   const double ratio = static_cast<double>(acks) / static_cast<double>(data);
   std::printf(
       " bulk 64 KiB WRITE, lossless, uc: B sent %lu data packets (%lu chunks, "
