@@ -108,7 +108,7 @@ TEST_F(ReliableUcTest, TheAckOfAHeldDeliveryIsSentAgainWhenLost) {
   Run(50);  // its unit's ACK reaches A
   // Every ACK B sends from here on is lost, the delivery's among them.
   tap_b_->match = [](std::span<const uint8_t> p, const Gid&) {
-    return (HeaderOf(p).opcode & net::kTransportMask) == net::kUd;
+    return IsUd(p);
   };
   ASSERT_TRUE(
       RunUntil([&] { return lb_->counters().messages_delivered == 1; }, 1000));

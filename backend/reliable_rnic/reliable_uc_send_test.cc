@@ -476,7 +476,7 @@ TEST_F(ReliableUcSendTest, TheAckOfADeliveryAfterAnRnrWaitIsSentAgainWhenLost) {
   Run(50);  // its ACK, with the waiting flag, reaches A
   ASSERT_TRUE(got_.empty());
   tap_b_->match = [](std::span<const uint8_t> p, const Gid&) {
-    return (HeaderOf(p).opcode & net::kTransportMask) == net::kUd;
+    return IsUd(p);
   };
   PostRecvB(100, 0, 8192);
   ASSERT_TRUE(RunUntil([&] { return !recv_b_.empty(); }, 1000));

@@ -94,6 +94,10 @@ inline bool IsUcWrite(std::span<const uint8_t> p) {
   return (h.opcode & net::kTransportMask) == net::kUc &&
          net::OpInfoOf(h.opcode).write;
 }
+// A UD packet: here, the layer's ACKs (its ACK QP is its only UD QP).
+inline bool IsUd(std::span<const uint8_t> p) {
+  return (HeaderOf(p).opcode & net::kTransportMask) == net::kUd;
+}
 inline bool IsUcSend(std::span<const uint8_t> p) {
   const net::Header h = HeaderOf(p);
   return (h.opcode & net::kTransportMask) == net::kUc &&
