@@ -37,9 +37,8 @@ constexpr uint64_t kWaitAckNs = 200'000;
 constexpr uint64_t kNakRepeatNs = 1'000'000;
 constexpr uint32_t kNakRepeats = 8;
 // A delivery that no arrival made (a hold's, a READ's or a receive's wait
-// ended) is
-// told in an ACK of its own, which nothing resends if it is lost (its
-// pieces were acknowledged): it goes again after 0.2, 0.4, ... 3.2 ms
+// ended) is told in an ACK of its own, which nothing resends if it is lost
+// (its pieces were acknowledged): it goes again after 0.2, 0.4, ... 3.2 ms
 // unless a new piece arrives meanwhile (whose ACK carries deliv_mid and is
 // recovered by the peer's retransmission when lost).
 constexpr uint64_t kDeliveryRepeatNs = 200'000;
@@ -410,7 +409,6 @@ void Receiver::OnRecvPosted(uint64_t now_ns) {
 void Receiver::RepeatDeliveryAck(uint64_t now_ns) {
   delivery_repeats_left_ = kDeliveryRepeats;
   next_delivery_repeat_ns_ = now_ns + kDeliveryRepeatNs;
-  delivery_repeat_gap_ns_ = kDeliveryRepeatNs;
 }
 
 void Receiver::OnChunk(uint32_t imm_data, uint32_t byte_len, uint64_t now_ns) {
@@ -626,8 +624,8 @@ bool Receiver::Pump(uint64_t now_ns) {
     }
   } else if (delivery_repeats_left_ > 0 && now_ns >= next_delivery_repeat_ns_) {
     --delivery_repeats_left_;
-    delivery_repeat_gap_ns_ *= 2;
-    next_delivery_repeat_ns_ = now_ns + delivery_repeat_gap_ns_;
+    next_delivery_repeat_ns_ =
+        now_ns + (kDeliveryRepeatNs << (kDeliveryRepeats - delivery_repeats_left_));
     flush_wanted_ = true;
     ++conn_.counters().delivery_acks_repeated;
   }

@@ -192,7 +192,6 @@ class Receiver {
   // Repeats still to send of the ACK of a delivery no arrival made.
   uint32_t delivery_repeats_left_ = 0;
   uint64_t next_delivery_repeat_ns_ = 0;
-  uint64_t delivery_repeat_gap_ns_ = 0;
 
   // Receives (step 12).
   RecvQueue* rq_ = nullptr;
