@@ -5,14 +5,24 @@
 #include "backend/reliable_rnic/connection.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace vrdma::reliable {
+namespace {
+
+// One header slot per send the data QP may have posted (at most
+// chunks_in_flight), rounded up to a power of two: a slot is a mask.
+uint32_t HeaderSlots(const ConnectionParams& p) {
+  return std::bit_ceil(std::max<uint32_t>(p.sender.chunks_in_flight, 1));
+}
+
+}  // namespace
 
 uint64_t FramedQpHostBytes(const QpCaps& caps, const ConnectionParams& p,
                            const Rnic& lower) {
   const uint32_t chunks = p.sender.chunks_in_flight;
   const uint64_t region = uint64_t{p.bounce} * kBounceBytes +
-                          uint64_t{chunks} * kHeaderSize +
+                          uint64_t{HeaderSlots(p)} * kHeaderSize +
                           uint64_t{caps.max_send_wr} * caps.max_inline_data;
   const QpCaps data{chunks, p.bounce,
                     std::min<uint32_t>(caps.max_send_sge + 1, kMaxSge), 1, 0,
@@ -38,7 +48,8 @@ Connection::Connection(Rnic& lower, const ConnectionInit& init,
 Connection::~Connection() { Close(); }
 
 uint8_t* Connection::header_slot(uint64_t post_seq) {
-  return region_.get() + header_off_ + (post_seq % header_slots_) * kHeaderSize;
+  return region_.get() + header_off_ +
+         (post_seq & (header_slots_ - 1)) * kHeaderSize;
 }
 
 uint8_t* Connection::bounce(uint32_t index) {
@@ -46,7 +57,7 @@ uint8_t* Connection::bounce(uint32_t index) {
 }
 
 Status Connection::Open() {
-  header_slots_ = params_.sender.chunks_in_flight;
+  header_slots_ = HeaderSlots(params_);
   header_off_ = uint64_t{params_.bounce} * kBounceBytes;
   inline_off_ = header_off_ + uint64_t{header_slots_} * kHeaderSize;
   region_bytes_ = inline_off_ + uint64_t{init_.sq_depth} * init_.max_inline;
@@ -61,7 +72,7 @@ Status Connection::Open() {
   qi.pd = init_.pd;
   qi.send_cq = init_.transport_cq;
   qi.recv_cq = init_.transport_cq;
-  qi.caps = QpCaps{header_slots_, params_.bounce,
+  qi.caps = QpCaps{params_.sender.chunks_in_flight, params_.bounce,
                    std::min<uint32_t>(init_.max_send_sge + 1, kMaxSge), 1, 0,
                    QpType::kUc};
   Result<RnicQp> qp = lower_.CreateQp(qi);

@@ -42,14 +42,16 @@ Sender::Sender(Connection& conn, const SenderParams& params, uint32_t sq_depth,
     : conn_(conn),
       p_(params),
       sq_depth_(std::max<uint32_t>(sq_depth, 1)),
+      msg_mask_(std::bit_ceil(sq_depth_) - 1),
+      chunk_mask_(std::bit_ceil(std::max<uint32_t>(params.chunks_in_flight, 1)) - 1),
       max_inline_(max_inline),
       inline_area_(inline_area),
       region_lkey_(region_lkey),
-      msgs_(std::make_unique<Msg[]>(sq_depth_)),
-      chunks_(std::make_unique<ChunkRec[]>(params.chunks_in_flight)),
-      xmits_(std::make_unique<Xmit[]>(params.chunks_in_flight)),
-      retx_(std::make_unique<RetxUnit[]>(params.chunks_in_flight * 16)),
-      retx_cap_(params.chunks_in_flight * 16),
+      msgs_(std::make_unique<Msg[]>(msg_mask_ + 1)),
+      chunks_(std::make_unique<ChunkRec[]>(chunk_mask_ + 1)),
+      xmits_(std::make_unique<Xmit[]>(chunk_mask_ + 1)),
+      retx_(std::make_unique<RetxUnit[]>((chunk_mask_ + 1) * 16)),
+      retx_cap_((chunk_mask_ + 1) * 16),
       loss_(0, {.capacity = params.chunks_in_flight}),
       rto_(params.rto),
       chunk_size_(Clamped(params.chunk)),
@@ -58,9 +60,11 @@ Sender::Sender(Connection& conn, const SenderParams& params, uint32_t sq_depth,
 Sender::~Sender() = default;
 
 uint64_t Sender::HostBytes(const SenderParams& p, uint32_t sq_depth) {
-  const uint64_t c = p.chunks_in_flight;
-  // The loss detector's ring: one entry of 24 bytes per transmission.
-  return sizeof(Sender) + uint64_t{std::max<uint32_t>(sq_depth, 1)} * sizeof(Msg) +
+  // The rings are rounded up to powers of two (Sender::msg_mask_); the
+  // loss detector's has one entry of 24 bytes per transmission.
+  const uint64_t c = std::bit_ceil(std::max<uint32_t>(p.chunks_in_flight, 1));
+  return sizeof(Sender) +
+         uint64_t{std::bit_ceil(std::max<uint32_t>(sq_depth, 1))} * sizeof(Msg) +
          c * (sizeof(ChunkRec) + sizeof(Xmit) + 16 * sizeof(RetxUnit) + 24);
 }
 
@@ -82,9 +86,12 @@ void Sender::Start(uint32_t first_mid, uint64_t first_gseq) {
   }
 }
 
-Sender::Msg& Sender::MsgAt(uint64_t seq) { return msgs_[seq % sq_depth_]; }
+Sender::Msg& Sender::MsgAt(uint64_t seq) { return msgs_[seq & msg_mask_]; }
 Sender::ChunkRec& Sender::ChunkAt(uint64_t cseq) {
-  return chunks_[cseq % p_.chunks_in_flight];
+  return chunks_[cseq & chunk_mask_];
+}
+Sender::Xmit& Sender::XmitAt(uint64_t gseq) {
+  return xmits_[gseq & chunk_mask_];
 }
 
 Sender::Msg* Sender::FindMsg(uint32_t mid) {
@@ -94,9 +101,18 @@ Sender::Msg* Sender::FindMsg(uint32_t mid) {
 }
 
 Sender::ChunkRec* Sender::FindChunk(uint32_t mid, uint16_t off) {
-  for (uint64_t s = chunk_head_; s < chunk_tail_; ++s) {
+  // An ACK names chunks mostly in the order they went: the search starts
+  // after the last one found and wraps (a live chunk's (mid, off) is
+  // unique: a message's original pieces never overlap).
+  const uint64_t live = chunk_tail_ - chunk_head_;
+  uint64_t s = find_from_ >= chunk_head_ && find_from_ < chunk_tail_
+                   ? find_from_
+                   : chunk_head_;
+  for (uint64_t i = 0; i < live; ++i, ++s) {
+    if (s == chunk_tail_) s = chunk_head_;
     ChunkRec& c = ChunkAt(s);
     if (!c.resp && c.mid == mid && c.off == off && c.acked != c.full()) {
+      find_from_ = s + 1;
       return &c;
     }
   }
@@ -132,7 +148,7 @@ int Sender::Post(std::span<const SendWr> wrs, Status* first_error) {
     }
     const uint64_t seq = tail_;
     Msg& m = MsgAt(seq);
-    m = Msg{};
+    static_cast<MsgFields&>(m) = MsgFields{};
     m.wr_id = wr.wr_id;
     m.send_flags = wr.send_flags;
     m.signaled = (wr.send_flags & kSendSignaled) != 0 || conn_.init().sq_sig_all;
@@ -164,6 +180,7 @@ int Sender::Post(std::span<const SendWr> wrs, Status* first_error) {
       m.body = len == 0 ? 0 : (len - 1) / kUnitSize * kUnitSize;
     }
     if (inl) {
+      // The inline area has sq_depth_ slots (Connection::Open).
       uint8_t* copy = inline_area_ + (seq % sq_depth_) * max_inline_;
       if (len > 0) std::memcpy(copy, wr.inline_data, len);
       m.num_sge = len > 0 ? 1 : 0;
@@ -248,7 +265,7 @@ uint64_t Sender::NewChunk(uint64_t msg_seq, uint32_t mid, uint16_t off,
 
 void Sender::Transmitted(uint64_t cseq, uint16_t unit, bool whole, uint64_t bytes,
                          uint32_t expiries, uint64_t now_ns) {
-  xmits_[next_gseq_ % p_.chunks_in_flight] =
+  XmitAt(next_gseq_) =
       Xmit{next_gseq_, cseq, unit, whole, static_cast<uint32_t>(bytes), expiries, now_ns};
   (void)loss_.OnSent(next_gseq_, now_ns,
                      rto_.TimeoutNs(rtt_, expiries, rto_undo_.FloorNs(now_ns)),
@@ -426,7 +443,7 @@ void Sender::OnAck(const Ack& ack, uint64_t t4_ns) {
     }
     uint64_t gseq = 0;
     if (e.is_send) {
-      const Xmit& x = xmits_[e.gseq % p_.chunks_in_flight];
+      const Xmit& x = XmitAt(e.gseq);
       if (x.gseq != e.gseq || x.whole) {
         n.Count(WireCounter::kAckUnknownNumber);
         continue;
@@ -444,7 +461,7 @@ void Sender::OnAck(const Ack& ack, uint64_t t4_ns) {
       gseq = c->gseq;
       AckUnits(*c, c->full(), t4_ns);
     }
-    const Xmit& x = xmits_[gseq % p_.chunks_in_flight];
+    Xmit& x = XmitAt(gseq);
     const bool known = x.gseq == gseq;
     if (known) UndoIfSpurious(x, t4_ns);
     if (loss_.OnAcked(gseq) == AckedResult::kAcked && known) {
@@ -454,7 +471,7 @@ void Sender::OnAck(const Ack& ack, uint64_t t4_ns) {
       progressed = true;
     } else if (known && x.lost) {
       // Found lost, yet it arrived: it took a receive after all.
-      xmits_[gseq % p_.chunks_in_flight].lost = false;
+      x.lost = false;
       ++credit_used_;
     }
     if (known && i == ack.sample) t1 = x.t_sent_ns;
@@ -554,7 +571,7 @@ void Sender::QueueLostUnits(uint64_t cseq, uint16_t mask, uint32_t expiries) {
   for (uint16_t u = 0; u < 16; ++u) {
     if (!(mask & (1u << u))) continue;
     if (retx_tail_ - retx_head_ == retx_cap_) return;  // cannot happen: bounded
-    retx_[retx_tail_++ % retx_cap_] = RetxUnit{cseq, u, expiries};
+    retx_[retx_tail_++ & (retx_cap_ - 1)] = RetxUnit{cseq, u, expiries};
   }
 }
 
@@ -567,15 +584,14 @@ void Sender::DetectLosses(uint64_t now_ns, bool all) {
   for (;;) {
     const size_t n = loss_.DetectLost(at, rtt_.srtt(), out);
     for (size_t i = 0; i < n; ++i) {
-      const Xmit& x = xmits_[out[i].gseq % p_.chunks_in_flight];
+      Xmit& x = XmitAt(out[i].gseq);
       if (x.gseq != out[i].gseq) continue;
       inflight_bytes_ -= std::min<uint64_t>(inflight_bytes_, x.bytes);
       --inflight_xmits_;
       // It took no receive at the peer (or its ACK was lost: then the
       // belief is one too high, which the lower's drop corrects).
-      xmits_[out[i].gseq % p_.chunks_in_flight].lost = true;
-      xmits_[out[i].gseq % p_.chunks_in_flight].lost_rto =
-          !all && out[i].reason == LossReason::kRto;
+      x.lost = true;
+      x.lost_rto = !all && out[i].reason == LossReason::kRto;
       --credit_used_;
       if (all) {
         ++conn_.counters().resent_after_wait;
@@ -667,7 +683,7 @@ void Sender::CheckHeld(uint64_t now_ns) {
 bool Sender::SendRetransmissions(uint64_t now_ns) {
   bool did = false;
   while (retx_head_ < retx_tail_) {
-    const RetxUnit r = retx_[retx_head_ % retx_cap_];
+    const RetxUnit r = retx_[retx_head_ & (retx_cap_ - 1)];
     if (!ChunkLive(r.cseq)) {
       ++retx_head_;
       continue;

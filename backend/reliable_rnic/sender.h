@@ -154,6 +154,7 @@ class Sender {
 
  private:
   enum class MsgState : uint8_t { kQueued, kDelivered, kFailed };
+  struct MsgFields;
   struct Msg;
   struct ChunkRec;
   struct Xmit;
@@ -186,6 +187,7 @@ class Sender {
   Msg& MsgAt(uint64_t seq);
   Msg* FindMsg(uint32_t mid);
   ChunkRec& ChunkAt(uint64_t cseq);
+  Xmit& XmitAt(uint64_t gseq);
   ChunkRec* FindChunk(uint32_t mid, uint16_t off);
   // Marks units of a chunk acked; true when any was new.
   void AckUnits(ChunkRec& c, uint16_t mask, uint64_t now_ns);
@@ -267,11 +269,16 @@ class Sender {
   Connection& conn_;
   const SenderParams p_;
   const uint32_t sq_depth_;
+  // The rings' sizes are powers of two (at least sq_depth_ and
+  // chunks_in_flight): a slot is seq & mask, not a division (some twenty
+  // per WR).
+  const uint64_t msg_mask_;
+  const uint64_t chunk_mask_;
   const uint32_t max_inline_;
   uint8_t* const inline_area_;
   const uint32_t region_lkey_;
 
-  // Message table: records [head_, tail_) by sequence (slot seq % depth).
+  // Message table: records [head_, tail_) by sequence (slot seq & mask).
   std::unique_ptr<Msg[]> msgs_;
   uint64_t head_ = 0, tail_ = 0;
   // Every message before it is AllPosted: SendNewChunks starts there, not
@@ -294,7 +301,8 @@ class Sender {
   // Chunk table: originals [chunk_head_, chunk_tail_).
   std::unique_ptr<ChunkRec[]> chunks_;
   uint64_t chunk_head_ = 0, chunk_tail_ = 0;
-  // Transmissions by gseq (slot gseq % chunks_in_flight).
+  uint64_t find_from_ = 0;  // FindChunk's next start: after its last find
+  // Transmissions by gseq (slot gseq & chunk_mask_).
   std::unique_ptr<Xmit[]> xmits_;
   uint64_t next_gseq_ = 0;
   uint64_t inflight_bytes_ = 0;

@@ -43,7 +43,7 @@ uint32_t Sender::MaxRdAtomic() const {
 }
 
 uint32_t Sender::read_mid_begin() const {
-  return head_ == tail_ ? next_mid_ : msgs_[head_ % sq_depth_].mid;
+  return head_ == tail_ ? next_mid_ : msgs_[head_ & msg_mask_].mid;
 }
 
 void Sender::ReleaseRd(Msg& m) {

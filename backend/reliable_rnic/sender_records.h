@@ -24,7 +24,9 @@ inline uint32_t UnitsOf(uint64_t bytes) {
              : static_cast<uint32_t>((bytes + kUnitSize - 1) / kUnitSize);
 }
 
-struct Sender::Msg {
+// A message's record but its SGEs: what Post clears (the SGEs are 512
+// bytes it only overwrites, [0, num_sge)).
+struct Sender::MsgFields {
   MsgState state = MsgState::kQueued;
   WrOpcode op = WrOpcode::kRdmaWrite;
   bool tail_sent = false;  // WRITE_WITH_IMM: its WRITE_TAIL went out
@@ -52,13 +54,16 @@ struct Sender::Msg {
   uint64_t tail_cseq = 0;
   uint32_t tail_expiries = 0;
   uint8_t num_sge = 0;
-  std::array<Sge, kMaxSge> sge{};
   // READ and atomics (step 13).
   uint64_t wr_len = 0;    // the guest's length (the completion's byte_len)
   uint8_t read_slot = 0;  // READ: its ReadRec, while rd_held
   bool rd_held = false;   // holds one of max_rd_atomic
   bool atomic_posted = false;
   uint64_t compare_add = 0, swap = 0;
+};
+
+struct Sender::Msg : MsgFields {
+  std::array<Sge, kMaxSge> sge{};  // [0, num_sge)
 };
 
 struct Sender::ChunkRec {

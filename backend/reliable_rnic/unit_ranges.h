@@ -26,6 +26,7 @@ class UnitRanges {
 
   void Clear() { n_ = 0; }
   uint32_t size() const { return n_; }
+  const UnitRange& operator[](uint32_t i) const { return r_[i]; }  // i < size()
 
   // True when every unit of u was received already.
   bool Covered(UnitRange u) const {
@@ -41,6 +42,17 @@ class UnitRanges {
   // Inserts u, merging it with every range it overlaps or touches; false
   // (nothing changed) when that would need more than max_ranges ranges.
   bool Insert(UnitRange u, uint32_t max_ranges = kMaxRanges) {
+    // In order (the common case): u starts in or at the end of the last
+    // range, which the ranges before it do not touch.
+    if (n_ > 0 && u.begin >= r_[n_ - 1].begin && u.begin <= r_[n_ - 1].end) {
+      r_[n_ - 1].end = std::max(r_[n_ - 1].end, u.end);
+      return true;
+    }
+    if (n_ == 0 && max_ranges > 0) {
+      r_[0] = u;
+      n_ = 1;
+      return true;
+    }
     std::array<UnitRange, kMaxRanges + 1> out;
     uint32_t n = 0;
     bool placed = false;

@@ -256,7 +256,9 @@ WireCheck ParseAck(std::span<const uint8_t> bytes, Ack* out) {
       LoadLe16(p + ack::kReserved) != 0) {
     return kBad;
   }
-  Ack a;
+  // Every field is written in place (an Ack is 240 bytes to copy); the
+  // entries past n are not the ACK's (operator==, EncodeAck).
+  Ack& a = *out;
   a.n = n;
   a.flags = p[ack::kFlags];
   a.dst_vqpn = LoadLe32(p + ack::kDstVqpn);
@@ -272,7 +274,6 @@ WireCheck ParseAck(std::span<const uint8_t> bytes, Ack* out) {
   for (uint32_t i = 0; i < n; ++i) {
     a.entries[i] = LoadLe32(p + ack::kEntries + 4 * i);
   }
-  *out = a;
   return std::nullopt;
 }
 

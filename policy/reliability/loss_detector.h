@@ -24,6 +24,7 @@
 #define VRDMA_POLICY_RELIABILITY_LOSS_DETECTOR_H_
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -64,7 +65,7 @@ class LossDetector {
   explicit LossDetector(uint64_t first_gseq,
                         const LossDetectorParams& params = {})
       : p_(params),
-        ring_(std::max<uint32_t>(params.capacity, 1)),
+        ring_(std::bit_ceil(std::max<uint32_t>(params.capacity, 1))),
         head_(first_gseq),
         next_(first_gseq) {}
 
@@ -74,7 +75,9 @@ class LossDetector {
   [[nodiscard]] SentResult OnSent(uint64_t gseq, uint64_t t_sent_ns,
                                   uint64_t rto_ns, uint32_t expiries) {
     if (gseq != next_) return SentResult::kNotNext;
-    if (next_ - head_ >= ring_.size()) return SentResult::kFull;
+    if (next_ - head_ >= std::max<uint32_t>(p_.capacity, 1)) {
+      return SentResult::kFull;
+    }
     ring_[Slot(gseq)] = Entry{t_sent_ns, rto_ns, expiries, State::kInFlight};
     ++next_;
     rto_floor_ns_ =
@@ -173,7 +176,8 @@ class LossDetector {
     State state = State::kAcked;
   };
 
-  size_t Slot(uint64_t gseq) const { return gseq % ring_.size(); }
+  // The ring's size is a power of two: a slot is a mask, not a division.
+  size_t Slot(uint64_t gseq) const { return gseq & (ring_.size() - 1); }
   uint64_t RtoAt(const Entry& e) const {
     return std::max(e.t_sent_ns, progress_ns_) + e.rto_ns;
   }
@@ -190,7 +194,7 @@ class LossDetector {
   }
 
   LossDetectorParams p_;
-  std::vector<Entry> ring_;  // sized once, at construction
+  std::vector<Entry> ring_;  // sized once: capacity rounded up to 2^k
   uint64_t head_;            // oldest gseq not yet acked or lost
   uint64_t next_;            // the next gseq to be sent
   bool any_acked_ = false;
