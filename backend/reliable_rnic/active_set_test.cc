@@ -52,35 +52,90 @@ TEST(ActiveSetTest, EveryTurnKeepsItsCapacity) {
   }
 }
 
-// Turn: the set's slots pumped once each, kept while busy; a sweep pumps
-// the live slots outside the set and counts the busy ones as missed.
-TEST(ActiveSetTest, ATurnPumpsTheSetAndASweepFindsMissedWakes) {
+// Turn: the set's slots due by now pumped once each, kept while pending;
+// a sweep pumps the live slots outside the set (the pending ones are
+// missed wakes) and the sleeping ones early (those that did something had
+// a missed deadline).
+TEST(ActiveSetTest, ATurnPumpsTheDueAndASweepFindsMissedWakesAndDeadlines) {
+  constexpr uint64_t kIdle = ActiveSet::kIdle;
   ActiveSet a;
   a.Resize(6);
   const std::vector<bool> live = {true, false, true, true, false, true};
   std::vector<int> pumped(6, 0);
-  std::vector<bool> work = {false, false, true, true, false, false};
+  std::vector<uint64_t> next(6, kIdle);  // what each pump answers
+  next[2] = 0;                           // 2: work at once
+  next[3] = 0;                           // 3: the same, never woken
   auto exists = [&](uint32_t s) { return static_cast<bool>(live[s]); };
   auto pump = [&](uint32_t s) {
     ++pumped[s];
-    return static_cast<bool>(work[s]);
+    return next[s];
   };
-  uint64_t missed = 0;
+  std::vector<bool> did(6, false);  // what an early pump finds
+  int early = 0;
+  auto pump_early = [&](uint32_t s, uint64_t* due) {
+    ++early;
+    *due = pump(s);
+    return static_cast<bool>(did[s]);
+  };
+  uint64_t missed = 0, missed_deadlines = 0;
   a.Add(2);  // woken; 3 has work but was not
-  EXPECT_TRUE(a.Turn(false, 4, exists, pump, &missed));
+  EXPECT_TRUE(a.Turn(100, false, 4, exists, pump, pump_early, &missed,
+                     &missed_deadlines));
   EXPECT_EQ(pumped, (std::vector<int>{0, 0, 1, 0, 0, 0}));
-  EXPECT_TRUE(a.contains(2));  // still busy
+  EXPECT_TRUE(a.contains(2));  // still due
   EXPECT_EQ(missed, 0u);
-  EXPECT_TRUE(a.Turn(true, 4, exists, pump, &missed));
+  EXPECT_TRUE(a.Turn(200, true, 4, exists, pump, pump_early, &missed,
+                     &missed_deadlines));
   // The sweep pumped 0, 3 and 5 (live, not in the set), then the set: 2
   // and the missed 3.
   EXPECT_EQ(pumped, (std::vector<int>{1, 0, 2, 2, 0, 1}));
   EXPECT_EQ(missed, 1u);
-  work = {false, false, false, false, false, false};
-  EXPECT_FALSE(a.Turn(false, 4, exists, pump, &missed));
-  EXPECT_EQ(a.size(), 0u);
-  EXPECT_FALSE(a.Turn(false, 4, exists, pump, &missed));
+
+  // 2 sleeps until 1000: the turns before cost it nothing, the one at
+  // 1000 pumps it; woken, it is pumped at once.
+  next = {kIdle, kIdle, 1000, kIdle, kIdle, kIdle};
+  EXPECT_TRUE(a.Turn(300, false, 4, exists, pump, pump_early, &missed,
+                     &missed_deadlines));
+  EXPECT_EQ(a.size(), 1u);  // 3 left, 2 sleeps
+  EXPECT_EQ(a.due(2), 1000u);
+  EXPECT_TRUE(a.Turn(999, false, 4, exists, pump, pump_early, &missed,
+                     &missed_deadlines));
   EXPECT_EQ(pumped, (std::vector<int>{1, 0, 3, 3, 0, 1}));
+  EXPECT_TRUE(a.Turn(1000, false, 4, exists, pump, pump_early, &missed,
+                     &missed_deadlines));
+  EXPECT_EQ(pumped[2], 4);
+  a.Add(2);
+  EXPECT_EQ(a.due(2), 0u);
+  EXPECT_TRUE(a.Turn(1001, false, 4, exists, pump, pump_early, &missed,
+                     &missed_deadlines));
+  EXPECT_EQ(pumped[2], 5);
+  EXPECT_EQ(a.due(2), 1000u);  // its next answer: asleep again, overdue
+  next[2] = 5000;
+  EXPECT_TRUE(a.Turn(1002, false, 4, exists, pump, pump_early, &missed,
+                     &missed_deadlines));
+  EXPECT_EQ(a.due(2), 5000u);
+
+  // A sweep pumps the sleeper early: nothing done is no missed deadline;
+  // something done is one.
+  EXPECT_TRUE(a.Turn(2000, true, 4, exists, pump, pump_early, &missed,
+                     &missed_deadlines));
+  EXPECT_EQ(early, 1);
+  EXPECT_EQ(missed_deadlines, 0u);
+  did[2] = true;
+  next[2] = 7000;
+  EXPECT_TRUE(a.Turn(3000, true, 4, exists, pump, pump_early, &missed,
+                     &missed_deadlines));
+  EXPECT_EQ(early, 2);
+  EXPECT_EQ(missed_deadlines, 1u);
+  EXPECT_EQ(a.due(2), 7000u);
+  EXPECT_EQ(missed, 1u);
+
+  // Nothing pending: the set empties.
+  next[2] = kIdle;
+  a.Add(2);
+  EXPECT_FALSE(a.Turn(4000, false, 4, exists, pump, pump_early, &missed,
+                      &missed_deadlines));
+  EXPECT_EQ(a.size(), 0u);
 }
 
 }  // namespace

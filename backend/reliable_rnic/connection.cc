@@ -195,13 +195,13 @@ bool Connection::PostLowerRc(const SendWr& wr) {
 }
 
 void Connection::OnTransportCompletion(const Completion& c, uint64_t now_ns) {
-  Wake();
   switch (DataWrKind(c.wr_id)) {
     case WrKind::kChunk:
     case WrKind::kRetx:
-      if (sender_) sender_->OnSendCompletion(c);
+      if (sender_) sender_->OnSendCompletion(c);  // wakes if it must
       return;
     case WrKind::kBounce: {
+      Wake();
       const uint32_t index = DataWrIndex(c.wr_id);
       if (index >= params_.bounce || !receiver_) return;
       if (c.status != WcStatus::kSuccess) {
@@ -230,19 +230,19 @@ void Connection::OnTransportCompletion(const Completion& c, uint64_t now_ns) {
   }
 }
 
-bool Connection::Pump(uint64_t now_ns) {
+uint64_t Connection::Pump(uint64_t now_ns) {
   if (state_ != ConnState::kUc) {
     // Connecting, or the data QP could not be connected: held WRs wait
-    // within their retry budget.
+    // within their retry budget, checked every turn.
     if (state_ == ConnState::kNative || !sender_ || sender_->outstanding() == 0) {
-      return false;
+      return UINT64_MAX;
     }
     sender_->CheckHeld(now_ns);
-    return sender_->outstanding() > 0;
+    return sender_->outstanding() > 0 ? 0 : UINT64_MAX;
   }
-  const bool s = sender_->Pump(now_ns);
-  const bool r = receiver_->Pump(now_ns);
-  return s || r;
+  // The receiver first: a READ it delivers is the sender's to answer.
+  const uint64_t r = receiver_->Pump(now_ns);
+  return std::min(r, sender_->Pump(now_ns));
 }
 
 }  // namespace vrdma::reliable

@@ -128,8 +128,8 @@ class Connection {
 
   // A completion of the transport CQ for this connection.
   void OnTransportCompletion(const Completion& c, uint64_t now_ns);
-  // Something gave this connection work: the layer pumps it from the next
-  // turn on, until a Pump finds nothing pending (ActiveSet). Every entry
+  // Something gave this connection work: the layer pumps it at the next
+  // turn, and then when its Pump says it is due (ActiveSet). Every entry
   // point that gives it work from outside its own Pump calls this: this
   // class's OnTransportCompletion and OnPeerConnect, the Sender's Post,
   // OnAck, OnAtomicCompletion and Fail, the Receiver's OnRecvPosted, and
@@ -137,8 +137,9 @@ class Connection {
   void Wake() {
     if (active_ != nullptr) active_->Add(init_.slot & 0xffff);
   }
-  // Sender and receiver work; true while anything is pending.
-  bool Pump(uint64_t now_ns);
+  // Sender and receiver work; when the connection is next due (0 at
+  // once, UINT64_MAX: nothing pending; Sender::Pump).
+  uint64_t Pump(uint64_t now_ns);
 
   // The receive side failed as a native responder's QP would (a receive
   // error): the virtual QP's lower RC QP goes to ERR, so QueryQp says so.

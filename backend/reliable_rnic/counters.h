@@ -75,6 +75,9 @@ struct ReliabilityCounters {
   // Connections the periodic sweep found with work that nothing had woken
   // (§2.1 "Turns"): a bug, 0 in every test.
   uint64_t missed_wakes = 0;
+  // Connections the sweep found, asleep until a timer, with work already
+  // (§2.1 "Turns"): a deadline computed too late, a bug, 0 in every test.
+  uint64_t missed_deadlines = 0;
   uint64_t messages_delivered = 0;
   uint64_t acks_sent = 0;
   uint64_t naks_sent = 0;

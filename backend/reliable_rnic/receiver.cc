@@ -597,7 +597,7 @@ void Receiver::Nak(NakCode code, uint32_t mid, uint64_t now_ns) {
   Flush(now_ns, static_cast<uint8_t>(code), mid);
 }
 
-bool Receiver::Pump(uint64_t now_ns) {
+uint64_t Receiver::Pump(uint64_t now_ns) {
   if (failed_ && naks_left_ > 0 && now_ns >= next_nak_ns_) {
     --naks_left_;
     next_nak_ns_ = now_ns + kNakRepeatNs;
@@ -635,9 +635,25 @@ bool Receiver::Pump(uint64_t now_ns) {
   }
   // Receives completed while the virtual CQ's ring was full.
   if (rq_ != nullptr && rq_->unreported()) rq_->Report(conn_.init().recv_ring);
-  return npending_ > 0 || flush_wanted_ || waiting_ || read_stalled_ ||
-         delivery_held_ || delivery_repeats_left_ > 0 ||
-         (failed_ && naks_left_ > 0) || (rq_ != nullptr && rq_->unreported());
+  // What is pending, and when. A READ waiting for a responder record, an
+  // ACK the ACK channel had no room for, receives the guest's CQ had no
+  // room for: every turn (nothing wakes them).
+  if (flush_wanted_ || read_stalled_ || (waiting_ && nheld_ == 0) ||
+      (rq_ != nullptr && rq_->unreported())) {
+    return 0;
+  }
+  uint64_t due = UINT64_MAX;
+  if (std::optional<uint64_t> t = trigger_.DeadlineNs()) due = *t;
+  if (read_pending_ > 0) due = std::min(due, read_since_ns_ + p_.trigger.timer_ns);
+  if (npending_ > 0 && due == UINT64_MAX) due = 0;  // no timer row: at once
+  if (waiting_) {
+    due = std::min(due, next_wait_ack_ns_);
+    if (!rnr_forever_) due = std::min(due, wait_since_ns_ + rnr_budget_ns_);
+  }
+  if (delivery_held_) due = std::min(due, hold_until_ns_);
+  if (delivery_repeats_left_ > 0) due = std::min(due, next_delivery_repeat_ns_);
+  if (failed_ && naks_left_ > 0) due = std::min(due, next_nak_ns_);
+  return due;
 }
 
 bool Receiver::Flush(uint64_t now_ns, uint8_t nak_code, uint32_t nak_mid) {

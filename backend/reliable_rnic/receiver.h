@@ -84,9 +84,11 @@ class Receiver {
   // Units held in bounce buffers, waiting for a guest receive.
   uint32_t held() const { return nheld_; }
   bool failed() const { return failed_; }
-  // The ACK timer; sends what is pending when due. True while anything is
-  // pending.
-  bool Pump(uint64_t now_ns);
+  // The ACK timer; sends what is pending when due. Returns when this side
+  // is next due (Sender::Pump): 0 at once, a time when only its timers
+  // are pending (the ACK timer, a hold, a repeat, the RNR budget, NAK
+  // repeats), UINT64_MAX when nothing is.
+  uint64_t Pump(uint64_t now_ns);
 
   uint32_t deliv_mid() const { return deliv_mid_; }
   // Bounce receives posted since the connection started (credits, §3.2).

@@ -114,8 +114,10 @@ struct ReliableRnicOptions {
   // peer's own CONNECT at its RTR still connects the QP).
   uint32_t connect_repeats = 100;
   uint64_t hello_interval_ns = 1'000'000'000;
-  // Every framed connection is pumped this often, the idle ones too: a
-  // check that every entry point woke its connection (missed_wakes).
+  // Every framed connection is pumped this often, the idle and sleeping
+  // ones too: a check that every entry point woke its connection
+  // (missed_wakes) and that no sleeper had work before its time
+  // (missed_deadlines).
   uint64_t idle_sweep_ns = 10'000'000;
   uint64_t token_seed = 0;  // 0: from the clock
   // rc mode (§5): how long after a takeover the failed pair is reset and
@@ -390,9 +392,12 @@ class ReliableRnic : public Rnic {
   void Unframe(reliable::VirtualQp& v);
   void SendConnect(reliable::Connection& k, bool ok);
   void StartConnect(reliable::Connection& k);
-  // One connection's turn: its CONNECT repeat timer and its Pump; true
-  // while it has anything pending.
-  bool PumpConnection(reliable::Connection& k, uint64_t now);
+  // One connection's turn: its CONNECT repeat timer and its Pump; when it
+  // is next due (ActiveSet: 0 at once, UINT64_MAX nothing pending).
+  uint64_t PumpConnection(reliable::Connection& k, uint64_t now);
+  // A sleeping connection pumped before it was due (the sweep): whether
+  // that did anything (its VM's counters moved), and when it is due now.
+  bool PumpEarly(reliable::Connection& k, uint64_t now, uint64_t* due);
   // One rc path's turn: its CONNECT repeat timer, its Pump and the RECOVER
   // messages it wants sent; true while it has anything pending.
   bool PumpRcPath(reliable::RcPath& p, uint64_t now);

@@ -198,10 +198,17 @@ bool ReliableRnic::ProgressRc(uint64_t now) {
   // idle_sweep_ns, every path.
   const bool sweep = now >= next_rc_sweep_ns_;
   if (sweep) next_rc_sweep_ns_ = now + options_.idle_sweep_ns;
+  // An rc path does not sleep on its timers: due at every turn while it
+  // has anything pending (so never pumped early).
+  auto pump = [&](uint32_t s) {
+    return PumpRcPath(*rc_paths_[s], now) ? uint64_t{0}
+                                          : reliable::ActiveSet::kIdle;
+  };
+  auto never_asleep = [](uint32_t, uint64_t*) { return false; };
   return rc_active_.Turn(
-      sweep, rc_framed_, [&](uint32_t s) { return rc_paths_[s] != nullptr; },
-      [&](uint32_t s) { return PumpRcPath(*rc_paths_[s], now); },
-      &counters_.missed_wakes);
+      now, sweep, rc_framed_, [&](uint32_t s) { return rc_paths_[s] != nullptr; },
+      pump, never_asleep, &counters_.missed_wakes,
+      &counters_.missed_deadlines);
 }
 
 bool ReliableRnic::PumpRcPath(RcPath& p, uint64_t now) {

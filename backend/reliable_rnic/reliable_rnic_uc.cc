@@ -6,6 +6,7 @@
 // ACK CQ, the transport CQ and every connection.
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <variant>
 
 #include "backend/peer_channel/peer_message.h"
@@ -416,17 +417,23 @@ Connection* ReliableRnic::NewConnection(VirtualQp& v, uint64_t peer) {
   return out;
 }
 
-bool ReliableRnic::PumpConnection(Connection& k, uint64_t now) {
-  bool busy = false;
+uint64_t ReliableRnic::PumpConnection(Connection& k, uint64_t now) {
+  uint64_t due = UINT64_MAX;
   if (k.state() == ConnState::kConnecting && k.connects_left > 0) {
-    busy = true;  // the repeat timer
     if (now >= k.next_connect_ns) {
       SendConnect(k, false);
       --k.connects_left;
       k.next_connect_ns = now + options_.connect_interval_ns;
     }
+    if (k.connects_left > 0) due = k.next_connect_ns;  // the repeat timer
   }
-  return k.Pump(now) || busy;
+  return std::min(due, k.Pump(now));
+}
+
+bool ReliableRnic::PumpEarly(Connection& k, uint64_t now, uint64_t* due) {
+  const reliable::ReliabilityCounters before = k.counters();
+  *due = PumpConnection(k, now);
+  return std::memcmp(&before, &k.counters(), sizeof before) != 0;
 }
 
 void ReliableRnic::StartConnect(Connection& k) {
@@ -702,9 +709,10 @@ bool ReliableRnic::ProgressUc() {
   const bool sweep = now >= next_sweep_ns_;
   if (sweep) next_sweep_ns_ = now + options_.idle_sweep_ns;
   busy |= active_.Turn(
-      sweep, framed_, [&](uint32_t s) { return conns_[s] != nullptr; },
+      now, sweep, framed_, [&](uint32_t s) { return conns_[s] != nullptr; },
       [&](uint32_t s) { return PumpConnection(*conns_[s], now); },
-      &counters_.missed_wakes);
+      [&](uint32_t s, uint64_t* due) { return PumpEarly(*conns_[s], now, due); },
+      &counters_.missed_wakes, &counters_.missed_deadlines);
   if (rc_framed_ > 0) busy |= ProgressRc(now);
   if (switching_ > 0) busy |= ProgressSwitches(now);
   if (now >= next_hello_ns_) {

@@ -149,14 +149,14 @@ struct ConnectSteps {
 
 class ReliableUcTest : public ::testing::Test {
  protected:
-  // Every entry point woke the connection it gave work (§2.1 "Turns"):
-  // the sweep, every turn here, found none it had to pump.
+  // Every entry point woke the connection it gave work, and no sleeping
+  // connection had work before its time (§2.1 "Turns"): the sweep, every
+  // turn here, found none it had to pump.
   void TearDown() override {
-    if (la_) {
-      EXPECT_EQ(la_->own_counters().missed_wakes, 0u);
-    }
-    if (lb_) {
-      EXPECT_EQ(lb_->own_counters().missed_wakes, 0u);
+    for (ReliableRnic* l : {la_.get(), lb_.get()}) {
+      if (l == nullptr) continue;
+      EXPECT_EQ(l->own_counters().missed_wakes, 0u);
+      EXPECT_EQ(l->own_counters().missed_deadlines, 0u);
     }
   }
 

@@ -559,6 +559,9 @@ void Sender::PopChunks() {
 }
 
 void Sender::OnSendCompletion(const Completion& c) {
+  // A send's end matters only where the data QP's send queue was full
+  // (CanTransmit): the connection is woken then, not at every chunk.
+  if (posts_ - posts_done_ >= p_.chunks_in_flight) conn_.Wake();
   ++posts_done_;
   if (c.status != WcStatus::kSuccess && c.status != WcStatus::kWrFlushErr) {
     Fail(c.status);  // a local error of the data QP: it is in ERR now
@@ -773,11 +776,26 @@ bool Sender::AllPosted(const Msg& m) {
 }
 
 bool Sender::SendNewChunks(uint64_t now_ns) {
-  bool did = false;
   const uint64_t srtt = rtt_.srtt();
   const uint64_t target = window_.TargetNs(rtt_.base_rtt(now_ns));
   send_from_ = std::max(send_from_, head_);
   while (send_from_ < tail_ && AllPosted(MsgAt(send_from_))) ++send_from_;
+  // A message's L chunk held by the tail rule depends on the window's
+  // room, which later messages' sends then take: one pass more, until a
+  // pass sends nothing, so that the pump leaves nothing a pump at once
+  // would send (its connection may sleep until a timer).
+  bool did = false;
+  for (;;) {
+    const uint64_t posts_before = posts_;
+    bool tail_held = false;
+    did |= SendNewChunksPass(now_ns, srtt, target, &tail_held);
+    if (!tail_held || posts_ == posts_before) return did;
+  }
+}
+
+bool Sender::SendNewChunksPass(uint64_t now_ns, uint64_t srtt, uint64_t target,
+                               bool* tail_held) {
+  bool did = false;
   for (uint64_t s = send_from_; s < tail_; ++s) {
     Msg& m = MsgAt(s);
     if (m.state != MsgState::kQueued) continue;
@@ -820,6 +838,7 @@ bool Sender::SendNewChunks(uint64_t now_ns) {
           m.acked_units < m.sent / kUnitSize) {
         if (!m.tail_counted) ++conn_.counters().tail_waits;
         m.tail_counted = true;
+        *tail_held = true;
         break;
       }
       const bool last = ch->last && !with_imm;
@@ -900,16 +919,65 @@ void Sender::Complete() {
   }
 }
 
-bool Sender::Pump(uint64_t now_ns) {
+uint64_t Sender::Pump(uint64_t now_ns) {
   DetectLosses(now_ns);
   CheckBudget(now_ns);
-  SendRetransmissions(now_ns);
-  SendResponses(now_ns);  // a responder answers before it asks (step 13)
-  SendNewChunks(now_ns);
+  // Room first (chunk records, READ records, the head message: an atomic
+  // is posted only at the head), then what it lets go.
   PopChunks();
   PopResponses(now_ns);
   Complete();
-  return head_ != tail_ || inflight_xmits_ > 0 || resp_head_ != resp_tail_;
+  SendRetransmissions(now_ns);
+  SendResponses(now_ns);  // a responder answers before it asks (step 13)
+  SendNewChunks(now_ns);
+  // A send that failed the QP completes its WRs here; room that makes
+  // for another send is the next turn's.
+  const uint64_t heads = head_ + chunk_head_ + resp_head_;
+  PopChunks();
+  PopResponses(now_ns);
+  Complete();
+  if (head_ == tail_ && inflight_xmits_ == 0 && resp_head_ == resp_tail_) {
+    return UINT64_MAX;
+  }
+  if (head_ + chunk_head_ + resp_head_ != heads) return 0;
+  return NextDueNs(now_ns);
+}
+
+uint64_t Sender::NextDueNs(uint64_t now_ns) {
+  // Guest completions waiting for room in the virtual CQ's ring: the
+  // guest's poll wakes nobody, so every turn tries again.
+  if (head_ < tail_ && MsgAt(head_).state != MsgState::kQueued) return 0;
+  // DetectLosses: the next RTO or end of a reordering window.
+  uint64_t due = loss_.NextCheckNs(rtt_.srtt());
+  // CheckBudget: the oldest undelivered message's retry budget.
+  const uint64_t budget = conn_.retry_budget_ns();
+  if (budget != 0) {
+    for (uint64_t s = head_; s < tail_; ++s) {
+      const Msg& m = MsgAt(s);
+      if (m.state != MsgState::kQueued) continue;
+      if (m.started && !m.atomic_posted) {
+        due = std::min(due, m.t_budget_ns + budget + 1);
+      }
+      break;
+    }
+    // PopResponses: a READ answered past the budget is dropped.
+    for (uint64_t s = resp_head_; s < resp_tail_; ++s) {
+      const RespRec& r = RespAt(s);
+      if (!r.done) due = std::min(due, r.t_first_ns + budget + 1);
+    }
+  }
+  // Pacing: something waits to be sent while the window and the data QP
+  // have room. Anything else that holds a send (the window, credits, the
+  // tail rule, a READ or an atomic before it, the peer's 64 MIDs) ends
+  // with an ACK, a loss (above) or a completion, each of which wakes.
+  const bool unsent = retx_head_ < retx_tail_ || tail_retx_any_ ||
+                      send_from_ < tail_ || resp_head_ < resp_tail_;
+  if (unsent && CanTransmit() && inflight_bytes_ < window_.cwnd() &&
+      !PaceOpen(now_ns)) {
+    due = std::min(due, last_send_ns_ + window_.PacingIntervalNs(
+                                            rtt_.srtt(), last_send_bytes_));
+  }
+  return due;
 }
 
 uint32_t Sender::ReplayNative(Rnic& lower, RnicQp qp) {

@@ -93,11 +93,16 @@ class Sender {
 
   // An ACK that passed ParseAck and the QP lookup, polled at t4_ns.
   void OnAck(const Ack& ack, uint64_t t4_ns);
-  // A completion of a send of the data QP (chunk or WRITE_RETX).
+  // A completion of a send of the data QP (chunk or WRITE_RETX); wakes
+  // the connection only when it lets more go (or failed the QP: Fail).
   void OnSendCompletion(const Completion& c);
   // Loss detection, the retry budget, retransmissions, new chunks, guest
-  // completions. True while anything is queued or in flight.
-  bool Pump(uint64_t now_ns);
+  // completions. Returns when this side is next due (docs/reliability.md
+  // §2.1 "Turns"): 0 at once, a time when only its timers are pending
+  // (an RTO or RACK's window, the retry budget, pacing), UINT64_MAX when
+  // nothing is queued or in flight. Whatever else can let it go on (an
+  // ACK, a post, a completion) wakes the connection.
+  uint64_t Pump(uint64_t now_ns);
 
   // While connecting: the retry budget of WRs held since they were first
   // seen here (a peer that never answers fails them RETRY_EXC_ERR, as a
@@ -197,6 +202,10 @@ class Sender {
   void QueueLostUnits(uint64_t cseq, uint16_t mask, uint32_t expiries);
   bool SendRetransmissions(uint64_t now_ns);
   bool SendNewChunks(uint64_t now_ns);
+  // One pass of SendNewChunks over the queue; *tail_held: an L chunk
+  // waited for the tail rule.
+  bool SendNewChunksPass(uint64_t now_ns, uint64_t srtt, uint64_t target,
+                         bool* tail_held);
   // Everything SendNewChunks sends for m went out (for good: a message's
   // sent bytes, tail_sent and end only grow).
   static bool AllPosted(const Msg& m);
@@ -265,6 +274,8 @@ class Sender {
   void FailFrom(uint64_t seq, WcStatus status);
   void Complete();
   void PopChunks();
+  // Pump's answer when something is pending (Pump).
+  uint64_t NextDueNs(uint64_t now_ns);
 
   Connection& conn_;
   const SenderParams p_;

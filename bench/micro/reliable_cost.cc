@@ -3,9 +3,11 @@
 // The reliability layer's own CPU per guest WR (docs/reliability.md §9,
 // "CPU per WQE <= 200 ns, sender and receiver"). Two hosts in one thread:
 // each a ReliableRnic over its own SoftRnic, the SoftRnics on one
-// InprocFabric with no latency and no loss, the layers joined by an
-// InprocPeerLink, RC QPs from a VM on A to a VM on B (1, then 8; and, for
-// 64 B WRITE under 100 ms, 1 beside 255 connected idle ones). Each
+// InprocFabric with no latency (but in one row) and no loss, the layers
+// joined by an InprocPeerLink, RC QPs from a VM on A to a VM on B (1, then
+// 8; and, for 64 B WRITE under 100 ms, 1 beside 255 connected idle ones,
+// and 8 with 20 us of fabric latency: the turns while their ACKs travel
+// cost what a QP waiting only for timers costs). Each
 // case (64 B WRITE, 64 B SEND, 64 KiB WRITE; 32 WRs outstanding per QP,
 // every one signaled) runs on fresh hosts with both VMs native (the layer
 // passes every call down) and with both in uc mode, under the window's
@@ -226,12 +228,12 @@ struct Figures {
 class Rig {
  public:
   // qps QPs carry the WRs; `idle` more are connected (in the same mode)
-  // and carry nothing.
-  Rig(ReliabilityMode mode, uint32_t qps, uint32_t idle, uint64_t target_ns,
-      bool* ok)
+  // and carry nothing; every packet takes latency_ns on the fabric.
+  Rig(ReliabilityMode mode, uint32_t qps, uint32_t idle, uint64_t latency_ns,
+      uint64_t target_ns, bool* ok)
       : busy_(qps) {
-    fabric_ = std::make_unique<fabric::InprocFabric>(
-        fabric::InprocFabricOptions{.queue_packets = 16384, .latency_ns = 0});
+    fabric_ = std::make_unique<fabric::InprocFabric>(fabric::InprocFabricOptions{
+        .queue_packets = 16384, .latency_ns = latency_ns});
     for (int h = 0; h < 2; ++h) {
       Host& x = host_[h];
       x.soft = std::make_unique<SoftRnic>(DefaultSoftRnicLimits(), NowNs,
@@ -501,10 +503,11 @@ double ClockNs() {
 }
 
 Figures MeasureOnce(const Case& c, ReliabilityMode mode, uint32_t qps,
-                    uint32_t idle, uint64_t target_ns, uint64_t n) {
+                    uint32_t idle, uint64_t latency_ns, uint64_t target_ns,
+                    uint64_t n) {
   Figures f;
   bool ok = false;
-  Rig rig(mode, qps, idle, target_ns, &ok);
+  Rig rig(mode, qps, idle, latency_ns, target_ns, &ok);
   if (!ok) return f;
   f.ok = true;
   if (!rig.Run(c, n / 10 + 1, &f, false)) return f.ok = false, f;  // warm-up
@@ -517,10 +520,11 @@ Figures MeasureOnce(const Case& c, ReliabilityMode mode, uint32_t qps,
 // hosts together): this machine is shared, and a run that was preempted
 // also sees its timers expire (RTOs on a lossless fabric).
 Figures Measure(const Case& c, ReliabilityMode mode, uint32_t qps,
-                uint32_t idle, uint64_t target_ns, uint64_t n, int reps) {
+                uint32_t idle, uint64_t latency_ns, uint64_t target_ns,
+                uint64_t n, int reps) {
   Figures best;
   for (int r = 0; r < reps; ++r) {
-    Figures f = MeasureOnce(c, mode, qps, idle, target_ns, n);
+    Figures f = MeasureOnce(c, mode, qps, idle, latency_ns, target_ns, n);
     if (!f.ok) return f;
     if (!best.ok ||
         f.host[0].ns + f.host[1].ns < best.host[0].ns + best.host[1].ns)
@@ -546,19 +550,21 @@ int main(int argc, char** argv) {
   const Case cases[] = {{"64 B WRITE", Op::kWrite, 64},
                         {"64 B SEND", Op::kSend, 64},
                         {"64 KiB WRITE", Op::kWrite, 64 * 1024}};
-  // QPs carrying WRs, and idle QPs beside them (connected, in the same
-  // mode: what every turn costs per QP that has nothing to do).
+  // QPs carrying WRs, idle QPs beside them (connected, in the same mode:
+  // what every turn costs per QP that has nothing to do), and the fabric's
+  // latency (what every turn costs per QP waiting for its ACKs).
   struct QpSet {
     uint32_t busy, idle;
+    uint64_t latency_ns;
   };
-  const QpSet qp_sets[] = {{1, 0}, {8, 0}, {1, 255}};
+  const QpSet qp_sets[] = {{1, 0, 0}, {8, 0, 0}, {1, 255, 0}, {8, 0, 200'000}};
   // The window's delay target: §4.5's 10 us, and 100 ms (the daemon flag's
   // most), under which the window never shrinks for the delay this
   // single-threaded loop itself adds (every WR's turn on both hosts).
   const uint64_t targets_ns[] = {10'000, 100'000'000};
   std::printf(
       "reliable_cost: two hosts in one thread (SoftRnic on InprocFabric, no "
-      "latency,"
+      "latency unless a row says so,"
       " no loss), RC QPs, %u WRs outstanding on each, all signaled, MTU %u; "
       "clock"
       " %.1f ns/read (taken out); the least busy of %d runs\n",
@@ -584,24 +590,27 @@ int main(int argc, char** argv) {
     for (const QpSet& set : qp_sets) {
       const uint32_t qps = set.busy;
       for (uint64_t target : targets_ns) {
-        // Idle QPs only beside the 64 B WRITE under the 100 ms target.
-        if (set.idle > 0 && (c.len > 64 || c.op != Op::kWrite ||
-                             target != targets_ns[1])) {
+        // Idle QPs and latency only for the 64 B WRITE under 100 ms.
+        if ((set.idle > 0 || set.latency_ns > 0) &&
+            (c.len > 64 || c.op != Op::kWrite || target != targets_ns[1])) {
           continue;
         }
         const std::string qps_text =
             std::to_string(qps) +
-            (set.idle > 0 ? " + " + std::to_string(set.idle) + " idle" : "");
+            (set.idle > 0 ? " + " + std::to_string(set.idle) + " idle" : "") +
+            (set.latency_ns > 0
+                 ? ", " + std::to_string(set.latency_ns / 1000) + " us away"
+                 : "");
         const std::string label = std::string(c.name) + ", " + qps_text +
                                   " QPs, " + std::to_string(target / 1000) +
                                   " us";
         if (label.find(only) == std::string::npos) continue;
         const uint64_t wrs = c.len > 4096 ? n / 10 : n;
         const Figures nat =
-            Measure(c, vrdma::ReliabilityMode::kNative, qps, set.idle, target,
-                    wrs, reps);
-        const Figures uc =
-            Measure(c, framed, qps, set.idle, target, wrs, reps);
+            Measure(c, vrdma::ReliabilityMode::kNative, qps, set.idle,
+                    set.latency_ns, target, wrs, reps);
+        const Figures uc = Measure(c, framed, qps, set.idle, set.latency_ns,
+                                   target, wrs, reps);
         if (!nat.ok || !uc.ok) {
           std::printf("| %s | %s | %lu | FAILED to run (native %s, uc %s) |\n",
                       c.name, qps_text.c_str(), static_cast<unsigned long>(target / 1000),

@@ -158,6 +158,22 @@ class LossDetector {
     return at;
   }
 
+  // Before this, DetectLost(now, srtt_ns) finds nothing and changes
+  // nothing (its shortcut holds): the earliest RTO the detector knows of
+  // and the oldest entry's end of its reordering window; 0 (at once) when
+  // it must scan; UINT64_MAX with nothing in flight. A lower bound, O(1):
+  // the caller's timer (docs/reliability.md §2.1 "Turns").
+  [[nodiscard]] uint64_t NextCheckNs(uint64_t srtt_ns) const {
+    if (head_ == next_) return UINT64_MAX;
+    if (!in_time_order_) return 0;
+    uint64_t at = rto_floor_ns_;
+    if (srtt_ns > 0 && any_acked_ && head_ < highest_acked_) {
+      at = std::min(at,
+                    ring_[Slot(head_)].t_sent_ns + ReorderWindowNs(srtt_ns) + 1);
+    }
+    return at;
+  }
+
   // srtt + srtt / 4: how long past its send a reordered entry may arrive.
   [[nodiscard]] uint64_t ReorderWindowNs(uint64_t srtt_ns) const {
     return srtt_ns + srtt_ns / std::max<uint32_t>(p_.reorder_divisor, 1);

@@ -5,8 +5,8 @@
 // acknowledged one; RTO expiry and the doubling's expiries; each loss
 // reported once; the ring's bounds and its ACK results; and a seeded
 // simulation where reordering never counts as loss and every drop does;
-// DetectLost's shortcut (no scan while nothing can be lost) against a scan
-// of every entry.
+// DetectLost's shortcut (no scan while nothing can be lost) and NextCheckNs
+// (the caller's timer) against a scan of every entry.
 #include "policy/reliability/loss_detector.h"
 
 #include <array>
@@ -157,6 +157,27 @@ TEST(LossDetectorTest, NextDeadlineIsTheEarliestTimer) {
   EXPECT_EQ(Detect(d, 125 * kUs + 1).size(), 1u);
 }
 
+// NextCheckNs: never with nothing in flight; the earliest RTO; the end of
+// the oldest entry's reordering window once a later one was acknowledged;
+// at once when sends were not in time order (DetectLost scans then).
+TEST(LossDetectorTest, NextCheckIsTheShortcutsEnd) {
+  LossDetector d(0);
+  EXPECT_EQ(d.NextCheckNs(kSrtt), UINT64_MAX);
+  ASSERT_EQ(d.OnSent(0, 10 * kUs, kRto, 0), SentResult::kOk);
+  ASSERT_EQ(d.OnSent(1, 20 * kUs, kRto, 0), SentResult::kOk);
+  ASSERT_EQ(d.OnSent(2, 30 * kUs, kRto, 0), SentResult::kOk);
+  EXPECT_EQ(d.NextCheckNs(kSrtt), 10 * kUs + kRto);
+  ASSERT_EQ(d.OnAcked(1), AckedResult::kAcked);
+  const uint64_t rack = 10 * kUs + 125 * kUs + 1;
+  EXPECT_EQ(d.NextCheckNs(kSrtt), rack);
+  EXPECT_EQ(d.NextCheckNs(0), 10 * kUs + kRto);  // no srtt: no RACK
+  EXPECT_TRUE(Detect(d, rack - 1).empty());
+  ASSERT_EQ(Detect(d, rack).size(), 1u);  // 0, by RACK
+  EXPECT_EQ(d.NextCheckNs(kSrtt), 30 * kUs + kRto);  // 2: not before 1
+  ASSERT_EQ(d.OnSent(3, 5 * kUs, kRto, 0), SentResult::kOk);  // clock back
+  EXPECT_EQ(d.NextCheckNs(kSrtt), 0u);
+}
+
 TEST(LossDetectorTest, AckResults) {
   LossDetector d(100);
   ASSERT_EQ(d.OnSent(100, 0, kRto, 0), SentResult::kOk);
@@ -305,6 +326,7 @@ TEST(LossDetectorTest, DetectLostMatchesAScanOfEveryEntry) {
     ScanEveryEntry ref;
     std::vector<uint64_t> in_flight;
     uint64_t now = 0, g = 0;
+    int quiet_calls = 0;  // DetectLost calls before NextCheckNs
     for (int step = 0; step < 50'000; ++step) {
       now += rng() % (20 * kUs);
       if (clock_goes_back && rng() % 50 == 0) now -= std::min(now, 300 * kUs);
@@ -331,9 +353,15 @@ TEST(LossDetectorTest, DetectLostMatchesAScanOfEveryEntry) {
         const uint64_t srtt = rng() % 4 == 0 ? 0 : 50 * kUs + rng() % (200 * kUs);
         const size_t max = 1 + rng() % 8;
         std::array<Lost, 8> out;
+        // Before NextCheckNs, a scan of every entry finds nothing either.
+        const bool quiet = now < d.NextCheckNs(srtt);
         const size_t n = d.DetectLost(now, srtt, std::span(out.data(), max));
         const std::vector<Lost> want = ref.Detect(now, srtt, max);
         ASSERT_EQ(n, want.size()) << "step " << step;
+        if (quiet) {
+          ASSERT_TRUE(want.empty()) << "step " << step;
+          ++quiet_calls;
+        }
         for (size_t k = 0; k < n; ++k) {
           ASSERT_EQ(out[k].gseq, want[k].gseq) << "step " << step;
           ASSERT_EQ(out[k].reason, want[k].reason) << "step " << step;
@@ -342,6 +370,8 @@ TEST(LossDetectorTest, DetectLostMatchesAScanOfEveryEntry) {
         }
       }
     }
+    // The bound is a timer, not always "at once".
+    EXPECT_GT(quiet_calls, 100) << clock_goes_back;
   }
 }
 

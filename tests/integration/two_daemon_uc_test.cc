@@ -643,10 +643,12 @@ void RunMixed(uint64_t n, double timeout_s, uint32_t lifetime_us = 0) {
   EXPECT_EQ(Get(s.ra, "messages_failed") + Get(s.rb, "messages_failed"), 0u);
   EXPECT_EQ(s.fa.retransmitted + s.fb.retransmitted,
             0u);  // the layer, not go-back-N
-  // Every connection given work was woken (its sweep every 10 ms found
-  // none it had to pump: docs/reliability.md §2.1 "Turns").
+  // Every connection given work was woken, and none asleep had work
+  // before its time (its sweep every 10 ms found none it had to pump:
+  // docs/reliability.md §2.1 "Turns").
   EXPECT_TRUE(s.ra.contains("missed_wakes")) << s.ra.dump();
   EXPECT_EQ(Get(s.ra, "missed_wakes") + Get(s.rb, "missed_wakes"), 0u);
+  EXPECT_EQ(Get(s.ra, "missed_deadlines") + Get(s.rb, "missed_deadlines"), 0u);
   // Repaired messages wait for the packet lifetime only when one is given.
   const uint64_t holds = Get(s.ra, "delivery_holds") + Get(s.rb, "delivery_holds");
   if (lifetime_us != 0) {

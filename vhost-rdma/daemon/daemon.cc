@@ -108,6 +108,7 @@ json ReliabilityJson(const reliable::ReliabilityCounters& r) {
               {"delivery_holds", r.delivery_holds},
               {"delivery_acks_repeated", r.delivery_acks_repeated},
               {"missed_wakes", r.missed_wakes},
+              {"missed_deadlines", r.missed_deadlines},
               {"acks_sent", r.acks_sent},
               {"acks_received", r.acks_received},
               {"retry_exceeded", r.retry_exceeded},
