@@ -186,7 +186,9 @@ class ReliableUcTest : public ::testing::Test {
     o.token_seed = 11;
     o.rc_reset_delay_ns = rc_reset_delay_ns_;
     o.connection.receiver.packet_lifetime_ns = packet_lifetime_ns_;
-    o.idle_sweep_ns = 0;  // every turn: a missed wake is counted at once
+    // Every turn by default: a missed wake or deadline is counted at once
+    // (and no connection sleeps through a turn).
+    o.idle_sweep_ns = idle_sweep_ns_;
     la_ = std::make_unique<ReliableRnic>(*soft_a_, o);
     o.daemon_id = 2;
     o.token_seed = 22;
@@ -473,6 +475,7 @@ class ReliableUcTest : public ::testing::Test {
 
   uint64_t rc_reset_delay_ns_ = 1'000'000;  // rc mode (reliable_rc_test)
   uint64_t packet_lifetime_ns_ = 0;         // §4.2 "Late originals"
+  uint64_t idle_sweep_ns_ = 0;              // §2.1 "Turns"
   const Gid kDaemonA = HostGid(101);
   const Gid kDaemonB = HostGid(102);
   uint64_t now_ = 1'000'000'000;
