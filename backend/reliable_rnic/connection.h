@@ -131,9 +131,10 @@ class Connection {
   // Something gave this connection work: the layer pumps it at the next
   // turn, and then when its Pump says it is due (ActiveSet). Every entry
   // point that gives it work from outside its own Pump calls this: this
-  // class's OnTransportCompletion and OnPeerConnect, the Sender's Post,
-  // OnAck, OnAtomicCompletion and Fail, the Receiver's OnRecvPosted, and
-  // the layer when it starts a CONNECT.
+  // class's OnTransportCompletion (a receive; a send only where the send
+  // queue was full: Sender::OnSendCompletion) and OnPeerConnect, the
+  // Sender's Post, OnAck, OnAtomicCompletion and Fail, the Receiver's
+  // OnRecvPosted, and the layer when it starts a CONNECT.
   void Wake() {
     if (active_ != nullptr) active_->Add(init_.slot & 0xffff);
   }
