@@ -3,6 +3,7 @@
 // AckChannel (ack_channel.h): the daemon's UD ACK QP.
 #include "backend/reliable_rnic/ack_channel.h"
 
+#include <bit>
 #include <cstring>
 
 #include "backend/rnic/roce_grh.h"
@@ -33,6 +34,9 @@ AckChannel::~AckChannel() { Close(); }
 Status AckChannel::Open(Rnic& lower, RnicPd pd, const Gid& gid,
                         const AckChannelOptions& options) {
   if (lower_ != nullptr) return Status::kBusy;
+  if (!std::has_single_bit(options.recvs) || !std::has_single_bit(options.sends)) {
+    return Status::kInvalid;
+  }
   options_ = options;
   gid_ = gid;
   const uint64_t bytes = uint64_t{options.recvs} * kRecvSlotBytes +
@@ -107,7 +111,8 @@ bool AckChannel::Send(const AckAddress& to, const Ack& ack) {
   if (lower_ == nullptr || sends_posted_ - sends_done_ >= options_.sends) {
     return false;
   }
-  const uint32_t slot = static_cast<uint32_t>(sends_posted_ % options_.sends);
+  const uint32_t slot =
+      static_cast<uint32_t>(sends_posted_ & (options_.sends - 1));
   uint8_t* buf = region_.get() + uint64_t{options_.recvs} * kRecvSlotBytes +
                  uint64_t{slot} * kSendSlotBytes;
   const size_t len = EncodeAck(ack, std::span(buf, kSendSlotBytes));
@@ -134,7 +139,7 @@ bool AckChannel::HandleCompletion(const Completion& c, AckArrival* out) {
     return false;
   }
   const uint8_t* buf =
-      region_.get() + (c.wr_id % options_.recvs) * kRecvSlotBytes;
+      region_.get() + (c.wr_id & (options_.recvs - 1)) * kRecvSlotBytes;
   out->status = c.status;
   out->src_qpn = c.src_qpn;
   if (c.status != WcStatus::kSuccess || c.byte_len < kGrhBytes ||

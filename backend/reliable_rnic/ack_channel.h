@@ -25,6 +25,7 @@
 
 namespace vrdma::reliable {
 
+// Slot counts are powers of two (a slot is a mask; Open refuses others).
 struct AckChannelOptions {
   uint32_t recvs = 1024;  // §8: 4096 in a daemon; tests need fewer
   uint32_t sends = 256;

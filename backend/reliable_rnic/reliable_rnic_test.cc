@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/reliable_rnic/ack_channel.h"
 #include "backend/soft_rnic/soft_rnic.h"
 
 namespace vrdma {
@@ -475,6 +476,25 @@ TEST_F(ReliableRnicSmallTest, FullTablesRefuseWithoutTouchingTheLower) {
   EXPECT_EQ(c.mrs, 1u);
   EXPECT_EQ(c.cqs, 2u);
   EXPECT_EQ(c.qps, 1u);
+}
+
+// The ACK channel's slot counts are powers of two (a slot is a mask):
+// Open refuses others before it makes anything.
+TEST(AckChannelTest, SlotCountsArePowersOfTwo) {
+  SoftRnic soft;
+  ASSERT_EQ(soft.AddGid(kGidA), Status::kOk);
+  Result<RnicPd> pd = soft.AllocPd();
+  ASSERT_TRUE(pd.ok());
+  reliable::AckChannel bad;
+  EXPECT_EQ(bad.Open(soft, *pd, kGidA, {.recvs = 1000, .sends = 256}),
+            Status::kInvalid);
+  EXPECT_EQ(bad.Open(soft, *pd, kGidA, {.recvs = 1024, .sends = 200}),
+            Status::kInvalid);
+  EXPECT_EQ(LowerObjects(soft), 1u);  // the PD only
+  reliable::AckChannel good;
+  EXPECT_EQ(good.Open(soft, *pd, kGidA, {.recvs = 64, .sends = 16}),
+            Status::kOk);
+  good.Close();
 }
 
 }  // namespace
