@@ -5,6 +5,7 @@
 #include "backend/reliable_rnic/rc_backup.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace vrdma::reliable {
 namespace {
@@ -41,7 +42,8 @@ RcPath::~RcPath() {
 }
 
 uint64_t RcPath::HostBytes(const QpCaps& caps, const Rnic& lower) {
-  const uint64_t depth = std::max<uint32_t>(caps.max_send_wr, 1);
+  // The copies' ring is rounded up to a power of two (Slot).
+  const uint64_t depth = std::bit_ceil(std::max<uint32_t>(caps.max_send_wr, 1));
   const uint64_t sge = std::clamp<uint32_t>(caps.max_send_sge, 1, kMaxSge);
   return sizeof(RcPath) +
          depth * (sizeof(Copy) + sge * sizeof(Sge) + caps.max_inline_data) +
@@ -51,12 +53,14 @@ uint64_t RcPath::HostBytes(const QpCaps& caps, const Rnic& lower) {
 Status RcPath::Open() {
   const QpCaps& caps = init_.qp_init.caps;
   depth_ = std::max<uint32_t>(caps.max_send_wr, 1);
+  mask_ = std::bit_ceil(depth_) - 1;
   max_sge_ = std::clamp<uint32_t>(caps.max_send_sge, 1, kMaxSge);
   max_inline_ = std::min<uint32_t>(caps.max_inline_data, kMaxInline);
-  copies_ = std::make_unique<Copy[]>(depth_);
-  sges_ = std::make_unique<Sge[]>(uint64_t{depth_} * max_sge_);
+  const uint64_t slots = uint64_t{mask_} + 1;
+  copies_ = std::make_unique<Copy[]>(slots);
+  sges_ = std::make_unique<Sge[]>(slots * max_sge_);
   if (max_inline_ > 0) {
-    inline_ = std::make_unique<uint8_t[]>(uint64_t{depth_} * max_inline_);
+    inline_ = std::make_unique<uint8_t[]>(slots * max_inline_);
   }
   qps_[0] = init_.vqp;
   Result<RnicQp> b = lower_.CreateQp(init_.qp_init);
@@ -195,10 +199,10 @@ SendWr RcPath::Build(uint64_t seq) {
   w.send_flags = c.send_flags;
   w.imm_data = c.imm_data;
   w.num_sge = c.num_sge;
-  std::copy_n(&sges_[(seq % depth_) * max_sge_], c.num_sge, w.sge.begin());
+  std::copy_n(&sges_[Slot(seq) * max_sge_], c.num_sge, w.sge.begin());
   w.inline_len = c.inline_len;
   if (c.send_flags & kSendInline) {
-    w.inline_data = &inline_[(seq % depth_) * max_inline_];
+    w.inline_data = &inline_[Slot(seq) * max_inline_];
   }
   w.remote_addr = c.remote_addr;
   w.rkey = c.rkey;
@@ -212,7 +216,7 @@ bool RcPath::PostCopy(uint64_t seq, uint8_t q) {
   uint64_t len = c.inline_len;
   if (!(c.send_flags & kSendInline)) {
     len = 0;
-    const Sge* s = &sges_[(seq % depth_) * max_sge_];
+    const Sge* s = &sges_[Slot(seq) * max_sge_];
     for (int i = 0; i < c.num_sge; ++i) len += s[i].length;
   }
   const uint32_t mtu = std::max<uint32_t>(init_.attr.path_mtu_bytes, 256);
@@ -273,10 +277,10 @@ int RcPath::Post(std::span<const SendWr> wrs, Status* first_error,
     c.swap = wr.swap;
     c.first_post_ns = now;
     c.report = (wr.send_flags & kSendSignaled) || init_.qp_init.sq_sig_all;
-    std::copy_n(wr.sge.begin(), wr.num_sge, &sges_[(seq % depth_) * max_sge_]);
+    std::copy_n(wr.sge.begin(), wr.num_sge, &sges_[Slot(seq) * max_sge_]);
     if (inl && wr.inline_len > 0) {
       std::copy_n(wr.inline_data, wr.inline_len,
-                  &inline_[(seq % depth_) * max_inline_]);
+                  &inline_[Slot(seq) * max_inline_]);
     }
     ++tail_;
     // While recovering the WR waits for the takeover (held, in order).
@@ -328,7 +332,7 @@ void RcPath::DoneSuccess(uint64_t upto) {
     c.opcode = SendCompletionOpcode(e.opcode);
     if (e.opcode == WrOpcode::kRdmaRead) {
       uint64_t len = 0;
-      const Sge* g = &sges_[(s % depth_) * max_sge_];
+      const Sge* g = &sges_[Slot(s) * max_sge_];
       for (int i = 0; i < e.num_sge; ++i) len += g[i].length;
       c.byte_len = static_cast<uint32_t>(len);
     } else if (IsAtomic(e.opcode)) {

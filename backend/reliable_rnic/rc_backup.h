@@ -186,7 +186,9 @@ class RcPath {
   };
   static constexpr uint64_t kMarker = uint64_t{1} << 63;
 
-  Copy& At(uint64_t seq) { return copies_[seq % depth_]; }
+  // The ring is rounded up to a power of two: a slot is a mask.
+  uint64_t Slot(uint64_t seq) const { return seq & mask_; }
+  Copy& At(uint64_t seq) { return copies_[Slot(seq)]; }
   SendWr Build(uint64_t seq);
   bool PostCopy(uint64_t seq, uint8_t q);
   void Done(uint64_t seq, const Completion& c, bool report);
@@ -229,7 +231,7 @@ class RcPath {
   bool reset_pending_ = false;
 
   // Send copies: [head_, tail_) kept, [head_, posted_) on a lower QP.
-  uint32_t depth_ = 0, max_sge_ = 0, max_inline_ = 0;
+  uint32_t depth_ = 0, mask_ = 0, max_sge_ = 0, max_inline_ = 0;
   std::unique_ptr<Copy[]> copies_;
   std::unique_ptr<Sge[]> sges_;
   std::unique_ptr<uint8_t[]> inline_;

@@ -18,6 +18,7 @@
 #define VRDMA_BACKEND_RELIABLE_RNIC_RECV_QUEUE_H_
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -40,14 +41,16 @@ class RecvQueue {
 
   RecvQueue(uint32_t depth, uint32_t max_sge)
       : depth_(std::max<uint32_t>(depth, 1)),
+        mask_(std::bit_ceil(depth_) - 1),
         max_sge_(std::clamp<uint32_t>(max_sge, 1, kMaxSge)),
-        entries_(std::make_unique<Entry[]>(depth_)),
-        sges_(std::make_unique<Sge[]>(uint64_t{depth_} * max_sge_)) {}
+        entries_(std::make_unique<Entry[]>(uint64_t{mask_} + 1)),
+        sges_(std::make_unique<Sge[]>((uint64_t{mask_} + 1) * max_sge_)) {}
 
-  // The host bytes of a queue of depth x max_sge (§8: R x (16 + 16 r)).
+  // The host bytes of a queue of depth x max_sge (§8: R x (16 + 16 r),
+  // R rounded up to a power of two).
   static uint64_t HostBytes(uint32_t depth, uint32_t max_sge) {
     return sizeof(RecvQueue) +
-           uint64_t{std::max<uint32_t>(depth, 1)} *
+           uint64_t{std::bit_ceil(std::max<uint32_t>(depth, 1))} *
                (sizeof(Entry) +
                 sizeof(Sge) * std::clamp<uint32_t>(max_sge, 1, kMaxSge));
   }
@@ -94,8 +97,8 @@ class RecvQueue {
   uint64_t posted() const { return tail_; }
   uint64_t head() const { return head_; }
   bool Has(uint64_t seq) const { return seq >= head_ && seq < tail_; }
-  Entry& At(uint64_t seq) { return entries_[seq % depth_]; }
-  Sge* Sges(uint64_t seq) { return &sges_[(seq % depth_) * max_sge_]; }
+  Entry& At(uint64_t seq) { return entries_[seq & mask_]; }
+  Sge* Sges(uint64_t seq) { return &sges_[(seq & mask_) * max_sge_]; }
 
   // Receive seq completed with c (reported by Report, in order).
   void Finish(uint64_t seq, const Completion& c) {
@@ -113,7 +116,7 @@ class RecvQueue {
     }
   }
   bool unreported() const {
-    return head_ < tail_ && entries_[head_ % depth_].done;
+    return head_ < tail_ && entries_[head_ & mask_].done;
   }
 
   // The QP went to ERR: every receive not completed completes
@@ -216,6 +219,8 @@ class RecvQueue {
   }
 
   const uint32_t depth_;
+  // The ring is rounded up to a power of two: a slot is seq & mask_.
+  const uint32_t mask_;
   const uint32_t max_sge_;
   std::unique_ptr<Entry[]> entries_;
   std::unique_ptr<Sge[]> sges_;
