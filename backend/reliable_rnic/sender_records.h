@@ -1,8 +1,9 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 //
-// The Sender's records (sender.h), shared by its two files: sender.cc
-// (messages, chunks, ACKs, losses) and sender_read.cc (READ and atomics,
-// step 13). Not for anyone else.
+// The Sender's records (sender.h), shared by its three files: sender.cc
+// (messages, chunks, completions), sender_acks.cc (ACKs, losses,
+// retransmissions) and sender_read.cc (READ and atomics, step 13). Not
+// for anyone else.
 #ifndef VRDMA_BACKEND_RELIABLE_RNIC_SENDER_RECORDS_H_
 #define VRDMA_BACKEND_RELIABLE_RNIC_SENDER_RECORDS_H_
 
