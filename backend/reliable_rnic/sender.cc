@@ -572,16 +572,11 @@ void Sender::Complete() {
 uint64_t Sender::Pump(uint64_t now_ns) {
   DetectLosses(now_ns);
   CheckBudget(now_ns);
-  // Room first (chunk records, READ records, the head message: an atomic
-  // is posted only at the head), then what it lets go.
-  PopChunks();
-  PopResponses(now_ns);
-  Complete();
   SendRetransmissions(now_ns);
   SendResponses(now_ns);  // a responder answers before it asks (step 13)
   SendNewChunks(now_ns);
-  // A send that failed the QP completes its WRs here; room that makes
-  // for another send is the next turn's.
+  // What this pump freed (chunk and READ records, the head message: an
+  // atomic is posted only at the head) is the next turn's to use.
   const uint64_t heads = head_ + chunk_head_ + resp_head_;
   PopChunks();
   PopResponses(now_ns);
@@ -602,13 +597,8 @@ uint64_t Sender::NextDueNs(uint64_t now_ns) {
   // CheckBudget: the oldest undelivered message's retry budget.
   const uint64_t budget = conn_.retry_budget_ns();
   if (budget != 0) {
-    for (uint64_t s = head_; s < tail_; ++s) {
-      const Msg& m = MsgAt(s);
-      if (m.state != MsgState::kQueued) continue;
-      if (m.started && !m.atomic_posted) {
-        due = std::min(due, m.t_budget_ns + budget + 1);
-      }
-      break;
+    if (const uint64_t s = BudgetHead(); s != tail_) {
+      due = std::min(due, MsgAt(s).t_budget_ns + budget + 1);
     }
     // PopResponses: a READ answered past the budget is dropped.
     for (uint64_t s = resp_head_; s < resp_tail_; ++s) {

@@ -276,6 +276,9 @@ class Sender {
   void PopChunks();
   // Pump's answer when something is pending (Pump).
   uint64_t NextDueNs(uint64_t now_ns);
+  // The message whose retry budget CheckBudget watches (§1): the oldest
+  // undelivered, if it started and is no atomic on the RC QP; else tail_.
+  uint64_t BudgetHead();
 
   Connection& conn_;
   const SenderParams p_;

@@ -259,18 +259,24 @@ void Sender::UndoIfSpurious(const Xmit& x, uint64_t t4_ns) {
   }
 }
 
+uint64_t Sender::BudgetHead() {
+  for (uint64_t s = head_; s < tail_; ++s) {
+    const Msg& m = MsgAt(s);
+    if (m.state != MsgState::kQueued) continue;
+    // The oldest undelivered one started first; an atomic on the RC QP is
+    // bounded by that QP's own retries.
+    return m.started && !m.atomic_posted ? s : tail_;
+  }
+  return tail_;
+}
+
 void Sender::CheckBudget(uint64_t now_ns) {
   const uint64_t budget = conn_.retry_budget_ns();
-  if (budget == 0) return;
-  for (uint64_t s = head_; s < tail_; ++s) {
-    Msg& m = MsgAt(s);
-    if (m.state != MsgState::kQueued) continue;
-    if (m.atomic_posted) return;  // the RC QP's own retries bound it
-    if (m.started && now_ns - m.t_budget_ns > budget) {
-      ++conn_.counters().retry_exceeded;
-      FailFrom(s, WcStatus::kRetryExcErr);
-    }
-    return;  // the oldest undelivered one started first
+  const uint64_t s = BudgetHead();
+  if (budget == 0 || s == tail_) return;
+  if (now_ns - MsgAt(s).t_budget_ns > budget) {
+    ++conn_.counters().retry_exceeded;
+    FailFrom(s, WcStatus::kRetryExcErr);
   }
 }
 
