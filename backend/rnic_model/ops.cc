@@ -205,8 +205,12 @@ void Simulator::StallRx(HostId hid, Picos until) {
 Picos Simulator::PortStart(HostId hid) const {
   const Host& h = hosts_[hid];
   if (!fabric_.lossless) return now_;  // no PFC: the NIC drops instead
-  const Picos limit = now_ + h.p.rx_backlog_limit_ps;
-  return h.rx_free > limit ? h.rx_free - h.p.rx_backlog_limit_ps : now_;
+  // The NIC's backlog as the packet would find it: at its arrival, one
+  // hop later (the lossy drop in OnPortDone measures it there too). The
+  // packets still on the wire are no backlog: measured from now, a long
+  // hop would hold the port for its whole propagation per packet.
+  const Picos wait = fabric_.link_propagation_ps + h.p.rx_backlog_limit_ps;
+  return h.rx_free > now_ + wait ? h.rx_free - wait : now_;
 }
 
 // ---- receive WQEs and UD ---------------------------------------------------

@@ -101,6 +101,28 @@ TEST(Simulator, SegmentsIntoMtuPacketsAndSerializesAtLineRate) {
   EXPECT_LT(sink.cqes[0].time - sink.cqes[0].post_time, ser + NsToPs(5000));
 }
 
+// A long hop delays a lossless stream by its propagation once, not per
+// packet: the switch port does not count the packets still on the wire to
+// the NIC as the NIC's backlog (PFC pauses for the NIC's own backlog).
+TEST(Simulator, LongHopsPipelineALosslessStream) {
+  NicParams p = ConnectX6RoCE100();
+  FabricParams f;
+  f.link_propagation_ps = NsToPs(100'000);
+  Pair t(p, f);
+  Collect sink;
+  t.sim.set_completion_sink(&sink);
+  Wr w = Write(1, 100 * 4096);  // 100 packets
+  ASSERT_EQ(t.sim.PostSend(t.qa, {&w, 1}), 1);
+  t.sim.RunUntil(NsToPs(100e6));
+  ASSERT_EQ(sink.cqes.size(), 1u);
+  // Four hops there and back, the serialization, and the NIC's own work:
+  // well under a millisecond (one packet per hop would take 10 ms).
+  const Picos took = sink.cqes[0].time - sink.cqes[0].post_time;
+  EXPECT_GT(took, 4 * f.link_propagation_ps + 100 * p.wire_time_ps(4096));
+  EXPECT_LT(took, 4 * f.link_propagation_ps + 100 * p.wire_time_ps(4096) +
+                      NsToPs(50'000));
+}
+
 TEST(Simulator, SelectiveSignalingAndSigAll) {
   NicParams p = ConnectX6RoCE100();
   Pair t(p, FabricParams{});
