@@ -6,8 +6,9 @@
 // InprocFabric with no latency (but in one row) and no loss, the layers
 // joined by an InprocPeerLink, RC QPs from a VM on A to a VM on B (1, then
 // 8; and, for 64 B WRITE under 100 ms, 1 beside 255 connected idle ones,
-// and 8 with 20 us of fabric latency: the turns while their ACKs travel
-// cost what a QP waiting only for timers costs). Each
+// and 8 with 200 us of fabric latency: the turns while their ACKs travel
+// cost what a QP waiting only for timers costs). The 100 ms rows run again
+// over the RNIC model, which moves no payload on this core (Lower). Each
 // case (64 B WRITE, 64 B SEND, 64 KiB WRITE; 32 WRs outstanding per QP,
 // every one signaled) runs on fresh hosts with both VMs native (the layer
 // passes every call down) and with both in uc mode, under the window's
@@ -28,8 +29,8 @@
 //   build/bench/micro/reliable_cost [wrs [reps [case [mode]]]]
 //   (wrs per 64 B case, default 30000; 64 KiB: wrs / 10; the least busy of
 //   reps runs, default 3; case: only the cases whose label contains it,
-//   the label being "<case>, <QPs> QPs, <target> us", as "64 KiB" or
-//   "64 KiB WRITE, 1 QPs, 100000 us", for a profiler; mode: the framed
+//   the label being "<case>, <QPs> QPs, <target> us, <lower>", as "64 KiB"
+//   or "64 KiB WRITE, 1 QPs, 100000 us, soft", for a profiler; mode: the framed
 //   mode measured beside native, uc (default) or rc)
 #include <algorithm>
 #include <array>
@@ -45,6 +46,7 @@
 #include "backend/fabric/inproc_fabric.h"
 #include "backend/reliable_rnic/inproc_peer_link.h"
 #include "backend/reliable_rnic/reliable_rnic.h"
+#include "backend/rnic_model/model_rnic.h"
 #include "backend/soft_rnic/soft_rnic.h"
 
 namespace vrdma::bench {
@@ -193,9 +195,23 @@ Gid HostGid(uint8_t id) {
   return Gid{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, id};
 }
 
-// One host: SoftRnic, the TimedRnic over it, the layer over that, a VM.
+// The RNIC below the layers. SoftRnic moves every payload byte on this
+// core (gathered into a packet, queued on the InprocFabric, placed at the
+// receiver: three copies of each WR's bytes, which also evict the layer's
+// state from the core's caches). The RNIC model (a ConnectX-6 100G) moves
+// none, as a hardware RNIC's DMA does not pass through the daemon core's
+// caches. Its virtual clock is the layers' clock and advances kModelTurnNs
+// per loop turn, outside every timed call: long enough that a turn finds
+// as many WRs done as over SoftRnic (0.27 turns per 64 KiB WR on each),
+// so a turn's fixed cost weighs on a WR as it does there. Only the 100 ms
+// rows: a turn adds up to 20 us at each end of every RTT, more than the
+// 10 us target of §4.5 allows.
+enum class Lower { kSoft, kModel };
+constexpr uint64_t kModelTurnNs = 20'000;
+
+// One host: its lower RNIC, the TimedRnic over it, the layer over that, a VM.
 struct Host {
-  std::unique_ptr<SoftRnic> soft;
+  std::unique_ptr<Rnic> lower;
   std::unique_ptr<TimedRnic> timed;
   std::unique_ptr<ReliableRnic> layer;
   std::unique_ptr<Link> link;
@@ -229,18 +245,39 @@ class Rig {
  public:
   // qps QPs carry the WRs; `idle` more are connected (in the same mode)
   // and carry nothing; every packet takes latency_ns on the fabric.
-  Rig(ReliabilityMode mode, uint32_t qps, uint32_t idle, uint64_t latency_ns,
-      uint64_t target_ns, bool* ok)
+  Rig(Lower lower, ReliabilityMode mode, uint32_t qps, uint32_t idle,
+      uint64_t latency_ns, uint64_t target_ns, bool* ok)
       : busy_(qps) {
-    fabric_ = std::make_unique<fabric::InprocFabric>(fabric::InprocFabricOptions{
-        .queue_packets = 16384, .latency_ns = latency_ns});
+    if (lower == Lower::kSoft) {
+      fabric_ =
+          std::make_unique<fabric::InprocFabric>(fabric::InprocFabricOptions{
+              .queue_packets = 16384, .latency_ns = latency_ns});
+    } else {
+      model::FabricParams fp;
+      // Two hops (host, switch, host): latency_ns one way.
+      fp.link_propagation_ps =
+          model::NsToPs(std::max<uint64_t>(latency_ns / 2, 100));
+      world_ = std::make_unique<model::ModelWorld>(fp, 1);
+    }
     for (int h = 0; h < 2; ++h) {
       Host& x = host_[h];
-      x.soft = std::make_unique<SoftRnic>(DefaultSoftRnicLimits(), NowNs,
-                                          fabric_->AddPort());
-      x.timed = std::make_unique<TimedRnic>(*x.soft);
+      if (lower == Lower::kSoft) {
+        x.lower = std::make_unique<SoftRnic>(DefaultSoftRnicLimits(), NowNs,
+                                             fabric_->AddPort());
+      } else {
+        auto m = std::make_unique<model::ModelRnic>(*world_,
+                                                    model::ConnectX6RoCE100());
+        m->set_progress_quantum(0);  // Turn() runs the world
+        x.lower = std::move(m);
+      }
+      x.timed = std::make_unique<TimedRnic>(*x.lower);
       ReliableRnicOptions o;
-      o.clock = NowNs;
+      if (world_) {
+        model::ModelWorld* w = world_.get();
+        o.clock = [w] { return w->sim().now() / model::kPicosPerNano; };
+      } else {
+        o.clock = NowNs;
+      }
       o.daemon_id = 1 + h;
       o.token_seed = 11 + h;
       o.connection.sender.window.target_delay_ns = target_ns;
@@ -363,6 +400,7 @@ class Rig {
         x->tally.Add(t0, NowNs());
       }
       link_turn();
+      RunWorld();
       // Each CQ until it is empty.
       for (int got = 64; got == 64;) {
         got = Poll(a, a.scq, out, &f->ok);
@@ -464,6 +502,13 @@ class Rig {
   void Turn() {
     for (Host& x : host_) x.layer->Progress();
     link_turn();
+    RunWorld();
+  }
+  // The model's virtual time moves one turn on (untimed: the model is the
+  // card, not the host's CPU).
+  void RunWorld() {
+    if (world_)
+      world_->sim().RunUntil(world_->sim().now() + model::NsToPs(kModelTurnNs));
   }
   void link_turn() {
     host_[0].link->Deliver(*host_[0].layer);
@@ -481,7 +526,8 @@ class Rig {
     return std::max(n, 0);
   }
 
-  std::unique_ptr<fabric::InprocFabric> fabric_;
+  std::unique_ptr<fabric::InprocFabric> fabric_;  // Lower::kSoft
+  std::unique_ptr<model::ModelWorld> world_;      // Lower::kModel
   std::array<Host, 2> host_;
   reliable::ReliabilityCounters base_[2];
 };
@@ -502,12 +548,12 @@ double ClockNs() {
   return best;
 }
 
-Figures MeasureOnce(const Case& c, ReliabilityMode mode, uint32_t qps,
-                    uint32_t idle, uint64_t latency_ns, uint64_t target_ns,
-                    uint64_t n) {
+Figures MeasureOnce(const Case& c, Lower lower, ReliabilityMode mode,
+                    uint32_t qps, uint32_t idle, uint64_t latency_ns,
+                    uint64_t target_ns, uint64_t n) {
   Figures f;
   bool ok = false;
-  Rig rig(mode, qps, idle, latency_ns, target_ns, &ok);
+  Rig rig(lower, mode, qps, idle, latency_ns, target_ns, &ok);
   if (!ok) return f;
   f.ok = true;
   if (!rig.Run(c, n / 10 + 1, &f, false)) return f.ok = false, f;  // warm-up
@@ -519,12 +565,13 @@ Figures MeasureOnce(const Case& c, ReliabilityMode mode, uint32_t qps,
 // The least busy of `reps` runs on fresh hosts (the least time on both
 // hosts together): this machine is shared, and a run that was preempted
 // also sees its timers expire (RTOs on a lossless fabric).
-Figures Measure(const Case& c, ReliabilityMode mode, uint32_t qps,
+Figures Measure(const Case& c, Lower lower, ReliabilityMode mode, uint32_t qps,
                 uint32_t idle, uint64_t latency_ns, uint64_t target_ns,
                 uint64_t n, int reps) {
   Figures best;
   for (int r = 0; r < reps; ++r) {
-    Figures f = MeasureOnce(c, mode, qps, idle, latency_ns, target_ns, n);
+    Figures f =
+        MeasureOnce(c, lower, mode, qps, idle, latency_ns, target_ns, n);
     if (!f.ok) return f;
     if (!best.ok ||
         f.host[0].ns + f.host[1].ns < best.host[0].ns + best.host[1].ns)
@@ -563,12 +610,15 @@ int main(int argc, char** argv) {
   // single-threaded loop itself adds (every WR's turn on both hosts).
   const uint64_t targets_ns[] = {10'000, 100'000'000};
   std::printf(
-      "reliable_cost: two hosts in one thread (SoftRnic on InprocFabric, no "
-      "latency unless a row says so,"
-      " no loss), RC QPs, %u WRs outstanding on each, all signaled, MTU %u; "
+      "reliable_cost: two hosts in one thread (lower soft: SoftRnic on "
+      "InprocFabric, no latency unless a row says so, no loss; lower model: "
+      "the RNIC model, cx6-100, lossless, no payload moved, %lu us of virtual "
+      "time per turn), RC QPs, %u WRs outstanding on each, all signaled, MTU "
+      "%u; "
       "clock"
       " %.1f ns/read (taken out); the least busy of %d runs\n",
-      kOutstanding, kMtu, clock_ns, reps);
+      static_cast<unsigned long>(kModelTurnNs / 1000), kOutstanding, kMtu,
+      clock_ns, reps);
   std::printf(
       "ns per guest WR. host = the host's calls on the layer; layer = host - "
       "its lower"
@@ -576,95 +626,107 @@ int main(int argc, char** argv) {
       "on a"
       " host\n\n");
   std::printf(
-      "| case | QPs | target us | WRs | native A | native B | %s A | %s B | "
+      "| case | QPs | target us | lower | WRs | native A | native B | %s A | "
+      "%s B | "
       "layer %s A (sender) |"
       " layer %s B (receiver) | %s-native A | %s-native B | layer in native "
       "A/B |"
       " turns/WR native, %s | goal <= %lu ns |\n",
       fm, fm, fm, fm, fm, fm, fm, static_cast<unsigned long>(kGoalNs));
   std::printf(
-      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   bool all_ok = true;
   std::vector<std::string> notes;
+  const struct {
+    Lower lower;
+    const char* name;
+  } lowers[] = {{Lower::kSoft, "soft"}, {Lower::kModel, "model"}};
   for (const Case& c : cases) {
     for (const QpSet& set : qp_sets) {
       const uint32_t qps = set.busy;
       for (uint64_t target : targets_ns) {
-        // Idle QPs and latency only for the 64 B WRITE under 100 ms.
-        if ((set.idle > 0 || set.latency_ns > 0) &&
-            (c.len > 64 || c.op != Op::kWrite || target != targets_ns[1])) {
-          continue;
+        for (const auto& [lower, lower_name] : lowers) {
+          // Idle QPs and latency only for the 64 B WRITE under 100 ms.
+          if ((set.idle > 0 || set.latency_ns > 0) &&
+              (c.len > 64 || c.op != Op::kWrite || target != targets_ns[1])) {
+            continue;
+          }
+          if (lower == Lower::kModel && target != targets_ns[1]) continue;
+          const std::string qps_text =
+              std::to_string(qps) +
+              (set.idle > 0 ? " + " + std::to_string(set.idle) + " idle" : "") +
+              (set.latency_ns > 0
+                   ? ", " + std::to_string(set.latency_ns / 1000) + " us away"
+                   : "");
+          const std::string label = std::string(c.name) + ", " + qps_text +
+                                    " QPs, " + std::to_string(target / 1000) +
+                                    " us, " + lower_name;
+          if (label.find(only) == std::string::npos) continue;
+          const uint64_t wrs = c.len > 4096 ? n / 10 : n;
+          const Figures nat =
+              Measure(c, lower, vrdma::ReliabilityMode::kNative, qps, set.idle,
+                      set.latency_ns, target, wrs, reps);
+          const Figures uc = Measure(c, lower, framed, qps, set.idle,
+                                     set.latency_ns, target, wrs, reps);
+          if (!nat.ok || !uc.ok) {
+            std::printf(
+                "| %s | %s | %lu | %s | FAILED to run (native %s, uc %s) |\n",
+                c.name, qps_text.c_str(),
+                static_cast<unsigned long>(target / 1000), lower_name,
+                nat.ok ? "ok" : "failed", uc.ok ? "ok" : "failed");
+            all_ok = false;
+            continue;
+          }
+          auto host_ns = [&](const Figures& f, int h) {
+            return (static_cast<double>(f.host[h].ns) -
+                    clock_ns * f.host[h].calls) /
+                   f.wrs;
+          };
+          auto layer_ns = [&](const Figures& f, int h) {
+            return (static_cast<double>(f.host[h].ns) -
+                    static_cast<double>(f.lower[h].ns) -
+                    clock_ns * (f.host[h].calls + f.lower[h].calls)) /
+                   f.wrs;
+          };
+          auto turns = [](const Figures& f) {
+            return static_cast<double>(f.turns) / f.wrs;
+          };
+          const double ls = layer_ns(uc, 0), lr = layer_ns(uc, 1);
+          const bool pass = ls <= kGoalNs && lr <= kGoalNs;
+          std::printf(
+              "| %s | %s | %lu | %s | %lu | %.0f | %.0f | %.0f | %.0f | %.0f | "
+              "%.0f | "
+              "%.0f | %.0f |"
+              " %.0f / %.0f | %.2f, %.2f | %s |\n",
+              c.name, qps_text.c_str(),
+              static_cast<unsigned long>(target / 1000), lower_name,
+              static_cast<unsigned long>(uc.wrs), host_ns(nat, 0),
+              host_ns(nat, 1), host_ns(uc, 0), host_ns(uc, 1), ls, lr,
+              host_ns(uc, 0) - host_ns(nat, 0),
+              host_ns(uc, 1) - host_ns(nat, 1), layer_ns(nat, 0),
+              layer_ns(nat, 1), turns(nat), turns(uc), pass ? "pass" : "FAIL");
+          // The measured WRs' share of the layers' counters.
+          auto d = [&](int h, uint64_t reliable::ReliabilityCounters::*m) {
+            return static_cast<unsigned long>(uc.after[h].*m - uc.before[h].*m);
+          };
+          using C = reliable::ReliabilityCounters;
+          char line[512];
+          std::snprintf(
+              line, sizeof line,
+              "%s, %s QPs, target %lu us, %s, %s: A chunks %lu, SEND units "
+              "%lu, units resent %lu, RTO"
+              " losses %lu, ACKs used %lu; B ACKs sent %lu, deliveries "
+              "%lu; lower calls"
+              " per WR: A %.1f, B %.1f",
+              c.name, qps_text.c_str(),
+              static_cast<unsigned long>(target / 1000), lower_name, fm,
+              d(0, &C::chunks_sent), d(0, &C::sends_sent), d(0, &C::retx_sent),
+              d(0, &C::lost_rto), d(0, &C::acks_received), d(1, &C::acks_sent),
+              d(1, &C::messages_delivered),
+              static_cast<double>(uc.lower[0].calls) / uc.wrs,
+              static_cast<double>(uc.lower[1].calls) / uc.wrs);
+          notes.push_back(line);
         }
-        const std::string qps_text =
-            std::to_string(qps) +
-            (set.idle > 0 ? " + " + std::to_string(set.idle) + " idle" : "") +
-            (set.latency_ns > 0
-                 ? ", " + std::to_string(set.latency_ns / 1000) + " us away"
-                 : "");
-        const std::string label = std::string(c.name) + ", " + qps_text +
-                                  " QPs, " + std::to_string(target / 1000) +
-                                  " us";
-        if (label.find(only) == std::string::npos) continue;
-        const uint64_t wrs = c.len > 4096 ? n / 10 : n;
-        const Figures nat =
-            Measure(c, vrdma::ReliabilityMode::kNative, qps, set.idle,
-                    set.latency_ns, target, wrs, reps);
-        const Figures uc = Measure(c, framed, qps, set.idle, set.latency_ns,
-                                   target, wrs, reps);
-        if (!nat.ok || !uc.ok) {
-          std::printf("| %s | %s | %lu | FAILED to run (native %s, uc %s) |\n",
-                      c.name, qps_text.c_str(), static_cast<unsigned long>(target / 1000),
-                      nat.ok ? "ok" : "failed", uc.ok ? "ok" : "failed");
-          all_ok = false;
-          continue;
-        }
-        auto host_ns = [&](const Figures& f, int h) {
-          return (static_cast<double>(f.host[h].ns) -
-                  clock_ns * f.host[h].calls) /
-                 f.wrs;
-        };
-        auto layer_ns = [&](const Figures& f, int h) {
-          return (static_cast<double>(f.host[h].ns) -
-                  static_cast<double>(f.lower[h].ns) -
-                  clock_ns * (f.host[h].calls + f.lower[h].calls)) /
-                 f.wrs;
-        };
-        auto turns = [](const Figures& f) {
-          return static_cast<double>(f.turns) / f.wrs;
-        };
-        const double ls = layer_ns(uc, 0), lr = layer_ns(uc, 1);
-        const bool pass = ls <= kGoalNs && lr <= kGoalNs;
-        std::printf(
-            "| %s | %s | %lu | %lu | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | "
-            "%.0f | %.0f |"
-            " %.0f / %.0f | %.2f, %.2f | %s |\n",
-            c.name, qps_text.c_str(), static_cast<unsigned long>(target / 1000),
-            static_cast<unsigned long>(uc.wrs), host_ns(nat, 0),
-            host_ns(nat, 1), host_ns(uc, 0), host_ns(uc, 1), ls, lr,
-            host_ns(uc, 0) - host_ns(nat, 0), host_ns(uc, 1) - host_ns(nat, 1),
-            layer_ns(nat, 0), layer_ns(nat, 1), turns(nat), turns(uc),
-            pass ? "pass" : "FAIL");
-        // The measured WRs' share of the layers' counters.
-        auto d = [&](int h, uint64_t reliable::ReliabilityCounters::*m) {
-          return static_cast<unsigned long>(uc.after[h].*m - uc.before[h].*m);
-        };
-        using C = reliable::ReliabilityCounters;
-        char line[512];
-        std::snprintf(line, sizeof line,
-                      "%s, %s QPs, target %lu us, %s: A chunks %lu, SEND units "
-                      "%lu, units resent %lu, RTO"
-                      " losses %lu, ACKs used %lu; B ACKs sent %lu, deliveries "
-                      "%lu; lower calls"
-                      " per WR: A %.1f, B %.1f",
-                      c.name, qps_text.c_str(),
-                      static_cast<unsigned long>(target / 1000), fm,
-                      d(0, &C::chunks_sent), d(0, &C::sends_sent),
-                      d(0, &C::retx_sent), d(0, &C::lost_rto),
-                      d(0, &C::acks_received), d(1, &C::acks_sent),
-                      d(1, &C::messages_delivered),
-                      static_cast<double>(uc.lower[0].calls) / uc.wrs,
-                      static_cast<double>(uc.lower[1].calls) / uc.wrs);
-        notes.push_back(line);
       }
     }
   }
