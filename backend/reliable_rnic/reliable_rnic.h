@@ -270,6 +270,8 @@ class ReliableRnic : public Rnic {
                   Status* first_error) override;
   // The CQ's synthesized completions first, then the lower CQ's.
   int PollCq(RnicCq cq, std::span<Completion> out) override;
+  // A unit (§2.3) on a QP carried in uc mode; the lower's elsewhere.
+  uint32_t PieceGranule(RnicQp qp) const override;
   // The lower CQ's count (kWait is the lower's, which sees only its own).
   uint64_t CqProduced(RnicCq cq) const override {
     return lower_.CqProduced(cq);

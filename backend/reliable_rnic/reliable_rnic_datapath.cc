@@ -31,6 +31,17 @@ int ReliableRnic::PostSend(RnicQp qp, std::span<const SendWr> wrs,
   return lower_.PostSend(qp, wrs, first_error);
 }
 
+uint32_t ReliableRnic::PieceGranule(RnicQp qp) const {
+  if (link_ != nullptr) {
+    const reliable::VirtualQp* v = qps_.Find(qp.id);
+    if (v != nullptr && v->conn != nullptr &&
+        v->conn->state() != reliable::ConnState::kNative) {
+      return static_cast<uint32_t>(reliable::kUnitSize);
+    }
+  }
+  return lower_.PieceGranule(qp);
+}
+
 int ReliableRnic::PostRecv(RnicQp qp, std::span<const RecvWr> wrs,
                            Status* first_error) {
   if (link_ != nullptr) {

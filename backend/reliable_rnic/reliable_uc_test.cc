@@ -28,6 +28,8 @@ TEST_F(ReliableUcTest, BothEndsConnectInUcMode) {
   EXPECT_EQ(la_->counters().connects_uc, 1u);
   EXPECT_EQ(lb_->counters().connects_uc, 1u);
   EXPECT_EQ(la_->counters().peer[peer::PeerCheck::kOk] + 0, link_b_->sent);
+  // A scheduler above slices its WRs in whole units (scheduler.md "Split").
+  EXPECT_EQ(la_->PieceGranule(qa_), reliable::kUnitSize);
 }
 
 TEST_F(ReliableUcTest, WriteOfEverySizeClass) {
@@ -88,6 +90,7 @@ TEST_F(ReliableUcTest, NativeWhenThePeersVmIsNative) {
   EXPECT_EQ(ka->state(), ConnState::kNative);
   EXPECT_EQ(lb_->FindConnection(qb_.qpn), nullptr);
   EXPECT_EQ(la_->counters().connects_native, 1u);
+  EXPECT_EQ(la_->PieceGranule(qa_), 1u);  // the lower RC QP's: any size
   PostAndVerify({{1, 0, 0, 10000}, {2, 50, 20000, 0}, {3, 7, 40000, 70000}}, 5000);
   EXPECT_EQ(la_->counters().chunks_sent, 0u);  // the lower RC QP carried them
 }

@@ -600,6 +600,12 @@ class Rnic {
                           Status* first_error) = 0;
   // Up to out.size() completions, oldest first.
   virtual int PollCq(RnicCq cq, std::span<Completion> out) = 0;
+  // The size a scheduler that slices this QP's WRs should make its pieces
+  // whole multiples of (sched::PieceBytes): 1 (any size) on an RNIC, the
+  // reliability layer's unit on a QP it carries in software
+  // (docs/reliability.md §2.3), where a piece ending inside a unit still
+  // takes that whole unit of the window. Data path: a lookup, no locks.
+  virtual uint32_t PieceGranule(RnicQp) const { return 1; }
   // Completions cq has produced since it was created (cross-channel
   // RNICs; kWait counts against it). 0 elsewhere.
   virtual uint64_t CqProduced(RnicCq) const { return 0; }

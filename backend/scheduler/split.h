@@ -38,6 +38,15 @@ void BuildPiece(const SendWr& whole, uint32_t offset, uint32_t length,
 int SliceSges(std::span<const Sge> in, uint64_t offset, uint64_t length,
               std::span<Sge> out);
 
+// The piece length for a policy's chunk_bytes on a QP whose RNIC prefers
+// whole multiples of `granule` (Rnic::PieceGranule): chunk_bytes rounded
+// down to one, unless it is below one granule (then kept: the policy
+// wants smaller pieces than the granule more than it wants whole ones).
+inline uint32_t PieceBytes(uint32_t chunk_bytes, uint32_t granule) {
+  if (granule <= 1 || chunk_bytes < granule) return chunk_bytes;
+  return chunk_bytes - chunk_bytes % granule;
+}
+
 // Copies a WR's meaningful fields (its used SGEs, not the whole array).
 void CopyWr(const SendWr& src, SendWr* dst);
 

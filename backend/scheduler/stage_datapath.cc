@@ -250,12 +250,13 @@ Stage::Stop Stage::Plan(FlowStorage& f, uint32_t* count) {
       stop = Stop::kPaced;
       break;
     }
-    // The piece: the whole WR, or the next chunk of it. A SEND's chunk is
-    // fixed by its first piece (the receiver was told its slices).
+    // The piece: the whole WR, or the next chunk of it, in whole granules
+    // of the RNIC's. A SEND's chunk is fixed by its first piece (the
+    // receiver was told its slices).
     uint32_t chunk = e.chunk;
     if (chunk == 0 && c.chunk_bytes > 0 && e.total > c.chunk_bytes &&
         Splittable(wr, f.spec.type, f.reassembles)) {
-      chunk = c.chunk_bytes;
+      chunk = PieceBytes(c.chunk_bytes, rnic_.PieceGranule(f.spec.qp));
     }
     const bool split = chunk != 0;
     const uint32_t length = split ? std::min(e.total - offset, chunk)

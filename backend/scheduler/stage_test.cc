@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/rnic/testing/fake_rnic.h"
+#include "backend/scheduler/split.h"
 #include "gtest/gtest.h"
 
 namespace vrdma::sched {
@@ -343,6 +344,29 @@ TEST_F(StageTest, SplitWriteBecomesPiecesAtOffsetsWithOneCompletion) {
   EXPECT_EQ(stage_.flow_account(flow_).pieces_posted, 16u);
   EXPECT_EQ(stage_.flow_account(flow_).wrs_split, 1u);
   EXPECT_EQ(stage_.tenant_account(7).wrs_split, 1u);
+}
+
+// Justitia's 5000-byte pieces over a QP the reliability layer carries in
+// 4 KiB units (Rnic::PieceGranule): whole units, so no piece ends in a
+// partial unit that takes a whole one of the layer's window.
+TEST_F(StageTest, PiecesAreWholeGranulesOfTheRnic) {
+  rnic_.piece_granule = 4096;
+  policy::FlowControl c;
+  c.chunk_bytes = 5000;
+  policy_.M().Configure(flow_, c);
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 10000, true), 1));
+  ASSERT_TRUE(Submit(Wr(WrOpcode::kRdmaWrite, 4500, true), 2));
+  Run();
+  // 10000 = 4096 + 4096 + 1808; 4500 fits the policy's 5000: whole.
+  ASSERT_EQ(Posted().size(), 4u);
+  EXPECT_EQ(Posted()[0].total_length(), 4096u);
+  EXPECT_EQ(Posted()[1].total_length(), 4096u);
+  EXPECT_EQ(Posted()[2].total_length(), 1808u);
+  EXPECT_EQ(Posted()[3].total_length(), 4500u);
+  // Below a granule the policy's size stands.
+  EXPECT_EQ(PieceBytes(1000, 4096), 1000u);
+  EXPECT_EQ(PieceBytes(5000, 1), 5000u);
+  EXPECT_EQ(PieceBytes(8192, 4096), 8192u);
 }
 
 TEST_F(StageTest, WriteWithImmIsSplitOnlyWhenTheReceiverReassembles) {

@@ -101,6 +101,7 @@ class FakeRnic final : public Rnic {
   bool deliver = false;
   uint32_t sq_capacity = 1u << 20;  // PostSend says kNoResource beyond
   bool resize_supported = true;
+  uint32_t piece_granule = 1;  // what PieceGranule says for every QP
   // Slow control calls (rnic.h): `beside` is what control_beside_data_path
   // says. With slow_call set, every control call but the GIDs'
   // hands its bookkeeping to slow_call(work) on the calling thread: a test may
@@ -297,6 +298,8 @@ class FakeRnic final : public Rnic {
     Slow([&] { out = ahs.erase(ah.id) ? Status::kOk : Status::kBadHandle; });
     return out;
   }
+
+  uint32_t PieceGranule(RnicQp) const override { return piece_granule; }
 
   int PostSend(RnicQp qp, std::span<const SendWr> wrs, Status* err) override {
     Qp& q = qps.at(qp.id);
