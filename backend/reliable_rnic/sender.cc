@@ -570,6 +570,14 @@ void Sender::Complete() {
 }
 
 uint64_t Sender::Pump(uint64_t now_ns) {
+  // Nothing posted, in flight, to resend or to answer, and no record left
+  // to pop: every step below would do nothing (most of a receiving host's
+  // senders, pumped for their receivers).
+  if (head_ == tail_ && inflight_xmits_ == 0 && resp_head_ == resp_tail_ &&
+      chunk_head_ == chunk_tail_ && retx_head_ == retx_tail_ &&
+      !tail_retx_any_) {
+    return UINT64_MAX;
+  }
   DetectLosses(now_ns);
   CheckBudget(now_ns);
   SendRetransmissions(now_ns);
