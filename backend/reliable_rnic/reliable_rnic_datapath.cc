@@ -34,8 +34,7 @@ int ReliableRnic::PostSend(RnicQp qp, std::span<const SendWr> wrs,
 uint32_t ReliableRnic::PieceGranule(RnicQp qp) const {
   if (link_ != nullptr) {
     const reliable::VirtualQp* v = qps_.Find(qp.id);
-    if (v != nullptr && v->conn != nullptr &&
-        v->conn->state() != reliable::ConnState::kNative) {
+    if (v != nullptr && CurrentMode(*v) == reliable::QpMode::kUc) {
       return static_cast<uint32_t>(reliable::kUnitSize);
     }
   }
