@@ -67,11 +67,24 @@ run_client() { # tag cmd args... (connects to PEER_IP, retrying until the server
 }
 
 # The same for tools that take their whole command line (no PT_COMMON).
-run_cmd_server() { # tag cmd args...
+# -r <s>: perftest -R's restart (see run_cmd_client): each attempt ends
+# after <s> seconds, and one that timed out before its result table
+# ("#bytes") starts again, up to three attempts.
+run_cmd_server() { # [-r <s>] tag cmd args...
+  limit=${PT_TIMEOUT:-180} attempts=1
+  [ "$1" = -r ] && { limit=$2 attempts=3; shift 2; }
   tag=$1; shift
-  echo "$(date +%s) server $tag: $*"
-  timeout "${PT_TIMEOUT:-180}" stdbuf -oL "$@" </dev/null >$R/$tag.out 2>&1
-  echo $? >$R/$tag.rc
+  : >$R/$tag.out
+  n=0
+  while :; do
+    n=$((n + 1))
+    echo "$(date +%s) server $tag (attempt $n): $*" | tee -a $R/$tag.out
+    timeout "$limit" stdbuf -oL "$@" </dev/null >>$R/$tag.out 2>&1
+    rc=$?
+    [ $rc -eq 124 ] && [ $n -lt $attempts ] && ! grep -q "#bytes" $R/$tag.out && continue
+    break
+  done
+  echo $rc >$R/$tag.rc
 }
 
 # A client started before its server listens fails at once: TCP refused
@@ -81,18 +94,27 @@ run_cmd_server() { # tag cmd args...
 # udaddy in the same second and the client's SIDR REQ came first). Such
 # failures are retried until the server had time to get there (it may
 # still be waiting out the timeout of an earlier test); any other failure
-# is final, and so is a REJ of perftest -R's second
-# connection ("Failed to connect RDMA CM events": its server got past the
-# first one and waits for the second, so a new client would pair its first
-# connection with that listener and both would hang). Every attempt's output is kept in
-# <tag>.out, the exit code is the last attempt's, the attempts are counted
-# in <tag>.tries.
-run_cmd_client() { # tag cmd args...
+# is final, and so is a REJ of perftest -R's second connection ("Failed to
+# connect RDMA CM events") unless -r is given: its server got past the
+# first connection and waits for the second, so a new client would pair its
+# first connection with that listener and both would hang. perftest 4.5
+# makes that second connection right after the first, to a listener its
+# server creates only then: a client that gets there first is REJected
+# (invalid service ID), and Debian bookworm's perftest (4.5-0.17) crashes
+# in its own retry (exit 139). Seen on Soft-RoCE between two TCG guests.
+# With -r <s> (the server's run_cmd_server -r <s>), the client waits until
+# its server's attempt has timed out and started again (its attempt began
+# before this try connected, so it ends within <s> of this try's start),
+# then tries again. Every attempt's output is kept in <tag>.out, the exit
+# code is the last attempt's, the attempts are counted in <tag>.tries.
+run_cmd_client() { # [-r <s>] tag cmd args...
+  restart=""
+  [ "$1" = -r ] && { restart=$2; shift 2; }
   tag=$1; shift
   touch $R/$tag.started
   : >$R/$tag.out
   first=$(date +%s)
-  n=0
+  n=0 restarts=0
   while :; do
     n=$((n + 1))
     start=$(date +%s)
@@ -103,6 +125,14 @@ run_cmd_client() { # tag cmd args...
     now=$(date +%s)
     # Read by run-e2e.sh (cm_early: how long the first try took).
     echo "$now client $tag (try $n): rc $rc after $((now - start)) s" >>$R/$tag.out
+    if [ -n "$restart" ] && [ $rc -ne 0 ] && [ $restarts -lt 2 ] &&
+       grep -q "Failed to connect RDMA CM events" $R/$tag.try; then
+      restarts=$((restarts + 1))
+      wait_s=$((start + restart + 5 - now))
+      echo "$now client $tag: second connection REJected, waiting ${wait_s} s for the server's next attempt" >>$R/$tag.out
+      [ $wait_s -gt 0 ] && sleep $wait_s
+      continue
+    fi
     if [ $rc -ne 0 ] && [ $((now - start)) -lt 10 ] &&
        [ $((now - first)) -lt $((${PT_TIMEOUT:-180} + 30)) ] &&
        grep -q "Couldn't connect\|Unable to init the socket connection\|REJECTED\|RDMA_CM_EVENT_UNREACHABLE" $R/$tag.try &&

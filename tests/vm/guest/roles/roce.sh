@@ -30,6 +30,10 @@
 # in event mode waits for every one of its 1000: the server posts all 1000
 # receives at once (-r 1000), else a TCG guest slow to repost under load
 # lost some on Soft-RoCE (961 of 1000) and the run timed out.
+# write_lat_cm (perftest -R) runs with lib.sh's restart (-r
+# PT_CM_ATTEMPT): when the client's second connection is REJected, its
+# server's attempt times out and starts again, and the client tries again
+# after it.
 ROCE_TESTS="
 atomic_bw     perftest ib_atomic_bw -n 1000
 atomic_lat    perftest ib_atomic_lat -n 200
@@ -50,6 +54,9 @@ ucmatose_c8   cmd      ucmatose -c 8
 # client's retries (lib.sh's run_cmd_client).
 CM_EARLY_DELAY=8
 PT_CM_CLIENT_DELAY=4
+# One attempt of write_lat_cm's server: its client's 4 s delay and 200
+# iterations take under 10 s between TCG guests.
+PT_CM_ATTEMPT=60
 
 roce_phase() { # server|client
   port=18600
@@ -69,7 +76,9 @@ roce_phase() { # server|client
     esac
     [ "$1" = server ] && [ $tag = cm_early ] && sleep $CM_EARLY_DELAY
     [ "$1" = client ] && [ $tag = write_lat_cm ] && sleep $PT_CM_CLIENT_DELAY
-    if [ "$1" = server ]; then run_cmd_server $tag $srv; else run_cmd_client $tag $cli; fi
+    restart=""
+    [ $tag = write_lat_cm ] && restart="-r $PT_CM_ATTEMPT"
+    if [ "$1" = server ]; then run_cmd_server $restart $tag $srv; else run_cmd_client $restart $tag $cli; fi
   done
   # One RC QP looped back on our IPv4 GID, and ibv_query_qp's AV
   # (guest-driver/kernel/testing/verbs_smoke.c, built by the host).
