@@ -38,6 +38,9 @@ class ActiveSet {
   // Adds slot, due now (a sleeping slot is woken; a slot out of range is
   // ignored).
   void Add(uint32_t slot) { Keep(slot, 0); }
+  // Adds slot, due at `at` or at once if it was due earlier: work that
+  // only a timer will take up (an ACK that left nothing to send).
+  void AddAt(uint32_t slot, uint64_t at) { Keep(slot, at); }
 
   bool contains(uint32_t slot) const {
     return slot < in_.size() && in_[slot] != 0;

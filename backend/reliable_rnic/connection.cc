@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 
 namespace vrdma::reliable {
 namespace {
@@ -201,7 +202,7 @@ void Connection::OnTransportCompletion(const Completion& c, uint64_t now_ns) {
       if (sender_) sender_->OnSendCompletion(c);  // wakes if it must
       return;
     case WrKind::kBounce: {
-      Wake();
+      WakeReceiver();
       const uint32_t index = DataWrIndex(c.wr_id);
       if (index >= params_.bounce || !receiver_) return;
       if (c.status != WcStatus::kSuccess) {
@@ -230,7 +231,27 @@ void Connection::OnTransportCompletion(const Completion& c, uint64_t now_ns) {
   }
 }
 
-uint64_t Connection::Pump(uint64_t now_ns) {
+template <typename Half>
+void Connection::PumpHalf(Half& half, uint64_t* due, uint64_t now_ns, bool all,
+                          SweepTally* check) {
+  const uint64_t was = *due;
+  if (was <= now_ns) check = nullptr;  // due: no question
+  if (!all && check == nullptr && was > now_ns) return;
+  ReliabilityCounters before;
+  if (check != nullptr) before = *counters_;
+  // A wake during its own pump makes it due at the next turn.
+  *due = UINT64_MAX;
+  const uint64_t d = half.Pump(now_ns);
+  *due = std::min(*due, d);
+  if (check == nullptr) return;
+  if (was == UINT64_MAX) {
+    if (d != UINT64_MAX) ++check->missed_wakes;
+  } else if (std::memcmp(&before, counters_, sizeof before) != 0) {
+    ++check->missed_deadlines;
+  }
+}
+
+uint64_t Connection::Pump(uint64_t now_ns, SweepTally* sweep) {
   if (state_ != ConnState::kUc) {
     // Connecting, or the data QP could not be connected: held WRs wait
     // within their retry budget, checked every turn.
@@ -240,9 +261,17 @@ uint64_t Connection::Pump(uint64_t now_ns) {
     sender_->CheckHeld(now_ns);
     return sender_->outstanding() > 0 ? 0 : UINT64_MAX;
   }
-  // The receiver first: a READ it delivers is the sender's to answer.
-  const uint64_t r = receiver_->Pump(now_ns);
-  return std::min(r, sender_->Pump(now_ns));
+  const bool all = sweep != nullptr || active_ == nullptr;
+  // Only a half whose other half was due is checked here; the set checks
+  // a connection that was idle or asleep as a whole (ActiveSet::Turn).
+  SweepTally* check =
+      sweep != nullptr && (rx_due_ <= now_ns || tx_due_ <= now_ns) ? sweep
+                                                                    : nullptr;
+  // The receiver first: a READ it delivers is the sender's to answer
+  // (ServeRead wakes the sender).
+  PumpHalf(*receiver_, &rx_due_, now_ns, all, check);
+  PumpHalf(*sender_, &tx_due_, now_ns, all, check);
+  return std::min(rx_due_, tx_due_);
 }
 
 }  // namespace vrdma::reliable

@@ -130,17 +130,46 @@ class Connection {
   void OnTransportCompletion(const Completion& c, uint64_t now_ns);
   // Something gave this connection work: the layer pumps it at the next
   // turn, and then when its Pump says it is due (ActiveSet). Every entry
-  // point that gives it work from outside its own Pump calls this: this
-  // class's OnTransportCompletion (a receive; a send only where the send
-  // queue was full: Sender::OnSendCompletion) and OnPeerConnect, the
-  // Sender's Post, OnAck, OnAtomicCompletion and Fail, the Receiver's
-  // OnRecvPosted, and the layer when it starts a CONNECT.
+  // point that gives it work from outside its own Pump calls one of
+  // these, for the half it gave work to (a pump touches only the halves
+  // that are due: with eight busy QPs, pumping a sending host's idle
+  // receivers and a receiving host's idle senders was a sixth of the
+  // layer's L1 misses). The sender: its Post, OnAck, OnSendCompletion
+  // (where the send queue was full), OnAtomicCompletion, and the
+  // receiver's READ requests and responses (ServeRead, OnReadResponse);
+  // the receiver: this class's bounce receive completions and its
+  // OnRecvPosted; both: OnPeerConnect, a failure (Sender::Fail), the
+  // layer when it starts a CONNECT.
   void Wake() {
+    tx_due_ = rx_due_ = 0;
     if (active_ != nullptr) active_->Add(init_.slot & 0xffff);
   }
-  // Sender and receiver work; when the connection is next due (0 at
-  // once, UINT64_MAX: nothing pending; Sender::Pump).
-  uint64_t Pump(uint64_t now_ns);
+  void WakeSender() {
+    tx_due_ = 0;
+    if (active_ != nullptr) active_->Add(init_.slot & 0xffff);
+  }
+  void WakeReceiver() {
+    rx_due_ = 0;
+    if (active_ != nullptr) active_->Add(init_.slot & 0xffff);
+  }
+  // As WakeSender, but due at `at` (ActiveSet::AddAt): its pump would do
+  // nothing before then (Sender::OnAck).
+  void WakeSenderAt(uint64_t at) {
+    tx_due_ = std::min(tx_due_, at);
+    if (active_ != nullptr) active_->AddAt(init_.slot & 0xffff, at);
+  }
+  // What a sweep's pumps found (the layer adds them to its counters).
+  struct SweepTally {
+    uint64_t missed_wakes = 0, missed_deadlines = 0;
+  };
+  // Sender and receiver work, of each half that is due; when the
+  // connection is next due (0 at once, UINT64_MAX: nothing pending;
+  // Sender::Pump). With `sweep` (the layer's periodic sweep; also without
+  // an ActiveSet) every half is pumped, and where the other half was due
+  // (the layer's set cannot see the halves then) a half that was idle and
+  // has work is a missed wake, one asleep that did something a missed
+  // deadline.
+  uint64_t Pump(uint64_t now_ns, SweepTally* sweep = nullptr);
 
   // The receive side failed as a native responder's QP would (a receive
   // error): the virtual QP's lower RC QP goes to ERR, so QueryQp says so.
@@ -201,6 +230,12 @@ class Connection {
   const MrTable* mrs_;
   AckChannel* acks_;
   ActiveSet* active_;
+  // One half's pump (Pump): *due is its due time, kept.
+  template <typename Half>
+  void PumpHalf(Half& half, uint64_t* due, uint64_t now_ns, bool all,
+                SweepTally* check);
+  // When each half is next due (Pump): 0 at once, UINT64_MAX idle.
+  uint64_t tx_due_ = 0, rx_due_ = 0;
   ConnState state_ = ConnState::kConnecting;
   uint32_t peer_token_ = 0;
   uint32_t peer_data_qpn_ = 0;

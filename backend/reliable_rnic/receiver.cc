@@ -373,7 +373,7 @@ void Receiver::RnrExpired(uint64_t now_ns) {
 }
 
 void Receiver::OnRecvPosted(uint64_t now_ns) {
-  conn_.Wake();
+  conn_.WakeReceiver();
   if (nheld_ == 0 || failed_) return;
   uint32_t kept = 0;
   bool released = false;

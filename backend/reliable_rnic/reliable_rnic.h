@@ -394,11 +394,14 @@ class ReliableRnic : public Rnic {
   void Unframe(reliable::VirtualQp& v);
   void SendConnect(reliable::Connection& k, bool ok);
   void StartConnect(reliable::Connection& k);
-  // One connection's turn: its CONNECT repeat timer and its Pump; when it
-  // is next due (ActiveSet: 0 at once, UINT64_MAX nothing pending).
-  uint64_t PumpConnection(reliable::Connection& k, uint64_t now);
-  // A sleeping connection pumped before it was due (the sweep): whether
-  // that did anything (its VM's counters moved), and when it is due now.
+  // One connection's turn: its CONNECT repeat timer and its Pump (of
+  // both halves with `sweep`: the sweep's turns, Connection::Pump); when
+  // it is next due (ActiveSet: 0 at once, UINT64_MAX nothing pending).
+  uint64_t PumpConnection(reliable::Connection& k, uint64_t now,
+                          reliable::Connection::SweepTally* sweep = nullptr);
+  // A sleeping connection pumped before it was due, both halves (the
+  // sweep): whether that did anything (its VM's counters moved), and when
+  // it is due now.
   bool PumpEarly(reliable::Connection& k, uint64_t now, uint64_t* due);
   // One rc path's turn: its CONNECT repeat timer, its Pump and the RECOVER
   // messages it wants sent; true while it has anything pending.

@@ -417,7 +417,8 @@ Connection* ReliableRnic::NewConnection(VirtualQp& v, uint64_t peer) {
   return out;
 }
 
-uint64_t ReliableRnic::PumpConnection(Connection& k, uint64_t now) {
+uint64_t ReliableRnic::PumpConnection(Connection& k, uint64_t now,
+                                      Connection::SweepTally* sweep) {
   uint64_t due = UINT64_MAX;
   if (k.state() == ConnState::kConnecting && k.connects_left > 0) {
     if (now >= k.next_connect_ns) {
@@ -427,12 +428,13 @@ uint64_t ReliableRnic::PumpConnection(Connection& k, uint64_t now) {
     }
     if (k.connects_left > 0) due = k.next_connect_ns;  // the repeat timer
   }
-  return std::min(due, k.Pump(now));
+  return std::min(due, k.Pump(now, sweep));
 }
 
 bool ReliableRnic::PumpEarly(Connection& k, uint64_t now, uint64_t* due) {
   const reliable::ReliabilityCounters before = k.counters();
-  *due = PumpConnection(k, now);
+  Connection::SweepTally unused;  // asleep as a whole: the set checks it
+  *due = PumpConnection(k, now, &unused);
   return std::memcmp(&before, &k.counters(), sizeof before) != 0;
 }
 
@@ -705,14 +707,20 @@ bool ReliableRnic::ProgressUc() {
     busy = true;
   }
   // The connections with work (ActiveSet); every idle_sweep_ns, every
-  // framed one.
+  // framed one, and both halves of each (Connection::Pump: a half whose
+  // wake was missed inside a busy connection).
   const bool sweep = now >= next_sweep_ns_;
   if (sweep) next_sweep_ns_ = now + options_.idle_sweep_ns;
+  Connection::SweepTally halves;
   busy |= active_.Turn(
       now, sweep, framed_, [&](uint32_t s) { return conns_[s] != nullptr; },
-      [&](uint32_t s) { return PumpConnection(*conns_[s], now); },
+      [&](uint32_t s) {
+        return PumpConnection(*conns_[s], now, sweep ? &halves : nullptr);
+      },
       [&](uint32_t s, uint64_t* due) { return PumpEarly(*conns_[s], now, due); },
       &counters_.missed_wakes, &counters_.missed_deadlines);
+  counters_.missed_wakes += halves.missed_wakes;
+  counters_.missed_deadlines += halves.missed_deadlines;
   if (rc_framed_ > 0) busy |= ProgressRc(now);
   if (switching_ > 0) busy |= ProgressSwitches(now);
   if (now >= next_hello_ns_) {

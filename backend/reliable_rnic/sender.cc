@@ -74,6 +74,7 @@ void Sender::Start(uint32_t first_mid, uint64_t first_gseq) {
   next_gseq_ = first_gseq;
   peer_credits_ = p_.max_xmits;  // the peer's bounce receives at connect
   credit_used_ = 0;
+  room_wait_seq_ = UINT64_MAX;  // the next pass says
   // The constructor's detector is kept while nothing was sent (no
   // allocation when the live switch connects a connection made earlier).
   if (first_gseq != 0 || posts_ != 0) {
@@ -118,7 +119,9 @@ Sender::ChunkRec* Sender::FindChunk(uint32_t mid, uint16_t off) {
 // ---- Posting ---------------------------------------------------------------
 
 int Sender::Post(std::span<const SendWr> wrs, Status* first_error) {
-  conn_.Wake();
+  // Behind a WRITE that waits for room a new message waits too: the ACK
+  // or loss that makes room wakes the connection.
+  if (!StoppedForRoom()) conn_.WakeSender();
   int n = 0;
   for (const SendWr& wr : wrs) {
     const bool read = wr.opcode == WrOpcode::kRdmaRead;
@@ -401,7 +404,7 @@ bool Sender::PostPiece(uint64_t seq, uint32_t abs_unit, uint64_t cseq,
 void Sender::OnSendCompletion(const Completion& c) {
   // A send's end matters only where the data QP's send queue was full
   // (CanTransmit): the connection is woken then, not at every chunk.
-  if (posts_ - posts_done_ >= p_.chunks_in_flight) conn_.Wake();
+  if (posts_ - posts_done_ >= p_.chunks_in_flight) conn_.WakeSender();
   ++posts_done_;
   if (c.status != WcStatus::kSuccess && c.status != WcStatus::kWrFlushErr) {
     Fail(c.status);  // a local error of the data QP: it is in ERR now
@@ -446,6 +449,7 @@ bool Sender::SendNewChunks(uint64_t now_ns) {
 bool Sender::SendNewChunksPass(uint64_t now_ns, uint64_t srtt, uint64_t target,
                                bool* tail_held) {
   bool did = false;
+  room_wait_seq_ = UINT64_MAX;
   for (uint64_t s = send_from_; s < tail_; ++s) {
     Msg& m = MsgAt(s);
     if (m.state != MsgState::kQueued) continue;
@@ -481,7 +485,13 @@ bool Sender::SendNewChunksPass(uint64_t now_ns, uint64_t srtt, uint64_t target,
       const uint64_t cwnd = window_.cwnd();
       std::optional<policy::reliability::Chunk> ch = chunk_size_.Next(
           cwnd, inflight_bytes_, m.sent, m.body - m.sent, target, srtt);
-      if (!ch) return did;  // the window is full
+      if (!ch) {  // the window is full
+        // The messages before it went whole in this pass (their records
+        // are in cache now): StoppedForRoom reads no record.
+        while (send_from_ < s && AllPosted(MsgAt(send_from_))) ++send_from_;
+        if (!*tail_held && send_from_ == s) room_wait_seq_ = s;
+        return did;
+      }
       // The tail rule (§2.3): a message's L chunk goes after every chunk
       // before it was acknowledged.
       if (!with_imm && ch->last && m.sent > 0 &&
@@ -596,6 +606,11 @@ uint64_t Sender::Pump(uint64_t now_ns) {
   return NextDueNs(now_ns);
 }
 
+bool Sender::HasUnsent() const {
+  return retx_head_ < retx_tail_ || tail_retx_any_ || send_from_ < tail_ ||
+         resp_head_ < resp_tail_;
+}
+
 uint64_t Sender::NextDueNs(uint64_t now_ns) {
   // Guest completions waiting for room in the virtual CQ's ring: the
   // guest's poll wakes nobody, so every turn tries again.
@@ -618,9 +633,7 @@ uint64_t Sender::NextDueNs(uint64_t now_ns) {
   // have room. Anything else that holds a send (the window, credits, the
   // tail rule, a READ or an atomic before it, the peer's 64 MIDs) ends
   // with an ACK, a loss (above) or a completion, each of which wakes.
-  const bool unsent = retx_head_ < retx_tail_ || tail_retx_any_ ||
-                      send_from_ < tail_ || resp_head_ < resp_tail_;
-  if (unsent && CanTransmit() && inflight_bytes_ < window_.cwnd() &&
+  if (HasUnsent() && CanTransmit() && inflight_bytes_ < window_.cwnd() &&
       !PaceOpen(now_ns)) {
     due = std::min(due, last_send_ns_ + window_.PacingIntervalNs(
                                             rtt_.srtt(), last_send_bytes_));

@@ -276,6 +276,18 @@ class Sender {
   void PopChunks();
   // Pump's answer when something is pending (Pump).
   uint64_t NextDueNs(uint64_t now_ns);
+  // Something may wait to be sent: a retransmission, a READ's response, a
+  // message from send_from_ on (it may be AllPosted since the last
+  // SendNewChunks: then true for nothing, which costs a pump).
+  bool HasUnsent() const;
+  // The last SendNewChunks pass stopped at the first unsent message, a
+  // WRITE, because the window refused its chunk (room_wait_seq_), and
+  // nothing else waits to be sent: only more room (an ACK, a loss) lets
+  // anything go, a message posted behind it included.
+  bool StoppedForRoom() const;
+  // StoppedForRoom, and the window still refuses that chunk
+  // (ChunkSize::Next): a pump would send nothing.
+  bool WaitsForRoom(uint64_t now_ns);
   // The message whose retry budget CheckBudget watches (§1): the oldest
   // undelivered, if it started and is no atomic on the RC QP; else tail_.
   uint64_t BudgetHead();
@@ -298,6 +310,11 @@ class Sender {
   // Every message before it is AllPosted: SendNewChunks starts there, not
   // at head_ (32 WRs in flight were 32 records read at every turn).
   uint64_t send_from_ = 0;
+  // The message at which SendNewChunks' last pass stopped because the
+  // window refused its chunk, every message before it AllPosted (it is
+  // send_from_ then) and no tail rule holding one (UINT64_MAX: the pass
+  // stopped for another reason). StoppedForRoom.
+  uint64_t room_wait_seq_ = UINT64_MAX;
   // Some message may have its tail unit waiting (Msg::tail_retx): cleared
   // by the SendRetransmissions pass that finds none.
   bool tail_retx_any_ = false;
@@ -327,6 +344,12 @@ class Sender {
   uint64_t retx_head_ = 0, retx_tail_ = 0;
   // Data-QP sends posted and completed (the SQ, and header slots).
   uint64_t posts_ = 0, posts_done_ = 0;
+  // The peer's READs being answered: [resp_head_, resp_tail_) of resps_
+  // (below); this end's READs and atomics in flight.
+  uint64_t resp_head_ = 0, resp_tail_ = 0;
+  uint32_t rd_outstanding_ = 0;
+  bool failed_ = false;
+  WcStatus fail_status_ = WcStatus::kSuccess;
 
   policy::reliability::LossDetector loss_;
   policy::reliability::RttEstimator rtt_;
@@ -337,13 +360,11 @@ class Sender {
   uint64_t last_send_ns_ = 0;  // pacing: the newest transmission's time
   uint64_t last_send_bytes_ = 0;  // and its bytes
   // READ and atomics (step 13): this end's READs in flight, the peer's
-  // READs being answered (a ring, in request order).
+  // READs being answered (a ring, in request order). The arrays come
+  // last, after the fields every pump reads (fewer cache lines a pump of
+  // a connection that others' pumps evicted misses on).
   std::array<ReadRec, kMaxRdAtomic> reads_{};
-  uint32_t rd_outstanding_ = 0;
   std::array<RespRec, kMaxRdAtomic> resps_{};
-  uint64_t resp_head_ = 0, resp_tail_ = 0;
-  bool failed_ = false;
-  WcStatus fail_status_ = WcStatus::kSuccess;
   std::array<policy::reliability::Lost, 32> lost_buf_{};  // DetectLosses'
   // The layer's posts on the data QP, built once (a SendWr is 600 bytes to
   // clear): each post sets every field its opcode reads.

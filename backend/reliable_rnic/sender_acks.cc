@@ -40,7 +40,6 @@ void Sender::AckUnits(ChunkRec& c, uint16_t mask, uint64_t now_ns) {
 }
 
 void Sender::OnAck(const Ack& ack, uint64_t t4_ns) {
-  conn_.Wake();
   ReliabilityCounters& n = conn_.counters();
   const AckContext ctx{conn_.my_token(), acked_mid_, sent_mid_end_, next_gseq_};
   if (WireCheck c = CheckAck(ack, ctx)) {
@@ -149,6 +148,33 @@ void Sender::OnAck(const Ack& ack, uint64_t t4_ns) {
   Delivered(ack.deliv_mid);
   PopChunks();
   Complete();
+  // What the ACK did is done (records popped, completions pushed): a pump
+  // is owed at once only where it may send, else when its timers say (the
+  // RTOs it restarted, the reordering windows it began). With 64 KiB
+  // WRITEs on eight QPs, 45% of a sending host's pumps sent nothing: an
+  // ACK had freed less room than the waiting WRITE needs to go whole.
+  if (HasUnsent() && !WaitsForRoom(t4_ns)) {
+    conn_.WakeSender();
+  } else if (head_ != tail_ || inflight_xmits_ != 0) {
+    conn_.WakeSenderAt(NextDueNs(t4_ns));
+  }
+}
+
+bool Sender::StoppedForRoom() const {
+  // Not failed_: the message is still queued (only a failure ends a
+  // message that is not all sent).
+  return room_wait_seq_ == send_from_ && send_from_ >= head_ &&
+         send_from_ < tail_ && !failed_ && retx_head_ == retx_tail_ &&
+         !tail_retx_any_ && resp_head_ == resp_tail_;
+}
+
+bool Sender::WaitsForRoom(uint64_t now_ns) {
+  if (!StoppedForRoom()) return false;
+  const Msg& m = MsgAt(room_wait_seq_);
+  return !chunk_size_.Next(window_.cwnd(), inflight_bytes_, m.sent,
+                           m.body - m.sent,
+                           window_.TargetNs(rtt_.base_rtt(now_ns)),
+                           rtt_.srtt());
 }
 
 void Sender::Delivered(uint32_t deliv_mid) {

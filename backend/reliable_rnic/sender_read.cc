@@ -110,7 +110,7 @@ bool Sender::SendReadOrAtomic(uint64_t seq, uint64_t now_ns, bool* did) {
 }
 
 void Sender::OnAtomicCompletion(const Completion& c) {
-  conn_.Wake();
+  conn_.WakeSender();
   // Only the head can be a posted atomic (it waits for every earlier WR,
   // and nothing later goes): anything else is a flush of a failed QP.
   if (head_ == tail_) return;
@@ -159,6 +159,7 @@ ReadRespResult Sender::OnReadResponse(const DaemonHeader& h, uint64_t now_ns,
     return ReadRespResult::kDuplicate;  // it ended (failed): nothing placed
   }
   if (h.msg_len != m->wr_len) return ReadRespResult::kBadLength;
+  conn_.WakeSender();  // a READ ending frees what a later WR may wait for
   ReadRec& r = reads_[m->read_slot];
   const UnitRange u{h.off_units, h.off_units + 1};
   if (r.got.Covered(u)) return ReadRespResult::kDuplicate;
@@ -189,6 +190,7 @@ bool Sender::ServeRead(uint32_t req_mid, uint64_t addr, uint64_t len,
       std::max<uint32_t>(conn_.init().attr.max_dest_rd_atomic, 1),
       kMaxRdAtomic);
   if (failed_ || resp_tail_ - resp_head_ >= max) return false;
+  conn_.WakeSender();  // to send the response
   RespRec& r = RespAt(resp_tail_++);
   r = RespRec{};
   r.req_mid = req_mid;
