@@ -38,6 +38,8 @@ Status AckChannel::Open(Rnic& lower, RnicPd pd, const Gid& gid,
     return Status::kInvalid;
   }
   options_ = options;
+  signal_ = SignalEvery(std::min(options.signal_every, options.sends / 2));
+  sends_posted_ = sends_done_ = 0;  // a new QP
   gid_ = gid;
   const uint64_t bytes = uint64_t{options.recvs} * kRecvSlotBytes +
                          uint64_t{options.sends} * kSendSlotBytes;
@@ -118,9 +120,10 @@ bool AckChannel::Send(const AckAddress& to, const Ack& ack) {
   const size_t len = EncodeAck(ack, std::span(buf, kSendSlotBytes));
   if (len == 0) return false;
   SendWr& w = send_wr_;
-  w.wr_id = kSendTag | slot;
+  // The low 32 bits: the post's sequence (HandleCompletion).
+  w.wr_id = kSendTag | static_cast<uint32_t>(sends_posted_);
   w.opcode = WrOpcode::kSend;
-  w.send_flags = kSendSignaled;
+  w.send_flags = signal_.Flags();
   w.num_sge = 1;
   w.sge[0] = Sge{reinterpret_cast<uint64_t>(buf), static_cast<uint32_t>(len),
                  mr_.lkey};
@@ -134,8 +137,10 @@ bool AckChannel::Send(const AckAddress& to, const Ack& ack) {
 }
 
 bool AckChannel::HandleCompletion(const Completion& c, AckArrival* out) {
-  if (c.wr_id & kSendTag) {
-    ++sends_done_;
+  if (c.wr_id & kSendTag) {  // every send up to it is done (SignalEvery)
+    sends_done_ += SignalEvery::Ends(sends_done_, sends_posted_,
+                                     static_cast<uint32_t>(c.wr_id),
+                                     UINT32_MAX);
     return false;
   }
   const uint8_t* buf =

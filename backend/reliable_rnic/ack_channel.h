@@ -20,6 +20,7 @@
 #include <span>
 
 #include "backend/base/status.h"
+#include "backend/reliable_rnic/signal_every.h"
 #include "backend/reliable_rnic/wire_format.h"
 #include "backend/rnic/rnic.h"
 
@@ -29,6 +30,7 @@ namespace vrdma::reliable {
 struct AckChannelOptions {
   uint32_t recvs = 1024;  // §8: 4096 in a daemon; tests need fewer
   uint32_t sends = 256;
+  uint32_t signal_every = 16;  // SignalEvery (at most sends / 2)
   uint32_t qkey = 0x52454c31;  // "REL1"
 };
 
@@ -93,6 +95,7 @@ class AckChannel {
   std::unique_ptr<uint8_t[]> region_;
   uint64_t sends_posted_ = 0;
   uint64_t sends_done_ = 0;
+  SignalEvery signal_{1};  // Open sets it
   // Poll's buffer and the WRs of Repost and Send, cleared once (1.5 KB and
   // 600 bytes that would be cleared at every call); each post sets every
   // field its opcode reads.

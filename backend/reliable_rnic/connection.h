@@ -43,9 +43,11 @@ inline constexpr uint32_t kBounceBytes = kHeaderSize + kUnitSize;  // 4160
 
 enum class WrKind : uint8_t { kChunk = 1, kRetx = 2, kBounce = 3 };
 
+// A data-QP post's index (Sender: the post's sequence) keeps 28 bits.
+inline constexpr uint32_t kDataWrIndexMask = 0x0fffffff;
 inline uint64_t DataWrId(uint32_t slot, WrKind kind, uint32_t index) {
   return uint64_t{slot} << 32 | uint64_t{static_cast<uint8_t>(kind)} << 28 |
-         (index & 0x0fffffff);
+         (index & kDataWrIndexMask);
 }
 inline uint32_t DataWrSlot(uint64_t wr_id) {
   return static_cast<uint32_t>(wr_id >> 32);
@@ -54,7 +56,7 @@ inline WrKind DataWrKind(uint64_t wr_id) {
   return static_cast<WrKind>((wr_id >> 28) & 0xf);
 }
 inline uint32_t DataWrIndex(uint64_t wr_id) {
-  return static_cast<uint32_t>(wr_id & 0x0fffffff);
+  return static_cast<uint32_t>(wr_id & kDataWrIndexMask);
 }
 
 struct ConnectionParams {

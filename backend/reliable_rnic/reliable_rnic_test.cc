@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "backend/reliable_rnic/ack_channel.h"
+#include "backend/reliable_rnic/signal_every.h"
+#include "backend/rnic/testing/fake_rnic.h"
 #include "backend/soft_rnic/soft_rnic.h"
 
 namespace vrdma {
@@ -495,6 +497,53 @@ TEST(AckChannelTest, SlotCountsArePowersOfTwo) {
   EXPECT_EQ(good.Open(soft, *pd, kGidA, {.recvs = 64, .sends = 16}),
             Status::kOk);
   good.Close();
+}
+
+// The ACK channel signals one send in signal_every; a completion ends
+// every send up to it (a send queue completes in order), so the silent
+// ones free their slots too.
+TEST(AckChannelTest, OneSendInFourIsSignaledAndEndsThoseBeforeIt) {
+  testing::FakeRnic fake;
+  ASSERT_EQ(fake.AddGid(kGidA), Status::kOk);
+  Result<RnicPd> pd = fake.AllocPd();
+  ASSERT_TRUE(pd.ok());
+  reliable::AckChannel ch;
+  ASSERT_EQ(ch.Open(fake, *pd, kGidA,
+                    {.recvs = 16, .sends = 8, .signal_every = 4}),
+            Status::kOk);
+  const reliable::AckAddress to{};  // the fake does not look at the AH
+  const reliable::Ack ack{};
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(ch.Send(to, ack)) << i;
+  EXPECT_FALSE(ch.Send(to, ack));  // every slot taken
+  auto& sends = fake.qps.at(ch.qpn()).sends;
+  ASSERT_EQ(sends.size(), 8u);
+  for (size_t i = 0; i < sends.size(); ++i) {
+    EXPECT_EQ((sends[i].send_flags & kSendSignaled) != 0, i % 4 == 3) << i;
+  }
+  // The RNIC ends sends 0-3 and completes only the signaled one.
+  for (int i = 0; i < 3; ++i) sends.pop_front();
+  fake.CompleteSend(ch.qpn());
+  EXPECT_EQ(ch.Poll([](const reliable::AckArrival&) { ADD_FAILURE(); }), 1);
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(ch.Send(to, ack)) << i;
+  EXPECT_FALSE(ch.Send(to, ack));
+}
+
+// SignalEvery::Ends: a completion ends the posts from `done` up to its
+// own; an index outside what is in flight ends nothing; the index wraps
+// at the mask.
+TEST(SignalEveryTest, AnInOrderCompletionEndsEveryPostUpToIt) {
+  EXPECT_EQ(reliable::SignalEvery::Ends(10, 20, 13, 0xff), 4u);
+  EXPECT_EQ(reliable::SignalEvery::Ends(10, 20, 19, 0xff), 10u);
+  EXPECT_EQ(reliable::SignalEvery::Ends(10, 20, 20, 0xff), 0u);  // not posted
+  EXPECT_EQ(reliable::SignalEvery::Ends(10, 20, 5, 0xff), 0u);   // ended
+  EXPECT_EQ(reliable::SignalEvery::Ends(250, 260, 2, 0xff), 9u);  // 258
+  reliable::SignalEvery s(3);
+  EXPECT_EQ(s.Flags(), 0u);
+  EXPECT_EQ(s.Flags(), 0u);
+  EXPECT_EQ(s.Flags(), kSendSignaled);
+  EXPECT_EQ(s.Flags(), 0u);
+  reliable::SignalEvery every(0);  // at least one
+  EXPECT_EQ(every.Flags(), kSendSignaled);
 }
 
 }  // namespace

@@ -51,7 +51,9 @@ Sender::Sender(Connection& conn, const SenderParams& params, uint32_t sq_depth,
       loss_(0, {.capacity = params.chunks_in_flight}),
       rto_(params.rto),
       chunk_size_(Clamped(params.chunk)),
-      window_(params.window) {}
+      window_(params.window),
+      signal_(std::min(params.signal_every,
+                       std::max<uint32_t>(params.chunks_in_flight / 2, 1))) {}
 
 Sender::~Sender() = default;
 
@@ -239,7 +241,7 @@ SendWr& Sender::HeaderSend(DaemonHeader& h, bool retx) {
   (void)EncodeHeader(h, std::span(slot, kHeaderSize));
   SendWr& w = header_wr_;
   w.opcode = WrOpcode::kSend;
-  w.send_flags = kSendSignaled;
+  w.send_flags = signal_.Flags();
   w.wr_id = DataWrId(conn_.init().slot, retx ? WrKind::kRetx : WrKind::kChunk,
                      static_cast<uint32_t>(posts_));
   w.sge[0] = Sge{reinterpret_cast<uint64_t>(slot), kHeaderSize, conn_.region_lkey()};
@@ -298,7 +300,7 @@ bool Sender::PostChunk(uint64_t seq, uint64_t bytes, bool last, bool hint,
   const uint16_t off = static_cast<uint16_t>(m.sent / kUnitSize);
   SendWr& w = chunk_wr_;
   w.opcode = WrOpcode::kRdmaWriteWithImm;
-  w.send_flags = kSendSignaled;
+  w.send_flags = signal_.Flags();
   w.wr_id = DataWrId(conn_.init().slot, WrKind::kChunk,
                      static_cast<uint32_t>(posts_));
   w.remote_addr = m.remote_addr + m.sent;
@@ -405,7 +407,9 @@ void Sender::OnSendCompletion(const Completion& c) {
   // A send's end matters only where the data QP's send queue was full
   // (CanTransmit): the connection is woken then, not at every chunk.
   if (posts_ - posts_done_ >= p_.chunks_in_flight) conn_.WakeSender();
-  ++posts_done_;
+  // Every post up to this one is done (SignalEvery).
+  posts_done_ += SignalEvery::Ends(posts_done_, posts_, DataWrIndex(c.wr_id),
+                                   kDataWrIndexMask);
   if (c.status != WcStatus::kSuccess && c.status != WcStatus::kWrFlushErr) {
     Fail(c.status);  // a local error of the data QP: it is in ERR now
   }

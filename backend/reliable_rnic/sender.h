@@ -30,6 +30,7 @@
 #include <span>
 
 #include "backend/base/status.h"
+#include "backend/reliable_rnic/signal_every.h"
 #include "backend/reliable_rnic/unit_ranges.h"
 #include "backend/reliable_rnic/wire_format.h"
 #include "backend/rnic/rnic.h"
@@ -61,6 +62,9 @@ enum class ReadRespResult : uint8_t {
 struct SenderParams {
   uint32_t chunks_in_flight = 256;   // §4.1: chunk table and gseq ring
   uint32_t max_xmits = 32;           // the peer's bounce receives
+  // The data QP's sends are signaled one in signal_every (SignalEvery; at
+  // most chunks_in_flight / 2).
+  uint32_t signal_every = 16;
   // The congestion window (§4.5, step 14).
   policy::reliability::SwiftWindowParams window{};
   policy::reliability::RtoParams rto{};
@@ -342,8 +346,10 @@ class Sender {
   std::unique_ptr<RetxUnit[]> retx_;
   uint32_t retx_cap_ = 0;
   uint64_t retx_head_ = 0, retx_tail_ = 0;
-  // Data-QP sends posted and completed (the SQ, and header slots).
+  // Data-QP sends posted and completed (the SQ, and header slots); which
+  // of them are signaled.
   uint64_t posts_ = 0, posts_done_ = 0;
+  SignalEvery signal_;
   // The peer's READs being answered: [resp_head_, resp_tail_) of resps_
   // (below); this end's READs and atomics in flight.
   uint64_t resp_head_ = 0, resp_tail_ = 0;

@@ -73,6 +73,7 @@ inline uint64_t NowNs() {
 struct Tally {
   uint64_t ns = 0;
   uint64_t calls = 0;
+  uint64_t cqes = 0;  // completions PollCq returned
   void Add(uint64_t t0, uint64_t t1) {
     ns += t1 - t0;
     ++calls;
@@ -172,6 +173,7 @@ class TimedRnic final : public Rnic {
     const uint64_t t0 = NowNs();
     const int n = in_.PollCq(cq, out);
     tally.Add(t0, NowNs());
+    if (n > 0) tally.cqes += static_cast<uint64_t>(n);
     return n;
   }
   bool PollAsyncEvent(AsyncEvent* e) override {
@@ -717,14 +719,16 @@ int main(int argc, char** argv) {
               "%lu, units resent %lu, RTO"
               " losses %lu, ACKs used %lu; B ACKs sent %lu, deliveries "
               "%lu; lower calls"
-              " per WR: A %.1f, B %.1f",
+              " per WR: A %.1f, B %.1f; lower CQEs per WR: A %.2f, B %.2f",
               c.name, qps_text.c_str(),
               static_cast<unsigned long>(target / 1000), lower_name, fm,
               d(0, &C::chunks_sent), d(0, &C::sends_sent), d(0, &C::retx_sent),
               d(0, &C::lost_rto), d(0, &C::acks_received), d(1, &C::acks_sent),
               d(1, &C::messages_delivered),
               static_cast<double>(uc.lower[0].calls) / uc.wrs,
-              static_cast<double>(uc.lower[1].calls) / uc.wrs);
+              static_cast<double>(uc.lower[1].calls) / uc.wrs,
+              static_cast<double>(uc.lower[0].cqes) / uc.wrs,
+              static_cast<double>(uc.lower[1].cqes) / uc.wrs);
           notes.push_back(line);
         }
       }
