@@ -135,7 +135,7 @@ class Connection {
   // point that gives it work from outside its own Pump calls one of
   // these, for the half it gave work to (a pump touches only the halves
   // that are due: with eight busy QPs, pumping a sending host's idle
-  // receivers and a receiving host's idle senders was a sixth of the
+  // receivers and a receiving host's idle senders was an eighth of the
   // layer's L1 misses). The sender: its Post, OnAck, OnSendCompletion
   // (where the send queue was full), OnAtomicCompletion, and the
   // receiver's READ requests and responses (ServeRead, OnReadResponse);
