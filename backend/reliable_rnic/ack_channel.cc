@@ -38,7 +38,7 @@ Status AckChannel::Open(Rnic& lower, RnicPd pd, const Gid& gid,
     return Status::kInvalid;
   }
   options_ = options;
-  signal_ = SignalEvery(std::min(options.signal_every, options.sends / 2));
+  signal_ = SignalEvery(options.signal_every, options.sends);
   sends_posted_ = sends_done_ = 0;  // a new QP
   gid_ = gid;
   const uint64_t bytes = uint64_t{options.recvs} * kRecvSlotBytes +

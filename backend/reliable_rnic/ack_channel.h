@@ -95,7 +95,7 @@ class AckChannel {
   std::unique_ptr<uint8_t[]> region_;
   uint64_t sends_posted_ = 0;
   uint64_t sends_done_ = 0;
-  SignalEvery signal_{1};  // Open sets it
+  SignalEvery signal_{1, 2};  // Open sets it
   // Poll's buffer and the WRs of Repost and Send, cleared once (1.5 KB and
   // 600 bytes that would be cleared at every call); each post sets every
   // field its opcode reads.

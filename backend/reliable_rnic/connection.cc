@@ -236,7 +236,7 @@ void Connection::PumpHalf(Half& half, uint64_t* due, uint64_t now_ns, bool all,
                           SweepTally* check) {
   const uint64_t was = *due;
   if (was <= now_ns) check = nullptr;  // due: no question
-  if (!all && check == nullptr && was > now_ns) return;
+  if (!all && was > now_ns) return;  // (a check comes with all)
   ReliabilityCounters before;
   if (check != nullptr) before = *counters_;
   // A wake during its own pump makes it due at the next turn.

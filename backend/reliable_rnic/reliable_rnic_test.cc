@@ -537,13 +537,18 @@ TEST(SignalEveryTest, AnInOrderCompletionEndsEveryPostUpToIt) {
   EXPECT_EQ(reliable::SignalEvery::Ends(10, 20, 20, 0xff), 0u);  // not posted
   EXPECT_EQ(reliable::SignalEvery::Ends(10, 20, 5, 0xff), 0u);   // ended
   EXPECT_EQ(reliable::SignalEvery::Ends(250, 260, 2, 0xff), 9u);  // 258
-  reliable::SignalEvery s(3);
+  reliable::SignalEvery s(3, 256);
   EXPECT_EQ(s.Flags(), 0u);
   EXPECT_EQ(s.Flags(), 0u);
   EXPECT_EQ(s.Flags(), kSendSignaled);
   EXPECT_EQ(s.Flags(), 0u);
-  reliable::SignalEvery every(0);  // at least one
+  reliable::SignalEvery every(0, 256);  // at least one
   EXPECT_EQ(every.Flags(), kSendSignaled);
+  reliable::SignalEvery half(16, 8);  // at most half the queue
+  EXPECT_EQ(half.Flags(), 0u);
+  EXPECT_EQ(half.Flags(), 0u);
+  EXPECT_EQ(half.Flags(), 0u);
+  EXPECT_EQ(half.Flags(), kSendSignaled);
 }
 
 }  // namespace

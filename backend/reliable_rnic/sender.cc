@@ -52,8 +52,7 @@ Sender::Sender(Connection& conn, const SenderParams& params, uint32_t sq_depth,
       rto_(params.rto),
       chunk_size_(Clamped(params.chunk)),
       window_(params.window),
-      signal_(std::min(params.signal_every,
-                       std::max<uint32_t>(params.chunks_in_flight / 2, 1))) {}
+      signal_(params.signal_every, params.chunks_in_flight) {}
 
 Sender::~Sender() = default;
 

@@ -18,7 +18,11 @@ namespace vrdma::reliable {
 
 class SignalEvery {
  public:
-  explicit SignalEvery(uint32_t every) : every_(std::max<uint32_t>(every, 1)) {}
+  // One in `every` of a queue of `depth` sends: at most half the queue
+  // (so a send queue never fills with sends nobody will see end), at
+  // least one.
+  SignalEvery(uint32_t every, uint32_t depth)
+      : every_(std::max<uint32_t>(std::min(every, depth / 2), 1)) {}
 
   // The send flags of the next post (call once per post).
   uint32_t Flags() {
