@@ -138,5 +138,79 @@ TEST(ActiveSetTest, ATurnPumpsTheDueAndASweepFindsMissedWakesAndDeadlines) {
   EXPECT_EQ(a.size(), 0u);
 }
 
+// The sleepers: a turn pumps exactly those due by then, each once, the
+// earliest first; a wake moves one to the list, an earlier time moves it
+// forward, a later one from an early pump back; none of it allocates.
+TEST(ActiveSetTest, SleepersArePumpedWhenDueAndOnlyThen) {
+  constexpr uint32_t kSlots = 257;
+  constexpr uint64_t kIdle = ActiveSet::kIdle;
+  ActiveSet a;
+  a.Resize(kSlots);
+  std::vector<uint64_t> at(kSlots);
+  uint64_t x = 12345;
+  for (uint32_t s = 0; s < kSlots; ++s) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    at[s] = 1 + (x >> 33) % 10000;  // some equal
+    a.AddAt(s, at[s]);
+  }
+  at[7] = 0;
+  a.Add(7);       // woken: due at once
+  at[9] = 5;
+  a.AddAt(9, 5);  // brought forward (or already earlier)
+  a.AddAt(11, at[11] + 1);  // later: it keeps its earlier time
+  EXPECT_EQ(a.size(), kSlots);
+  std::vector<int> pumped(kSlots, 0);
+  std::vector<uint64_t> pumped_at(kSlots, 0);
+  auto exists = [](uint32_t) { return true; };
+  uint64_t now = 0;
+  auto pump = [&](uint32_t s) {
+    ++pumped[s];
+    pumped_at[s] = now;
+    EXPECT_LE(at[s], now) << "slot " << s;
+    return kIdle;
+  };
+  auto never = [](uint32_t, uint64_t*) { return false; };
+  uint64_t missed = 0, deadlines = 0;
+  for (now = 0; now <= 10000; now += 37) {
+    a.Turn(now, false, kSlots, exists, pump, never, &missed, &deadlines);
+    for (uint32_t s = 0; s < kSlots; ++s) {
+      ASSERT_EQ(pumped[s], at[s] <= now ? 1 : 0) << "slot " << s << " at " << now;
+    }
+  }
+  a.Turn(now, false, kSlots, exists, pump, never, &missed, &deadlines);
+  EXPECT_EQ(a.size(), 0u);
+  for (uint32_t s = 0; s < kSlots; ++s) {
+    EXPECT_LT(pumped_at[s], at[s] + 37) << "slot " << s;  // at its turn
+  }
+  EXPECT_EQ(missed, 0u);
+
+  // Back to sleep after a pump, and an early pump that moves a sleeper
+  // later (the sweep): it is pumped at the new time, not the old.
+  std::vector<uint64_t> answer(kSlots, kIdle);
+  auto pump2 = [&](uint32_t s) {
+    ++pumped[s];
+    return answer[s];
+  };
+  pumped.assign(kSlots, 0);
+  a.AddAt(3, 20'000);
+  a.AddAt(4, 20'500);
+  auto later = [&](uint32_t s, uint64_t* due) {
+    *due = s == 3 ? 30'000 : 20'500;
+    return false;
+  };
+  a.Turn(15'000, true, 2, [](uint32_t s) { return s == 3 || s == 4; }, pump2,
+         later, &missed, &deadlines);
+  EXPECT_EQ(a.due(3), 30'000u);
+  a.Turn(20'600, false, kSlots, exists, pump2, never, &missed, &deadlines);
+  EXPECT_EQ(pumped[3], 0);
+  EXPECT_EQ(pumped[4], 1);
+  answer[3] = 40'000;  // pumped at 30'000, asleep again
+  a.Turn(30'000, false, kSlots, exists, pump2, never, &missed, &deadlines);
+  EXPECT_EQ(pumped[3], 1);
+  EXPECT_EQ(a.due(3), 40'000u);
+  EXPECT_TRUE(a.contains(3));
+  EXPECT_EQ(a.size(), 1u);
+}
+
 }  // namespace
 }  // namespace vrdma::reliable

@@ -48,11 +48,11 @@ Sender::Sender(Connection& conn, const SenderParams& params, uint32_t sq_depth,
       xmits_(std::make_unique<Xmit[]>(chunk_mask_ + 1)),
       retx_(std::make_unique<RetxUnit[]>((chunk_mask_ + 1) * 16)),
       retx_cap_((chunk_mask_ + 1) * 16),
+      signal_(params.signal_every, params.chunks_in_flight),
       loss_(0, {.capacity = params.chunks_in_flight}),
       rto_(params.rto),
       chunk_size_(Clamped(params.chunk)),
-      window_(params.window),
-      signal_(params.signal_every, params.chunks_in_flight) {}
+      window_(params.window) {}
 
 Sender::~Sender() = default;
 
