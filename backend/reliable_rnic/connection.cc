@@ -262,6 +262,7 @@ uint64_t Connection::Pump(uint64_t now_ns, SweepTally* sweep) {
     return sender_->outstanding() > 0 ? 0 : UINT64_MAX;
   }
   const bool all = sweep != nullptr || active_ == nullptr;
+  if (sweep != nullptr) sender_->CheckNow();
   // Only a half whose other half was due is checked here; the set checks
   // a connection that was idle or asleep as a whole (ActiveSet::Turn).
   SweepTally* check =

@@ -303,6 +303,34 @@ TEST_F(ReliableUcTest, ASpuriousRtoIsUndoneAndTheSameStallExpiresNothingAgain) {
   EXPECT_EQ(0, std::memcmp(&vb_.buf[16384], &va_.buf[16384], 16384));
 }
 
+// A budget shorter than the least RTO (200 us): the WR fails when its
+// budget ends, not at the first RTO after it. The pump skips the loss
+// and budget checks until the earliest of their deadlines
+// (Sender::checks_at_), which a message's start must bring forward. No
+// sweep here: a sweep runs the checks of every connection (it must find
+// what a wrong checks_at_ hides), and every turn's would end the WR at
+// its budget whatever checks_at_ said.
+TEST_F(ReliableUcTest, ABudgetShorterThanTheRtoEndsTheWrAtTheBudget) {
+  idle_sweep_ns_ = uint64_t{1} << 40;
+  Build();
+  QpConf c;
+  c.timeout = 1;    // 4.096 us << 1 = 8.2 us
+  c.retry_cnt = 1;  // budget: 2 x 8.2 us
+  Connect(c);
+  tap_b_->match = [this](std::span<const uint8_t>, const Gid& dgid) {
+    return dgid == kDaemonA;  // B's daemon sends no ACK to A
+  };
+  const uint64_t t0 = now_;
+  Post(Write(1, 0, 0, 100));
+  ASSERT_TRUE(RunUntil([&] { return !got_.empty(); }, 20000));
+  EXPECT_EQ(got_[0].status, WcStatus::kRetryExcErr);
+  const uint64_t budget = 2 * (uint64_t{4096} << 1);
+  EXPECT_GE(now_ - t0, budget);
+  EXPECT_LT(now_ - t0, 200'000u);
+  EXPECT_EQ(la_->counters().lost_rto, 0u);
+  EXPECT_EQ(la_->counters().retry_exceeded, 1u);
+}
+
 TEST_F(ReliableUcTest, WithheldAcksFailTheWrRetryExceeded) {
   Build();
   QpConf c;

@@ -76,6 +76,7 @@ void Sender::Start(uint32_t first_mid, uint64_t first_gseq) {
   peer_credits_ = p_.max_xmits;  // the peer's bounce receives at connect
   credit_used_ = 0;
   room_wait_seq_ = UINT64_MAX;  // the next pass says
+  checks_at_ = 0;
   // The constructor's detector is kept while nothing was sent (no
   // allocation when the live switch connects a connection made earlier).
   if (first_gseq != 0 || posts_ != 0) {
@@ -315,10 +316,7 @@ bool Sender::PostChunk(uint64_t seq, uint64_t bytes, bool last, bool hint,
   const uint64_t cseq =
       NewChunk(seq, m.mid, off, static_cast<uint16_t>(UnitsOf(bytes)), bytes, false);
   Transmitted(cseq, 0, true, bytes, 0, now_ns);
-  if (!m.started) {
-    m.started = true;
-    m.t_budget_ns = now_ns;
-  }
+  if (!m.started) Started(m, now_ns);
   m.sent += bytes;
   if (static_cast<int32_t>(m.mid + 1 - sent_mid_end_) > 0) sent_mid_end_ = m.mid + 1;
   ++conn_.counters().chunks_sent;
@@ -391,10 +389,7 @@ bool Sender::PostPiece(uint64_t seq, uint32_t abs_unit, uint64_t cseq,
     ++conn_.counters().retx_sent;
   } else {
     ++conn_.counters().sends_sent;
-    if (!m.started) {
-      m.started = true;
-      m.t_budget_ns = now_ns;
-    }
+    if (!m.started) Started(m, now_ns);
     m.sent = off + len;
     if (static_cast<int32_t>(m.mid + 1 - sent_mid_end_) > 0)
       sent_mid_end_ = m.mid + 1;
@@ -591,11 +586,16 @@ uint64_t Sender::Pump(uint64_t now_ns) {
       !tail_retx_any_) {
     return UINT64_MAX;
   }
-  DetectLosses(now_ns);
-  CheckBudget(now_ns);
+  if (now_ns >= checks_at_) {
+    DetectLosses(now_ns);
+    CheckBudget(now_ns);
+    checks_at_ = std::min(loss_.NextCheckNs(rtt_.srtt()), BudgetDueNs());
+  }
   SendRetransmissions(now_ns);
   SendResponses(now_ns);  // a responder answers before it asks (step 13)
   SendNewChunks(now_ns);
+  // The RTOs of what went (a message's start lowered it for its budget).
+  checks_at_ = std::min(checks_at_, loss_.NextCheckNs(rtt_.srtt()));
   // What this pump freed (chunk and READ records, the head message: an
   // atomic is posted only at the head) is the next turn's to use.
   const uint64_t heads = head_ + chunk_head_ + resp_head_;
@@ -609,6 +609,21 @@ uint64_t Sender::Pump(uint64_t now_ns) {
   return NextDueNs(now_ns);
 }
 
+void Sender::Started(Msg& m, uint64_t now_ns) {
+  m.started = true;
+  m.t_budget_ns = now_ns;
+  if (const uint64_t budget = conn_.retry_budget_ns(); budget != 0) {
+    checks_at_ = std::min(checks_at_, now_ns + budget + 1);
+  }
+}
+
+uint64_t Sender::BudgetDueNs() {
+  const uint64_t budget = conn_.retry_budget_ns();
+  if (budget == 0) return UINT64_MAX;
+  const uint64_t s = BudgetHead();
+  return s == tail_ ? UINT64_MAX : MsgAt(s).t_budget_ns + budget + 1;
+}
+
 bool Sender::HasUnsent() const {
   return retx_head_ < retx_tail_ || tail_retx_any_ || send_from_ < tail_ ||
          resp_head_ < resp_tail_;
@@ -618,14 +633,11 @@ uint64_t Sender::NextDueNs(uint64_t now_ns) {
   // Guest completions waiting for room in the virtual CQ's ring: the
   // guest's poll wakes nobody, so every turn tries again.
   if (head_ < tail_ && MsgAt(head_).state != MsgState::kQueued) return 0;
-  // DetectLosses: the next RTO or end of a reordering window.
-  uint64_t due = loss_.NextCheckNs(rtt_.srtt());
-  // CheckBudget: the oldest undelivered message's retry budget.
+  // DetectLosses and CheckBudget: the next RTO or end of a reordering
+  // window, the retry budgets.
+  uint64_t due = checks_at_;
   const uint64_t budget = conn_.retry_budget_ns();
   if (budget != 0) {
-    if (const uint64_t s = BudgetHead(); s != tail_) {
-      due = std::min(due, MsgAt(s).t_budget_ns + budget + 1);
-    }
     // PopResponses: a READ answered past the budget is dropped.
     for (uint64_t s = resp_head_; s < resp_tail_; ++s) {
       const RespRec& r = RespAt(s);

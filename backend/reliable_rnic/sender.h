@@ -23,6 +23,7 @@
 #ifndef VRDMA_BACKEND_RELIABLE_RNIC_SENDER_H_
 #define VRDMA_BACKEND_RELIABLE_RNIC_SENDER_H_
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -107,6 +108,10 @@ class Sender {
   // nothing is queued or in flight. Whatever else can let it go on (an
   // ACK, a post, a completion) wakes the connection.
   uint64_t Pump(uint64_t now_ns);
+  // The next Pump runs the loss and budget checks whatever checks_at_
+  // says: the layer's sweep, whose early pumps must find what a wrong
+  // checks_at_ would have hidden (a missed deadline).
+  void CheckNow() { checks_at_ = 0; }
 
   // While connecting: the retry budget of WRs held since they were first
   // seen here (a peer that never answers fails them RETRY_EXC_ERR, as a
@@ -295,6 +300,14 @@ class Sender {
   // The message whose retry budget CheckBudget watches (§1): the oldest
   // undelivered, if it started and is no atomic on the RC QP; else tail_.
   uint64_t BudgetHead();
+  // When CheckBudget would fail the budget head (UINT64_MAX: none).
+  uint64_t BudgetDueNs();
+  // m's first transmission: its budget starts (checks_at_ follows).
+  void Started(Msg& m, uint64_t now_ns);
+  // The budget head may be another message now (the one before it was
+  // delivered or ended: a later message can have made no progress since
+  // it started): checks_at_ follows.
+  void BudgetHeadMoved() { checks_at_ = std::min(checks_at_, BudgetDueNs()); }
 
   Connection& conn_;
   const SenderParams p_;
@@ -319,6 +332,14 @@ class Sender {
   // send_from_ then) and no tail rule holding one (UINT64_MAX: the pass
   // stopped for another reason). StoppedForRoom.
   uint64_t room_wait_seq_ = UINT64_MAX;
+  // Before this, DetectLosses and CheckBudget find nothing, so a pump
+  // skips them (with eight busy QPs nearly every WR is a pump of its own,
+  // and the two were ~170 of its instructions). A lower bound: set by
+  // the checks (the loss detector's next check, BudgetDueNs), lowered by
+  // what brings a check nearer (a transmission's RTO, an ACK's reordering
+  // window or smaller srtt, a message's start, a new budget head), 0 at
+  // Start and for the sweep (CheckNow).
+  uint64_t checks_at_ = 0;
   // Some message may have its tail unit waiting (Msg::tail_retx): cleared
   // by the SendRetransmissions pass that finds none.
   bool tail_retx_any_ = false;

@@ -145,9 +145,13 @@ void Sender::OnAck(const Ack& ack, uint64_t t4_ns) {
       FailFrom(head_ + (ack.nak_mid - MsgAt(head_).mid), st);
     }
   }
+  const uint32_t acked_mid = acked_mid_;
   Delivered(ack.deliv_mid);
   PopChunks();
   Complete();
+  // Its reordering windows, a smaller srtt, a delivery (checks_at_).
+  checks_at_ = std::min(checks_at_, loss_.NextCheckNs(rtt_.srtt()));
+  if (acked_mid_ != acked_mid) BudgetHeadMoved();
   // What the ACK did is done (records popped, completions pushed): a pump
   // is owed at once only where it may send, else when its timers say (the
   // RTOs it restarted, the reordering windows it began). With 64 KiB

@@ -126,6 +126,7 @@ void Sender::OnAtomicCompletion(const Completion& c) {
     FailFrom(head_, c.status);
   }
   Complete();
+  BudgetHeadMoved();
 }
 
 bool Sender::CopyToLocal(const Msg& m, uint64_t off,
@@ -178,6 +179,7 @@ ReadRespResult Sender::OnReadResponse(const DaemonHeader& h, uint64_t now_ns,
     m->state = MsgState::kDelivered;
     ++n.reads_completed;
     Complete();
+    BudgetHeadMoved();
   }
   return ReadRespResult::kNew;
 }
