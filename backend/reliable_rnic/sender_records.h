@@ -8,6 +8,7 @@
 #define VRDMA_BACKEND_RELIABLE_RNIC_SENDER_RECORDS_H_
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 
 #include "backend/reliable_rnic/sender.h"
@@ -26,44 +27,52 @@ inline uint32_t UnitsOf(uint64_t bytes) {
 }
 
 // A message's record but its SGEs: what Post clears (the SGEs are 512
-// bytes it only overwrites, [0, num_sge)).
+// bytes it only overwrites, [0, num_sge)). The fields a WR's every step
+// reads or writes (post, new chunks, ACKs, delivery, completion) come
+// first, in the record's first cache line (alignas below): with eight
+// QPs of 32 WRs each a message's record is out of L1 between two of its
+// steps, and the fields these steps used were spread over three lines.
 struct Sender::MsgFields {
+  // -- hot: one cache line
   MsgState state = MsgState::kQueued;
   WrOpcode op = WrOpcode::kRdmaWrite;
   bool tail_sent = false;  // WRITE_WITH_IMM: its WRITE_TAIL went out
-  uint32_t imm = 0;        // the guest's immediate (network order)
-  uint32_t rcv_index = 0;  // receive-consuming messages (§3.2)
-  uint64_t body = 0;       // bytes carried by WRITE chunks (§2.3)
-  WcStatus status = WcStatus::kSuccess;
   bool signaled = false;
   bool started = false;    // a first chunk went out
   bool tail_retx = false;  // the tail unit waits for every other (§2.3)
   bool tail_counted = false;
-  uint64_t wr_id = 0;
+  bool atomic_posted = false;
   uint32_t send_flags = 0;
   uint32_t mid = 0;
-  uint64_t len = 0;
-  uint64_t remote_addr = 0;
-  uint32_t rkey = 0;
   uint32_t units = 1;  // bookkeeping units: max(1, ceil(len / 4096))
   uint32_t acked_units = 0;
+  uint64_t len = 0;
+  uint64_t body = 0;  // bytes carried by WRITE chunks (§2.3)
   uint64_t sent = 0;  // bytes sent as new chunks
   // The retry budget's start (§1): the first transmission, restarted by
   // every unit of it the peer acknowledges (or, for a READ, answers), as
   // an RC QP's transport timer restarts at each ACK that makes progress.
   uint64_t t_budget_ns = 0;
-  uint64_t tail_cseq = 0;
-  uint32_t tail_expiries = 0;
+  uint64_t wr_id = 0;
+  // -- the rest
+  uint32_t imm = 0;        // the guest's immediate (network order)
+  uint32_t rcv_index = 0;  // receive-consuming messages (§3.2)
+  WcStatus status = WcStatus::kSuccess;
   uint8_t num_sge = 0;
+  uint64_t remote_addr = 0;
+  uint32_t rkey = 0;
+  uint32_t tail_expiries = 0;
+  uint64_t tail_cseq = 0;
   // READ and atomics (step 13).
   uint64_t wr_len = 0;    // the guest's length (the completion's byte_len)
   uint8_t read_slot = 0;  // READ: its ReadRec, while rd_held
   bool rd_held = false;   // holds one of max_rd_atomic
-  bool atomic_posted = false;
   uint64_t compare_add = 0, swap = 0;
 };
 
-struct Sender::Msg : MsgFields {
+struct alignas(64) Sender::Msg : MsgFields {
+  static_assert(offsetof(MsgFields, wr_id) + sizeof(uint64_t) <= 64,
+                "the hot fields fill the record's first cache line");
   std::array<Sge, kMaxSge> sge{};  // [0, num_sge)
 };
 
