@@ -273,9 +273,7 @@ TEST_F(ReliableUcTest, ASpuriousRtoIsUndoneAndTheSameStallExpiresNothingAgain) {
   tap_b_->hold = true;
   const auto stall = [&](uint64_t wr_id, uint64_t off, int turns) {
     tap_b_->held.clear();
-    tap_b_->match = [this](std::span<const uint8_t>, const Gid& dgid) {
-      return dgid == kDaemonA;  // B's ACKs
-    };
+    tap_b_->MatchTo(kDaemonA);  // B's ACKs
     Post(Write(wr_id, off, off, 8192));
     const int ran = turns > 0 ? (Run(turns), turns) : [&] {
       int n = 0;
@@ -317,9 +315,7 @@ TEST_F(ReliableUcTest, ABudgetShorterThanTheRtoEndsTheWrAtTheBudget) {
   c.timeout = 1;    // 4.096 us << 1 = 8.2 us
   c.retry_cnt = 1;  // budget: 2 x 8.2 us
   Connect(c);
-  tap_b_->match = [this](std::span<const uint8_t>, const Gid& dgid) {
-    return dgid == kDaemonA;  // B's daemon sends no ACK to A
-  };
+  tap_b_->MatchTo(kDaemonA);  // B's daemon sends no ACK to A
   const uint64_t t0 = now_;
   Post(Write(1, 0, 0, 100));
   ASSERT_TRUE(RunUntil([&] { return !got_.empty(); }, 20000));
@@ -337,10 +333,7 @@ TEST_F(ReliableUcTest, WithheldAcksFailTheWrRetryExceeded) {
   c.timeout = 8;    // 4.096 us << 8 = 1.05 ms
   c.retry_cnt = 2;  // budget: 3 x 1.05 ms
   Connect(c);
-  // B's daemon sends no ACK to A.
-  tap_b_->match = [this](std::span<const uint8_t>, const Gid& dgid) {
-    return dgid == kDaemonA;
-  };
+  tap_b_->MatchTo(kDaemonA);  // B's daemon sends no ACK to A
   const uint64_t t0 = now_;
   Post(Write(1, 0, 0, 20000));
   Post(Write(2, 0, 65536, 100));

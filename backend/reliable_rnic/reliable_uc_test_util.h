@@ -65,6 +65,10 @@ class Tap final : public fabric::Fabric {
   std::optional<uint64_t> NextEventNs() const override {
     return inner_->NextEventNs();
   }
+  // Matches every packet to gid (a daemon's: its ACKs, the peer's chunks).
+  void MatchTo(const Gid& gid) {
+    match = [gid](std::span<const uint8_t>, const Gid& dgid) { return dgid == gid; };
+  }
   // Sends held packet i now.
   void Release(size_t i, uint64_t now) {
     inner_->Send(held[i].bytes, held[i].dgid, now);
