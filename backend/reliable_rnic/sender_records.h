@@ -31,7 +31,8 @@ inline uint32_t UnitsOf(uint64_t bytes) {
 // reads or writes (post, new chunks, ACKs, delivery, completion) come
 // first, in the record's first cache line (alignas below): with eight
 // QPs of 32 WRs each a message's record is out of L1 between two of its
-// steps, and the fields these steps used were spread over three lines.
+// steps, and the fields these steps used were spread over three lines
+// (Post, which clears them, now writes two).
 struct Sender::MsgFields {
   // -- hot: one cache line
   MsgState state = MsgState::kQueued;
@@ -54,25 +55,25 @@ struct Sender::MsgFields {
   // an RC QP's transport timer restarts at each ACK that makes progress.
   uint64_t t_budget_ns = 0;
   uint64_t wr_id = 0;
-  // -- the rest
+  // -- the rest (a post's, a chunk's, READ and atomics): the second line
+  uint64_t remote_addr = 0;
+  uint64_t tail_cseq = 0;
+  uint64_t wr_len = 0;  // the guest's length (the completion's byte_len)
+  uint64_t compare_add = 0, swap = 0;
   uint32_t imm = 0;        // the guest's immediate (network order)
   uint32_t rcv_index = 0;  // receive-consuming messages (§3.2)
-  WcStatus status = WcStatus::kSuccess;
-  uint8_t num_sge = 0;
-  uint64_t remote_addr = 0;
   uint32_t rkey = 0;
   uint32_t tail_expiries = 0;
-  uint64_t tail_cseq = 0;
-  // READ and atomics (step 13).
-  uint64_t wr_len = 0;    // the guest's length (the completion's byte_len)
+  WcStatus status = WcStatus::kSuccess;
+  uint8_t num_sge = 0;
   uint8_t read_slot = 0;  // READ: its ReadRec, while rd_held
   bool rd_held = false;   // holds one of max_rd_atomic
-  uint64_t compare_add = 0, swap = 0;
 };
 
 struct alignas(64) Sender::Msg : MsgFields {
   static_assert(offsetof(MsgFields, wr_id) + sizeof(uint64_t) <= 64,
                 "the hot fields fill the record's first cache line");
+  static_assert(sizeof(MsgFields) <= 128, "what Post clears: two lines");
   std::array<Sge, kMaxSge> sge{};  // [0, num_sge)
 };
 
