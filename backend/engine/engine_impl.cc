@@ -139,7 +139,10 @@ bool EngineImpl::PollOnce() {
 
 policy::Nanos EngineImpl::NextDeadline() const {
   const sched::Nanos t = stage_.next_deadline();
-  return std::min(t == sched::kNoExpiry ? policy::kNever : t, gsi_.NextDeadline());
+  // The RNIC's timers (a reliability layer's RTOs, ACK timers, pacing):
+  // its Progress() reports only work due now (Rnic::NextTimedWorkNs).
+  return std::min({t == sched::kNoExpiry ? policy::kNever : t, gsi_.NextDeadline(),
+                   policy::Nanos{rnic_.NextTimedWorkNs()}});
 }
 
 Status EngineImpl::SetQos(VmId id, const policy::TenantQos& qos) {

@@ -67,7 +67,10 @@ class ActiveSet {
   // anything pending is a missed wake (*missed_wakes, and added); one
   // asleep is pumped early by early(slot, &due), which says whether that
   // did anything: work a sleeper had before its time is a missed
-  // deadline (*missed_deadlines). True while the set is not empty.
+  // deadline (*missed_deadlines). True when it pumped a slot (what the
+  // pump posted is the lower RNIC's to carry at its next progress) or a
+  // slot is due at once; the sleepers are next_due()'s: the data path may
+  // sleep until then.
   template <typename Exists, typename Pump, typename Early>
   bool Turn(uint64_t now, bool sweep, uint32_t live, Exists exists, Pump pump,
             Early early, uint64_t* missed_wakes, uint64_t* missed_deadlines) {
@@ -106,12 +109,20 @@ class ActiveSet {
       in_[slot] = kDue;
       list_.push_back(slot);
     }
+    bool pumped = false;
     for (uint32_t slot : Take()) {
       if (!exists(slot)) continue;
+      pumped = true;
       const uint64_t d = pump(slot);
       if (d != kIdle) Keep(slot, d);
     }
-    return size() != 0;
+    return pumped || !list_.empty();
+  }
+
+  // When the earliest sleeper is due (kIdle: none). A lower bound: a
+  // woken sleeper's entry may still be first, which costs an early turn.
+  uint64_t next_due() const {
+    return asleep_ == 0 ? kIdle : key_[heap_[0]];
   }
 
   // The slots due now, in the order they became due; they leave the set,

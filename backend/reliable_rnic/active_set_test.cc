@@ -92,13 +92,16 @@ TEST(ActiveSetTest, ATurnPumpsTheDueAndASweepFindsMissedWakesAndDeadlines) {
   EXPECT_EQ(missed, 1u);
 
   // 2 sleeps until 1000: the turns before cost it nothing, the one at
-  // 1000 pumps it; woken, it is pumped at once.
+  // 1000 pumps it; woken, it is pumped at once. A turn says whether it
+  // pumped anything or left a slot due at once: one that only sleepers
+  // saw says no, and next_due says when one is.
   next = {kIdle, kIdle, 1000, kIdle, kIdle, kIdle};
   EXPECT_TRUE(a.Turn(300, false, 4, exists, pump, pump_early, &missed,
                      &missed_deadlines));
   EXPECT_EQ(a.size(), 1u);  // 3 left, 2 sleeps
   EXPECT_EQ(a.due(2), 1000u);
-  EXPECT_TRUE(a.Turn(999, false, 4, exists, pump, pump_early, &missed,
+  EXPECT_EQ(a.next_due(), 1000u);
+  EXPECT_FALSE(a.Turn(999, false, 4, exists, pump, pump_early, &missed,
                      &missed_deadlines));
   EXPECT_EQ(pumped, (std::vector<int>{1, 0, 3, 3, 0, 1}));
   EXPECT_TRUE(a.Turn(1000, false, 4, exists, pump, pump_early, &missed,
@@ -110,32 +113,37 @@ TEST(ActiveSetTest, ATurnPumpsTheDueAndASweepFindsMissedWakesAndDeadlines) {
                      &missed_deadlines));
   EXPECT_EQ(pumped[2], 5);
   EXPECT_EQ(a.due(2), 1000u);  // its next answer: asleep again, overdue
+  EXPECT_EQ(a.next_due(), 1000u);
   next[2] = 5000;
   EXPECT_TRUE(a.Turn(1002, false, 4, exists, pump, pump_early, &missed,
                      &missed_deadlines));
   EXPECT_EQ(a.due(2), 5000u);
+  EXPECT_EQ(a.next_due(), 5000u);
 
   // A sweep pumps the sleeper early: nothing done is no missed deadline;
   // something done is one.
-  EXPECT_TRUE(a.Turn(2000, true, 4, exists, pump, pump_early, &missed,
+  EXPECT_FALSE(a.Turn(2000, true, 4, exists, pump, pump_early, &missed,
                      &missed_deadlines));
   EXPECT_EQ(early, 1);
   EXPECT_EQ(missed_deadlines, 0u);
   did[2] = true;
   next[2] = 7000;
-  EXPECT_TRUE(a.Turn(3000, true, 4, exists, pump, pump_early, &missed,
+  EXPECT_FALSE(a.Turn(3000, true, 4, exists, pump, pump_early, &missed,
                      &missed_deadlines));
   EXPECT_EQ(early, 2);
   EXPECT_EQ(missed_deadlines, 1u);
   EXPECT_EQ(a.due(2), 7000u);
   EXPECT_EQ(missed, 1u);
 
-  // Nothing pending: the set empties.
+  // Nothing pending: the set empties (the turn pumped it).
   next[2] = kIdle;
   a.Add(2);
-  EXPECT_FALSE(a.Turn(4000, false, 4, exists, pump, pump_early, &missed,
-                      &missed_deadlines));
+  EXPECT_TRUE(a.Turn(4000, false, 4, exists, pump, pump_early, &missed,
+                     &missed_deadlines));
   EXPECT_EQ(a.size(), 0u);
+  EXPECT_FALSE(a.Turn(4001, false, 4, exists, pump, pump_early, &missed,
+                      &missed_deadlines));
+  EXPECT_EQ(a.next_due(), kIdle);
 }
 
 // The sleepers: a turn pumps exactly those due by then, each once, the

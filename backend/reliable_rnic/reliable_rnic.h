@@ -277,7 +277,13 @@ class ReliableRnic : public Rnic {
     return lower_.CqProduced(cq);
   }
   bool PollAsyncEvent(AsyncEvent* ev) override;
+  // True while something is due at once (a connection due now, an rc
+  // path or a switch with anything pending, the lower's work); the
+  // connections asleep until their timers are NextTimedWorkNs's.
   bool Progress() override;
+  // The earliest of the sleeping connections' due times, the next HELLO
+  // and sweep, and the lower's (docs/reliability.md §2.1 "Turns").
+  uint64_t NextTimedWorkNs() const override;
   int completion_fd() const override { return lower_.completion_fd(); }
   void ArmCompletions() override { lower_.ArmCompletions(); }
   void DrainCompletionFd() override { lower_.DrainCompletionFd(); }

@@ -5,6 +5,7 @@
 // attached (uc mode, step 11) a send post looks its QP up and a framed
 // QP's WRs go to its connection's Sender; with a framed QP, PollCq hands
 // its lower RC QP's completions (atomics, step 13) to that Sender.
+#include <algorithm>
 #include <span>
 
 #include "backend/reliable_rnic/reliable_rnic.h"
@@ -159,6 +160,15 @@ bool ReliableRnic::Progress() {
   if (link_ == nullptr) return lower;
   const bool uc = ProgressUc();
   return lower || uc;
+}
+
+uint64_t ReliableRnic::NextTimedWorkNs() const {
+  uint64_t at = lower_.NextTimedWorkNs();
+  if (link_ == nullptr) return at;
+  at = std::min({at, active_.next_due(), next_hello_ns_});
+  if (framed_ > 0) at = std::min(at, next_sweep_ns_);
+  if (rc_framed_ > 0) at = std::min(at, next_rc_sweep_ns_);
+  return at;
 }
 
 }  // namespace vrdma

@@ -286,13 +286,29 @@ class ReliableUcTest : public ::testing::Test {
   }
 
   void Turn() {
-    la_->Progress();
-    lb_->Progress();
-    link_a_->Deliver(*la_);
-    link_b_->Deliver(*lb_);
+    const bool busy_a = la_->Progress();
+    const bool busy_b = lb_->Progress();
+    const int delivered = link_a_->Deliver(*la_) + link_b_->Deliver(*lb_);
     if (collect_) Collect();
     control_tick_();
     now_ += kStepNs;
+    if (sleep_when_idle_ && !busy_a && !busy_b && delivered == 0) SleepUntilWork();
+  }
+  // As a data path whose layers said nothing is due at once: the clock
+  // jumps to the earliest of their timers (NextTimedWorkNs) and of the
+  // packets the fabric holds, as the engine's loop sleeps until its
+  // deadline or an fd (docs/reliability.md §2.1 "Turns").
+  void SleepUntilWork() {
+    uint64_t next = std::min(la_->NextTimedWorkNs(), lb_->NextTimedWorkNs());
+    for (const Tap* t : {tap_a_.get(), tap_b_.get()}) {
+      if (std::optional<uint64_t> e = t->NextEventNs()) next = std::min(next, *e);
+    }
+    for (const SoftRnic* r : {soft_a_.get(), soft_b_.get()}) {
+      if (std::optional<uint64_t> e = r->NextTimerNs()) next = std::min(next, *e);
+    }
+    if (next == UINT64_MAX || next <= now_) return;
+    now_ = next;
+    ++sleeps_;
   }
   // The daemon's tick at every turn (its control calls between turns).
   // Connects with chunks of one packet (MTU 4096) and holds every data
@@ -441,12 +457,16 @@ class ReliableUcTest : public ::testing::Test {
   // Posts every write of `plan` (in order), runs until each completed,
   // and checks: one completion per WR, in post order, success, and B's
   // bytes equal A's.
-  void PostAndVerify(const std::vector<Planned>& plan, int max_turns) {
+  // took_ns: the time from the posts to the last completion.
+  void PostAndVerify(const std::vector<Planned>& plan, int max_turns,
+                     uint64_t* took_ns = nullptr) {
+    const uint64_t t0 = now_;
     for (const Planned& p : plan) Post(Write(p.wr_id, p.src, p.dst, p.len));
     const size_t before = got_.size();
     ASSERT_TRUE(RunUntil([&] { return got_.size() >= before + plan.size(); },
                          max_turns))
         << "completed " << got_.size() - before << " of " << plan.size();
+    if (took_ns != nullptr) *took_ns = now_ - t0;
     Run(200);  // nothing more may come
     ASSERT_EQ(got_.size(), before + plan.size());
     for (size_t i = 0; i < plan.size(); ++i) {
@@ -480,6 +500,9 @@ class ReliableUcTest : public ::testing::Test {
   uint64_t rc_reset_delay_ns_ = 1'000'000;  // rc mode (reliable_rc_test)
   uint64_t packet_lifetime_ns_ = 0;         // §4.2 "Late originals"
   uint64_t idle_sweep_ns_ = 0;              // §2.1 "Turns"
+  // Turn sleeps (SleepUntilWork) when neither layer has work due at once.
+  bool sleep_when_idle_ = false;
+  uint64_t sleeps_ = 0;
   const Gid kDaemonA = HostGid(101);
   const Gid kDaemonB = HostGid(102);
   uint64_t now_ = 1'000'000'000;

@@ -616,6 +616,13 @@ class Rnic {
   // Lets a software RNIC do its work (move bytes, run timers). A hardware
   // RNIC does nothing here. Returns true when it did something.
   virtual bool Progress() = 0;
+  // When Progress() next has work that only time brings (a timer), for an
+  // RNIC whose Progress() returns false while such work waits: the data
+  // path may sleep until then (the engine arms it as a deadline, in
+  // CLOCK_MONOTONIC ns like the stage's). UINT64_MAX: none, or an RNIC
+  // whose Progress() reports its timers as work (SoftRnic, the model).
+  // Data path.
+  virtual uint64_t NextTimedWorkNs() const { return UINT64_MAX; }
 
   // Waking an idle data path (a hardware RNIC's completion channel): an fd
   // that becomes readable after ArmCompletions when any CQ gets a
