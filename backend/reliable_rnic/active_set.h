@@ -32,7 +32,6 @@ class ActiveSet {
   // Control path: room for slots [0, slots), the set empty.
   void Resize(uint32_t slots) {
     in_.assign(slots, kOut);
-    due_.assign(slots, 0);
     key_.assign(slots, 0);
     at_.assign(slots, kNoEntry);
     asleep_ = 0;
@@ -55,7 +54,9 @@ class ActiveSet {
     return slot < in_.size() && in_[slot] != kOut;
   }
   // When a slot in the set is due (0: now).
-  uint64_t due(uint32_t slot) const { return due_[slot]; }
+  uint64_t due(uint32_t slot) const {
+    return in_[slot] == kAsleep ? key_[slot] : 0;
+  }
   uint32_t size() const {
     return static_cast<uint32_t>(list_.size()) + asleep_;
   }
@@ -85,13 +86,13 @@ class ActiveSet {
             ++*missed_wakes;
             Keep(slot, d);
           }
-        } else if (in_[slot] == kAsleep && due_[slot] > now) {
-          const uint64_t before = due_[slot];
+        } else if (in_[slot] == kAsleep && key_[slot] > now) {
+          const uint64_t before = key_[slot];
           uint64_t d = kIdle;
           if (early(slot, &d)) ++*missed_deadlines;
           // Woken or brought forward meanwhile: as that left it; else as
           // the early pump said.
-          if (in_[slot] == kAsleep && due_[slot] == before) {
+          if (in_[slot] == kAsleep && key_[slot] == before) {
             in_[slot] = kOut;
             --asleep_;
             if (d != kIdle) Keep(slot, d);
@@ -145,18 +146,16 @@ class ActiveSet {
   void Keep(uint32_t slot, uint64_t at) {
     if (slot >= in_.size() || in_[slot] == kDue) return;  // nothing earlier
     if (in_[slot] == kAsleep) {
-      if (at >= due_[slot]) return;
+      if (at >= key_[slot]) return;
       --asleep_;
     }
     if (at == 0) {
       in_[slot] = kDue;
-      due_[slot] = 0;
       list_.push_back(slot);
       return;
     }
     in_[slot] = kAsleep;
     ++asleep_;
-    due_[slot] = at;
     const uint64_t old = key_[slot];
     key_[slot] = at;
     if (at_[slot] == kNoEntry) {
@@ -208,7 +207,6 @@ class ActiveSet {
   }
 
   std::vector<uint8_t> in_;     // kOut, kDue (in list_) or kAsleep
-  std::vector<uint64_t> due_;   // of a slot in the set
   std::vector<uint32_t> list_;  // due now
   std::vector<uint32_t> taken_;
   uint32_t asleep_ = 0;
