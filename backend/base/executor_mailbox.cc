@@ -1,6 +1,8 @@
 // Copyright 2026 The vhost-rdma Authors. SPDX-License-Identifier: BSD-2-Clause
 #include "backend/base/executor_mailbox.h"
 
+// DPDK's headers expect their build configuration first.
+#include <rte_config.h>
 #include <rte_ring.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
