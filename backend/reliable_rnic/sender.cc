@@ -36,11 +36,12 @@ policy::reliability::ChunkSizeParams Clamped(
 Sender::Sender(Connection& conn, const SenderParams& params, uint32_t sq_depth,
                uint32_t max_inline, uint8_t* inline_area, uint32_t region_lkey)
     : conn_(conn),
-      p_(params),
+      chunks_in_flight_(params.chunks_in_flight),
+      max_xmits_(params.max_xmits),
       sq_depth_(std::max<uint32_t>(sq_depth, 1)),
+      max_inline_(max_inline),
       msg_mask_(std::bit_ceil(sq_depth_) - 1),
       chunk_mask_(std::bit_ceil(std::max<uint32_t>(params.chunks_in_flight, 1)) - 1),
-      max_inline_(max_inline),
       inline_area_(inline_area),
       region_lkey_(region_lkey),
       msgs_(std::make_unique<Msg[]>(msg_mask_ + 1)),
@@ -50,9 +51,9 @@ Sender::Sender(Connection& conn, const SenderParams& params, uint32_t sq_depth,
       retx_cap_((chunk_mask_ + 1) * 16),
       signal_(params.signal_every, params.chunks_in_flight),
       loss_(0, {.capacity = params.chunks_in_flight}),
-      rto_(params.rto),
+      window_(params.window),
       chunk_size_(Clamped(params.chunk)),
-      window_(params.window) {}
+      rto_(params.rto) {}
 
 Sender::~Sender() = default;
 
@@ -73,7 +74,7 @@ void Sender::Start(uint32_t first_mid, uint64_t first_gseq) {
   acked_mid_ = first_mid;
   sent_mid_end_ = first_mid;
   next_gseq_ = first_gseq;
-  peer_credits_ = p_.max_xmits;  // the peer's bounce receives at connect
+  peer_credits_ = max_xmits_;  // the peer's bounce receives at connect
   credit_used_ = 0;
   room_wait_seq_ = UINT64_MAX;  // the next pass says
   checks_at_ = 0;
@@ -81,7 +82,7 @@ void Sender::Start(uint32_t first_mid, uint64_t first_gseq) {
   // allocation when the live switch connects a connection made earlier).
   if (first_gseq != 0 || posts_ != 0) {
     loss_ = policy::reliability::LossDetector(
-        first_gseq, {.capacity = p_.chunks_in_flight});
+        first_gseq, {.capacity = chunks_in_flight_});
   }
 }
 
@@ -223,13 +224,13 @@ int Sender::Slice(const Msg& m, uint64_t off, uint64_t len, Sge* out,
 uint32_t Sender::Credits() const {
   const int32_t c = static_cast<int32_t>(peer_credits_ - credit_used_);
   return c <= 0 ? 0
-                : std::min<uint32_t>(static_cast<uint32_t>(c), p_.max_xmits);
+                : std::min<uint32_t>(static_cast<uint32_t>(c), max_xmits_);
 }
 
 bool Sender::CanTransmit() const {
-  return inflight_xmits_ < p_.max_xmits && Credits() > 0 &&
-         loss_.occupied() < p_.chunks_in_flight &&
-         posts_ - posts_done_ < p_.chunks_in_flight;
+  return inflight_xmits_ < max_xmits_ && Credits() > 0 &&
+         loss_.occupied() < chunks_in_flight_ &&
+         posts_ - posts_done_ < chunks_in_flight_;
 }
 
 SendWr& Sender::HeaderSend(DaemonHeader& h, bool retx) {
@@ -296,7 +297,7 @@ bool Sender::WindowOpen(uint64_t now_ns) const {
 bool Sender::PostChunk(uint64_t seq, uint64_t bytes, bool last, bool hint,
                        uint64_t now_ns) {
   Msg& m = MsgAt(seq);
-  if (chunk_tail_ - chunk_head_ == p_.chunks_in_flight) return false;
+  if (chunk_tail_ - chunk_head_ == chunks_in_flight_) return false;
   const uint16_t off = static_cast<uint16_t>(m.sent / kUnitSize);
   SendWr& w = chunk_wr_;
   w.opcode = WrOpcode::kRdmaWriteWithImm;
@@ -336,7 +337,7 @@ bool Sender::PostRetx(uint64_t cseq, uint16_t unit, uint32_t expiries,
 bool Sender::PostPiece(uint64_t seq, uint32_t abs_unit, uint64_t cseq,
                        uint16_t unit, uint32_t expiries, bool retx, bool hint,
                        uint64_t now_ns) {
-  if (!retx && chunk_tail_ - chunk_head_ == p_.chunks_in_flight) return false;
+  if (!retx && chunk_tail_ - chunk_head_ == chunks_in_flight_) return false;
   Msg& m = MsgAt(seq);
   const uint64_t off = uint64_t{abs_unit} * kUnitSize;
   const uint64_t len =
@@ -400,7 +401,7 @@ bool Sender::PostPiece(uint64_t seq, uint32_t abs_unit, uint64_t cseq,
 void Sender::OnSendCompletion(const Completion& c) {
   // A send's end matters only where the data QP's send queue was full
   // (CanTransmit): the connection is woken then, not at every chunk.
-  if (posts_ - posts_done_ >= p_.chunks_in_flight) conn_.WakeSender();
+  if (posts_ - posts_done_ >= chunks_in_flight_) conn_.WakeSender();
   // Every post up to this one is done (SignalEvery).
   posts_done_ += SignalEvery::Ends(posts_done_, posts_, DataWrIndex(c.wr_id),
                                    kDataWrIndexMask);

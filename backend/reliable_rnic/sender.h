@@ -309,15 +309,22 @@ class Sender {
   // it started): checks_at_ follows.
   void BudgetHeadMoved() { checks_at_ = std::min(checks_at_, BudgetDueNs()); }
 
+  // The members in the order a pump and an ACK use them, the ones both
+  // touch in the first lines: with eight busy QPs a connection's state is
+  // out of L1 between two of its turns, and each line it spans is a miss
+  // (docs/benchmarks.md "What eight QPs add").
   Connection& conn_;
-  const SenderParams p_;
+  // From SenderParams, the two a pump reads (the rest went to the window,
+  // RTO, chunk size and signaling objects that the constructor built).
+  const uint32_t chunks_in_flight_;
+  const uint32_t max_xmits_;
   const uint32_t sq_depth_;
+  const uint32_t max_inline_;
   // The rings' sizes are powers of two (at least sq_depth_ and
   // chunks_in_flight): a slot is seq & mask, not a division (some twenty
   // per WR).
   const uint64_t msg_mask_;
   const uint64_t chunk_mask_;
-  const uint32_t max_inline_;
   uint8_t* const inline_area_;
   const uint32_t region_lkey_;
 
@@ -340,9 +347,6 @@ class Sender {
   // window or smaller srtt, a message's start, a new budget head), 0 at
   // Start and for the sweep (CheckNow).
   uint64_t checks_at_ = 0;
-  // Some message may have its tail unit waiting (Msg::tail_retx): cleared
-  // by the SendRetransmissions pass that finds none.
-  bool tail_retx_any_ = false;
   uint32_t next_mid_ = 0;   // MID of the next WR posted
   uint32_t acked_mid_ = 0;  // the peer's deliv_mid: MIDs below delivered
   uint32_t sent_mid_end_ = 0;  // one past the newest MID with a chunk sent
@@ -352,7 +356,14 @@ class Sender {
   uint32_t peer_credits_ = 0;
   uint32_t credit_used_ = 0;
   uint32_t rto_passes_ = 0;  // RTO passes since the last ACK (MovePath)
+  uint32_t inflight_xmits_ = 0;
+  uint32_t rd_outstanding_ = 0;
+  // Some message may have its tail unit waiting (Msg::tail_retx): cleared
+  // by the SendRetransmissions pass that finds none.
+  bool tail_retx_any_ = false;
   bool peer_waiting_ = false;  // the peer's last ACK: a message waits there
+  bool failed_ = false;
+  WcStatus fail_status_ = WcStatus::kSuccess;
 
   // Chunk table: originals [chunk_head_, chunk_tail_).
   std::unique_ptr<ChunkRec[]> chunks_;
@@ -362,7 +373,6 @@ class Sender {
   std::unique_ptr<Xmit[]> xmits_;
   uint64_t next_gseq_ = 0;
   uint64_t inflight_bytes_ = 0;
-  uint32_t inflight_xmits_ = 0;
   // Units waiting to be sent again (ring).
   std::unique_ptr<RetxUnit[]> retx_;
   uint32_t retx_cap_ = 0;
@@ -371,21 +381,18 @@ class Sender {
   // of them are signaled.
   uint64_t posts_ = 0, posts_done_ = 0;
   SignalEvery signal_;
+  uint64_t last_send_ns_ = 0;  // pacing: the newest transmission's time
+  uint64_t last_send_bytes_ = 0;  // and its bytes
   // The peer's READs being answered: [resp_head_, resp_tail_) of resps_
-  // (below); this end's READs and atomics in flight.
+  // (below); this end's READs and atomics in flight (rd_outstanding_).
   uint64_t resp_head_ = 0, resp_tail_ = 0;
-  uint32_t rd_outstanding_ = 0;
-  bool failed_ = false;
-  WcStatus fail_status_ = WcStatus::kSuccess;
 
   policy::reliability::LossDetector loss_;
   policy::reliability::RttEstimator rtt_;
-  policy::reliability::Rto rto_;
-  policy::reliability::ChunkSize chunk_size_;
-  policy::reliability::RtoUndo rto_undo_;
   policy::reliability::SwiftWindow window_;
-  uint64_t last_send_ns_ = 0;  // pacing: the newest transmission's time
-  uint64_t last_send_bytes_ = 0;  // and its bytes
+  policy::reliability::ChunkSize chunk_size_;
+  policy::reliability::Rto rto_;
+  policy::reliability::RtoUndo rto_undo_;
   // READ and atomics (step 13): this end's READs in flight, the peer's
   // READs being answered (a ring, in request order). The arrays come
   // last, after the fields every pump reads (fewer cache lines a pump of

@@ -214,7 +214,7 @@ bool Sender::SendResponses(uint64_t now_ns) {
     RespRec& r = RespAt(s);
     while (!r.done && r.sent < r.units) {
       if (!CanTransmit() || !WindowOpen(now_ns)) return did;
-      if (chunk_tail_ - chunk_head_ == p_.chunks_in_flight) return did;
+      if (chunk_tail_ - chunk_head_ == chunks_in_flight_) return did;
       if (!PostResp(s, r.sent, 0, 0, false, 0, now_ns)) return did;
       ++r.sent;
       did = true;

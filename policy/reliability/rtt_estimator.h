@@ -121,17 +121,19 @@ class RttEstimator {
     bool used = false;
   };
 
+  // What every sample and base_rtt read use, in one cache line; the
+  // buckets (a sample touches one) after it.
   uint64_t bucket_ns_;
-  bool has_sample_ = false;
   uint64_t srtt_x8_ = 0;    // srtt in 1/8 ns
   uint64_t rttvar_x4_ = 0;  // rttvar in 1/4 ns
   uint64_t latest_ = 0;
-  std::array<Bucket, kBaseRttBuckets> buckets_{};
   // The cache of base_rtt (mutable: a const query memoizes it).
   mutable uint64_t epoch_ = 0;
   mutable uint64_t epoch_start_ns_ = 0;
-  mutable LeastState least_state_ = LeastState::kUnknown;
   mutable uint64_t least_ = 0;
+  mutable LeastState least_state_ = LeastState::kUnknown;
+  bool has_sample_ = false;
+  std::array<Bucket, kBaseRttBuckets> buckets_{};
 };
 
 }  // namespace vrdma::policy::reliability
