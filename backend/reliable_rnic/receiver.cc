@@ -72,7 +72,7 @@ void Receiver::Start(uint32_t first_mid, uint8_t peer_rnr_retry,
   hold_ns_ = peer_retry_budget_ns == 0
                  ? p_.packet_lifetime_ns
                  : std::min(p_.packet_lifetime_ns, peer_retry_budget_ns / 2);
-  for (Record& r : ring_) r = Record{};
+  for (Record& r : ring_) Reset(r);
 }
 
 RxContext Receiver::Context(const Record* rec) const {
@@ -94,7 +94,7 @@ Receiver::Record* Receiver::Find(uint32_t mid) {
 Receiver::Record* Receiver::FindOrMake(uint32_t mid) {
   if (Record* r = Find(mid)) return r;
   Record& r = ring_[mid % kRxMessagesPerQp];
-  r = Record{};
+  Reset(r);
   r.used = true;
   r.mid = mid;
   return &r;
