@@ -53,7 +53,10 @@ Sender::Sender(Connection& conn, const SenderParams& params, uint32_t sq_depth,
       loss_(0, {.capacity = params.chunks_in_flight}),
       window_(params.window),
       chunk_size_(Clamped(params.chunk)),
-      rto_(params.rto) {}
+      rto_(params.rto) {
+  static_assert(sizeof(ChunkRec) == 32 && sizeof(Xmit) == 32,
+                "half a line each (sender_records.h)");
+}
 
 Sender::~Sender() = default;
 
@@ -267,8 +270,8 @@ uint64_t Sender::NewChunk(uint64_t msg_seq, uint32_t mid, uint16_t off,
 
 void Sender::Transmitted(uint64_t cseq, uint16_t unit, bool whole, uint64_t bytes,
                          uint32_t expiries, uint64_t now_ns) {
-  XmitAt(next_gseq_) =
-      Xmit{next_gseq_, cseq, unit, whole, static_cast<uint32_t>(bytes), expiries, now_ns};
+  XmitAt(next_gseq_) = Xmit{next_gseq_, cseq, now_ns, static_cast<uint32_t>(bytes),
+                            static_cast<uint8_t>(unit), whole};
   (void)loss_.OnSent(next_gseq_, now_ns,
                      rto_.TimeoutNs(rtt_, expiries, rto_undo_.FloorNs(now_ns)),
                      expiries);

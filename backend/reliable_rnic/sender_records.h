@@ -77,26 +77,28 @@ struct alignas(64) Sender::Msg : MsgFields {
   std::array<Sge, kMaxSge> sge{};  // [0, num_sge)
 };
 
-struct Sender::ChunkRec {
+// The chunk and transmission records are half a cache line each, aligned:
+// one line touched per record at each step (at 40 and 48 bytes, most
+// straddled two).
+struct alignas(32) Sender::ChunkRec {
   uint64_t msg_seq = 0;
+  uint64_t gseq = 0;   // the original WRITE's
   uint32_t mid = 0;
+  uint32_t bytes = 0;
   uint16_t off = 0;     // first unit in the message
   uint16_t nunits = 1;  // bookkeeping units (a zero-length chunk: 1)
-  uint32_t bytes = 0;
   uint16_t acked = 0;  // mask of units acked
-  uint64_t gseq = 0;   // the original WRITE's
   bool resp = false;   // a READ_RESP unit: msg_seq is its RespRec
   uint16_t full() const { return static_cast<uint16_t>((1u << nunits) - 1); }
 };
 
-struct Sender::Xmit {
+struct alignas(32) Sender::Xmit {
   uint64_t gseq = ~uint64_t{0};
   uint64_t cseq = 0;
-  uint16_t unit = 0;  // !whole: the unit of the chunk
-  bool whole = true;  // the original WRITE of the chunk
-  uint32_t bytes = 0;
-  uint32_t expiries = 0;
   uint64_t t_sent_ns = 0;
+  uint32_t bytes = 0;
+  uint8_t unit = 0;   // !whole: the unit of the chunk (< 16: acked's bits)
+  bool whole = true;  // the original WRITE of the chunk
   bool lost = false;  // found lost (its credit given back)
   bool lost_rto = false;  // ... by its RTO (rto_undo.h)
 };
