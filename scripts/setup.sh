@@ -11,6 +11,7 @@ packages=(
   libibverbs-dev ibverbs-providers linux-libc-dev python3-matplotlib
   libxml2-dev libvirt-dev libcivetweb-dev libsystemd-dev
   debhelper dh-dkms help2man lintian  # the Debian packages (tests/pkg/run-pkg.sh)
+  valgrind  # bench/micro/layer_callgrind.sh
 )
 missing=()
 for p in "${packages[@]}"; do
