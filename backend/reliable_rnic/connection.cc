@@ -39,12 +39,12 @@ Connection::Connection(Rnic& lower, const ConnectionInit& init,
                        ReliabilityCounters* counters, const MrTable* mrs,
                        AckChannel* acks, ActiveSet* active)
     : lower_(lower),
-      init_(init),
-      params_(params),
       counters_(counters),
-      mrs_(mrs),
       acks_(acks),
-      active_(active) {}
+      active_(active),
+      init_(init),
+      mrs_(mrs),
+      params_(params) {}
 
 Connection::~Connection() { Close(); }
 

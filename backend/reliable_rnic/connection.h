@@ -74,21 +74,22 @@ enum class ConnState : uint8_t {
 
 // What the layer knows of the virtual QP when it frames it.
 struct ConnectionInit {
+  // What every WR's ACK or completion reads first, in one line.
   uint32_t slot = 0;      // the layer's slot (low 16 bits), generation
-  RnicQp vqp{};           // the virtual QP (its lower RC QP)
-  RnicPd pd{};
-  RnicCq transport_cq{};  // the layer's: the data QP's both CQs
+  uint32_t my_token = 0;  // the one the peer must send us
+  uint64_t peer_daemon = 0;
   CompletionRing* send_ring = nullptr;  // the virtual send CQ's ring
   CompletionRing* recv_ring = nullptr;  // the virtual receive CQ's ring
   RecvQueue* rq = nullptr;              // the guest's receives (step 12)
+  RnicQp vqp{};           // the virtual QP (its lower RC QP)
+  RnicPd pd{};
+  RnicCq transport_cq{};  // the layer's: the data QP's both CQs
   uint32_t sq_depth = 0;
   uint32_t max_send_sge = 0;
   uint32_t max_inline = 0;
   bool sq_sig_all = false;
-  QpAttr attr{};          // the virtual QP's at RTR: av, MTU, access, dest
-  uint64_t peer_daemon = 0;
-  uint32_t my_token = 0;  // the one the peer must send us
   uint64_t retry_budget_ns = 0;  // 0: never
+  QpAttr attr{};          // the virtual QP's at RTR: av, MTU, access, dest
 };
 
 // The host bytes a framed QP of caps costs beyond its lower RC QP (§8):
@@ -225,17 +226,20 @@ class Connection {
   Receiver& receiver() { return *receiver_; }
 
  private:
-  Rnic& lower_;
-  ConnectionInit init_;
-  ConnectionParams params_;
-  ReliabilityCounters* counters_;
-  const MrTable* mrs_;
-  AckChannel* acks_;
-  ActiveSet* active_;
   // One half's pump (Pump): *due is its due time, kept.
   template <typename Half>
   void PumpHalf(Half& half, uint64_t* due, uint64_t now_ns, bool all,
                 SweepTally* check);
+
+  // The members in the order a WR's steps use them (with eight busy QPs a
+  // connection is out of L1 between its turns: each line is a miss), the
+  // parameters and the bounce WR's 528 bytes last.
+  Rnic& lower_;
+  ReliabilityCounters* counters_;
+  AckChannel* acks_;
+  ActiveSet* active_;
+  std::unique_ptr<Sender> sender_;
+  std::unique_ptr<Receiver> receiver_;
   // When each half is next due (Pump): 0 at once, UINT64_MAX idle.
   uint64_t tx_due_ = 0, rx_due_ = 0;
   ConnState state_ = ConnState::kConnecting;
@@ -245,11 +249,12 @@ class Connection {
   RnicQp data_qp_{};
   RnicMr region_mr_{};
   std::unique_ptr<uint8_t[]> region_;
-  uint64_t region_bytes_ = 0;
   uint64_t header_off_ = 0, inline_off_ = 0;
   uint32_t header_slots_ = 0;
-  std::unique_ptr<Sender> sender_;
-  std::unique_ptr<Receiver> receiver_;
+  uint64_t region_bytes_ = 0;
+  ConnectionInit init_;
+  const MrTable* mrs_;
+  ConnectionParams params_;
   RecvWr bounce_wr_{};  // RepostBounce's, cleared once
 };
 
