@@ -421,25 +421,27 @@ TEST_F(RdmaDeviceTest, ControlTimeBeyondItsQuotaWaits) {
                                 {.control_budget = 64,
                                  .control_slice_ns = 1'000'000,
                                  .control_share = 0.1,
-                                 .control_burst_ns = 15'000'000});
+                                 .control_burst_ns = 30'000'000});
   ASSERT_TRUE(dev.ok());
-  // 10 ms each: one leaves the 15 ms burst positive whatever a slow
-  // (sanitizer) build or a loaded machine adds below 5 ms (a 7 ms burst and
-  // 5 ms commands once failed under ctest -j2 with ASan); two always spend
-  // it.
+  // 20 ms each: one leaves the 30 ms burst positive whatever a slow
+  // (sanitizer) build or a loaded machine adds below 10 ms (a 7 ms burst
+  // and 5 ms commands once failed under ctest -j2 with ASan, and so did a
+  // 15 ms burst and 10 ms commands beside a second build's tests); two
+  // always spend it.
   EXPECT_CALL(engine_, CreatePd(_)).Times(3).WillRepeatedly([](engine::VmId) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
     return Result<uint32_t>(1u);
   });
   for (int i = 0; i < 3; ++i) PostCommand(Cmd(VIRTIO_RDMA_CMD_CREATE_PD), 16);
   ASSERT_EQ((*dev)->StartQueue(0, ctrl_.vq), Status::kOk);
   ASSERT_EQ(UsedIdx(ctrl_), 1);           // the time slice
   control_.Fire(ctrl_.vq.kick_fd);
-  ASSERT_EQ(UsedIdx(ctrl_), 2);           // >= 20 ms of a 15 ms burst spent
+  ASSERT_EQ(UsedIdx(ctrl_), 2);           // >= 40 ms of a 30 ms burst spent
   control_.Fire(ctrl_.vq.kick_fd);
   EXPECT_EQ(UsedIdx(ctrl_), 2) << "the quota rule held the third command";
   EXPECT_GE((*dev)->control_throttles(), 1u);
-  // >= 3 ms over at a 10 % share: >= 30 ms until it may run again.
+  // Over its burst at a 10 % share: it waits ten times the excess (tens
+  // of ms) before it may run again.
   const int timer = (*dev)->control_timer_fd();
   ASSERT_GE(timer, 0);
   ASSERT_EQ(control_.fds.count(timer), 1u);
