@@ -122,10 +122,11 @@ class Receiver {
   struct alignas(64) Record : RecordFields {
     static_assert(sizeof(RecordFields) + sizeof(uint32_t) <= 64,
                   "what FindOrMake clears, and the ranges' count: a line");
-    // Clear(): empty, whatever its storage holds.
+    // Emptied by its count (UnitRanges::Clear): entries past the count
+    // are stale and never read.
     UnitRanges ranges;
   };
-  // Makes r a new message's record (Clear's rule for its ranges).
+  // Makes r a new message's record.
   static void Reset(Record& r) {
     static_cast<RecordFields&>(r) = RecordFields{};
     r.ranges.Clear();
